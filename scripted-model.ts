@@ -1,0 +1,114 @@
+// A fake model that replays canned replies, so every lesson runs offline and the same way each time.
+// It implements `Model` and nothing else: the loop cannot tell it from the real API.
+
+import type Anthropic from '@anthropic-ai/sdk';
+import { readFile } from 'node:fs/promises';
+import { z } from 'zod';
+import type { Model, ModelCallOptions, ModelRequest } from './agent.ts';
+
+/** A reply as a script writes it: the blocks, and optionally how it stopped and what it cost. */
+export interface ScriptedReply {
+  content: ScriptedBlock[];
+  /** Default: `tool_use` when the reply has tool calls, else `end_turn`. */
+  stop_reason?: Anthropic.StopReason;
+  usage?: Partial<Pick<Anthropic.Usage, 'input_tokens' | 'output_tokens' | 'cache_creation_input_tokens' | 'cache_read_input_tokens'>>;
+}
+
+export type ScriptedBlock =
+  | { type: 'text'; text: string }
+  | { type: 'tool_use'; name: string; input: unknown; id?: string }
+  | { type: 'thinking'; thinking: string; signature: string };
+
+/** A script entry may also look at the request, e.g. to answer a summary request differently. */
+export type ScriptEntry = ScriptedReply | ((request: ModelRequest) => ScriptedReply);
+
+// Small helpers, so a test reads like the conversation it scripts.
+export const text = (t: string): ScriptedBlock => ({ type: 'text', text: t });
+export const toolUse = (name: string, input: unknown, id?: string): ScriptedBlock =>
+  id === undefined ? { type: 'tool_use', name, input } : { type: 'tool_use', name, input, id };
+export const reply = (...content: ScriptedBlock[]): ScriptedReply => ({ content });
+export const say = (t: string): ScriptedReply => reply(text(t));
+export const call = (name: string, input: unknown): ScriptedReply => reply(toolUse(name, input));
+
+export class ScriptedModel implements Model {
+  /** Every request received, deep-copied, so a test can check exactly what the model was sent. */
+  readonly requests: ModelRequest[] = [];
+
+  constructor(
+    private readonly script: readonly ScriptEntry[],
+    readonly name = 'scripted',
+  ) {}
+
+  async complete(request: ModelRequest, { signal, onText }: ModelCallOptions): Promise<Anthropic.Message> {
+    signal.throwIfAborted();
+    this.requests.push(structuredClone(request));
+    const turn = this.requests.length;
+    const entry = this.script[turn - 1];
+    if (entry === undefined) {
+      throw new Error(`scripted model: the script has ${this.script.length} replies and request ${turn} has none`);
+    }
+    const scripted = typeof entry === 'function' ? entry(request) : entry;
+    const message = toMessage(scripted, turn, request);
+    for (const block of message.content) if (block.type === 'text') onText(block.text);
+    return message;
+  }
+}
+
+/** Fills in what the API would (ids, stop reason, usage), so scripts stay short. */
+function toMessage(scripted: ScriptedReply, turn: number, request: ModelRequest): Anthropic.Message {
+  const content: Anthropic.ContentBlock[] = scripted.content.map((block, i) => {
+    switch (block.type) {
+      case 'text':
+        return { type: 'text', text: block.text, citations: null };
+      case 'thinking':
+        return { ...block };
+      case 'tool_use':
+        return { type: 'tool_use', id: block.id ?? `toolu_s${turn}_${i}`, name: block.name, input: block.input, caller: { type: 'direct' } };
+    }
+  });
+  const hasCalls = content.some((block) => block.type === 'tool_use');
+  return {
+    id: `msg_scripted_${turn}`,
+    type: 'message',
+    role: 'assistant',
+    model: 'scripted',
+    content,
+    stop_reason: scripted.stop_reason ?? (hasCalls ? 'tool_use' : 'end_turn'),
+    stop_sequence: null,
+    stop_details: null,
+    container: null,
+    diagnostics: null,
+    usage: {
+      input_tokens: scripted.usage?.input_tokens ?? Math.ceil(JSON.stringify(request).length / 4),
+      output_tokens: scripted.usage?.output_tokens ?? Math.ceil(JSON.stringify(content).length / 4),
+      cache_creation_input_tokens: scripted.usage?.cache_creation_input_tokens ?? null,
+      cache_read_input_tokens: scripted.usage?.cache_read_input_tokens ?? null,
+      cache_creation: null,
+      inference_geo: null,
+      output_tokens_details: null,
+      server_tool_use: null,
+      service_tier: null,
+      speed: null,
+    },
+  };
+}
+
+const scriptFile = z.array(
+  z.strictObject({
+    content: z.array(
+      z.discriminatedUnion('type', [
+        z.strictObject({ type: z.literal('text'), text: z.string() }),
+        z.strictObject({ type: z.literal('tool_use'), name: z.string(), input: z.unknown(), id: z.string().optional() }),
+        z.strictObject({ type: z.literal('thinking'), thinking: z.string(), signature: z.string() }),
+      ]),
+    ),
+    stop_reason: z.enum(['end_turn', 'max_tokens', 'stop_sequence', 'tool_use', 'pause_turn', 'refusal', 'model_context_window_exceeded']).optional(),
+  }),
+);
+
+/** Reads a `--script` file: a JSON array of replies. A malformed file is a clear error, not a crash later. */
+export async function loadScript(file: string): Promise<ScriptedReply[]> {
+  const parsed = scriptFile.safeParse(JSON.parse(await readFile(file, 'utf8')));
+  if (!parsed.success) throw new Error(`${file} is not a script of replies: ${z.prettifyError(parsed.error)}`);
+  return parsed.data;
+}

@@ -1,0 +1,353 @@
+// The three tools, safe_path and the output caps. The model only ever sees a tool's name,
+// description and JSON Schema; everything it can do to the disk goes through this file.
+// This file never imports agent.ts: a tool knows nothing about the loop that calls it.
+
+import { createHash, randomBytes } from 'node:crypto';
+import { type FileHandle, lstat, mkdir, open, readdir, readFile, realpath, rename, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+
+/** What a tool may know about the run that calls it. */
+export interface ToolContext {
+  /** The project root, already resolved through symlinks. */
+  readonly root: string;
+  /** Content hash of each file as the model last saw it (real path → sha256): read-before-edit. */
+  readonly seen: Map<string, string>;
+}
+
+/** A tool is a schema the model is shown, a description of when (not) to use it, and a function. */
+export interface Tool {
+  readonly name: string;
+  readonly description: string;
+  readonly input: z.ZodObject;
+  /** Read-only tools change nothing, so several of them may run at once. */
+  readonly readOnly: boolean;
+  /** Runs the tool on input that already passed `input`; returns the text the model reads. */
+  run(input: unknown, ctx: ToolContext): Promise<string>;
+}
+
+/** Ties a schema to its function, so `run` sees the input's real type. */
+function defineTool<S extends z.ZodObject>(spec: {
+  name: string;
+  description: string;
+  input: S;
+  readOnly: boolean;
+  run: (input: z.infer<S>, ctx: ToolContext) => Promise<string>;
+}): Tool {
+  return { ...spec, run: (input, ctx) => spec.run(spec.input.parse(input), ctx) };
+}
+
+/** A failure the model can act on: its message becomes an is_error tool_result. */
+export class ToolError extends Error {}
+
+// ---------------------------------------------------------------------------------------------
+// safe_path: every file tool resolves its path through this, and nothing else.
+
+/** Prevents escapes from the project: `..`, absolute paths, NUL bytes and symlinks leading out. */
+export async function safe_path(root: string, requested: string): Promise<string> {
+  if (requested.includes('\0')) throw new ToolError(`path ${JSON.stringify(requested)} contains a NUL byte`);
+  const outside = () =>
+    new ToolError(`path ${JSON.stringify(requested)} is outside the project (${root}); use a path inside it`);
+  const lexical = path.resolve(root, requested);
+  if (!isInside(root, lexical)) throw outside();
+  // Symlinks are followed by the OS, so the real path decides. For a path that does not exist
+  // yet, the deepest part that does exist is resolved and the rest appended.
+  let existing = lexical;
+  const missing: string[] = [];
+  while (!(await exists(existing))) {
+    missing.unshift(path.basename(existing));
+    existing = path.dirname(existing);
+  }
+  let real: string;
+  try {
+    real = await realpath(existing);
+  } catch {
+    throw new ToolError(`path ${JSON.stringify(requested)} goes through a broken symlink`);
+  }
+  const target = path.join(real, ...missing);
+  if (!isInside(root, target)) throw outside();
+  return target;
+}
+
+function isInside(root: string, candidate: string): boolean {
+  const relative = path.relative(root, candidate);
+  return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
+}
+
+/** lstat, not stat: a dangling symlink exists and must be resolved (and refused), not skipped. */
+async function exists(p: string): Promise<boolean> {
+  try {
+    await lstat(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output caps, shared by every tool: both are needed, since one minified line or ten thousand
+// tiny lines each slip past a single cap.
+
+export const MAX_LINES = 2000;
+export const MAX_BYTES = 50 * 1024;
+export const MAX_LIST_ENTRIES = 1000;
+/** Files above this are read in windows and never hashed whole, so they cannot be edited here. */
+export const MAX_EDITABLE_BYTES = 10 * 1024 * 1024;
+
+const sha256 = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
+
+// ---------------------------------------------------------------------------------------------
+// list_files
+
+const SKIPPED_DIRS = new Set(['.git', 'node_modules', '.agent']);
+
+export const list_files = defineTool({
+  name: 'list_files',
+  description:
+    'List the files and folders under a folder of the project, recursively, as paths relative to the project root ' +
+    '(folders end with "/"; .git and node_modules are skipped). Use it to find files before reading them. ' +
+    'Not for reading contents: use read_file for that.',
+  input: z.strictObject({
+    path: z.string().optional().describe('Folder to list, relative to the project root. Default: the root.'),
+  }),
+  readOnly: true,
+  async run({ path: requested = '.' }, ctx) {
+    const start = await safe_path(ctx.root, requested);
+    if (!(await stat(start)).isDirectory()) throw new ToolError(`${requested} is a file, not a folder; use read_file`);
+    const entries: string[] = [];
+    const pending = [start];
+    for (let dir = pending.pop(); dir !== undefined; dir = pending.pop()) {
+      for (const entry of await readdir(dir, { withFileTypes: true })) {
+        const relative = path.relative(ctx.root, path.join(dir, entry.name)).split(path.sep).join('/');
+        // Symlinks are listed but never followed: a link to a folder outside must not leak its tree.
+        if (entry.isDirectory()) {
+          if (SKIPPED_DIRS.has(entry.name)) continue;
+          entries.push(`${relative}/`);
+          pending.push(path.join(dir, entry.name));
+        } else {
+          entries.push(relative);
+        }
+      }
+    }
+    if (entries.length === 0) return '(empty folder)';
+    entries.sort();
+    const shown = entries.slice(0, MAX_LIST_ENTRIES);
+    const omitted = entries.length - shown.length;
+    if (omitted > 0) shown.push(`[${omitted} more entries not shown; list a subfolder to see them]`);
+    return shown.join('\n');
+  },
+});
+
+// ---------------------------------------------------------------------------------------------
+// read_file
+
+export const read_file = defineTool({
+  name: 'read_file',
+  description:
+    'Read a text file of the project, shown with line numbers. Long files come in windows of at most ' +
+    `${MAX_LINES} lines or ${MAX_BYTES / 1024} KiB; the output says which offset continues. ` +
+    'Always read a file before editing it. Not for folders: use list_files.',
+  input: z.strictObject({
+    path: z.string().describe('File path relative to the project root, e.g. src/main.ts'),
+    offset: z.number().int().min(1).optional().describe('First line to show, counting from 1. Default: 1.'),
+    limit: z.number().int().min(1).optional().describe(`How many lines to show at most. Default and maximum: ${MAX_LINES}.`),
+  }),
+  readOnly: true,
+  async run({ path: requested, offset = 1, limit = MAX_LINES }, ctx) {
+    const file = await safe_path(ctx.root, requested);
+    const info = await stat(file);
+    if (info.isDirectory()) throw new ToolError(`${requested} is a folder; use list_files`);
+    const window = await readLineWindow(file, offset, Math.min(limit, MAX_LINES));
+    if (window.binary) throw new ToolError(`${requested} is a binary file (${info.size} bytes); read_file shows text only`);
+    // The hash is what makes a later edit safe: it pins the version the model has now seen.
+    if (info.size <= MAX_EDITABLE_BYTES) ctx.seen.set(file, sha256(await readFile(file)));
+    if (window.lines.length === 0) {
+      return info.size === 0 ? '(empty file)' : `[the file has fewer than ${offset} lines; use a smaller offset]`;
+    }
+    const numbered = window.lines.map((line, i) => `${String(offset + i).padStart(6)}\t${line}`);
+    const last = offset + window.lines.length - 1;
+    if (window.cutLine) {
+      numbered.push(`[line ${last} is longer than ${MAX_BYTES / 1024} KiB and was cut; the rest of it cannot be shown]`);
+    }
+    if (!window.reachedEnd) {
+      const total = info.size <= MAX_EDITABLE_BYTES ? ` of ${await countLines(file)}` : '';
+      numbered.push(`[showing lines ${offset}-${last}${total}; use offset=${last + 1} to continue]`);
+    }
+    return numbered.join('\n');
+  },
+});
+
+interface LineWindow {
+  lines: string[];
+  /** The last line was longer than the byte cap and shows only its start. */
+  cutLine: boolean;
+  reachedEnd: boolean;
+  binary: boolean;
+}
+
+/** Reads only the lines it returns (plus the ones it skips), so a 1 GB file is never loaded whole. */
+async function readLineWindow(file: string, offset: number, limit: number): Promise<LineWindow> {
+  const handle = await open(file, 'r');
+  try {
+    const chunk = Buffer.alloc(64 * 1024);
+    const lines: string[] = [];
+    let partial: Buffer[] = [];
+    let partialBytes = 0;
+    let lineNumber = 1;
+    let shownBytes = 0;
+    let first = true;
+    for (;;) {
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
+      if (first && chunk.subarray(0, Math.min(bytesRead, 8192)).includes(0)) {
+        return { lines: [], cutLine: false, reachedEnd: true, binary: true };
+      }
+      first = false;
+      if (bytesRead === 0) {
+        if (partialBytes > 0 && lineNumber >= offset) lines.push(Buffer.concat(partial).toString('utf8'));
+        return { lines, cutLine: false, reachedEnd: true, binary: false };
+      }
+      let start = 0;
+      for (let nl = chunk.indexOf(10, start); start < bytesRead; nl = chunk.indexOf(10, start)) {
+        const end = nl === -1 || nl >= bytesRead ? bytesRead : nl;
+        if (lineNumber >= offset) {
+          partial.push(Buffer.from(chunk.subarray(start, end)));
+          partialBytes += end - start;
+          if (shownBytes + partialBytes > MAX_BYTES) {
+            // Whole lines only; a single line bigger than the cap is shown cut, and says so.
+            if (lines.length > 0) return { lines, cutLine: false, reachedEnd: false, binary: false };
+            lines.push(Buffer.concat(partial).subarray(0, MAX_BYTES).toString('utf8'));
+            return { lines, cutLine: true, reachedEnd: false, binary: false };
+          }
+        }
+        if (end === bytesRead) break;
+        if (lineNumber >= offset) {
+          lines.push(Buffer.concat(partial).toString('utf8').replace(/\r$/, ''));
+          shownBytes += partialBytes + 1;
+          if (lines.length === limit) {
+            const reachedEnd = end + 1 < bytesRead ? false : await atEnd(handle);
+            return { lines, cutLine: false, reachedEnd, binary: false };
+          }
+        }
+        partial = [];
+        partialBytes = 0;
+        lineNumber++;
+        start = end + 1;
+      }
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
+async function atEnd(handle: FileHandle): Promise<boolean> {
+  const { bytesRead } = await handle.read(Buffer.alloc(1), 0, 1, null);
+  return bytesRead === 0;
+}
+
+async function countLines(file: string): Promise<number> {
+  const text = await readFile(file);
+  let count = 0;
+  for (let i = text.indexOf(10); i !== -1; i = text.indexOf(10, i + 1)) count++;
+  return text.length > 0 && text[text.length - 1] !== 10 ? count + 1 : count;
+}
+
+// ---------------------------------------------------------------------------------------------
+// edit_file
+
+export const edit_file = defineTool({
+  name: 'edit_file',
+  description:
+    'Change a file by replacing one exact snippet. old_str must appear exactly once in the file: include enough ' +
+    'surrounding lines to make it unique. Read the file first; an edit of a file changed since you read it is refused. ' +
+    'To create a new file, give an empty old_str and the whole content as new_str. Not for reading: use read_file.',
+  input: z.strictObject({
+    path: z.string().describe('File path relative to the project root'),
+    old_str: z.string().describe('The exact text to replace, copied from the file (without line numbers). Empty to create a new file.'),
+    new_str: z.string().describe('The text to put in its place'),
+  }),
+  readOnly: false,
+  async run({ path: requested, old_str, new_str }, ctx) {
+    if (old_str === new_str) throw new ToolError('old_str and new_str are the same; nothing would change');
+    const file = await safe_path(ctx.root, requested);
+    if (old_str === '') return createFile(file, requested, new_str, ctx);
+    const before = await readEditable(file, requested, ctx);
+    // Keep the file's line endings: the model sees lines without \r, so match and write in CRLF.
+    const crlf = before.includes('\r\n');
+    const [find, replace] = crlf ? [toCrlf(old_str), toCrlf(new_str)] : [old_str, new_str];
+    const count = countOccurrences(before, find);
+    if (count === 0) {
+      throw new ToolError(`old_str was not found in ${requested}; read the file again. Closest lines:\n${closestLines(before, old_str)}`);
+    }
+    if (count > 1) throw new ToolError(`old_str was found ${count} times in ${requested}; include more context so it is unique`);
+    const at = before.indexOf(find);
+    const after = before.slice(0, at) + replace + before.slice(at + find.length);
+    await writeAtomically(file, after);
+    ctx.seen.set(file, sha256(after));
+    const line = before.slice(0, at).split('\n').length;
+    return `edited ${requested}: replaced ${lineCount(old_str)} line(s) at line ${line} with ${lineCount(new_str)} line(s)`;
+  },
+});
+
+async function createFile(file: string, requested: string, content: string, ctx: ToolContext): Promise<string> {
+  if (await exists(file)) throw new ToolError(`${requested} already exists; read it and give a non-empty old_str to change it`);
+  await mkdir(path.dirname(file), { recursive: true });
+  await writeAtomically(file, content);
+  ctx.seen.set(file, sha256(content));
+  return `created ${requested} (${lineCount(content)} line(s))`;
+}
+
+/** Prevents edits against a version the model never saw: unread, or changed on disk since it was read. */
+async function readEditable(file: string, requested: string, ctx: ToolContext): Promise<string> {
+  const seenHash = ctx.seen.get(file);
+  if (seenHash === undefined) throw new ToolError(`read ${requested} with read_file before editing it`);
+  if ((await stat(file)).size > MAX_EDITABLE_BYTES) throw new ToolError(`${requested} is too large to edit with edit_file`);
+  const current = await readFile(file, 'utf8');
+  if (sha256(current) !== seenHash) {
+    ctx.seen.set(file, sha256(current));
+    throw new ToolError(`${requested} changed on disk since you read it; nothing was edited. Its current content:\n${numberLines(current)}`);
+  }
+  return current;
+}
+
+function numberLines(text: string): string {
+  const lines = text.split('\n').map((line, i) => `${String(i + 1).padStart(6)}\t${line.replace(/\r$/, '')}`);
+  const shown = lines.slice(0, MAX_LINES).join('\n');
+  if (lines.length <= MAX_LINES && Buffer.byteLength(shown) <= MAX_BYTES) return shown;
+  return `${shown.slice(0, MAX_BYTES)}\n[cut; use read_file to see the rest]`;
+}
+
+const toCrlf = (text: string) => text.replace(/\r?\n/g, '\r\n');
+const lineCount = (text: string) => (text === '' ? 0 : text.split('\n').length);
+
+function countOccurrences(text: string, snippet: string): number {
+  let count = 0;
+  for (let i = text.indexOf(snippet); i !== -1; i = text.indexOf(snippet, i + 1)) count++;
+  return count;
+}
+
+/** The file's lines most like the first line of old_str, to show the model where it went wrong. */
+function closestLines(text: string, oldStr: string): string {
+  const wanted = oldStr.split('\n').find((line) => line.trim() !== '')?.trim() ?? oldStr;
+  const pairs = (s: string) => new Set(Array.from({ length: Math.max(s.length - 1, 0) }, (_, i) => s.slice(i, i + 2)));
+  const wantedPairs = pairs(wanted);
+  const scored = text.split('\n').map((line, i) => {
+    const linePairs = pairs(line.trim());
+    let shared = 0;
+    for (const pair of linePairs) if (wantedPairs.has(pair)) shared++;
+    return { i, line: line.replace(/\r$/, ''), score: (2 * shared) / (wantedPairs.size + linePairs.size || 1) };
+  });
+  const best = scored.sort((a, b) => b.score - a.score || a.i - b.i).slice(0, 3).filter((s) => s.score > 0);
+  if (best.length === 0) return '(no similar lines)';
+  return best.sort((a, b) => a.i - b.i).map((s) => `${String(s.i + 1).padStart(6)}\t${s.line}`).join('\n');
+}
+
+/** A crash mid-write must never leave half a file: write a temp file beside it, then rename. */
+async function writeAtomically(file: string, content: string): Promise<void> {
+  const temp = `${file}.${randomBytes(6).toString('hex')}.tmp`;
+  const mode = await stat(file).then((s) => s.mode, () => undefined);
+  await writeFile(temp, content, mode === undefined ? {} : { mode });
+  await rename(temp, file);
+}
+
+/** The tools in the order the model is shown them. */
+export const TOOLS: readonly Tool[] = [list_files, read_file, edit_file];
