@@ -27,7 +27,7 @@ export interface Tool {
 }
 
 /** Ties a schema to its function, so `run` sees the input's real type. */
-function defineTool<S extends z.ZodObject>(spec: {
+export function defineTool<S extends z.ZodObject>(spec: {
   name: string;
   description: string;
   input: S;

@@ -1,0 +1,297 @@
+// The loop's acceptance tests (P0–P2), the seed story, and one test per guard in agent.ts,
+// each named after the failure it prevents.
+
+import type Anthropic from '@anthropic-ai/sdk';
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { cp, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { z } from 'zod';
+import { EXIT, exitCodeFor, type Halt, main, runCommand, runTask } from '../agent.ts';
+import { EXAMPLE_PROJECT, runSeedStory } from '../lessons/demo.ts';
+import { call, loadScript, reply, say, text, toolUse } from '../scripted-model.ts';
+import { defineTool, TOOLS } from '../tools.ts';
+import { scriptedAgent, tempProject } from './helpers.ts';
+
+const lastMessage = (messages: Anthropic.MessageParam[]) => messages[messages.length - 1]!;
+const blocks = (message: Anthropic.MessageParam) => (typeof message.content === 'string' ? [] : message.content);
+const never = new AbortController().signal;
+
+const echo = defineTool({
+  name: 'echo',
+  description: 'Echoes its text. A test tool.',
+  input: z.strictObject({ text: z.string() }),
+  readOnly: true,
+  run: async ({ text: said }) => `echo: ${said}`,
+});
+
+describe('P0 scaffold', () => {
+  test('the second request carries the first exchange, so the model can refer back to it', async (t) => {
+    const root = await tempProject(t);
+    const { agent, model } = await scriptedAgent(root, [say('Nice to meet you, Ada.'), say('Your name is Ada.')]);
+    await runTask(agent, 'My name is Ada.');
+    await runTask(agent, 'What is my name?');
+    assert.deepEqual(model.requests[1]!.messages, [
+      { role: 'user', content: 'My name is Ada.' },
+      { role: 'assistant', content: [{ type: 'text', text: 'Nice to meet you, Ada.', citations: null }] },
+      { role: 'user', content: 'What is my name?' },
+    ]);
+  });
+});
+
+describe('P1 loop', () => {
+  test('a dummy tool is called and its result reaches the next request', async (t) => {
+    const root = await tempProject(t);
+    const { agent, model } = await scriptedAgent(root, [call('echo', { text: 'hi' }), say('done')], { tools: [echo] });
+    await runTask(agent, 'say hi');
+    const results = blocks(lastMessage(model.requests[1]!.messages));
+    assert.deepEqual(results, [{ type: 'tool_result', tool_use_id: 'toolu_s1_0', content: 'echo: hi' }]);
+  });
+
+  test('two calls in one reply are both answered, in call order, in one user message', async (t) => {
+    const root = await tempProject(t);
+    const script = [reply(toolUse('echo', { text: 'a' }), toolUse('echo', { text: 'b' })), say('done')];
+    const { agent, model } = await scriptedAgent(root, script, { tools: [echo] });
+    await runTask(agent, 'say a and b');
+    const sent = model.requests[1]!.messages;
+    assert.equal(sent.length, 3);
+    assert.deepEqual(
+      blocks(lastMessage(sent)).map((b) => (b.type === 'tool_result' ? [b.tool_use_id, b.content] : b.type)),
+      [['toolu_s1_0', 'echo: a'], ['toolu_s1_1', 'echo: b']],
+    );
+  });
+
+  test('thinking blocks go back unmodified, or the API would reject the next request', async (t) => {
+    const root = await tempProject(t);
+    const thinking = { type: 'thinking', thinking: 'Echo first.', signature: 'sig-123' } as const;
+    const { agent, model } = await scriptedAgent(root, [reply(thinking, toolUse('echo', { text: 'x' })), say('ok')], { tools: [echo] });
+    await runTask(agent, 'think, then echo');
+    assert.deepEqual(blocks(model.requests[1]!.messages[1]!)[0], thinking);
+  });
+
+  test('an empty text block is never sent back, since the API rejects it', async (t) => {
+    const root = await tempProject(t);
+    const { agent, model } = await scriptedAgent(root, [reply(text(''), toolUse('echo', { text: 'x' })), say('ok')], { tools: [echo] });
+    await runTask(agent, 'echo');
+    assert.deepEqual(blocks(model.requests[1]!.messages[1]!).map((b) => b.type), ['tool_use']);
+  });
+});
+
+describe('P2 three tools', () => {
+  test('"write fizzbuzz.js up to 15" creates, reads and changes the file, and node prints the right 15 lines', async (t) => {
+    const root = await tempProject(t);
+    const { agent, events } = await scriptedAgent(root, await loadScript('lessons/scripts/fizzbuzz.json'));
+    const halt = await runTask(agent, 'write fizzbuzz.js up to 15');
+    assert.equal(halt.kind, 'accepted');
+    const used = events.flatMap((e) => (e.type === 'result' && !e.result.is_error ? [e.call.name] : []));
+    assert.deepEqual(used, ['edit_file', 'read_file', 'edit_file']);
+    const printed = execFileSync(process.execPath, ['fizzbuzz.js'], { cwd: root, encoding: 'utf8' }).trim().split('\n');
+    const expected = Array.from({ length: 15 }, (_, i) => {
+      const n = i + 1;
+      return n % 15 === 0 ? 'FizzBuzz' : n % 3 === 0 ? 'Fizz' : n % 5 === 0 ? 'Buzz' : String(n);
+    });
+    assert.deepEqual(printed, expected);
+  });
+
+  test('"which version is in package.json" is answered after list_files finds the file', async (t) => {
+    const root = await tempProject(t);
+    await cp(EXAMPLE_PROJECT, root, { recursive: true });
+    const { agent, model } = await scriptedAgent(root, await loadScript('lessons/scripts/package-version.json'));
+    await runTask(agent, 'which version is in package.json?');
+    const listed = blocks(lastMessage(model.requests[1]!.messages))[0];
+    assert.ok(listed?.type === 'tool_result' && String(listed.content).split('\n').includes('package.json'));
+    const read = blocks(lastMessage(model.requests[2]!.messages))[0];
+    assert.ok(read?.type === 'tool_result' && String(read.content).includes('"version": "1.0.0"'));
+  });
+});
+
+describe('the seed story: same eight replies, two harnesses', () => {
+  test('the trusting harness accepts a false "done" at step 5 with the test still failing', async () => {
+    const run = await runSeedStory(false);
+    assert.deepEqual(run.halt, { kind: 'accepted', verifiedBy: null });
+    assert.equal(run.turns, 5);
+    assert.equal(run.testReallyPasses, false);
+  });
+
+  test('the verifying harness refuses that "done" and accepts at step 8 with the test passing', async () => {
+    const run = await runSeedStory(true);
+    assert.deepEqual(run.halt, { kind: 'accepted', verifiedBy: 'node test.js' });
+    assert.equal(run.turns, 8);
+    assert.equal(run.testReallyPasses, true);
+    assert.match(run.steps[4]!.outcome, /exit 1: fail, refused/);
+  });
+});
+
+describe('guards in the loop', () => {
+  test('an unknown tool is answered with the real tool names instead of crashing the loop', async (t) => {
+    const root = await tempProject(t);
+    const { agent, model } = await scriptedAgent(root, [call('shell', { command: 'rm -rf ~' }), say('sorry')]);
+    const halt = await runTask(agent, 'clean up');
+    assert.equal(halt.kind, 'accepted');
+    const [result] = blocks(lastMessage(model.requests[1]!.messages));
+    assert.ok(result?.type === 'tool_result' && result.is_error === true);
+    assert.match(String(result.content), /unknown tool "shell".*list_files, read_file, edit_file/);
+  });
+
+  test('bad arguments are rejected and echoed, never coerced ("5" is not 5)', async (t) => {
+    const root = await tempProject(t, { 'a.txt': 'one\ntwo\n' });
+    const { agent, model } = await scriptedAgent(root, [call('read_file', { path: 'a.txt', offset: '2' }), say('ok')]);
+    await runTask(agent, 'read');
+    const [result] = blocks(lastMessage(model.requests[1]!.messages));
+    assert.ok(result?.type === 'tool_result' && result.is_error === true);
+    assert.match(String(result.content), /invalid arguments for read_file: offset: .*expected number/);
+    assert.match(String(result.content), /You sent: \{"path":"a.txt","offset":"2"\}/);
+    assert.equal(agent.toolContext.seen.size, 0, 'the tool must not have run');
+  });
+
+  test('unknown keys in the arguments are rejected', async (t) => {
+    const root = await tempProject(t, { 'a.txt': 'one\n' });
+    const { agent, model } = await scriptedAgent(root, [call('read_file', { path: 'a.txt', encoding: 'utf8' }), say('ok')]);
+    await runTask(agent, 'read');
+    const [result] = blocks(lastMessage(model.requests[1]!.messages));
+    assert.ok(result?.type === 'tool_result' && result.is_error === true);
+    assert.match(String(result.content), /encoding/);
+  });
+
+  test('a tool that throws becomes an error result, and the loop goes on', async (t) => {
+    const root = await tempProject(t);
+    const broken = defineTool({
+      name: 'broken',
+      description: 'Always fails. A test tool.',
+      input: z.strictObject({}),
+      readOnly: true,
+      run: async () => {
+        throw new Error('disk on fire');
+      },
+    });
+    const { agent, model } = await scriptedAgent(root, [call('broken', {}), say('it failed')], { tools: [broken] });
+    const halt = await runTask(agent, 'try it');
+    assert.equal(halt.kind, 'accepted');
+    assert.equal(model.requests.length, 2);
+    const [result] = blocks(lastMessage(model.requests[1]!.messages));
+    assert.ok(result?.type === 'tool_result' && result.is_error === true && result.content === 'disk on fire');
+  });
+
+  test('"done" is refused while the verify command fails, with its exit code and output', async (t) => {
+    const root = await tempProject(t);
+    const verify = `node -e "const ok = require('fs').existsSync('ok.txt'); console.log(ok ? 'fine' : 'ok.txt is missing'); process.exit(ok ? 0 : 3)"`;
+    const script = [say('done'), call('edit_file', { path: 'ok.txt', old_str: '', new_str: 'yes' }), say('done now')];
+    const { agent, model } = await scriptedAgent(root, script, { verify });
+    const halt = await runTask(agent, 'make it ok');
+    const refusal = lastMessage(model.requests[1]!.messages);
+    assert.equal(refusal.role, 'user');
+    assert.match(String(refusal.content), /not done yet.*exited with code 3/);
+    assert.match(String(refusal.content), /ok\.txt is missing/);
+    assert.deepEqual(halt, { kind: 'accepted', verifiedBy: verify });
+  });
+
+  test('a reply cut off at max_tokens never runs its tool calls, and each still gets an answer', async (t) => {
+    const root = await tempProject(t);
+    const cut = { ...reply(toolUse('edit_file', { path: 'new.txt', old_str: '', new_str: 'half' })), stop_reason: 'max_tokens' as const };
+    const { agent, model } = await scriptedAgent(root, [cut, say('ok')]);
+    await runTask(agent, 'write it');
+    await assert.rejects(readFile(path.join(root, 'new.txt')), { code: 'ENOENT' });
+    const [result] = blocks(lastMessage(model.requests[1]!.messages));
+    assert.ok(result?.type === 'tool_result' && result.is_error === true);
+    assert.match(String(result.content), /not executed: your reply was cut off at max_tokens/);
+  });
+
+  test('a text reply cut off at max_tokens is not taken as "done"', async (t) => {
+    const root = await tempProject(t);
+    const cut = { ...say('I will now explain at length'), stop_reason: 'max_tokens' as const };
+    const { agent, model } = await scriptedAgent(root, [cut, say('done')]);
+    const halt = await runTask(agent, 'explain');
+    assert.equal(model.requests.length, 2);
+    assert.match(String(lastMessage(model.requests[1]!.messages).content), /cut off/);
+    assert.equal(halt.kind, 'accepted');
+  });
+
+  test('the turn budget halts the run, after the last turn\'s calls are answered', async (t) => {
+    const root = await tempProject(t, { 'a.txt': 'a\n' });
+    const script = [call('read_file', { path: 'a.txt' }), call('list_files', {}), call('read_file', { path: 'a.txt' })];
+    const { agent } = await scriptedAgent(root, script, { maxTurns: 2 });
+    const halt = await runTask(agent, 'loop forever');
+    assert.deepEqual(halt, { kind: 'budget', budget: 'turns', limit: 2 });
+    const [result] = blocks(lastMessage(agent.messages));
+    assert.ok(result?.type === 'tool_result' && result.tool_use_id === 'toolu_s2_0');
+  });
+
+  test('a failing model call halts with kind error instead of throwing', async (t) => {
+    const root = await tempProject(t);
+    const { agent } = await scriptedAgent(root, []);
+    const halt = await runTask(agent, 'anything');
+    assert.equal(halt.kind, 'error');
+    assert.match(halt.kind === 'error' ? halt.message : '', /script has 0 replies/);
+  });
+});
+
+describe('the verify command runner', () => {
+  test('long output keeps its head and tail, so the gate message stays small', async (t) => {
+    const root = await tempProject(t);
+    const run = await runCommand(`node -e "for (let i = 0; i < 100000; i++) console.log('line ' + i)"`, root, 30_000, never);
+    assert.equal(run.exitCode, 0);
+    assert.match(run.output, /^line 0\n/);
+    assert.match(run.output, /line 99999\n$/);
+    assert.match(run.output, /characters of output left out/);
+    assert.ok(run.output.length < 20_000);
+  });
+
+  test('a verify command that hangs is killed at its timeout instead of hanging the run', async (t) => {
+    const root = await tempProject(t);
+    const run = await runCommand('sleep 30', root, 200, never);
+    assert.equal(run.timedOut, true);
+    assert.equal(run.exitCode, null);
+  });
+});
+
+describe('command line', () => {
+  const cli = (args: string[], env: Record<string, string> = {}) =>
+    spawnSync(process.execPath, ['--import', 'tsx', 'agent.ts', ...args], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH ?? '', NO_COLOR: '1', ...env },
+    });
+
+  test('each halt kind maps to its exit code', () => {
+    const cases: [Halt, number][] = [
+      [{ kind: 'accepted', verifiedBy: 'npm test' }, 0],
+      [{ kind: 'accepted', verifiedBy: null }, 0],
+      [{ kind: 'budget', budget: 'turns', limit: 3 }, 1],
+      [{ kind: 'error', message: 'x' }, 1],
+      [{ kind: 'interrupted' }, 130],
+    ];
+    for (const [h, code] of cases) assert.equal(exitCodeFor(h), code);
+    assert.equal(EXIT.usage, 2);
+  });
+
+  test('a bad flag is a one-line error and exit code 2, not a stack trace', async (t) => {
+    for (const args of [['--max-turns', 'many', 'task'], ['--no-such-flag'], ['--script', 'missing.json', 'task']]) {
+      const printed = t.mock.method(console, 'error', () => {});
+      assert.equal(await main(args, {}), EXIT.usage, args.join(' '));
+      assert.equal(printed.mock.callCount(), 1);
+      assert.match(String(printed.mock.calls[0]!.arguments[0]), /^agent: [^\n]+$/);
+      printed.mock.restore();
+    }
+  });
+
+  test('--script runs a scripted session headless and reports a verified halt', async (t) => {
+    const root = await tempProject(t);
+    await cp(EXAMPLE_PROJECT, root, { recursive: true });
+    const run = cli(['--script', 'lessons/scripts/seed-story.json', '--root', root, '--verify', 'node test.js', 'make add(2, 3) == 5']);
+    assert.equal(run.status, 0, run.stderr);
+    assert.match(run.stdout, /halt: accepted \(verified by `node test\.js`\) after 8 turn/);
+  });
+
+  test('without a key or a script, a task is refused with a hint instead of a crash', async (t) => {
+    const printed = t.mock.method(console, 'error', () => {});
+    assert.equal(await main(['fix it'], {}), EXIT.usage);
+    assert.match(String(printed.mock.calls[0]!.arguments[0]), /ANTHROPIC_API_KEY is not set/);
+  });
+
+  test('every tool the model is shown has a description and a strict schema', () => {
+    for (const tool of TOOLS) {
+      assert.ok(tool.description.length > 40, tool.name);
+      assert.equal(tool.input.safeParse({ unexpected: true, path: 'x', old_str: 'a', new_str: 'b' }).success, false);
+    }
+  });
+});
