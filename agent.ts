@@ -160,9 +160,9 @@ async function callModel(agent: Agent, signal: AbortSignal): Promise<Anthropic.M
 }
 
 function describeModelError(error: unknown): string {
-  if (error instanceof Anthropic.APIError) {
+  if (error instanceof Anthropic.APIError && error.status !== undefined) {
     const id = error.requestID ? ` (request id ${error.requestID})` : '';
-    return `model call failed: ${error.message}${id}`;
+    return `model call failed: HTTP ${error.status} ${error.type ?? ''}: ${error.apiMessage ?? error.message}${id}`;
   }
   return `model call failed: ${error instanceof Error ? error.message : String(error)}`;
 }

@@ -1,0 +1,72 @@
+// The real SDK path, offline: AnthropicModel drives the loop against a local fake of the Messages
+// API that streams SSE like the real one and answers 400 to any request that breaks the API's rules.
+
+import Anthropic from '@anthropic-ai/sdk';
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { AnthropicModel, runTask } from '../agent.ts';
+import { fakeMessage, type FakeStep, startFakeApi } from './fake-api.ts';
+import { scriptedAgent, tempProject } from './helpers.ts';
+
+async function agentOnFakeApi(t: TestContext, steps: FakeStep[], files: Record<string, string> = {}) {
+  const api = await startFakeApi(steps);
+  t.after(() => api.close());
+  const client = new Anthropic({ apiKey: 'test-key', baseURL: api.baseURL, maxRetries: 2 });
+  const root = await tempProject(t, files);
+  const { agent, events } = await scriptedAgent(root, [], { model: new AnthropicModel('claude-test', client) });
+  return { api, agent, events, root };
+}
+
+const textBlock = (text: string): Anthropic.TextBlock => ({ type: 'text', text, citations: null });
+const toolUseBlock = (id: string, name: string, input: unknown): Anthropic.ToolUseBlock => ({ type: 'tool_use', id, name, input, caller: { type: 'direct' } });
+
+test('a streamed reply with thinking, text and a tool call is assembled, executed and sent back intact', async (t) => {
+  const thinking: Anthropic.ThinkingBlock = { type: 'thinking', thinking: 'The note is in note.txt.', signature: 'replaced-by-the-fake' };
+  const { api, agent, events } = await agentOnFakeApi(
+    t,
+    [
+      { kind: 'reply', message: fakeMessage([thinking, textBlock('Reading it.'), toolUseBlock('toolu_1', 'read_file', { path: 'note.txt' })], 'tool_use') },
+      { kind: 'reply', message: fakeMessage([textBlock('It says hello.')]) },
+    ],
+    { 'note.txt': 'hello\n' },
+  );
+  const halt = await runTask(agent, 'what does note.txt say?');
+  assert.deepEqual(halt, { kind: 'accepted', verifiedBy: null });
+  const streamed = events.flatMap((e) => (e.type === 'text' ? [e.delta] : [])).join('');
+  assert.equal(streamed, 'Reading it.It says hello.');
+  assert.equal(api.requests.length, 2, 'the fake accepted the second request: the transcript kept every API rule');
+  const [, assistant, results] = agent.messages;
+  assert.ok(Array.isArray(assistant?.content) && assistant.content[0]?.type === 'thinking');
+  assert.ok(Array.isArray(results?.content) && results.content[0]?.type === 'tool_result');
+  assert.match(String(results.content[0].content), /hello/);
+});
+
+test('an overloaded API (529) is retried by the SDK itself, and the run succeeds', async (t) => {
+  const { api, agent } = await agentOnFakeApi(t, [
+    { kind: 'status', status: 529 },
+    { kind: 'reply', message: fakeMessage([textBlock('Done.')]) },
+  ]);
+  const halt = await runTask(agent, 'hi');
+  assert.equal(halt.kind, 'accepted');
+  assert.equal(api.requests.length, 2);
+});
+
+test('a failing API halts with kind error and a readable one-line message, not a crash', async (t) => {
+  const { agent } = await agentOnFakeApi(t, [
+    { kind: 'status', status: 400, errorType: 'invalid_request_error', message: 'max_tokens: too large' },
+  ]);
+  const halt = await runTask(agent, 'hi');
+  assert.equal(halt.kind, 'error');
+  assert.match(halt.kind === 'error' ? halt.message : '', /^model call failed: HTTP 400 invalid_request_error: max_tokens: too large \(request id req_fake_\d+\)$/);
+});
+
+test('a connection cut mid-stream ends the run as an error halt and leaves no half reply behind', async (t) => {
+  const message = fakeMessage([textBlock('I will now edit the file, which'), toolUseBlock('toolu_1', 'edit_file', { path: 'x.txt', old_str: '', new_str: 'x' })], 'tool_use');
+  const { agent, root } = await agentOnFakeApi(t, [{ kind: 'cut', message, afterEvents: 4 }]);
+  const halt = await runTask(agent, 'write x.txt');
+  assert.equal(halt.kind, 'error');
+  assert.deepEqual(agent.messages, [{ role: 'user', content: 'write x.txt' }]);
+  await assert.rejects(readFile(path.join(root, 'x.txt')));
+});
