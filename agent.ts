@@ -1,20 +1,25 @@
-// agent.ts — a coding agent in one file. Read it top to bottom:
+// agent.ts — a coding agent in one file. Read it top to bottom; each part is one lesson:
 //   1. Types       what goes in and out of the loop
 //   2. P0          the transcript and the model
 //   3. P1          the loop, on one screen
 //   4. P2          answering tool calls, and the verify-before-done gate
-//   5. CLI         argument parsing, the REPL, the printer
+//   5. P3          hooks around every call, budgets, the session file
+//   6. CLI         argument parsing, the REPL, the printers
 // The model only ever writes text. Every guarantee lives in plain code below, never in the prompt.
 
 import Anthropic from '@anthropic-ai/sdk';
+import { minimatch } from 'minimatch';
 import { spawn } from 'node:child_process';
-import { realpath } from 'node:fs/promises';
-import { createInterface } from 'node:readline/promises';
+import { createHash } from 'node:crypto';
+import { appendFileSync, mkdirSync } from 'node:fs';
+import { readFile, realpath } from 'node:fs/promises';
+import path from 'node:path';
+import { createInterface, type Interface } from 'node:readline/promises';
 import { pathToFileURL } from 'node:url';
 import { parseArgs, styleText } from 'node:util';
 import { z } from 'zod';
 import { loadScript, ScriptedModel } from './scripted-model.ts';
-import { TOOLS, type Tool, type ToolContext } from './tools.ts';
+import { capOutput, safe_path, type Tool, type ToolContext, ToolError, TOOLS, walk } from './tools.ts';
 
 // =============================================================================================
 // 1. Types
@@ -26,6 +31,8 @@ export interface ModelCallOptions {
   signal: AbortSignal;
   /** Called with each piece of text as it streams in. */
   onText: (delta: string) => void;
+  /** Called when the model call has something to say that is not text (e.g. "retrying"). */
+  onNotice: (text: string) => void;
 }
 
 /** A model takes the whole transcript and returns one assistant message. It remembers nothing. */
@@ -34,34 +41,91 @@ export interface Model {
   complete(request: ModelRequest, options: ModelCallOptions): Promise<Anthropic.Message>;
 }
 
+export type BudgetName = 'turns' | 'tokens' | 'cost' | 'time';
+
 /** Every run ends in exactly one of these, and says which. Halts are values, never exceptions. */
 export type Halt =
   | { kind: 'accepted'; verifiedBy: string | null }
-  | { kind: 'budget'; budget: 'turns'; limit: number }
+  | { kind: 'budget'; budget: BudgetName; limit: number }
   | { kind: 'interrupted' }
   | { kind: 'error'; message: string };
 
-/** The loop never prints: it emits these, and printers subscribe. */
+/** What a before-call hook decides: run it, refuse it, run it with other arguments, or answer instead. */
+export type Decision =
+  | { action: 'allow' }
+  | { action: 'deny'; reason: string }
+  | { action: 'rewrite'; input: unknown }
+  | { action: 'answer'; content: string };
+
+export interface PlannedCall {
+  readonly call: Anthropic.ToolUseBlock;
+  readonly tool: Tool;
+  /** The arguments as they will be run: the model's, unless a hook rewrote them. */
+  readonly input: unknown;
+}
+
+export interface ToolOutcome {
+  content: string;
+  isError: boolean;
+}
+
+/** Runs before a call; a hook that throws or times out denies the call (fails closed). */
+export interface BeforeCallHook {
+  readonly name: string;
+  /** Default 10 s; Infinity for hooks that wait for a person. */
+  readonly timeoutMs?: number;
+  check(planned: PlannedCall, agent: Agent): Decision | Promise<Decision>;
+}
+
+/** Sees a result before the model does; a hook that throws or times out withholds the result. */
+export interface AfterCallHook {
+  readonly name: string;
+  readonly timeoutMs?: number;
+  check(planned: PlannedCall, outcome: ToolOutcome, agent: Agent): ToolOutcome | Promise<ToolOutcome>;
+}
+
+export type ApprovalAnswer = { approved: true; always?: boolean } | { approved: false; reason?: string };
+/** Asks the person at the keyboard about one call that would change something. */
+export type Approver = (request: { tool: string; preview: string }) => Promise<ApprovalAnswer>;
+
+/** The loop never prints: it emits these, and printers (terminal, --json) and the session file subscribe. */
 export type AgentEvent =
   | { type: 'request'; turn: number; messages: number }
   | { type: 'text'; delta: string }
-  | { type: 'reply'; turn: number; stopReason: Anthropic.StopReason | null; calls: number; usage: Anthropic.Usage }
+  | { type: 'reply'; turn: number; stopReason: Anthropic.StopReason | null; calls: number; usage: Anthropic.Usage; totals: UsageTotals }
+  | { type: 'message'; message: Anthropic.MessageParam }
   | { type: 'call'; call: Anthropic.ToolUseBlock }
+  | { type: 'running'; call: Anthropic.ToolUseBlock }
+  | { type: 'decision'; call: Anthropic.ToolUseBlock; hook: string; decision: Decision }
   | { type: 'result'; call: Anthropic.ToolUseBlock; result: Anthropic.ToolResultBlockParam }
-  | { type: 'gate'; command: string; exitCode: number | null; passed: boolean }
+  | { type: 'gate'; command: string; exitCode: number | null; passed: boolean; reason: string }
   | { type: 'notice'; text: string }
   | { type: 'halt'; halt: Halt; turns: number };
 
+export interface Budgets {
+  /** A turn is one model call. */
+  maxTurns: number;
+  /** Input (cache reads and writes included) plus output tokens, from the API's usage. */
+  maxTokens?: number;
+  maxCostUsd?: number;
+  timeoutMs?: number;
+}
+
 export interface AgentConfig {
-  /** The project root, resolved through symlinks. */
+  /** The project root. */
   root: string;
   model: Model;
   tools: readonly Tool[];
   /** The command whose exit code 0 is the only acceptable "done"; undefined: trust the model. */
   verify: string | undefined;
   verifyTimeoutMs: number;
-  /** A turn is one model call. */
-  maxTurns: number;
+  budgets: Budgets;
+  /** Globs of files the model may not change, e.g. "test/**": the defence against "silent green". */
+  protect: readonly string[];
+  approve: Approver;
+  /** A forker's own hooks, run after the standard ones. */
+  beforeCall?: readonly BeforeCallHook[];
+  afterCall?: readonly AfterCallHook[];
   onEvent: (event: AgentEvent) => void;
 }
 
@@ -72,7 +136,22 @@ export interface Agent {
   readonly messages: Anthropic.MessageParam[];
   readonly toolContext: ToolContext;
   /** Built once: the same bytes on every request, so the prompt cache keeps working. */
+  readonly system: Anthropic.TextBlockParam[];
   readonly toolDefinitions: Anthropic.Tool[];
+  readonly beforeCall: readonly BeforeCallHook[];
+  readonly afterCall: readonly AfterCallHook[];
+  /** Messages the user typed while the agent worked, delivered before the next tool call. */
+  readonly steering: string[];
+  readonly usage: UsageTotals;
+}
+
+export interface UsageTotals {
+  input: number;
+  cacheWrite: number;
+  cacheRead: number;
+  output: number;
+  /** Dollars, or null when the model's price is unknown: never a made-up zero. */
+  costUsd: number | null;
 }
 
 // =============================================================================================
@@ -87,20 +166,52 @@ export const SYSTEM_PROMPT = [
 
 export const DEFAULT_MODEL = 'claude-sonnet-5-5';
 const MAX_OUTPUT_TOKENS = 32_000;
+/** The SDK's timeout covers only the wait for headers; a stream silent for this long is stalled. */
+export const STREAM_IDLE_MS = 90_000;
 
 /** The real model: one streamed Messages API call per turn, text shown as it arrives. */
 export class AnthropicModel implements Model {
   constructor(
     readonly name: string,
     private readonly client: Anthropic,
+    private readonly idleMs = STREAM_IDLE_MS,
   ) {}
 
-  async complete(request: ModelRequest, { signal, onText }: ModelCallOptions): Promise<Anthropic.Message> {
-    const stream = this.client.messages.stream({ model: this.name, max_tokens: MAX_OUTPUT_TOKENS, ...request }, { signal });
+  async complete(request: ModelRequest, { signal, onText, onNotice }: ModelCallOptions): Promise<Anthropic.Message> {
+    // The SDK retries 408/409/429/5xx itself; this only makes each retry visible.
+    const showRetries: Middleware = async (req, next) => {
+      const response = await next(req);
+      if (response.status === 429 || response.status >= 500) onNotice(`API answered ${response.status}; the SDK retries…`);
+      return response;
+    };
+    const stream = this.client.messages.stream(
+      { model: this.name, max_tokens: MAX_OUTPUT_TOKENS, ...request },
+      { signal, middleware: [showRetries] },
+    );
     stream.on('text', onText);
-    return await stream.finalMessage();
+    let stalled = false;
+    let timer = setTimeout(() => {}, 0);
+    const arm = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        stalled = true;
+        stream.abort();
+      }, this.idleMs);
+    };
+    arm();
+    stream.on('streamEvent', arm);
+    try {
+      return await stream.finalMessage();
+    } catch (error) {
+      if (stalled) throw new Error(`the response stream stalled: no data for ${this.idleMs / 1000} s`);
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 }
+
+type Middleware = NonNullable<Anthropic.RequestOptions['middleware']>[number];
 
 export function toolDefinition(tool: Tool): Anthropic.Tool {
   const { $schema: _ignored, ...schema } = z.toJSONSchema(tool.input, { io: 'input' });
@@ -113,32 +224,45 @@ export async function createAgent(config: AgentConfig): Promise<Agent> {
     config: { ...config, root },
     messages: [],
     toolContext: { root, seen: new Map() },
+    // One cache mark after the system prompt caches the whole fixed prefix: tools, then system.
+    system: [{ type: 'text', text: SYSTEM_PROMPT, cache_control: { type: 'ephemeral' } }],
     toolDefinitions: config.tools.map(toolDefinition),
+    beforeCall: [validateInput, safePathCheck, protectedFiles(config.protect), runawayGuard(), approval(config.approve), ...(config.beforeCall ?? [])],
+    afterCall: [capToolOutput, ...(config.afterCall ?? [])],
+    steering: [],
+    usage: { input: 0, cacheWrite: 0, cacheRead: 0, output: 0, costUsd: priceOf(config.model.name) ? 0 : null },
   };
+}
+
+/** Appends to the transcript; the event lets the session file record it as it happens. */
+function append(agent: Agent, message: Anthropic.MessageParam): void {
+  agent.messages.push(message);
+  agent.config.onEvent({ type: 'message', message });
 }
 
 // =============================================================================================
 // 3. P1 — the loop. Everything it calls is a named guard below it.
 
 /** Runs one task to a halt: call the model, append its reply, answer its calls, until a halt. */
-export async function runTask(agent: Agent, task: string, signal = new AbortController().signal): Promise<Halt> {
-  const { config, messages } = agent;
-  messages.push({ role: 'user', content: task });
+export async function runTask(agent: Agent, task: string, userSignal = new AbortController().signal): Promise<Halt> {
+  const run = await startRun(agent, userSignal);
+  append(agent, { role: 'user', content: task });
   for (let turn = 1; ; turn++) {
-    config.onEvent({ type: 'request', turn, messages: messages.length });
-    const reply = await callModel(agent, signal);
+    agent.config.onEvent({ type: 'request', turn, messages: agent.messages.length });
+    const reply = await callModel(agent, run);
     if ('kind' in reply) return halt(agent, reply, turn);
-    appendReply(messages, reply);
+    appendReply(agent, reply);
+    countUsage(agent, run, reply, turn);
     const calls = reply.content.filter((block) => block.type === 'tool_use');
-    config.onEvent({ type: 'reply', turn, stopReason: reply.stop_reason, calls: calls.length, usage: reply.usage });
     if (calls.length > 0) {
-      messages.push({ role: 'user', content: await answerCalls(agent, reply, calls) });
-    } else {
-      const verdict = reply.stop_reason === 'max_tokens' ? { goOn: CUT_OFF_TEXT } : await verifyGate(agent, signal);
+      append(agent, { role: 'user', content: await answerCalls(agent, run, reply, calls) });
+    } else if (reply.stop_reason !== 'pause_turn') {
+      const verdict = await judgeFinalReply(agent, run, reply);
       if ('halt' in verdict) return halt(agent, verdict.halt, turn);
-      messages.push({ role: 'user', content: verdict.goOn });
+      append(agent, { role: 'user', content: verdict.goOn });
     }
-    if (turn >= config.maxTurns) return halt(agent, { kind: 'budget', budget: 'turns', limit: config.maxTurns }, turn);
+    const stop = stopCheck(agent, run, turn);
+    if (stop) return halt(agent, stop, turn);
   }
 }
 
@@ -148,13 +272,19 @@ function halt(agent: Agent, reached: Halt, turns: number): Halt {
 }
 
 /** Prevents a failed API call from killing the program: it becomes a halt of kind error. */
-async function callModel(agent: Agent, signal: AbortSignal): Promise<Anthropic.Message | Halt> {
-  const { config, messages, toolDefinitions } = agent;
+async function callModel(agent: Agent, run: Run): Promise<Anthropic.Message | Halt> {
+  const { config } = agent;
   try {
-    const request = { system: SYSTEM_PROMPT, tools: toolDefinitions, messages };
-    return await config.model.complete(request, { signal, onText: (delta) => config.onEvent({ type: 'text', delta }) });
+    return await config.model.complete(
+      { system: agent.system, tools: agent.toolDefinitions, messages: markCacheBreakpoint(agent.messages) },
+      {
+        signal: run.signal,
+        onText: (delta) => config.onEvent({ type: 'text', delta }),
+        onNotice: (text) => config.onEvent({ type: 'notice', text }),
+      },
+    );
   } catch (error) {
-    if (signal.aborted || error instanceof Anthropic.APIUserAbortError) return { kind: 'interrupted' };
+    if (run.signal.aborted) return stoppedHalt(agent, run);
     return { kind: 'error', message: describeModelError(error) };
   }
 }
@@ -167,81 +297,191 @@ function describeModelError(error: unknown): string {
   return `model call failed: ${error instanceof Error ? error.message : String(error)}`;
 }
 
-/** Prevents a transcript the API rejects: empty text blocks are dropped; everything else is kept
- *  exactly as received, thinking blocks included, because the API refuses altered ones. */
-function appendReply(messages: Anthropic.MessageParam[], reply: Anthropic.Message): void {
-  const content = reply.content.filter((block) => block.type !== 'text' || block.text.trim() !== '');
-  if (content.length > 0) messages.push({ role: 'assistant', content });
+/** Marks the last block of the request (a copy: the transcript is never changed) so the next
+ *  request can read everything before it from the prompt cache. With the system mark: 2 of 4. */
+function markCacheBreakpoint(messages: Anthropic.MessageParam[]): Anthropic.MessageParam[] {
+  const last = messages.at(-1);
+  if (last === undefined || last.role === 'system') return messages;
+  const content: Anthropic.ContentBlockParam[] = typeof last.content === 'string' ? [{ type: 'text', text: last.content }] : [...last.content];
+  const final = content.at(-1);
+  if (final === undefined || final.type === 'thinking' || final.type === 'redacted_thinking') return messages;
+  content[content.length - 1] = { ...final, cache_control: { type: 'ephemeral' } };
+  return [...messages.slice(0, -1), { ...last, content }];
 }
 
-const CUT_OFF_TEXT =
-  'Your reply was cut off at the output limit (max_tokens) before you finished. ' +
-  'Continue, more briefly: call a tool, or say that you are done.';
+/** Prevents a transcript the API rejects: empty text blocks are dropped; everything else is kept
+ *  exactly as received, thinking blocks included, because the API refuses altered ones. */
+function appendReply(agent: Agent, reply: Anthropic.Message): void {
+  const content = reply.content.filter((block) => block.type !== 'text' || block.text.trim() !== '');
+  if (content.length > 0) append(agent, { role: 'assistant', content });
+}
 
 // =============================================================================================
 // 4. P2 — answering the calls, and the gate
 
-/** Answers every call, in call order, in one list: each tool_use gets exactly one tool_result. */
-async function answerCalls(agent: Agent, reply: Anthropic.Message, calls: Anthropic.ToolUseBlock[]) {
+/** Answers every call, in call order, in one list: each tool_use gets exactly one tool_result.
+ *  The hooks decide in order; consecutive read-only calls then run together, anything else alone. */
+async function answerCalls(agent: Agent, run: Run, reply: Anthropic.Message, calls: Anthropic.ToolUseBlock[]) {
   const results: Anthropic.ToolResultBlockParam[] = [];
-  for (const call of calls) {
+  let batch: { planned: PlannedCall; index: number }[] = [];
+  const flush = async () => {
+    const outcomes = await runConcurrently(batch.map(({ planned }) => () => execute(agent, run, planned)), MAX_PARALLEL_READS);
+    batch.forEach(({ planned, index }, i) => (results[index] = answer(agent, planned.call, outcomes[i]!)));
+    batch = [];
+  };
+  for (const [index, call] of calls.entries()) {
     agent.config.onEvent({ type: 'call', call });
-    const result =
-      reply.stop_reason === 'max_tokens' ? errorResult(call, NOT_RUN_CUT_OFF) : await runCall(agent, call);
-    agent.config.onEvent({ type: 'result', call, result });
-    results.push(result);
+    const notRun = notRunReason(agent, run, reply);
+    const decided = notRun ? { content: notRun, isError: true } : await decide(agent, call);
+    if ('content' in decided) {
+      results[index] = answer(agent, call, decided);
+    } else if (decided.tool.readOnly) {
+      batch.push({ planned: decided, index });
+      if (batch.length === MAX_PARALLEL_READS) await flush();
+    } else {
+      await flush();
+      results[index] = answer(agent, call, await execute(agent, run, decided));
+    }
   }
+  await flush();
+  // A message the user typed while the calls ran follows their results, in the same user turn.
+  const steer = agent.steering.splice(0).map((text): Anthropic.TextBlockParam => ({ type: 'text', text }));
+  return [...results, ...steer];
+}
+
+export const MAX_PARALLEL_READS = 8;
+
+function answer(agent: Agent, call: Anthropic.ToolUseBlock, outcome: ToolOutcome): Anthropic.ToolResultBlockParam {
+  const result: Anthropic.ToolResultBlockParam = { type: 'tool_result', tool_use_id: call.id, content: outcome.content };
+  if (outcome.isError) result.is_error = true;
+  agent.config.onEvent({ type: 'result', call, result });
+  return result;
+}
+
+/** Prevents calls from running when they must not: a cut-off reply's arguments may be truncated
+ *  (the SDK drops them silently), the user pressed Ctrl-C, the time ran out, or the user spoke. */
+function notRunReason(agent: Agent, run: Run, reply: Anthropic.Message): string | null {
+  if (reply.stop_reason === 'max_tokens') {
+    return 'not executed: your reply was cut off at max_tokens, the arguments may be incomplete; issue the call again';
+  }
+  if (run.timeUp?.aborted) return 'not run: the time budget of this run ran out';
+  if (run.signal.aborted) return 'not run: the user interrupted';
+  if (agent.steering.length > 0) return 'skipped: the user sent a message; read it before going on';
+  return null;
+}
+
+/** Runs a list of tasks, at most `limit` at a time; results come back in the list's order. */
+async function runConcurrently<T>(tasks: (() => Promise<T>)[], limit: number): Promise<T[]> {
+  const results: T[] = new Array(tasks.length);
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < tasks.length; i = next++) results[i] = await tasks[i]!();
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, tasks.length) }, worker));
   return results;
 }
 
-/** Prevents running a call whose arguments the SDK may have silently truncated at max_tokens. */
-const NOT_RUN_CUT_OFF =
-  'not executed: your reply was cut off at max_tokens, the arguments may be incomplete; issue the call again';
-
-/** Prevents any bad call from crashing the loop: unknown tool, bad input and a throwing tool
- *  each become an is_error result the model reads on its next turn. */
-async function runCall(agent: Agent, call: Anthropic.ToolUseBlock): Promise<Anthropic.ToolResultBlockParam> {
+/** The gate: every before-call hook, in order, until one refuses or answers. */
+async function decide(agent: Agent, call: Anthropic.ToolUseBlock): Promise<PlannedCall | ToolOutcome> {
   const tool = agent.config.tools.find((t) => t.name === call.name);
   if (!tool) {
     const names = agent.config.tools.map((t) => t.name).join(', ');
-    return errorResult(call, `unknown tool "${call.name}"; the tools are: ${names}`);
+    return { content: `unknown tool "${call.name}"; the tools are: ${names}`, isError: true };
   }
-  const invalid = invalidInput(tool, call.input);
-  if (invalid) return errorResult(call, invalid);
+  let planned: PlannedCall = { call, tool, input: call.input };
+  for (const hook of agent.beforeCall) {
+    const decision = await askHook(hook, () => hook.check(planned, agent));
+    if (decision.action !== 'allow') agent.config.onEvent({ type: 'decision', call, hook: hook.name, decision });
+    if (decision.action === 'deny') return { content: decision.reason, isError: true };
+    if (decision.action === 'answer') return { content: decision.content, isError: false };
+    if (decision.action === 'rewrite') planned = { ...planned, input: decision.input };
+  }
+  return planned;
+}
+
+/** Prevents a broken guard from waving a call through: a hook that throws or times out denies it.
+ *  A ToolError is a deliberate refusal, and its message goes to the model as it is. */
+async function askHook(hook: BeforeCallHook, check: () => Decision | Promise<Decision>): Promise<Decision> {
   try {
-    return { type: 'tool_result', tool_use_id: call.id, content: await tool.run(call.input, agent.toolContext) };
+    return await withTimeout(Promise.resolve().then(check), hook.timeoutMs ?? HOOK_TIMEOUT_MS);
   } catch (error) {
-    return errorResult(call, error instanceof Error ? error.message : String(error));
+    if (error instanceof ToolError) return { action: 'deny', reason: error.message };
+    return { action: 'deny', reason: `not run: the ${hook.name} check failed (${errorText(error)}), so the call was refused` };
   }
 }
 
-/** Prevents a tool from ever seeing input that breaks the schema the model was shown.
- *  Nothing is coerced: "5" is not 5, and an unknown key is an error, so the transcript never lies. */
-function invalidInput(tool: Tool, input: unknown): string | null {
-  const parsed = tool.input.safeParse(input);
-  if (parsed.success) return null;
-  const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(input)'}: ${issue.message}`);
-  return `invalid arguments for ${tool.name}: ${problems.join('; ')}. You sent: ${JSON.stringify(input)}`;
+const HOOK_TIMEOUT_MS = 10_000;
+const ALLOW: Decision = { action: 'allow' };
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  if (!Number.isFinite(ms)) return promise;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
-function errorResult(call: Anthropic.ToolUseBlock, message: string): Anthropic.ToolResultBlockParam {
-  return { type: 'tool_result', tool_use_id: call.id, content: message, is_error: true };
+const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+/** Prevents any tool failure from crashing the loop, and an abort from waiting forever on a tool:
+ *  a running call gets 5 s after Ctrl-C to finish. The after-call hooks see the result first. */
+async function execute(agent: Agent, run: Run, planned: PlannedCall): Promise<ToolOutcome> {
+  agent.config.onEvent({ type: 'running', call: planned.call });
+  const running = planned.tool.run(planned.input, agent.toolContext).then(
+    (content): ToolOutcome => ({ content, isError: false }),
+    (error: unknown): ToolOutcome => ({ content: errorText(error), isError: true }),
+  );
+  const abandoned = new Promise<ToolOutcome>((resolve) => {
+    const giveUp = () => setTimeout(() => resolve({ content: 'interrupted: the call was still running 5 s after the stop; its effects are unknown', isError: true }), ABORT_GRACE_MS).unref();
+    if (run.signal.aborted) giveUp();
+    else run.signal.addEventListener('abort', giveUp, { once: true });
+  });
+  let outcome = await Promise.race([running, abandoned]);
+  for (const hook of agent.afterCall) {
+    const current = outcome;
+    outcome = await withTimeout(Promise.resolve().then(() => hook.check(planned, current, agent)), hook.timeoutMs ?? HOOK_TIMEOUT_MS).catch(
+      (error: unknown) => ({ content: `result withheld: the ${hook.name} check failed (${errorText(error)})`, isError: true }),
+    );
+  }
+  return outcome;
 }
+
+const ABORT_GRACE_MS = 5_000;
 
 type Verdict = { halt: Halt } | { goOn: string };
 
-/** Prevents a false "done": plain code runs the verify command, and only exit code 0 ends the run. */
-async function verifyGate(agent: Agent, signal: AbortSignal): Promise<Verdict> {
-  const { verify, root, verifyTimeoutMs } = agent.config;
+/** A reply without tool calls is a claim of "done", unless the API says it is something else. */
+async function judgeFinalReply(agent: Agent, run: Run, reply: Anthropic.Message): Promise<Verdict> {
+  switch (reply.stop_reason) {
+    case 'max_tokens':
+      return { goOn: 'Your reply was cut off at the output limit (max_tokens) before you finished. Continue, more briefly: call a tool, or say that you are done.' };
+    case 'refusal':
+      return { halt: { kind: 'error', message: 'the model refused to continue (stop reason: refusal)' } };
+    case 'model_context_window_exceeded':
+      return { halt: { kind: 'error', message: "the conversation no longer fits the model's context window" } };
+    default:
+      return await verifyGate(agent, run);
+  }
+}
+
+/** Prevents a false "done": plain code runs the verify command, and only exit code 0 ends the run.
+ *  It also refuses "done" when a protected file changed, however that happened. */
+async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
+  const { verify, root, verifyTimeoutMs, protect } = agent.config;
+  const tampered = await changedFiles(run.protectedAtStart, await hashProtected(root, protect));
+  if (tampered.length > 0) {
+    agent.config.onEvent({ type: 'gate', command: verify ?? '(none)', exitCode: null, passed: false, reason: 'protected files changed' });
+    return { goOn: `The task is not done: protected files changed since the run started: ${tampered.join(', ')}. Restore them; the task must be done without changing them.` };
+  }
   if (verify === undefined) return { halt: { kind: 'accepted', verifiedBy: null } };
-  const run = await runCommand(verify, root, verifyTimeoutMs, signal);
-  agent.config.onEvent({ type: 'gate', command: verify, exitCode: run.exitCode, passed: run.exitCode === 0 });
-  if (signal.aborted) return { halt: { kind: 'interrupted' } };
-  if (run.exitCode === 0) return { halt: { kind: 'accepted', verifiedBy: verify } };
-  const how = run.timedOut ? `did not finish within ${verifyTimeoutMs / 1000} s` : `exited with code ${run.exitCode}`;
-  return {
-    goOn: `The task is not done yet: the check \`${verify}\` ${how}. Its output:\n\n${run.output}\n\nFix the cause, then say you are done.`,
-  };
+  const result = await runCommand(verify, root, verifyTimeoutMs, run.signal);
+  if (run.signal.aborted) return { halt: stoppedHalt(agent, run) };
+  const passed = result.exitCode === 0;
+  const how = result.timedOut ? `did not finish within ${verifyTimeoutMs / 1000} s` : `exited with code ${result.exitCode}`;
+  agent.config.onEvent({ type: 'gate', command: verify, exitCode: result.exitCode, passed, reason: how });
+  if (passed) return { halt: { kind: 'accepted', verifiedBy: verify } };
+  return { goOn: `The task is not done yet: the check \`${verify}\` ${how}. Its output:\n\n${result.output}\n\nFix the cause, then say you are done.` };
 }
 
 export interface CommandRun {
@@ -263,9 +503,9 @@ export function runCommand(command: string, cwd: string, timeoutMs: number, sign
     let dropped = 0;
     const collect = (chunk: Buffer) => {
       const text = chunk.toString('utf8');
-      const room = OUTPUT_HEAD - head.length;
-      head += text.slice(0, Math.max(room, 0));
-      tail += text.slice(Math.max(room, 0));
+      const room = Math.max(OUTPUT_HEAD - head.length, 0);
+      head += text.slice(0, room);
+      tail += text.slice(room);
       if (tail.length > OUTPUT_TAIL) {
         dropped += tail.length - OUTPUT_TAIL;
         tail = tail.slice(-OUTPUT_TAIL);
@@ -294,7 +534,7 @@ export function runCommand(command: string, cwd: string, timeoutMs: number, sign
       resolve({ exitCode, timedOut, output: head + cut + tail || '(no output)' });
     };
     child.on('error', (error) => {
-      collect(Buffer.from(String(error.message)));
+      collect(Buffer.from(error.message));
       done(null);
     });
     child.on('close', (code) => done(code));
@@ -302,7 +542,253 @@ export function runCommand(command: string, cwd: string, timeoutMs: number, sign
 }
 
 // =============================================================================================
-// 5. The command line: options, the REPL, and the printer
+// 5. P3 — the standard hooks, budgets and stops, the session file
+
+/** Prevents a tool from ever seeing input that breaks the schema the model was shown.
+ *  Nothing is coerced: "5" is not 5, and an unknown key is an error, so the transcript never lies. */
+export const validateInput: BeforeCallHook = {
+  name: 'validate',
+  check({ tool, input }) {
+    const parsed = tool.input.safeParse(input);
+    if (parsed.success) return ALLOW;
+    const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(input)'}: ${issue.message}`);
+    return { action: 'deny', reason: `invalid arguments for ${tool.name}: ${problems.join('; ')}. You sent: ${JSON.stringify(input)}` };
+  },
+};
+
+const pathOf = (input: unknown): string | undefined =>
+  typeof input === 'object' && input !== null && 'path' in input && typeof input.path === 'string' ? input.path : undefined;
+
+/** Prevents any tool, a forker's included, from touching a path outside the project. */
+export const safePathCheck: BeforeCallHook = {
+  name: 'safe_path',
+  async check({ input }, agent) {
+    const requested = pathOf(input);
+    if (requested !== undefined) await safe_path(agent.toolContext.root, requested);
+    return ALLOW;
+  },
+};
+
+/** Prevents "silent green": the model may not change the files it is judged by. */
+export function protectedFiles(globs: readonly string[]): BeforeCallHook {
+  return {
+    name: 'protect',
+    async check({ tool, input }, agent) {
+      const requested = pathOf(input);
+      if (tool.readOnly || requested === undefined || globs.length === 0) return ALLOW;
+      const relative = path.relative(agent.toolContext.root, await safe_path(agent.toolContext.root, requested));
+      const glob = globs.find((g) => minimatch(relative.split(path.sep).join('/'), g, { dot: true }));
+      if (glob === undefined) return ALLOW;
+      return { action: 'deny', reason: `${requested} is protected (--protect "${glob}"): change the code, not the files that check it` };
+    },
+  };
+}
+
+/** Prevents a model stuck in a loop from repeating itself forever: the third identical call in a row is refused. */
+export function runawayGuard(): BeforeCallHook {
+  let last = '';
+  let repeats = 0;
+  return {
+    name: 'runaway',
+    check({ call, input }) {
+      const key = JSON.stringify([call.name, input]);
+      repeats = key === last ? repeats + 1 : 1;
+      last = key;
+      if (repeats < 3) return ALLOW;
+      return { action: 'deny', reason: `not run: you made this exact call ${repeats} times in a row and its answer will not change; try something different` };
+    },
+  };
+}
+
+/** Prevents unreviewed changes: a call that changes something runs only once the user approved its preview. */
+export function approval(approve: Approver): BeforeCallHook {
+  let always = false;
+  return {
+    name: 'approval',
+    timeoutMs: Infinity,
+    async check({ tool, input }, agent) {
+      if (tool.readOnly || always) return ALLOW;
+      const preview = tool.preview ? await tool.preview(input, agent.toolContext) : JSON.stringify(input, null, 2);
+      const answer = await approve({ tool: tool.name, preview });
+      if (!answer.approved) {
+        return { action: 'deny', reason: `the user declined this ${tool.name} call${answer.reason ? `: ${answer.reason}` : ''}` };
+      }
+      always ||= answer.always === true;
+      return ALLOW;
+    },
+  };
+}
+
+export const approveAll: Approver = async () => ({ approved: true });
+
+/** Prevents one huge result from flooding the context, whatever tool produced it. */
+export const capToolOutput: AfterCallHook = { name: 'output cap', check: (_planned, outcome) => ({ ...outcome, content: capOutput(outcome.content) }) };
+
+/** What one run (one task) has used so far, and what stops it. */
+interface Run {
+  signal: AbortSignal;
+  userSignal: AbortSignal;
+  timeUp: AbortSignal | undefined;
+  tokens: number;
+  costUsd: number | null;
+  protectedAtStart: Map<string, string>;
+}
+
+async function startRun(agent: Agent, userSignal: AbortSignal): Promise<Run> {
+  const { timeoutMs } = agent.config.budgets;
+  const timeUp = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs);
+  return {
+    signal: timeUp ? AbortSignal.any([userSignal, timeUp]) : userSignal,
+    userSignal,
+    timeUp,
+    tokens: 0,
+    costUsd: agent.usage.costUsd === null ? null : 0,
+    protectedAtStart: await hashProtected(agent.config.root, agent.config.protect),
+  };
+}
+
+function stoppedHalt(agent: Agent, run: Run): Halt {
+  if (run.timeUp?.aborted && !run.userSignal.aborted) return { kind: 'budget', budget: 'time', limit: agent.config.budgets.timeoutMs ?? 0 };
+  return { kind: 'interrupted' };
+}
+
+/** Prevents runaway spending and lets Ctrl-C end a run: checked after every turn's calls were answered. */
+function stopCheck(agent: Agent, run: Run, turn: number): Halt | null {
+  const { maxTurns, maxTokens, maxCostUsd } = agent.config.budgets;
+  if (run.signal.aborted) return stoppedHalt(agent, run);
+  if (maxTokens !== undefined && run.tokens >= maxTokens) return { kind: 'budget', budget: 'tokens', limit: maxTokens };
+  if (maxCostUsd !== undefined && run.costUsd !== null && run.costUsd >= maxCostUsd) return { kind: 'budget', budget: 'cost', limit: maxCostUsd };
+  if (turn >= maxTurns) return { kind: 'budget', budget: 'turns', limit: maxTurns };
+  return null;
+}
+
+/** Dollars per million tokens. A model missing here has an unknown cost, shown as such. */
+const PRICES: Record<string, { input: number; output: number }> = {
+  'claude-opus-4-5': { input: 5, output: 25 },
+  'claude-opus-4-6': { input: 5, output: 25 },
+  'claude-sonnet-4-5': { input: 3, output: 15 },
+  'claude-sonnet-4-6': { input: 3, output: 15 },
+  'claude-haiku-4-5': { input: 1, output: 5 },
+};
+
+export function priceOf(model: string): { input: number; output: number } | undefined {
+  return PRICES[model.replace(/-\d{8}$/, '')];
+}
+
+/** Cache writes cost 1.25× input, cache reads 0.1×: why byte-stable requests matter. */
+export function costOf(model: string, usage: Anthropic.Usage): number | null {
+  const price = priceOf(model);
+  if (!price) return null;
+  const inputLike = usage.input_tokens + 1.25 * (usage.cache_creation_input_tokens ?? 0) + 0.1 * (usage.cache_read_input_tokens ?? 0);
+  return (inputLike * price.input + usage.output_tokens * price.output) / 1_000_000;
+}
+
+function countUsage(agent: Agent, run: Run, reply: Anthropic.Message, turn: number): void {
+  const { usage } = reply;
+  const cost = costOf(agent.config.model.name, usage);
+  const totals = agent.usage;
+  totals.input += usage.input_tokens;
+  totals.cacheWrite += usage.cache_creation_input_tokens ?? 0;
+  totals.cacheRead += usage.cache_read_input_tokens ?? 0;
+  totals.output += usage.output_tokens;
+  totals.costUsd = totals.costUsd === null || cost === null ? null : totals.costUsd + cost;
+  run.tokens += usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0) + usage.output_tokens;
+  run.costUsd = run.costUsd === null || cost === null ? null : run.costUsd + cost;
+  const calls = reply.content.filter((block) => block.type === 'tool_use').length;
+  agent.config.onEvent({ type: 'reply', turn, stopReason: reply.stop_reason, calls, usage, totals: { ...totals } });
+}
+
+async function hashProtected(root: string, globs: readonly string[]): Promise<Map<string, string>> {
+  const hashes = new Map<string, string>();
+  if (globs.length === 0) return hashes;
+  for (const file of await walk(root)) {
+    if (!file.endsWith('/') && globs.some((g) => minimatch(file, g, { dot: true }))) {
+      hashes.set(file, createHash('sha256').update(await readFile(path.join(root, file))).digest('hex'));
+    }
+  }
+  return hashes;
+}
+
+function changedFiles(before: Map<string, string>, after: Map<string, string>): string[] {
+  const changed = [...before].filter(([file, hash]) => after.get(file) !== hash).map(([file]) => `${file} (${after.has(file) ? 'changed' : 'deleted'})`);
+  return [...changed, ...[...after.keys()].filter((file) => !before.has(file)).map((file) => `${file} (added)`)];
+}
+
+// --- The session file: the transcript on disk, one JSON line per entry, only ever appended.
+
+export const SESSION_VERSION = 1;
+
+export type SessionEntry =
+  | { type: 'session'; version: number; model: string; root: string; startedAt: string }
+  | { type: 'message'; message: Anthropic.MessageParam }
+  | { type: 'usage'; turn: number; usage: Anthropic.Usage }
+  | { type: 'halt'; halt: Halt };
+
+/** Writes each event worth keeping as it happens, synchronously, so a crash loses nothing appended. */
+export function sessionRecorder(file: string, header: Extract<SessionEntry, { type: 'session' }> | null, secrets: string[]): (event: AgentEvent) => void {
+  mkdirSync(path.dirname(file), { recursive: true });
+  const write = (entry: SessionEntry) => {
+    let line = JSON.stringify(entry);
+    for (const secret of secrets) if (secret.length >= 8) line = line.split(secret).join('[redacted]');
+    appendFileSync(file, `${line}\n`);
+  };
+  if (header) write(header);
+  return (event) => {
+    if (event.type === 'message') write({ type: 'message', message: event.message });
+    if (event.type === 'reply') write({ type: 'usage', turn: event.turn, usage: event.usage });
+    if (event.type === 'halt') write({ type: 'halt', halt: event.halt });
+  };
+}
+
+export interface LoadedSession {
+  messages: Anthropic.MessageParam[];
+  /** A user message answering calls that never finished, to append so the transcript is valid. */
+  repair: Anthropic.MessageParam | null;
+  warnings: string[];
+}
+
+/** Rebuilds a transcript from a session file: a torn last line is dropped, unanswered calls answered. */
+export async function loadSession(file: string): Promise<LoadedSession> {
+  const lines = (await readFile(file, 'utf8')).split('\n');
+  const messages: Anthropic.MessageParam[] = [];
+  const warnings: string[] = [];
+  for (const [i, line] of lines.entries()) {
+    if (line.trim() === '') continue;
+    let entry: SessionEntry;
+    try {
+      entry = JSON.parse(line) as SessionEntry;
+    } catch {
+      if (i >= lines.length - 2) {
+        warnings.push(`${file}: the last line was cut off (the process died while writing it); it was dropped`);
+        continue;
+      }
+      throw new Error(`${file}:${i + 1} is not valid JSON`);
+    }
+    if (entry.type === 'session' && entry.version !== SESSION_VERSION) throw new Error(`${file}: session format ${entry.version}, this harness reads ${SESSION_VERSION}`);
+    if (entry.type === 'message') messages.push(entry.message);
+  }
+  const last = messages.at(-1);
+  const unanswered = last?.role === 'assistant' && Array.isArray(last.content) ? last.content.filter((b) => b.type === 'tool_use') : [];
+  const repair: Anthropic.MessageParam | null =
+    unanswered.length === 0
+      ? null
+      : {
+          role: 'user',
+          content: unanswered.map((call) => ({ type: 'tool_result', tool_use_id: call.id, content: 'not run: the session ended before this call finished', is_error: true })),
+        };
+  if (repair) warnings.push(`${file}: ${unanswered.length} call(s) had no result (the process died mid-call); they are answered "not run"`);
+  return { messages, repair, warnings };
+}
+
+/** Continues a loaded session: its messages become the transcript, and unanswered calls get answered. */
+export function resume(agent: Agent, loaded: LoadedSession): void {
+  agent.messages.splice(0, agent.messages.length, ...loaded.messages);
+  for (const warning of loaded.warnings) agent.config.onEvent({ type: 'notice', text: warning });
+  if (loaded.repair) append(agent, loaded.repair);
+}
+
+// =============================================================================================
+// 6. The command line: options, the REPL, and the printers
 
 export const EXIT = { accepted: 0, notAccepted: 1, usage: 2, interrupted: 130 } as const;
 
@@ -317,7 +803,7 @@ export function describeHalt(h: Halt): string {
     case 'accepted':
       return h.verifiedBy === null ? 'accepted (unverified: no --verify command was given)' : `accepted (verified by \`${h.verifiedBy}\`)`;
     case 'budget':
-      return `budget (${h.budget}: the limit of ${h.limit} was reached)`;
+      return `budget (${h.budget}: the limit of ${h.budget === 'time' ? `${h.limit / 1000} s` : h.limit} was reached)`;
     case 'interrupted':
       return 'interrupted';
     case 'error':
@@ -334,12 +820,22 @@ Options:
   --root DIR          project folder the tools work in (default: the current folder)
   --verify CMD        shell command that must exit 0 before "done" is accepted
   --verify-timeout S  seconds the verify command may run (default: 120)
+  --protect GLOB      files the agent may not change, e.g. "test/**" (repeatable)
+  --yes               approve every change without asking
   --max-turns N       model calls per task (default: 25)
+  --max-tokens N      input + output tokens per task
+  --max-cost USD      dollars per task (needs a model with a known price)
+  --timeout S         wall-clock seconds per task
   --model ID          model to use (default: $ANTHROPIC_MODEL or ${DEFAULT_MODEL})
   --script FILE       replay canned replies from a JSON file instead of calling an API
+  --session FILE      where to append the session (default: .agent/sessions/<time>.jsonl)
+  --resume FILE       continue a saved session (and keep appending to it)
+  --json              print events as JSON lines instead of text
   -h, --help          show this help
 
+In the REPL: type while the agent works to steer it; Ctrl-C stops the run; /resume FILE; /exit.
 Environment: ANTHROPIC_API_KEY, ANTHROPIC_MODEL, ANTHROPIC_BASE_URL (any Anthropic-compatible endpoint).
+Halts: accepted (verified | unverified), budget (turns | tokens | cost | time), interrupted, error.
 Exit codes: 0 accepted, 1 not accepted (budget, error), 2 usage error, 130 interrupted.`;
 
 /** A mistake on the command line: one line on stderr and exit code 2, never a stack trace. */
@@ -349,9 +845,14 @@ export interface CliOptions {
   root: string;
   verify: string | undefined;
   verifyTimeoutMs: number;
-  maxTurns: number;
+  protect: string[];
+  yes: boolean;
+  budgets: Budgets;
   model: string;
   script: string | undefined;
+  session: string | undefined;
+  resume: string | undefined;
+  json: boolean;
   task: string | undefined;
   help: boolean;
 }
@@ -366,40 +867,67 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
         root: { type: 'string' },
         verify: { type: 'string' },
         'verify-timeout': { type: 'string' },
+        protect: { type: 'string', multiple: true },
+        yes: { type: 'boolean' },
         'max-turns': { type: 'string' },
+        'max-tokens': { type: 'string' },
+        'max-cost': { type: 'string' },
+        timeout: { type: 'string' },
         model: { type: 'string' },
         script: { type: 'string' },
+        session: { type: 'string' },
+        resume: { type: 'string' },
+        json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     });
   } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
+    throw new UsageError(errorText(error));
   }
   const { values, positionals } = parsed;
+  const model = values.model ?? env.ANTHROPIC_MODEL ?? DEFAULT_MODEL;
+  const maxCostUsd = positiveNumber('--max-cost', values['max-cost']);
+  if (maxCostUsd !== undefined && values.script === undefined && !priceOf(model)) {
+    throw new UsageError(`--max-cost needs a known price, and ${model} has none in the price table`);
+  }
+  const timeout = positiveNumber('--timeout', values.timeout);
   return {
     root: values.root ?? process.cwd(),
     verify: values.verify,
-    verifyTimeoutMs: positiveInteger('--verify-timeout', values['verify-timeout'], 120) * 1000,
-    maxTurns: positiveInteger('--max-turns', values['max-turns'], 25),
-    model: values.model ?? env.ANTHROPIC_MODEL ?? DEFAULT_MODEL,
+    verifyTimeoutMs: (positiveNumber('--verify-timeout', values['verify-timeout']) ?? 120) * 1000,
+    protect: values.protect ?? [],
+    yes: values.yes ?? false,
+    budgets: {
+      maxTurns: positiveNumber('--max-turns', values['max-turns'], true) ?? 25,
+      maxTokens: positiveNumber('--max-tokens', values['max-tokens'], true),
+      maxCostUsd,
+      timeoutMs: timeout === undefined ? undefined : timeout * 1000,
+    },
+    model,
     script: values.script,
+    session: values.session,
+    resume: values.resume,
+    json: values.json ?? false,
     task: positionals.length > 0 ? positionals.join(' ') : undefined,
     help: values.help ?? false,
   };
 }
 
-function positiveInteger(flag: string, value: string | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (!/^[1-9][0-9]*$/.test(value)) throw new UsageError(`${flag} needs a positive whole number, got "${value}"`);
-  return Number(value);
+function positiveNumber(flag: string, value: string | undefined, whole = false): number | undefined {
+  if (value === undefined) return undefined;
+  const number = Number(value);
+  if (value.trim() === '' || !(number > 0) || (whole && !Number.isInteger(number))) {
+    throw new UsageError(`${flag} needs a positive ${whole ? 'whole ' : ''}number, got "${value}"`);
+  }
+  return number;
 }
 
 async function chooseModel(options: CliOptions, env: NodeJS.ProcessEnv): Promise<Model> {
   if (options.script !== undefined) {
     try {
-      return new ScriptedModel(await loadScript(options.script));
+      return new ScriptedModel(await loadScript(options.script), options.model);
     } catch (error) {
-      throw new UsageError(`--script: ${error instanceof Error ? error.message : String(error)}`);
+      throw new UsageError(`--script: ${errorText(error)}`);
     }
   }
   if (!env.ANTHROPIC_API_KEY && !env.ANTHROPIC_BASE_URL) {
@@ -409,13 +937,22 @@ async function chooseModel(options: CliOptions, env: NodeJS.ProcessEnv): Promise
   return new AnthropicModel(options.model, new Anthropic({ apiKey: env.ANTHROPIC_API_KEY || 'no-key' }));
 }
 
-const paint = (format: Parameters<typeof styleText>[0], text: string, stream: NodeJS.WriteStream) =>
-  stream.isTTY && !process.env.NO_COLOR ? styleText(format, text) : text;
+const colour = (format: Parameters<typeof styleText>[0], text: string, out: NodeJS.WriteStream) =>
+  out.isTTY && !process.env.NO_COLOR ? styleText(format, text) : text;
 
-/** The terminal view of the event stream: streamed text, one line per call and its outcome. */
+/** The terminal view of the event stream: streamed text, one line per call and its outcome,
+ *  an elapsed counter on slow calls, and a footer per turn with tokens and cost. */
 export function terminalPrinter(out: NodeJS.WriteStream = process.stdout): (event: AgentEvent) => void {
   let midLine = false;
+  let ticker: NodeJS.Timeout | undefined;
+  const stopTicker = () => {
+    if (ticker === undefined) return;
+    clearInterval(ticker);
+    ticker = undefined;
+    out.write('\r\x1b[K');
+  };
   const line = (text: string) => {
+    stopTicker();
     out.write(`${midLine ? '\n' : ''}${text}\n`);
     midLine = false;
   };
@@ -426,42 +963,125 @@ export function terminalPrinter(out: NodeJS.WriteStream = process.stdout): (even
         midLine = !event.delta.endsWith('\n');
         return;
       case 'call':
-        return line(paint('cyan', `→ ${event.call.name} ${summarize(event.call.input)}`, out));
+        return line(colour('cyan', `→ ${event.call.name} ${summarize(event.call.input)}`, out));
+      case 'running':
+        if (out.isTTY) {
+          const started = Date.now();
+          ticker = setInterval(() => out.write(`\r  … ${Math.round((Date.now() - started) / 1000)} s`), 1000);
+        }
+        return;
+      case 'decision':
+        if (event.decision.action === 'deny') return;
+        return line(colour('dim', `  ${event.hook}: ${event.decision.action}`, out));
       case 'result': {
         const content = typeof event.result.content === 'string' ? event.result.content : '';
-        const firstLine = content.split('\n')[0] ?? '';
-        return line(event.result.is_error ? paint('red', `  ✗ ${firstLine}`, out) : paint('dim', `  ✓ ${content.length} chars`, out));
+        if (event.result.is_error) return line(colour('red', `  ✗ ${content.split('\n')[0]}`, out));
+        return line(colour('dim', `  ✓ ${content.length} chars`, out));
+      }
+      case 'reply': {
+        const { input, cacheRead, cacheWrite, output, costUsd } = event.totals;
+        const allInput = input + cacheRead + cacheWrite;
+        const cached = allInput > 0 ? Math.round((100 * cacheRead) / allInput) : 0;
+        const cost = costUsd === null ? 'cost unknown' : `$${costUsd.toFixed(4)}`;
+        return line(colour('dim', `  [turn ${event.turn} · in ${allInput} (${cached}% cached) · out ${output} · ${cost} so far]`, out));
       }
       case 'gate':
-        return line(paint(event.passed ? 'green' : 'yellow', `gate: \`${event.command}\` exited ${event.exitCode}`, out));
+        return line(colour(event.passed ? 'green' : 'yellow', `gate: \`${event.command}\` ${event.reason}: ${event.passed ? 'pass' : 'not done'}`, out));
       case 'notice':
-        return line(paint('yellow', event.text, out));
+        return line(colour('yellow', event.text, out));
       case 'halt':
-        return line(paint(event.halt.kind === 'accepted' ? 'green' : 'red', `halt: ${describeHalt(event.halt)} after ${event.turns} turn(s)`, out));
+        return line(colour(event.halt.kind === 'accepted' ? 'green' : 'red', `halt: ${describeHalt(event.halt)} after ${event.turns} turn(s)`, out));
       default:
         return;
     }
   };
 }
 
+/** The same events as JSON lines, for CI and other programs. */
+export const jsonPrinter = (out: NodeJS.WritableStream = process.stdout) => (event: AgentEvent) => {
+  out.write(`${JSON.stringify(event)}\n`);
+};
+
 function summarize(input: unknown): string {
   const json = JSON.stringify(input) ?? '';
   return json.length > 80 ? `${json.slice(0, 77)}...` : json;
 }
 
-async function repl(agent: Agent): Promise<number> {
-  const rl = createInterface({ input: process.stdin, output: process.stdout });
+function terminalApprover(rl: Interface, out: NodeJS.WriteStream): Approver {
+  return async ({ tool, preview }) => {
+    const painted = preview.split('\n').map((l) => (l.startsWith('+') ? colour('green', l, out) : l.startsWith('-') ? colour('red', l, out) : l));
+    out.write(`${painted.join('\n')}\n`);
+    const answer = (await rl.question(`Allow this ${tool}? [y]es / [n]o / [a]lways this session: `)).trim().toLowerCase();
+    if (answer === 'a' || answer === 'always') return { approved: true, always: true };
+    if (answer === 'y' || answer === 'yes') return { approved: true };
+    const reason = (await rl.question('Why not? (optional, Enter to skip): ')).trim();
+    return reason === '' ? { approved: false } : { approved: false, reason };
+  };
+}
+
+const denyWithoutTerminal: Approver = async () => ({
+  approved: false,
+  reason: 'there is no terminal to ask for approval, and --yes was not given',
+});
+
+/** One task per line; text typed while a run works steers it; Ctrl-C stops the run, not the program. */
+function repl(agent: Agent, rl: Interface, steerable: boolean, switchSession: (file: string) => Promise<void>): Promise<number> {
   let last: Halt | undefined;
+  let running: AbortController | null = null;
+  let closed = false;
+  const pending: string[] = [];
+  return new Promise((resolve) => {
+    const finish = () => resolve(last === undefined ? EXIT.accepted : exitCodeFor(last));
+    const work = async () => {
+      // Steering typed during the last run that no tool call picked up becomes the next task.
+      const nextInput = () => pending.shift() ?? (agent.steering.length > 0 ? agent.steering.splice(0).join('\n') : undefined);
+      for (let input = nextInput(); input !== undefined; input = nextInput()) {
+        if (input === '/exit') return rl.close();
+        if (input.startsWith('/resume ')) {
+          await switchSession(input.slice('/resume '.length).trim()).catch((error: unknown) => console.error(`/resume: ${errorText(error)}`));
+          continue;
+        }
+        running = new AbortController();
+        last = await runTask(agent, input, running.signal);
+        running = null;
+      }
+      if (closed) finish();
+      else rl.prompt();
+    };
+    rl.on('line', (line) => {
+      const text = line.trim();
+      if (running && steerable && text !== '') {
+        agent.steering.push(text);
+        agent.config.onEvent({ type: 'notice', text: 'queued: the agent reads this before its next tool call' });
+      } else if (text !== '') {
+        pending.push(text);
+        if (!running && pending.length === 1) void work();
+      } else if (!running) rl.prompt();
+    });
+    rl.on('SIGINT', () => {
+      if (!running) return rl.close();
+      if (running.signal.aborted) process.exit(EXIT.interrupted);
+      running.abort();
+    });
+    rl.on('close', () => {
+      closed = true;
+      if (!running && pending.length === 0) finish();
+    });
+    rl.setPrompt('\nyou> ');
+    rl.prompt();
+  });
+}
+
+/** A headless run: Ctrl-C (SIGINT) stops it like in the REPL, a second one exits at once. */
+async function headless(agent: Agent, task: string): Promise<number> {
+  const controller = new AbortController();
+  const onSigint = () => (controller.signal.aborted ? process.exit(EXIT.interrupted) : controller.abort());
+  process.on('SIGINT', onSigint);
   try {
-    for (;;) {
-      const input = (await rl.question('\nyou> ').catch(() => '/exit')).trim();
-      if (input === '/exit') break;
-      if (input !== '') last = await runTask(agent, input);
-    }
+    return exitCodeFor(await runTask(agent, task, controller.signal));
   } finally {
-    rl.close();
+    process.off('SIGINT', onSigint);
   }
-  return last === undefined ? EXIT.accepted : exitCodeFor(last);
 }
 
 export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
@@ -475,20 +1095,51 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
       const { runDemo } = await import('./lessons/demo.ts');
       return await runDemo();
     }
+    const root = await realpath(options.root).catch(() => {
+      throw new UsageError(`--root ${options.root}: no such folder`);
+    });
+    const model = await chooseModel(options, env);
+    const interactive = process.stdin.isTTY === true;
+    const rl = interactive || options.task === undefined ? createInterface({ input: process.stdin, output: process.stdout }) : undefined;
+    const printer = options.json ? jsonPrinter() : terminalPrinter();
+    const secrets = [env.ANTHROPIC_API_KEY ?? ''];
+    const startSession = (file: string, fresh: boolean) =>
+      sessionRecorder(file, fresh ? { type: 'session', version: SESSION_VERSION, model: model.name, root, startedAt: new Date().toISOString() } : null, secrets);
+    let sessionFile = path.resolve(options.resume ?? options.session ?? path.join(root, '.agent', 'sessions', `${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`));
+    const loaded = options.resume === undefined ? undefined : await loadSession(sessionFile).catch((error: unknown) => {
+      throw new UsageError(`--resume: ${errorText(error)}`);
+    });
+    let record = startSession(sessionFile, loaded === undefined);
     const agent = await createAgent({
-      root: options.root,
-      model: await chooseModel(options, env),
+      root,
+      model,
       tools: TOOLS,
       verify: options.verify,
       verifyTimeoutMs: options.verifyTimeoutMs,
-      maxTurns: options.maxTurns,
-      onEvent: terminalPrinter(),
-    }).catch((error: unknown) => {
-      throw new UsageError(`--root ${options.root}: ${error instanceof Error ? error.message : String(error)}`);
+      budgets: options.budgets,
+      protect: options.protect,
+      approve: options.yes ? approveAll : interactive && rl ? terminalApprover(rl, process.stdout) : denyWithoutTerminal,
+      onEvent: (event) => {
+        record(event);
+        printer(event);
+      },
     });
-    if (options.verify === undefined) agent.config.onEvent({ type: 'notice', text: 'no --verify command: "done" will be accepted unverified' });
-    if (options.task === undefined) return await repl(agent);
-    return exitCodeFor(await runTask(agent, options.task));
+    if (loaded) resume(agent, loaded);
+    const notice = (text: string) => agent.config.onEvent({ type: 'notice', text });
+    notice(`session: ${path.relative(process.cwd(), sessionFile) || sessionFile} (continue it with --resume)`);
+    if (options.verify === undefined) notice('no --verify command: "done" will be accepted unverified');
+    if (!options.yes && !interactive) notice('no terminal and no --yes: every change (edit_file) will be denied');
+    if (options.task !== undefined) {
+      rl?.close();
+      return await headless(agent, options.task);
+    }
+    return await repl(agent, rl!, interactive, async (file) => {
+      const next = await loadSession(file);
+      sessionFile = path.resolve(file);
+      record = startSession(sessionFile, false);
+      resume(agent, next);
+      notice(`resumed ${file}: ${next.messages.length} messages`);
+    });
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     console.error(`agent: ${error.message} (see --help)`);

@@ -3,8 +3,9 @@
 // This file never imports agent.ts: a tool knows nothing about the loop that calls it.
 
 import { createHash, randomBytes } from 'node:crypto';
-import { type FileHandle, lstat, mkdir, open, readdir, readFile, realpath, rename, stat, writeFile } from 'node:fs/promises';
+import { chmod, type FileHandle, lstat, mkdir, open, readdir, readFile, realpath, rename, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { createTwoFilesPatch } from 'diff';
 import { z } from 'zod';
 
 /** What a tool may know about the run that calls it. */
@@ -24,6 +25,8 @@ export interface Tool {
   readonly readOnly: boolean;
   /** Runs the tool on input that already passed `input`; returns the text the model reads. */
   run(input: unknown, ctx: ToolContext): Promise<string>;
+  /** What the call would change, for the person asked to approve it. */
+  preview?(input: unknown, ctx: ToolContext): Promise<string>;
 }
 
 /** Ties a schema to its function, so `run` sees the input's real type. */
@@ -33,8 +36,14 @@ export function defineTool<S extends z.ZodObject>(spec: {
   input: S;
   readOnly: boolean;
   run: (input: z.infer<S>, ctx: ToolContext) => Promise<string>;
+  preview?: (input: z.infer<S>, ctx: ToolContext) => Promise<string>;
 }): Tool {
-  return { ...spec, run: (input, ctx) => spec.run(spec.input.parse(input), ctx) };
+  const { preview } = spec;
+  return {
+    ...spec,
+    run: (input, ctx) => spec.run(spec.input.parse(input), ctx),
+    preview: preview && ((input, ctx) => preview(spec.input.parse(input), ctx)),
+  };
 }
 
 /** A failure the model can act on: its message becomes an is_error tool_result. */
@@ -114,29 +123,46 @@ export const list_files = defineTool({
   async run({ path: requested = '.' }, ctx) {
     const start = await safe_path(ctx.root, requested);
     if (!(await stat(start)).isDirectory()) throw new ToolError(`${requested} is a file, not a folder; use read_file`);
-    const entries: string[] = [];
-    const pending = [start];
-    for (let dir = pending.pop(); dir !== undefined; dir = pending.pop()) {
-      for (const entry of await readdir(dir, { withFileTypes: true })) {
-        const relative = path.relative(ctx.root, path.join(dir, entry.name)).split(path.sep).join('/');
-        // Symlinks are listed but never followed: a link to a folder outside must not leak its tree.
-        if (entry.isDirectory()) {
-          if (SKIPPED_DIRS.has(entry.name)) continue;
-          entries.push(`${relative}/`);
-          pending.push(path.join(dir, entry.name));
-        } else {
-          entries.push(relative);
-        }
-      }
-    }
+    const entries = await walk(ctx.root, start);
     if (entries.length === 0) return '(empty folder)';
-    entries.sort();
     const shown = entries.slice(0, MAX_LIST_ENTRIES);
     const omitted = entries.length - shown.length;
     if (omitted > 0) shown.push(`[${omitted} more entries not shown; list a subfolder to see them]`);
     return shown.join('\n');
   },
 });
+
+/** Every entry under `start`, sorted, relative to the root with "/" separators, folders ending in "/".
+ *  Symlinks are listed but never followed: a link to a folder outside must not leak its tree. */
+export async function walk(root: string, start = root): Promise<string[]> {
+  const entries: string[] = [];
+  const pending = [start];
+  for (let dir = pending.pop(); dir !== undefined; dir = pending.pop()) {
+    for (const entry of await readdir(dir, { withFileTypes: true })) {
+      const relative = path.relative(root, path.join(dir, entry.name)).split(path.sep).join('/');
+      if (!entry.isDirectory()) {
+        entries.push(relative);
+      } else if (!SKIPPED_DIRS.has(entry.name)) {
+        entries.push(`${relative}/`);
+        pending.push(path.join(dir, entry.name));
+      }
+    }
+  }
+  return entries.sort();
+}
+
+/** Cuts any tool's text to the output caps, on whole lines, and says how much was left out. */
+export function capOutput(text: string): string {
+  const lines = text.split('\n');
+  let kept = 0;
+  for (let bytes = 0; kept < Math.min(lines.length, MAX_LINES); kept++) {
+    bytes += Buffer.byteLength(lines[kept]!) + 1;
+    if (bytes > MAX_BYTES + 1) break;
+  }
+  if (kept === lines.length) return text;
+  const shown = kept > 0 ? lines.slice(0, kept).join('\n') : Buffer.from(lines[0]!).subarray(0, MAX_BYTES).toString('utf8');
+  return `${shown}\n[output cut: ${kept} of ${lines.length} lines shown]`;
+}
 
 // ---------------------------------------------------------------------------------------------
 // read_file
@@ -266,34 +292,49 @@ export const edit_file = defineTool({
     new_str: z.string().describe('The text to put in its place'),
   }),
   readOnly: false,
-  async run({ path: requested, old_str, new_str }, ctx) {
-    if (old_str === new_str) throw new ToolError('old_str and new_str are the same; nothing would change');
-    const file = await safe_path(ctx.root, requested);
-    if (old_str === '') return createFile(file, requested, new_str, ctx);
-    const before = await readEditable(file, requested, ctx);
-    // Keep the file's line endings: the model sees lines without \r, so match and write in CRLF.
-    const crlf = before.includes('\r\n');
-    const [find, replace] = crlf ? [toCrlf(old_str), toCrlf(new_str)] : [old_str, new_str];
-    const count = countOccurrences(before, find);
-    if (count === 0) {
-      throw new ToolError(`old_str was not found in ${requested}; read the file again. Closest lines:\n${closestLines(before, old_str)}`);
-    }
-    if (count > 1) throw new ToolError(`old_str was found ${count} times in ${requested}; include more context so it is unique`);
-    const at = before.indexOf(find);
-    const after = before.slice(0, at) + replace + before.slice(at + find.length);
-    await writeAtomically(file, after);
-    ctx.seen.set(file, sha256(after));
-    const line = before.slice(0, at).split('\n').length;
-    return `edited ${requested}: replaced ${lineCount(old_str)} line(s) at line ${line} with ${lineCount(new_str)} line(s)`;
+  async run(input, ctx) {
+    const edit = await planEdit(input, ctx);
+    if (edit.before === null) await mkdir(path.dirname(edit.file), { recursive: true });
+    await writeAtomically(edit.file, edit.after);
+    ctx.seen.set(edit.file, sha256(edit.after));
+    return edit.summary;
+  },
+  async preview(input, ctx) {
+    const edit = await planEdit(input, ctx);
+    return createTwoFilesPatch(`a/${input.path}`, `b/${input.path}`, edit.before ?? '', edit.after, undefined, undefined, { context: 3 });
   },
 });
 
-async function createFile(file: string, requested: string, content: string, ctx: ToolContext): Promise<string> {
-  if (await exists(file)) throw new ToolError(`${requested} already exists; read it and give a non-empty old_str to change it`);
-  await mkdir(path.dirname(file), { recursive: true });
-  await writeAtomically(file, content);
-  ctx.seen.set(file, sha256(content));
-  return `created ${requested} (${lineCount(content)} line(s))`;
+interface PlannedEdit {
+  file: string;
+  /** null: the file does not exist yet. */
+  before: string | null;
+  after: string;
+  summary: string;
+}
+
+/** Works an edit out without writing it, so an approval can show exactly what would change. */
+async function planEdit(input: { path: string; old_str: string; new_str: string }, ctx: ToolContext): Promise<PlannedEdit> {
+  const { path: requested, old_str, new_str } = input;
+  if (old_str === new_str) throw new ToolError('old_str and new_str are the same; nothing would change');
+  const file = await safe_path(ctx.root, requested);
+  if (old_str === '') {
+    if (await exists(file)) throw new ToolError(`${requested} already exists; read it and give a non-empty old_str to change it`);
+    return { file, before: null, after: new_str, summary: `created ${requested} (${lineCount(new_str)} line(s))` };
+  }
+  const before = await readEditable(file, requested, ctx);
+  // Keep the file's line endings: the model sees lines without \r, so match and write in CRLF.
+  const crlf = before.includes('\r\n');
+  const [find, replace] = crlf ? [toCrlf(old_str), toCrlf(new_str)] : [old_str, new_str];
+  const count = countOccurrences(before, find);
+  if (count === 0) {
+    throw new ToolError(`old_str was not found in ${requested}; read the file again. Closest lines:\n${closestLines(before, old_str)}`);
+  }
+  if (count > 1) throw new ToolError(`old_str was found ${count} times in ${requested}; include more context so it is unique`);
+  const at = before.indexOf(find);
+  const after = before.slice(0, at) + replace + before.slice(at + find.length);
+  const line = before.slice(0, at).split('\n').length;
+  return { file, before, after, summary: `edited ${requested}: replaced ${lineCount(old_str)} line(s) at line ${line} with ${lineCount(new_str)} line(s)` };
 }
 
 /** Prevents edits against a version the model never saw: unread, or changed on disk since it was read. */
@@ -310,10 +351,7 @@ async function readEditable(file: string, requested: string, ctx: ToolContext): 
 }
 
 function numberLines(text: string): string {
-  const lines = text.split('\n').map((line, i) => `${String(i + 1).padStart(6)}\t${line.replace(/\r$/, '')}`);
-  const shown = lines.slice(0, MAX_LINES).join('\n');
-  if (lines.length <= MAX_LINES && Buffer.byteLength(shown) <= MAX_BYTES) return shown;
-  return `${shown.slice(0, MAX_BYTES)}\n[cut; use read_file to see the rest]`;
+  return capOutput(text.split('\n').map((line, i) => `${String(i + 1).padStart(6)}\t${line.replace(/\r$/, '')}`).join('\n'));
 }
 
 const toCrlf = (text: string) => text.replace(/\r?\n/g, '\r\n');
@@ -346,6 +384,8 @@ async function writeAtomically(file: string, content: string): Promise<void> {
   const temp = `${file}.${randomBytes(6).toString('hex')}.tmp`;
   const mode = await stat(file).then((s) => s.mode, () => undefined);
   await writeFile(temp, content, mode === undefined ? {} : { mode });
+  // The umask masks a new file's mode (0o775 would come out 0o755), so set it again explicitly.
+  if (mode !== undefined) await chmod(temp, mode);
   await rename(temp, file);
 }
 

@@ -6,7 +6,7 @@ import { cp, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type AgentEvent, createAgent, describeHalt, type Halt, runCommand, runTask } from '../agent.ts';
+import { type AgentEvent, approveAll, createAgent, describeHalt, type Halt, runCommand, runTask } from '../agent.ts';
 import { loadScript, ScriptedModel } from '../scripted-model.ts';
 import { TOOLS } from '../tools.ts';
 
@@ -42,7 +42,9 @@ export async function runSeedStory(verify: boolean): Promise<StoryRun> {
       tools: TOOLS,
       verify: verify ? SEED_STORY_VERIFY : undefined,
       verifyTimeoutMs: 30_000,
-      maxTurns: 25,
+      budgets: { maxTurns: 25 },
+      protect: [],
+      approve: approveAll,
       onEvent: (event) => {
         record(steps, event);
         if (event.type === 'halt') turns = event.turns;

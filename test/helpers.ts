@@ -1,10 +1,11 @@
 // Shared test scaffolding: a temporary project, and an agent wired to a scripted model.
 
+import type Anthropic from '@anthropic-ai/sdk';
 import { mkdtemp, mkdir, realpath, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
-import { type AgentConfig, type AgentEvent, createAgent } from '../agent.ts';
+import { type AgentConfig, type AgentEvent, approveAll, createAgent } from '../agent.ts';
 import { type ScriptEntry, ScriptedModel } from '../scripted-model.ts';
 import { TOOLS } from '../tools.ts';
 
@@ -29,9 +30,23 @@ export async function scriptedAgent(root: string, script: readonly ScriptEntry[]
     tools: TOOLS,
     verify: undefined,
     verifyTimeoutMs: 30_000,
-    maxTurns: 25,
+    budgets: { maxTurns: 25 },
+    protect: [],
+    approve: approveAll,
     onEvent: (event) => events.push(event),
     ...config,
   });
   return { agent, model, events };
+}
+
+/** A request's messages as the transcript holds them: the per-request cache mark taken off. */
+export function unmarked(messages: Anthropic.MessageParam[]): Anthropic.MessageParam[] {
+  return JSON.parse(JSON.stringify(messages, (key, value: unknown) => (key === 'cache_control' ? undefined : value)));
+}
+
+/** The text of a message, whether its content is a string or blocks. */
+export function textOf(message: Anthropic.MessageParam | undefined): string {
+  if (message === undefined) return '';
+  if (typeof message.content === 'string') return message.content;
+  return message.content.map((block) => (block.type === 'text' ? block.text : '')).join('');
 }

@@ -12,9 +12,9 @@ import { EXIT, exitCodeFor, type Halt, main, runCommand, runTask } from '../agen
 import { EXAMPLE_PROJECT, runSeedStory } from '../lessons/demo.ts';
 import { call, loadScript, reply, say, text, toolUse } from '../scripted-model.ts';
 import { defineTool, TOOLS } from '../tools.ts';
-import { scriptedAgent, tempProject } from './helpers.ts';
+import { scriptedAgent, tempProject, textOf, unmarked } from './helpers.ts';
 
-const lastMessage = (messages: Anthropic.MessageParam[]) => messages[messages.length - 1]!;
+const lastMessage = (messages: Anthropic.MessageParam[]) => unmarked(messages).at(-1)!;
 const blocks = (message: Anthropic.MessageParam) => (typeof message.content === 'string' ? [] : message.content);
 const never = new AbortController().signal;
 
@@ -32,10 +32,10 @@ describe('P0 scaffold', () => {
     const { agent, model } = await scriptedAgent(root, [say('Nice to meet you, Ada.'), say('Your name is Ada.')]);
     await runTask(agent, 'My name is Ada.');
     await runTask(agent, 'What is my name?');
-    assert.deepEqual(model.requests[1]!.messages, [
+    assert.deepEqual(unmarked(model.requests[1]!.messages), [
       { role: 'user', content: 'My name is Ada.' },
       { role: 'assistant', content: [{ type: 'text', text: 'Nice to meet you, Ada.', citations: null }] },
-      { role: 'user', content: 'What is my name?' },
+      { role: 'user', content: [{ type: 'text', text: 'What is my name?' }] },
     ]);
   });
 });
@@ -181,8 +181,8 @@ describe('guards in the loop', () => {
     const halt = await runTask(agent, 'make it ok');
     const refusal = lastMessage(model.requests[1]!.messages);
     assert.equal(refusal.role, 'user');
-    assert.match(String(refusal.content), /not done yet.*exited with code 3/);
-    assert.match(String(refusal.content), /ok\.txt is missing/);
+    assert.match(textOf(refusal), /not done yet.*exited with code 3/);
+    assert.match(textOf(refusal), /ok\.txt is missing/);
     assert.deepEqual(halt, { kind: 'accepted', verifiedBy: verify });
   });
 
@@ -203,14 +203,14 @@ describe('guards in the loop', () => {
     const { agent, model } = await scriptedAgent(root, [cut, say('done')]);
     const halt = await runTask(agent, 'explain');
     assert.equal(model.requests.length, 2);
-    assert.match(String(lastMessage(model.requests[1]!.messages).content), /cut off/);
+    assert.match(textOf(lastMessage(model.requests[1]!.messages)), /cut off/);
     assert.equal(halt.kind, 'accepted');
   });
 
   test('the turn budget halts the run, after the last turn\'s calls are answered', async (t) => {
     const root = await tempProject(t, { 'a.txt': 'a\n' });
     const script = [call('read_file', { path: 'a.txt' }), call('list_files', {}), call('read_file', { path: 'a.txt' })];
-    const { agent } = await scriptedAgent(root, script, { maxTurns: 2 });
+    const { agent } = await scriptedAgent(root, script, { budgets: { maxTurns: 2 } });
     const halt = await runTask(agent, 'loop forever');
     assert.deepEqual(halt, { kind: 'budget', budget: 'turns', limit: 2 });
     const [result] = blocks(lastMessage(agent.messages));
@@ -277,7 +277,7 @@ describe('command line', () => {
   test('--script runs a scripted session headless and reports a verified halt', async (t) => {
     const root = await tempProject(t);
     await cp(EXAMPLE_PROJECT, root, { recursive: true });
-    const run = cli(['--script', 'lessons/scripts/seed-story.json', '--root', root, '--verify', 'node test.js', 'make add(2, 3) == 5']);
+    const run = cli(['--script', 'lessons/scripts/seed-story.json', '--root', root, '--verify', 'node test.js', '--yes', 'make add(2, 3) == 5']);
     assert.equal(run.status, 0, run.stderr);
     assert.match(run.stdout, /halt: accepted \(verified by `node test\.js`\) after 8 turn/);
   });
