@@ -80,7 +80,8 @@ export async function safe_path(root: string, requested: string): Promise<string
 
 function isInside(root: string, candidate: string): boolean {
   const relative = path.relative(root, candidate);
-  return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
+  // "..notes" is a name inside the project; only ".." itself or "../…" leaves it.
+  return relative === '' || (relative !== '..' && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative));
 }
 
 /** lstat, not stat: a dangling symlink exists and must be resolved (and refused), not skipped. */
@@ -184,7 +185,10 @@ export const read_file = defineTool({
     const info = await stat(file);
     if (info.isDirectory()) throw new ToolError(`${requested} is a folder; use list_files`);
     const window = await readLineWindow(file, offset, Math.min(limit, MAX_LINES));
-    if (window.binary) throw new ToolError(`${requested} is a binary file (${info.size} bytes); read_file shows text only`);
+    // NUL bytes anywhere in the window (not only at the start of the file) mean binary data.
+    if (window.binary || window.lines.some((line) => line.includes('\0'))) {
+      throw new ToolError(`${requested} is a binary file (${info.size} bytes); read_file shows text only`);
+    }
     // The hash is what makes a later edit safe: it pins the version the model has now seen.
     if (info.size <= MAX_EDITABLE_BYTES) ctx.seen.set(file, sha256(await readFile(file)));
     if (window.lines.length === 0) {
@@ -195,9 +199,9 @@ export const read_file = defineTool({
     if (window.cutLine) {
       numbered.push(`[line ${last} is longer than ${MAX_BYTES / 1024} KiB and was cut; the rest of it cannot be shown]`);
     }
-    if (!window.reachedEnd) {
-      const total = info.size <= MAX_EDITABLE_BYTES ? ` of ${await countLines(file)}` : '';
-      numbered.push(`[showing lines ${offset}-${last}${total}; use offset=${last + 1} to continue]`);
+    const total = info.size <= MAX_EDITABLE_BYTES ? await countLines(file) : undefined;
+    if (!window.reachedEnd && (total === undefined || last < total)) {
+      numbered.push(`[showing lines ${offset}-${last}${total === undefined ? '' : ` of ${total}`}; use offset=${last + 1} to continue]`);
     }
     return numbered.join('\n');
   },
@@ -342,9 +346,12 @@ async function readEditable(file: string, requested: string, ctx: ToolContext): 
   const seenHash = ctx.seen.get(file);
   if (seenHash === undefined) throw new ToolError(`read ${requested} with read_file before editing it`);
   if ((await stat(file)).size > MAX_EDITABLE_BYTES) throw new ToolError(`${requested} is too large to edit with edit_file`);
-  const current = await readFile(file, 'utf8');
-  if (sha256(current) !== seenHash) {
-    ctx.seen.set(file, sha256(current));
+  const bytes = await readFile(file);
+  const current = bytes.toString('utf8');
+  // Decoding non-UTF-8 bytes replaces them with U+FFFD: writing that back would corrupt the file.
+  if (!Buffer.from(current).equals(bytes)) throw new ToolError(`${requested} is not UTF-8 text; edit_file would corrupt it`);
+  if (sha256(bytes) !== seenHash) {
+    ctx.seen.set(file, sha256(bytes));
     throw new ToolError(`${requested} changed on disk since you read it; nothing was edited. Its current content:\n${numberLines(current)}`);
   }
   return current;
