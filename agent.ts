@@ -4,7 +4,8 @@
 //   3. P1          the loop, on one screen
 //   4. P2          answering tool calls, and the verify-before-done gate
 //   5. P3          hooks around every call, budgets, the session file
-//   6. CLI         argument parsing, the REPL, the printers
+//   6. P4          the context hook, compaction, AGENTS.md, the sub-agent
+//   7. CLI         argument parsing, the REPL, the printers
 // The model only ever writes text. Every guarantee lives in plain code below, never in the prompt.
 
 import Anthropic from '@anthropic-ai/sdk';
@@ -19,13 +20,13 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs, styleText } from 'node:util';
 import { z } from 'zod';
 import { loadScript, ScriptedModel } from './scripted-model.ts';
-import { capOutput, safe_path, type Tool, type ToolContext, ToolError, TOOLS, walk } from './tools.ts';
+import { capOutput, defineTool, safe_path, type Tool, type ToolContext, ToolError, TOOLS, walk } from './tools.ts';
 
 // =============================================================================================
 // 1. Types
 
 /** What one model call is given: the same three things, in full, on every turn. */
-export type ModelRequest = Pick<Anthropic.MessageCreateParamsNonStreaming, 'system' | 'tools' | 'messages'>;
+export type ModelRequest = Pick<Anthropic.MessageCreateParamsNonStreaming, 'system' | 'tools' | 'messages' | 'tool_choice'>;
 
 export interface ModelCallOptions {
   signal: AbortSignal;
@@ -39,6 +40,8 @@ export interface ModelCallOptions {
 export interface Model {
   readonly name: string;
   complete(request: ModelRequest, options: ModelCallOptions): Promise<Anthropic.Message>;
+  /** The context window in tokens, if the provider says; null if it does not. */
+  contextWindow?(): Promise<number | null>;
 }
 
 export type BudgetName = 'turns' | 'tokens' | 'cost' | 'time';
@@ -84,6 +87,32 @@ export interface AfterCallHook {
   check(planned: PlannedCall, outcome: ToolOutcome, agent: Agent): ToolOutcome | Promise<ToolOutcome>;
 }
 
+/** Gets a copy of the transcript before every request and returns what the model should see;
+ *  the session keeps the original. Compaction is one; a forker might attach a git diff. */
+export type ContextHook = (messages: Anthropic.MessageParam[], agent: Agent, signal: AbortSignal) => Promise<Anthropic.MessageParam[]>;
+
+/** The model sees the summary, then the transcript from `keptFrom` on, word for word. */
+export interface Compaction {
+  summary: string;
+  keptFrom: number;
+}
+
+export interface ContextFile {
+  path: string;
+  text: string;
+  tokens: number;
+}
+
+/** Where the window goes, in estimated tokens. */
+export interface ContextBreakdown {
+  window: number;
+  systemPrompt: number;
+  toolDefinitions: number;
+  projectFiles: number;
+  messages: number;
+  free: number;
+}
+
 export type ApprovalAnswer = { approved: true; always?: boolean } | { approved: false; reason?: string };
 /** Asks the person at the keyboard about one call that would change something. */
 export type Approver = (request: { tool: string; preview: string }) => Promise<ApprovalAnswer>;
@@ -100,6 +129,9 @@ export type AgentEvent =
   | { type: 'result'; call: Anthropic.ToolUseBlock; result: Anthropic.ToolResultBlockParam }
   | { type: 'gate'; command: string; exitCode: number | null; passed: boolean; reason: string }
   | { type: 'notice'; text: string }
+  | { type: 'compaction'; summary: string; keptFrom: number; tokensBefore: number; tokensAfter: number; usage: Anthropic.Usage }
+  | { type: 'context'; breakdown: ContextBreakdown }
+  | { type: 'subagent'; id: string; description: string; event: AgentEvent }
   | { type: 'halt'; halt: Halt; turns: number };
 
 export interface Budgets {
@@ -126,6 +158,19 @@ export interface AgentConfig {
   /** A forker's own hooks, run after the standard ones. */
   beforeCall?: readonly BeforeCallHook[];
   afterCall?: readonly AfterCallHook[];
+  /** A forker's own context hooks, run after compaction. */
+  contextHooks?: readonly ContextHook[];
+  /** Used when the model's metadata does not say; default 200,000. */
+  contextWindow?: number;
+  /** Compact when the next request would pass this share of the window; default 0.75. */
+  compactAt?: number;
+  /** Read AGENTS.md files into the system prompt; default true. */
+  contextFiles?: boolean;
+  /** Offer the `task` tool (a sub-agent); default true. A sub-agent gets false. */
+  subAgents?: boolean;
+  /** The model sub-agents run on; default: the same model. */
+  taskModel?: Model;
+  systemPrompt?: string;
   onEvent: (event: AgentEvent) => void;
 }
 
@@ -143,6 +188,14 @@ export interface Agent {
   /** Messages the user typed while the agent worked, delivered before the next tool call. */
   readonly steering: string[];
   readonly usage: UsageTotals;
+  readonly contextWindow: number;
+  readonly contextFiles: ContextFile[];
+  readonly contextHooks: readonly ContextHook[];
+  /** The latest summary and where the verbatim part starts; the transcript itself is never cut. */
+  compaction: Compaction | null;
+  /** Tokens of the last request and how many messages it covered: the base of the next estimate. */
+  lastRequest: { tokens: number; messages: number; keptFrom: number } | null;
+  subAgentsStarted: number;
 }
 
 export interface UsageTotals {
@@ -209,6 +262,10 @@ export class AnthropicModel implements Model {
       clearTimeout(timer);
     }
   }
+
+  async contextWindow(): Promise<number | null> {
+    return await this.client.models.retrieve(this.name).then((info) => info.max_input_tokens, () => null);
+  }
 }
 
 type Middleware = NonNullable<Anthropic.RequestOptions['middleware']>[number];
@@ -220,18 +277,29 @@ export function toolDefinition(tool: Tool): Anthropic.Tool {
 
 export async function createAgent(config: AgentConfig): Promise<Agent> {
   const root = await realpath(config.root);
-  return {
+  const contextFiles = config.contextFiles === false ? [] : await loadContextFiles(root);
+  const agent: Agent = {
     config: { ...config, root },
     messages: [],
     toolContext: { root, seen: new Map() },
     // One cache mark after the system prompt caches the whole fixed prefix: tools, then system.
-    system: [{ type: 'text', text: SYSTEM_PROMPT, cache_control: { type: 'ephemeral' } }],
-    toolDefinitions: config.tools.map(toolDefinition),
+    system: [{ type: 'text', text: systemPrompt(config.systemPrompt ?? SYSTEM_PROMPT, contextFiles), cache_control: { type: 'ephemeral' } }],
+    toolDefinitions: [],
     beforeCall: [validateInput, safePathCheck, protectedFiles(config.protect), runawayGuard(), approval(config.approve), ...(config.beforeCall ?? [])],
     afterCall: [capToolOutput, ...(config.afterCall ?? [])],
     steering: [],
     usage: { input: 0, cacheWrite: 0, cacheRead: 0, output: 0, costUsd: priceOf(config.model.name) ? 0 : null },
+    contextWindow: (await config.model.contextWindow?.()) ?? config.contextWindow ?? DEFAULT_CONTEXT_WINDOW,
+    contextFiles,
+    contextHooks: [compaction, ...(config.contextHooks ?? [])],
+    compaction: null,
+    lastRequest: null,
+    subAgentsStarted: 0,
   };
+  const tools = config.subAgents === false ? config.tools : [...config.tools, taskTool(agent)];
+  agent.config.tools = tools;
+  agent.toolDefinitions.push(...tools.map(toolDefinition));
+  return agent;
 }
 
 /** Appends to the transcript; the event lets the session file record it as it happens. */
@@ -252,7 +320,7 @@ export async function runTask(agent: Agent, task: string, userSignal = new Abort
     const reply = await callModel(agent, run);
     if ('kind' in reply) return halt(agent, reply, turn);
     appendReply(agent, reply);
-    countUsage(agent, run, reply, turn);
+    countUsage(agent, reply, turn);
     const calls = reply.content.filter((block) => block.type === 'tool_use');
     if (calls.length > 0) {
       append(agent, { role: 'user', content: await answerCalls(agent, run, reply, calls) });
@@ -271,23 +339,28 @@ function halt(agent: Agent, reached: Halt, turns: number): Halt {
   return reached;
 }
 
-/** Prevents a failed API call from killing the program: it becomes a halt of kind error. */
+/** Prevents a failed API call from killing the program: it becomes a halt of kind error.
+ *  A "prompt is too long" answer gets one forced compaction and one retry. */
 async function callModel(agent: Agent, run: Run): Promise<Anthropic.Message | Halt> {
   const { config } = agent;
-  try {
-    return await config.model.complete(
-      { system: agent.system, tools: agent.toolDefinitions, messages: markCacheBreakpoint(agent.messages) },
-      {
-        signal: run.signal,
-        onText: (delta) => config.onEvent({ type: 'text', delta }),
-        onNotice: (text) => config.onEvent({ type: 'notice', text }),
-      },
-    );
-  } catch (error) {
-    if (run.signal.aborted) return stoppedHalt(agent, run);
-    return { kind: 'error', message: describeModelError(error) };
+  const options = {
+    signal: run.signal,
+    onText: (delta: string) => config.onEvent({ type: 'text', delta }),
+    onNotice: (text: string) => config.onEvent({ type: 'notice', text }),
+  };
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const messages = markCacheBreakpoint(await contextView(agent, run.signal));
+      return await config.model.complete({ system: agent.system, tools: agent.toolDefinitions, messages }, options);
+    } catch (error) {
+      if (run.signal.aborted) return stoppedHalt(agent, run);
+      if (attempt === 1 && isPromptTooLong(error) && (await compact(agent, run.signal).catch(() => false))) continue;
+      return { kind: 'error', message: describeModelError(error) };
+    }
   }
 }
+
+const isPromptTooLong = (error: unknown) => error instanceof Anthropic.APIError && error.status === 400 && /prompt is too long/i.test(error.message);
 
 function describeModelError(error: unknown): string {
   if (error instanceof Anthropic.APIError && error.status !== undefined) {
@@ -428,7 +501,7 @@ const errorText = (error: unknown) => (error instanceof Error ? error.message : 
  *  a running call gets 5 s after Ctrl-C to finish. The after-call hooks see the result first. */
 async function execute(agent: Agent, run: Run, planned: PlannedCall): Promise<ToolOutcome> {
   agent.config.onEvent({ type: 'running', call: planned.call });
-  const running = planned.tool.run(planned.input, agent.toolContext).then(
+  const running = planned.tool.run(planned.input, { ...agent.toolContext, signal: run.signal }).then(
     (content): ToolOutcome => ({ content, isError: false }),
     (error: unknown): ToolOutcome => ({ content: errorText(error), isError: true }),
   );
@@ -629,8 +702,8 @@ interface Run {
   signal: AbortSignal;
   userSignal: AbortSignal;
   timeUp: AbortSignal | undefined;
-  tokens: number;
-  costUsd: number | null;
+  /** The session's usage when the run started; a sub-agent's usage lands there too. */
+  usageAtStart: UsageTotals;
   protectedAtStart: Map<string, string>;
 }
 
@@ -641,11 +714,12 @@ async function startRun(agent: Agent, userSignal: AbortSignal): Promise<Run> {
     signal: timeUp ? AbortSignal.any([userSignal, timeUp]) : userSignal,
     userSignal,
     timeUp,
-    tokens: 0,
-    costUsd: agent.usage.costUsd === null ? null : 0,
+    usageAtStart: { ...agent.usage },
     protectedAtStart: await hashProtected(agent.config.root, agent.config.protect),
   };
 }
+
+const totalTokens = (u: UsageTotals) => u.input + u.cacheWrite + u.cacheRead + u.output;
 
 function stoppedHalt(agent: Agent, run: Run): Halt {
   if (run.timeUp?.aborted && !run.userSignal.aborted) return { kind: 'budget', budget: 'time', limit: agent.config.budgets.timeoutMs ?? 0 };
@@ -655,9 +729,11 @@ function stoppedHalt(agent: Agent, run: Run): Halt {
 /** Prevents runaway spending and lets Ctrl-C end a run: checked after every turn's calls were answered. */
 function stopCheck(agent: Agent, run: Run, turn: number): Halt | null {
   const { maxTurns, maxTokens, maxCostUsd } = agent.config.budgets;
+  const { usage } = agent;
   if (run.signal.aborted) return stoppedHalt(agent, run);
-  if (maxTokens !== undefined && run.tokens >= maxTokens) return { kind: 'budget', budget: 'tokens', limit: maxTokens };
-  if (maxCostUsd !== undefined && run.costUsd !== null && run.costUsd >= maxCostUsd) return { kind: 'budget', budget: 'cost', limit: maxCostUsd };
+  if (maxTokens !== undefined && totalTokens(usage) - totalTokens(run.usageAtStart) >= maxTokens) return { kind: 'budget', budget: 'tokens', limit: maxTokens };
+  const cost = usage.costUsd === null || run.usageAtStart.costUsd === null ? null : usage.costUsd - run.usageAtStart.costUsd;
+  if (maxCostUsd !== undefined && cost !== null && cost >= maxCostUsd) return { kind: 'budget', budget: 'cost', limit: maxCostUsd };
   if (turn >= maxTurns) return { kind: 'budget', budget: 'turns', limit: maxTurns };
   return null;
 }
@@ -683,19 +759,23 @@ export function costOf(model: string, usage: Anthropic.Usage): number | null {
   return (inputLike * price.input + usage.output_tokens * price.output) / 1_000_000;
 }
 
-function countUsage(agent: Agent, run: Run, reply: Anthropic.Message, turn: number): void {
-  const { usage } = reply;
-  const cost = costOf(agent.config.model.name, usage);
-  const totals = agent.usage;
+/** Adds one response's usage to the totals; unknown prices keep the cost unknown. */
+function addUsage(totals: UsageTotals, model: string, usage: Anthropic.Usage): void {
+  const cost = costOf(model, usage);
   totals.input += usage.input_tokens;
   totals.cacheWrite += usage.cache_creation_input_tokens ?? 0;
   totals.cacheRead += usage.cache_read_input_tokens ?? 0;
   totals.output += usage.output_tokens;
   totals.costUsd = totals.costUsd === null || cost === null ? null : totals.costUsd + cost;
-  run.tokens += usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0) + usage.output_tokens;
-  run.costUsd = run.costUsd === null || cost === null ? null : run.costUsd + cost;
+}
+
+function countUsage(agent: Agent, reply: Anthropic.Message, turn: number): void {
+  const { usage } = reply;
+  addUsage(agent.usage, agent.config.model.name, usage);
+  const tokens = usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0) + usage.output_tokens;
+  agent.lastRequest = { tokens, messages: agent.messages.length, keptFrom: agent.compaction?.keptFrom ?? 0 };
   const calls = reply.content.filter((block) => block.type === 'tool_use').length;
-  agent.config.onEvent({ type: 'reply', turn, stopReason: reply.stop_reason, calls, usage, totals: { ...totals } });
+  agent.config.onEvent({ type: 'reply', turn, stopReason: reply.stop_reason, calls, usage, totals: { ...agent.usage } });
 }
 
 async function hashProtected(root: string, globs: readonly string[]): Promise<Map<string, string>> {
@@ -722,9 +802,12 @@ export type SessionEntry =
   | { type: 'session'; version: number; model: string; root: string; startedAt: string }
   | { type: 'message'; message: Anthropic.MessageParam }
   | { type: 'usage'; turn: number; usage: Anthropic.Usage }
+  | { type: 'compaction'; summary: string; keptFrom: number; usage: Anthropic.Usage }
+  | { type: 'subagent'; id: string; description: string; file: string }
   | { type: 'halt'; halt: Halt };
 
-/** Writes each event worth keeping as it happens, synchronously, so a crash loses nothing appended. */
+/** Writes each event worth keeping as it happens, synchronously, so a crash loses nothing appended.
+ *  A sub-agent's events go to a file of their own, linked from this one. */
 export function sessionRecorder(file: string, header: Extract<SessionEntry, { type: 'session' }> | null, secrets: string[]): (event: AgentEvent) => void {
   mkdirSync(path.dirname(file), { recursive: true });
   const write = (entry: SessionEntry) => {
@@ -733,15 +816,28 @@ export function sessionRecorder(file: string, header: Extract<SessionEntry, { ty
     appendFileSync(file, `${line}\n`);
   };
   if (header) write(header);
+  const children = new Map<string, (event: AgentEvent) => void>();
   return (event) => {
     if (event.type === 'message') write({ type: 'message', message: event.message });
     if (event.type === 'reply') write({ type: 'usage', turn: event.turn, usage: event.usage });
+    if (event.type === 'compaction') write({ type: 'compaction', summary: event.summary, keptFrom: event.keptFrom, usage: event.usage });
     if (event.type === 'halt') write({ type: 'halt', halt: event.halt });
+    if (event.type === 'subagent') {
+      let child = children.get(event.id);
+      if (child === undefined) {
+        const childFile = file.replace(/(\.jsonl)?$/, `.${event.id}.jsonl`);
+        write({ type: 'subagent', id: event.id, description: event.description, file: path.basename(childFile) });
+        child = sessionRecorder(childFile, header && { ...header, startedAt: new Date().toISOString() }, secrets);
+        children.set(event.id, child);
+      }
+      child(event.event);
+    }
   };
 }
 
 export interface LoadedSession {
   messages: Anthropic.MessageParam[];
+  compaction: Compaction | null;
   /** A user message answering calls that never finished, to append so the transcript is valid. */
   repair: Anthropic.MessageParam | null;
   warnings: string[];
@@ -752,6 +848,7 @@ export async function loadSession(file: string): Promise<LoadedSession> {
   const lines = (await readFile(file, 'utf8')).split('\n');
   const messages: Anthropic.MessageParam[] = [];
   const warnings: string[] = [];
+  let compaction: Compaction | null = null;
   for (const [i, line] of lines.entries()) {
     if (line.trim() === '') continue;
     let entry: SessionEntry;
@@ -766,6 +863,7 @@ export async function loadSession(file: string): Promise<LoadedSession> {
     }
     if (entry.type === 'session' && entry.version !== SESSION_VERSION) throw new Error(`${file}: session format ${entry.version}, this harness reads ${SESSION_VERSION}`);
     if (entry.type === 'message') messages.push(entry.message);
+    if (entry.type === 'compaction') compaction = { summary: entry.summary, keptFrom: entry.keptFrom };
   }
   const last = messages.at(-1);
   const unanswered = last?.role === 'assistant' && Array.isArray(last.content) ? last.content.filter((b) => b.type === 'tool_use') : [];
@@ -777,18 +875,223 @@ export async function loadSession(file: string): Promise<LoadedSession> {
           content: unanswered.map((call) => ({ type: 'tool_result', tool_use_id: call.id, content: 'not run: the session ended before this call finished', is_error: true })),
         };
   if (repair) warnings.push(`${file}: ${unanswered.length} call(s) had no result (the process died mid-call); they are answered "not run"`);
-  return { messages, repair, warnings };
+  return { messages, compaction, repair, warnings };
 }
 
 /** Continues a loaded session: its messages become the transcript, and unanswered calls get answered. */
 export function resume(agent: Agent, loaded: LoadedSession): void {
   agent.messages.splice(0, agent.messages.length, ...loaded.messages);
+  agent.compaction = loaded.compaction;
+  agent.lastRequest = null;
   for (const warning of loaded.warnings) agent.config.onEvent({ type: 'notice', text: warning });
   if (loaded.repair) append(agent, loaded.repair);
 }
 
 // =============================================================================================
-// 6. The command line: options, the REPL, and the printers
+// 6. P4 — endurance: what the model is shown, and how a long session keeps fitting
+
+export const DEFAULT_CONTEXT_WINDOW = 200_000;
+const KEEP_VERBATIM_TOKENS = 20_000;
+
+/** Estimated tokens, rounded up: about 3.5 characters a token, so the estimate errs high. */
+export const estimateTokens = (value: unknown) => Math.ceil((typeof value === 'string' ? value : JSON.stringify(value)).length / 3.5);
+
+/** Runs every context hook on a copy of the transcript; what comes out is what the model sees. */
+async function contextView(agent: Agent, signal: AbortSignal): Promise<Anthropic.MessageParam[]> {
+  let view = [...agent.messages];
+  for (const hook of agent.contextHooks) view = await hook(view, agent, signal);
+  return view;
+}
+
+const summaryMessage = (summary: string): Anthropic.MessageParam => ({
+  role: 'user',
+  content: `[Summary of the earlier conversation, written when it no longer fitted the context window]\n\n${summary}`,
+});
+
+/** The messages as the model sees them now: the summary, then the recent part verbatim. */
+function compactedView(agent: Agent, messages: Anthropic.MessageParam[]): Anthropic.MessageParam[] {
+  return agent.compaction ? [summaryMessage(agent.compaction.summary), ...messages.slice(agent.compaction.keptFrom)] : messages;
+}
+
+/** The size of the next request: the last request's real size plus an estimate of what came since. */
+function estimateNextRequest(agent: Agent, view: Anthropic.MessageParam[]): number {
+  const last = agent.lastRequest;
+  if (last && last.keptFrom === (agent.compaction?.keptFrom ?? 0)) return last.tokens + estimateTokens(agent.messages.slice(last.messages));
+  return estimateTokens(agent.system) + estimateTokens(agent.toolDefinitions) + estimateTokens(view);
+}
+
+/** Prevents the session from dying when the window fills: before any request that would pass 75%
+ *  of the window, the older part is summarised once, and only the summary plus the recent part is sent. */
+export const compaction: ContextHook = async (messages, agent, signal) => {
+  const threshold = (agent.config.compactAt ?? 0.75) * agent.contextWindow;
+  if (estimateNextRequest(agent, compactedView(agent, messages)) > threshold) await compact(agent, signal);
+  return compactedView(agent, messages);
+};
+
+/** Where the verbatim part starts: at an assistant message, so no tool_result is ever separated
+ *  from its tool_use, and as early as the budget for the recent part allows. */
+export function chooseCut(messages: Anthropic.MessageParam[], from: number, keepTokens: number): number | null {
+  let cut: number | null = null;
+  let suffix = 0;
+  for (let i = messages.length - 1; i > from; i--) {
+    suffix += estimateTokens(messages[i]);
+    if (messages[i]!.role !== 'assistant') continue;
+    if (cut !== null && suffix > keepTokens) break;
+    cut = i;
+  }
+  return cut;
+}
+
+const SUMMARY_INSTRUCTIONS = [
+  'The conversation above no longer fits the context window. Write a summary that will replace it, so that you can carry on',
+  'from the summary alone. Use these headings: Goal; Constraints from the user; Done; In progress; Next steps; Exact details',
+  '(file names, function names, error messages, commands and values needed to carry on, copied exactly). Do not call tools.',
+].join('\n');
+
+/** Results longer than this are shortened before summarising, so the summary request itself fits. */
+const SUMMARY_RESULT_CHARS = 2_000;
+
+function shortenResults(message: Anthropic.MessageParam): Anthropic.MessageParam {
+  if (typeof message.content === 'string') return message;
+  const content = message.content.map((block) => {
+    if (block.type !== 'tool_result' || typeof block.content !== 'string' || block.content.length <= SUMMARY_RESULT_CHARS) return block;
+    const text = block.content;
+    return { ...block, content: `${text.slice(0, 1_500)}\n[... ${text.length - 2_000} characters left out ...]\n${text.slice(-500)}` };
+  });
+  return { ...message, content } as Anthropic.MessageParam;
+}
+
+/** Summarises everything before the cut point with one more model call. Nothing is deleted:
+ *  the session file gets a compaction entry and keeps every message. Returns false if there is nothing to cut. */
+export async function compact(agent: Agent, signal: AbortSignal): Promise<boolean> {
+  const from = agent.compaction?.keptFrom ?? 0;
+  const cut = chooseCut(agent.messages, from, Math.min(KEEP_VERBATIM_TOKENS, agent.contextWindow / 4));
+  if (cut === null) return false;
+  const older = [...(agent.compaction ? [summaryMessage(agent.compaction.summary)] : []), ...agent.messages.slice(from, cut)].map(shortenResults);
+  const before = estimateTokens(compactedView(agent, agent.messages));
+  const reply = await agent.config.model.complete(
+    { system: agent.system, tools: agent.toolDefinitions, tool_choice: { type: 'none' }, messages: [...older, { role: 'user', content: SUMMARY_INSTRUCTIONS }] },
+    { signal, onText: () => {}, onNotice: (text) => agent.config.onEvent({ type: 'notice', text }) },
+  );
+  const summary = reply.content.map((block) => (block.type === 'text' ? block.text : '')).join('').trim();
+  if (summary === '') throw new Error('the summary came back empty');
+  addUsage(agent.usage, agent.config.model.name, reply.usage);
+  agent.compaction = { summary, keptFrom: cut };
+  agent.lastRequest = null;
+  const after = estimateTokens(compactedView(agent, agent.messages));
+  agent.config.onEvent({ type: 'compaction', summary, keptFrom: cut, tokensBefore: before, tokensAfter: after, usage: reply.usage });
+  return true;
+}
+
+/** Where the window goes now: the numbers behind /context. */
+export function contextBreakdown(agent: Agent): ContextBreakdown {
+  const projectFiles = agent.contextFiles.reduce((sum, file) => sum + file.tokens, 0);
+  const systemPrompt = estimateTokens(agent.system[0]?.text ?? '') - projectFiles;
+  const toolDefinitions = estimateTokens(agent.toolDefinitions);
+  const messages = estimateTokens(compactedView(agent, agent.messages));
+  const used = systemPrompt + projectFiles + toolDefinitions + messages;
+  return { window: agent.contextWindow, systemPrompt, toolDefinitions, projectFiles, messages, free: Math.max(agent.contextWindow - used, 0) };
+}
+
+// --- AGENTS.md: project context for the model, never instructions for the harness.
+
+export const CONTEXT_FILES_MAX_BYTES = 32 * 1024;
+
+/** AGENTS.md from the root up to the enclosing git repository's top, farthest first, so the
+ *  nearest (most specific) file has the last word; capped, keeping the nearest. */
+export async function loadContextFiles(root: string): Promise<ContextFile[]> {
+  const folders = [root];
+  for (let dir = root; !(await exists(path.join(dir, '.git'))); ) {
+    const parent = path.dirname(dir);
+    if (parent === dir) {
+      folders.splice(1); // no git repository above: only the root's own file counts
+      break;
+    }
+    folders.push((dir = parent));
+  }
+  const files: ContextFile[] = [];
+  let room = CONTEXT_FILES_MAX_BYTES;
+  for (const dir of folders) {
+    const file = path.join(dir, 'AGENTS.md');
+    const text = await readFile(file, 'utf8').catch(() => null);
+    if (text === null || room <= 0) continue;
+    const kept = Buffer.byteLength(text) <= room ? text : `${Buffer.from(text).subarray(0, room).toString('utf8')}\n[cut: AGENTS.md files are capped at ${CONTEXT_FILES_MAX_BYTES / 1024} KiB in all]`;
+    room -= Buffer.byteLength(text);
+    files.unshift({ path: file, text: kept, tokens: estimateTokens(kept) });
+  }
+  return files;
+}
+
+async function exists(file: string): Promise<boolean> {
+  return await readFile(file).then(() => true, (error: NodeJS.ErrnoException) => error.code === 'EISDIR');
+}
+
+function systemPrompt(base: string, files: ContextFile[]): string {
+  if (files.length === 0) return base;
+  const sections = files.map((file) => `## ${file.path}\n\n${file.text}`);
+  return `${base}\n\n# Project context (AGENTS.md files: guidance from the project, farthest first)\n\n${sections.join('\n\n')}`;
+}
+
+// --- The sub-agent: the same loop again, with its own transcript and only the read-only tools.
+
+const SUBAGENT_PROMPT = [
+  'You are a research sub-agent inside one project folder. Answer the prompt using the read-only tools you are given;',
+  'all paths are relative to the project root. Your final reply is all that the agent who asked will see, so make it',
+  'complete and self-contained: name the files and lines it rests on. Do not ask questions back.',
+].join('\n');
+
+export const TASK_MAX_TURNS = 30;
+
+/** Lets a search that reads forty files cost the parent one tool result. The child's usage counts
+ *  toward the parent's budgets, and its events (and so its session file) stay visible. */
+function taskTool(parent: Agent): Tool {
+  return defineTool({
+    name: 'task',
+    description:
+      'Hand a self-contained research question to a sub-agent that can list and read files (not edit them) and answers ' +
+      'with a report. Use it for searches that would read many files; several tasks may run at once. ' +
+      'Not for changing files, and not for one known file: use read_file.',
+    input: z.strictObject({
+      description: z.string().describe('A few words saying what the task is for, e.g. "find the config loader"'),
+      prompt: z.string().describe('The full question; the sub-agent sees nothing else of this conversation'),
+    }),
+    readOnly: true,
+    async run({ description, prompt }, ctx) {
+      const id = `task-${++parent.subAgentsStarted}`;
+      const model = parent.config.taskModel ?? parent.config.model;
+      const child = await createAgent({
+        ...parent.config,
+        model,
+        tools: parent.config.tools.filter((tool) => tool.readOnly && tool.name !== 'task'),
+        verify: undefined,
+        budgets: { maxTurns: TASK_MAX_TURNS },
+        protect: [],
+        beforeCall: [],
+        afterCall: [],
+        subAgents: false,
+        contextFiles: false,
+        systemPrompt: SUBAGENT_PROMPT,
+        onEvent: (event) => {
+          if (event.type === 'reply') addUsage(parent.usage, model.name, event.usage);
+          parent.config.onEvent({ type: 'subagent', id, description, event });
+        },
+      });
+      const halt = await runTask(child, prompt, ctx.signal);
+      const answer = finalText(child.messages);
+      return halt.kind === 'accepted' ? answer || '(the sub-agent gave no answer)' : `[the sub-agent stopped: ${describeHalt(halt)}]\n${answer}`;
+    },
+  });
+}
+
+function finalText(messages: Anthropic.MessageParam[]): string {
+  const last = messages.findLast((message) => message.role === 'assistant');
+  if (last === undefined) return '';
+  if (typeof last.content === 'string') return last.content;
+  return last.content.map((block) => (block.type === 'text' ? block.text : '')).join('').trim();
+}
+
+// =============================================================================================
+// 7. The command line: options, the REPL, and the printers
 
 export const EXIT = { accepted: 0, notAccepted: 1, usage: 2, interrupted: 130 } as const;
 
@@ -827,13 +1130,17 @@ Options:
   --max-cost USD      dollars per task (needs a model with a known price)
   --timeout S         wall-clock seconds per task
   --model ID          model to use (default: $ANTHROPIC_MODEL or ${DEFAULT_MODEL})
+  --task-model ID     model for sub-agents started by the task tool (default: --model)
+  --context-window N  tokens, when the API does not say (default: ${DEFAULT_CONTEXT_WINDOW})
+  --no-context-files  do not read AGENTS.md files into the system prompt
   --script FILE       replay canned replies from a JSON file instead of calling an API
   --session FILE      where to append the session (default: .agent/sessions/<time>.jsonl)
   --resume FILE       continue a saved session (and keep appending to it)
   --json              print events as JSON lines instead of text
   -h, --help          show this help
 
-In the REPL: type while the agent works to steer it; Ctrl-C stops the run; /resume FILE; /exit.
+In the REPL: type while the agent works to steer it; Ctrl-C stops the run;
+/context, /compact, /resume FILE, /exit.
 Environment: ANTHROPIC_API_KEY, ANTHROPIC_MODEL, ANTHROPIC_BASE_URL (any Anthropic-compatible endpoint).
 Halts: accepted (verified | unverified), budget (turns | tokens | cost | time), interrupted, error.
 Exit codes: 0 accepted, 1 not accepted (budget, error), 2 usage error, 130 interrupted.`;
@@ -849,6 +1156,9 @@ export interface CliOptions {
   yes: boolean;
   budgets: Budgets;
   model: string;
+  taskModel: string | undefined;
+  contextWindow: number | undefined;
+  contextFiles: boolean;
   script: string | undefined;
   session: string | undefined;
   resume: string | undefined;
@@ -874,6 +1184,9 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
         'max-cost': { type: 'string' },
         timeout: { type: 'string' },
         model: { type: 'string' },
+        'task-model': { type: 'string' },
+        'context-window': { type: 'string' },
+        'no-context-files': { type: 'boolean' },
         script: { type: 'string' },
         session: { type: 'string' },
         resume: { type: 'string' },
@@ -904,6 +1217,9 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
       timeoutMs: timeout === undefined ? undefined : timeout * 1000,
     },
     model,
+    taskModel: values['task-model'],
+    contextWindow: positiveNumber('--context-window', values['context-window'], true),
+    contextFiles: !(values['no-context-files'] ?? false),
     script: values.script,
     session: values.session,
     resume: values.resume,
@@ -922,10 +1238,10 @@ function positiveNumber(flag: string, value: string | undefined, whole = false):
   return number;
 }
 
-async function chooseModel(options: CliOptions, env: NodeJS.ProcessEnv): Promise<Model> {
+async function chooseModel(options: CliOptions, env: NodeJS.ProcessEnv, name: string): Promise<Model> {
   if (options.script !== undefined) {
     try {
-      return new ScriptedModel(await loadScript(options.script), options.model);
+      return new ScriptedModel(await loadScript(options.script), name);
     } catch (error) {
       throw new UsageError(`--script: ${errorText(error)}`);
     }
@@ -934,7 +1250,7 @@ async function chooseModel(options: CliOptions, env: NodeJS.ProcessEnv): Promise
     throw new UsageError('ANTHROPIC_API_KEY is not set: set it, or use --script FILE to run offline');
   }
   // A local Anthropic-compatible server may need no key; the SDK still wants one to send.
-  return new AnthropicModel(options.model, new Anthropic({ apiKey: env.ANTHROPIC_API_KEY || 'no-key' }));
+  return new AnthropicModel(name, new Anthropic({ apiKey: env.ANTHROPIC_API_KEY || 'no-key' }));
 }
 
 const colour = (format: Parameters<typeof styleText>[0], text: string, out: NodeJS.WriteStream) =>
@@ -989,6 +1305,16 @@ export function terminalPrinter(out: NodeJS.WriteStream = process.stdout): (even
         return line(colour(event.passed ? 'green' : 'yellow', `gate: \`${event.command}\` ${event.reason}: ${event.passed ? 'pass' : 'not done'}`, out));
       case 'notice':
         return line(colour('yellow', event.text, out));
+      case 'compaction':
+        return line(colour('yellow', `compacted: ~${event.tokensBefore} → ~${event.tokensAfter} tokens; messages before #${event.keptFrom} are now a summary (still in the session file)`, out));
+      case 'context': {
+        const b = event.breakdown;
+        const parts = `system ${b.systemPrompt} · tools ${b.toolDefinitions} · AGENTS.md ${b.projectFiles} · messages ${b.messages} · free ${b.free}`;
+        return line(colour('dim', `context window ${b.window} tokens: ${parts}`, out));
+      }
+      case 'subagent':
+        if (event.event.type === 'call') line(colour('dim', `  [${event.id}] → ${event.event.call.name} ${summarize(event.event.call.input)}`, out));
+        return;
       case 'halt':
         return line(colour(event.halt.kind === 'accepted' ? 'green' : 'red', `halt: ${describeHalt(event.halt)} after ${event.turns} turn(s)`, out));
       default:
@@ -1037,6 +1363,18 @@ function repl(agent: Agent, rl: Interface, steerable: boolean, switchSession: (f
       const nextInput = () => pending.shift() ?? (agent.steering.length > 0 ? agent.steering.splice(0).join('\n') : undefined);
       for (let input = nextInput(); input !== undefined; input = nextInput()) {
         if (input === '/exit') return rl.close();
+        if (input === '/context') {
+          agent.config.onEvent({ type: 'context', breakdown: contextBreakdown(agent) });
+          continue;
+        }
+        if (input === '/compact') {
+          const done = await compact(agent, new AbortController().signal).catch((error: unknown) => {
+            agent.config.onEvent({ type: 'notice', text: `/compact: ${errorText(error)}` });
+            return true;
+          });
+          if (!done) agent.config.onEvent({ type: 'notice', text: '/compact: nothing old enough to summarise yet' });
+          continue;
+        }
         if (input.startsWith('/resume ')) {
           await switchSession(input.slice('/resume '.length).trim()).catch((error: unknown) => console.error(`/resume: ${errorText(error)}`));
           continue;
@@ -1098,7 +1436,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
     const root = await realpath(options.root).catch(() => {
       throw new UsageError(`--root ${options.root}: no such folder`);
     });
-    const model = await chooseModel(options, env);
+    const model = await chooseModel(options, env, options.model);
+    const taskModel = options.taskModel === undefined || options.script !== undefined ? undefined : await chooseModel(options, env, options.taskModel);
     const interactive = process.stdin.isTTY === true;
     const rl = interactive || options.task === undefined ? createInterface({ input: process.stdin, output: process.stdout }) : undefined;
     const printer = options.json ? jsonPrinter() : terminalPrinter();
@@ -1119,6 +1458,9 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
       budgets: options.budgets,
       protect: options.protect,
       approve: options.yes ? approveAll : interactive && rl ? terminalApprover(rl, process.stdout) : denyWithoutTerminal,
+      contextWindow: options.contextWindow,
+      contextFiles: options.contextFiles,
+      taskModel,
       onEvent: (event) => {
         record(event);
         printer(event);
@@ -1127,6 +1469,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
     if (loaded) resume(agent, loaded);
     const notice = (text: string) => agent.config.onEvent({ type: 'notice', text });
     notice(`session: ${path.relative(process.cwd(), sessionFile) || sessionFile} (continue it with --resume)`);
+    for (const file of agent.contextFiles) notice(`context: ${path.relative(process.cwd(), file.path) || file.path} (~${file.tokens} tokens)`);
+    agent.config.onEvent({ type: 'context', breakdown: contextBreakdown(agent) });
     if (options.verify === undefined) notice('no --verify command: "done" will be accepted unverified');
     if (!options.yes && !interactive) notice('no terminal and no --yes: every change (edit_file) will be denied');
     if (options.task !== undefined) {

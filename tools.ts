@@ -14,6 +14,8 @@ export interface ToolContext {
   readonly root: string;
   /** Content hash of each file as the model last saw it (real path → sha256): read-before-edit. */
   readonly seen: Map<string, string>;
+  /** Aborted when the run stops (Ctrl-C, time budget): a long-running tool should stop too. */
+  readonly signal?: AbortSignal;
 }
 
 /** A tool is a schema the model is shown, a description of when (not) to use it, and a function. */
