@@ -119,7 +119,7 @@ export type Approver = (request: { tool: string; preview: string }) => Promise<A
 
 /** The loop never prints: it emits these, and printers (terminal, --json) and the session file subscribe. */
 export type AgentEvent =
-  | { type: 'request'; turn: number; messages: number }
+  | { type: 'request'; turn: number; messages: number; estimatedTokens: number }
   | { type: 'text'; delta: string }
   | { type: 'reply'; turn: number; stopReason: Anthropic.StopReason | null; calls: number; usage: Anthropic.Usage; totals: UsageTotals }
   | { type: 'message'; message: Anthropic.MessageParam }
@@ -316,8 +316,7 @@ export async function runTask(agent: Agent, task: string, userSignal = new Abort
   const run = await startRun(agent, userSignal);
   append(agent, { role: 'user', content: task });
   for (let turn = 1; ; turn++) {
-    agent.config.onEvent({ type: 'request', turn, messages: agent.messages.length });
-    const reply = await callModel(agent, run);
+    const reply = await callModel(agent, run, turn);
     if ('kind' in reply) return halt(agent, reply, turn);
     appendReply(agent, reply);
     countUsage(agent, reply, turn);
@@ -341,7 +340,7 @@ function halt(agent: Agent, reached: Halt, turns: number): Halt {
 
 /** Prevents a failed API call from killing the program: it becomes a halt of kind error.
  *  A "prompt is too long" answer gets one forced compaction and one retry. */
-async function callModel(agent: Agent, run: Run): Promise<Anthropic.Message | Halt> {
+async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropic.Message | Halt> {
   const { config } = agent;
   const options = {
     signal: run.signal,
@@ -350,7 +349,9 @@ async function callModel(agent: Agent, run: Run): Promise<Anthropic.Message | Ha
   };
   for (let attempt = 1; ; attempt++) {
     try {
-      const messages = markCacheBreakpoint(await contextView(agent, run.signal));
+      const view = await contextView(agent, run.signal);
+      config.onEvent({ type: 'request', turn, messages: view.length, estimatedTokens: estimateNextRequest(agent, view) });
+      const messages = markCacheBreakpoint(view);
       return await config.model.complete({ system: agent.system, tools: agent.toolDefinitions, messages }, options);
     } catch (error) {
       if (run.signal.aborted) return stoppedHalt(agent, run);
@@ -505,12 +506,15 @@ async function execute(agent: Agent, run: Run, planned: PlannedCall): Promise<To
     (content): ToolOutcome => ({ content, isError: false }),
     (error: unknown): ToolOutcome => ({ content: errorText(error), isError: true }),
   );
+  let giveUp = () => {};
   const abandoned = new Promise<ToolOutcome>((resolve) => {
-    const giveUp = () => setTimeout(() => resolve({ content: 'interrupted: the call was still running 5 s after the stop; its effects are unknown', isError: true }), ABORT_GRACE_MS).unref();
-    if (run.signal.aborted) giveUp();
-    else run.signal.addEventListener('abort', giveUp, { once: true });
+    const outcome = { content: 'interrupted: the call was still running 5 s after the stop; its effects are unknown', isError: true };
+    giveUp = () => void setTimeout(() => resolve(outcome), ABORT_GRACE_MS).unref();
   });
+  if (run.signal.aborted) giveUp();
+  else run.signal.addEventListener('abort', giveUp, { once: true });
   let outcome = await Promise.race([running, abandoned]);
+  run.signal.removeEventListener('abort', giveUp);
   for (const hook of agent.afterCall) {
     const current = outcome;
     outcome = await withTimeout(Promise.resolve().then(() => hook.check(planned, current, agent)), hook.timeoutMs ?? HOOK_TIMEOUT_MS).catch(
@@ -1137,6 +1141,7 @@ Options:
   --session FILE      where to append the session (default: .agent/sessions/<time>.jsonl)
   --resume FILE       continue a saved session (and keep appending to it)
   --json              print events as JSON lines instead of text
+  --trace             print each step tagged with the part of the loop doing it
   -h, --help          show this help
 
 In the REPL: type while the agent works to steer it; Ctrl-C stops the run;
@@ -1163,6 +1168,7 @@ export interface CliOptions {
   session: string | undefined;
   resume: string | undefined;
   json: boolean;
+  trace: boolean;
   task: string | undefined;
   help: boolean;
 }
@@ -1191,6 +1197,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
         session: { type: 'string' },
         resume: { type: 'string' },
         json: { type: 'boolean' },
+        trace: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -1224,6 +1231,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
     session: values.session,
     resume: values.resume,
     json: values.json ?? false,
+    trace: values.trace ?? false,
     task: positionals.length > 0 ? positionals.join(' ') : undefined,
     help: values.help ?? false,
   };
@@ -1322,6 +1330,82 @@ export function terminalPrinter(out: NodeJS.WriteStream = process.stdout): (even
     }
   };
 }
+
+/** --trace: each step tagged with the part of the loop doing it (seed 002's table), one line a part. */
+export function tracePrinter(out: NodeJS.WritableStream = process.stdout, prefix = ''): (event: AgentEvent) => void {
+  let turn = 0;
+  let text = '';
+  const ran = new Set<string>();
+  const decided = new Set<string>();
+  const children = new Map<string, (event: AgentEvent) => void>();
+  const say = (part: string, what: string) => out.write(`${prefix}[${turn}] ${part.padEnd(14)} ${what}\n`);
+  return (event) => {
+    switch (event.type) {
+      case 'request':
+        if (event.turn > 1) say('halt check', 'no halt: go round again');
+        turn = event.turn;
+        say('state', `the transcript holds ${event.messages} message(s) the model will see`);
+        return say('prompt builder', `sends system prompt + tools + ${event.messages} message(s), ~${event.estimatedTokens} tokens`);
+      case 'text':
+        text += event.delta;
+        return;
+      case 'reply': {
+        const said = text.trim() === '' ? '' : ` "${summarizeText(text)}"`;
+        text = '';
+        say('model', `replied${said} (stop: ${event.stopReason}, ${event.usage.input_tokens} in / ${event.usage.output_tokens} out)`);
+        if (event.stopReason === 'max_tokens') say('readout', event.calls === 0 ? 'cut off at max_tokens: not a claim of "done"' : `cut off at max_tokens: ${event.calls} call(s) will not run`);
+        else say('readout', event.calls === 0 ? 'no tool calls: a claim of "done"' : `${event.calls} tool call(s) parsed`);
+        return say('fold back', "appended the model's reply, as received");
+      }
+      case 'decision': {
+        const { decision } = event;
+        decided.add(event.call.id);
+        const why = decision.action === 'deny' ? `refused: ${firstLine(decision.reason)}` : decision.action;
+        return say(event.hook === 'validate' ? 'readout' : 'gate', `${event.call.name}: ${event.hook} ${why}`);
+      }
+      case 'running':
+        ran.add(event.call.id);
+        return say('gate', `${event.call.name} ${summarize(event.call.input)}: allowed`);
+      case 'result': {
+        const content = typeof event.result.content === 'string' ? event.result.content : '';
+        if (!ran.has(event.call.id)) {
+          // Refusals by a hook were told already, and a cut-off reply's calls by the readout.
+          if (!decided.has(event.call.id) && !content.startsWith('not executed')) say('gate', `${event.call.name}: ${firstLine(content)}`);
+          return;
+        }
+        return say('environment', `${event.call.name} ${event.result.is_error ? 'failed' : 'ran'}: ${firstLine(content)}`);
+      }
+      case 'message': {
+        const blocks = typeof event.message.content === 'string' ? [] : event.message.content;
+        const results = blocks.filter((b) => b.type === 'tool_result').length;
+        if (event.message.role === 'assistant') return; // told with the reply, after what the model said
+        if (results > 0) return say('fold back', `appended ${results} tool result(s) in call order${blocks.length > results ? ', then the user\'s message' : ''}`);
+        return say(turn === 0 ? 'state' : 'fold back', `appended a user message: "${summarizeText(typeof event.message.content === 'string' ? event.message.content : JSON.stringify(blocks))}"`);
+      }
+      case 'gate':
+        return say('halt check', `verify \`${event.command}\` ${event.reason}: ${event.passed ? 'passed' : 'not done, go on'}`);
+      case 'compaction':
+        return say('prompt builder', `compacted ~${event.tokensBefore} → ~${event.tokensAfter} tokens: a summary, then messages from #${event.keptFrom}`);
+      case 'notice':
+        return say('note', event.text);
+      case 'subagent': {
+        let child = children.get(event.id);
+        if (child === undefined) children.set(event.id, (child = tracePrinter(out, `${prefix}    ${event.id} `)));
+        return child(event.event);
+      }
+      case 'halt':
+        return say('halt check', `HALT: ${describeHalt(event.halt)}`);
+      default:
+        return;
+    }
+  };
+}
+
+const firstLine = (text: string) => summarizeText(text.split('\n')[0] ?? '');
+const summarizeText = (text: string) => {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > 90 ? `${flat.slice(0, 87)}...` : flat;
+};
 
 /** The same events as JSON lines, for CI and other programs. */
 export const jsonPrinter = (out: NodeJS.WritableStream = process.stdout) => (event: AgentEvent) => {
@@ -1440,7 +1524,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
     const taskModel = options.taskModel === undefined || options.script !== undefined ? undefined : await chooseModel(options, env, options.taskModel);
     const interactive = process.stdin.isTTY === true;
     const rl = interactive || options.task === undefined ? createInterface({ input: process.stdin, output: process.stdout }) : undefined;
-    const printer = options.json ? jsonPrinter() : terminalPrinter();
+    const printer = options.json ? jsonPrinter() : options.trace ? tracePrinter() : terminalPrinter();
     const secrets = [env.ANTHROPIC_API_KEY ?? ''];
     const startSession = (file: string, fresh: boolean) =>
       sessionRecorder(file, fresh ? { type: 'session', version: SESSION_VERSION, model: model.name, root, startedAt: new Date().toISOString() } : null, secrets);
