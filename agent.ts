@@ -12,7 +12,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { minimatch } from 'minimatch';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { appendFileSync, mkdirSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { readFile, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface, type Interface } from 'node:readline/promises';
@@ -196,6 +196,8 @@ export interface Agent {
   /** Tokens of the last request and how many messages it covered: the base of the next estimate. */
   lastRequest: { tokens: number; messages: number; keptFrom: number } | null;
   subAgentsStarted: number;
+  /** Hashes of the protected files when the session started: a later run cannot launder a change. */
+  readonly protectedAtStart: Map<string, string>;
 }
 
 export interface UsageTotals {
@@ -234,7 +236,7 @@ export class AnthropicModel implements Model {
     // The SDK retries 408/409/429/5xx itself; this only makes each retry visible.
     const showRetries: Middleware = async (req, next) => {
       const response = await next(req);
-      if (response.status === 429 || response.status >= 500) onNotice(`API answered ${response.status}; the SDK retries…`);
+      if (response.status === 429 || response.status >= 500) onNotice(`API answered ${response.status}; the SDK retries while it has attempts left…`);
       return response;
     };
     const stream = this.client.messages.stream(
@@ -243,7 +245,7 @@ export class AnthropicModel implements Model {
     );
     stream.on('text', onText);
     let stalled = false;
-    let timer = setTimeout(() => {}, 0);
+    let timer: NodeJS.Timeout | undefined;
     const arm = () => {
       clearTimeout(timer);
       timer = setTimeout(() => {
@@ -251,7 +253,8 @@ export class AnthropicModel implements Model {
         stream.abort();
       }, this.idleMs);
     };
-    arm();
+    // Armed only once the answer has arrived: the SDK's waits between retries are not a stall.
+    stream.on('connect', arm);
     stream.on('streamEvent', arm);
     try {
       return await stream.finalMessage();
@@ -295,12 +298,16 @@ export async function createAgent(config: AgentConfig): Promise<Agent> {
     compaction: null,
     lastRequest: null,
     subAgentsStarted: 0,
+    protectedAtStart: await hashProtected(root, config.protect),
   };
   const tools = config.subAgents === false ? config.tools : [...config.tools, taskTool(agent)];
   agent.config.tools = tools;
   agent.toolDefinitions.push(...tools.map(toolDefinition));
   return agent;
 }
+
+/** User text as a block, the form it takes once it carries a cache mark: the same bytes on every request. */
+const userText = (text: string): Anthropic.MessageParam => ({ role: 'user', content: [{ type: 'text', text }] });
 
 /** Appends to the transcript; the event lets the session file record it as it happens. */
 function append(agent: Agent, message: Anthropic.MessageParam): void {
@@ -313,8 +320,8 @@ function append(agent: Agent, message: Anthropic.MessageParam): void {
 
 /** Runs one task to a halt: call the model, append its reply, answer its calls, until a halt. */
 export async function runTask(agent: Agent, task: string, userSignal = new AbortController().signal): Promise<Halt> {
-  const run = await startRun(agent, userSignal);
-  append(agent, { role: 'user', content: task });
+  const run = startRun(agent, userSignal);
+  append(agent, userText(task));
   for (let turn = 1; ; turn++) {
     const reply = await callModel(agent, run, turn);
     if ('kind' in reply) return halt(agent, reply, turn);
@@ -326,7 +333,7 @@ export async function runTask(agent: Agent, task: string, userSignal = new Abort
     } else if (reply.stop_reason !== 'pause_turn') {
       const verdict = await judgeFinalReply(agent, run, reply);
       if ('halt' in verdict) return halt(agent, verdict.halt, turn);
-      append(agent, { role: 'user', content: verdict.goOn });
+      append(agent, userText(verdict.goOn));
     }
     const stop = stopCheck(agent, run, turn);
     if (stop) return halt(agent, stop, turn);
@@ -518,7 +525,11 @@ async function execute(agent: Agent, run: Run, planned: PlannedCall): Promise<To
   for (const hook of agent.afterCall) {
     const current = outcome;
     outcome = await withTimeout(Promise.resolve().then(() => hook.check(planned, current, agent)), hook.timeoutMs ?? HOOK_TIMEOUT_MS).catch(
-      (error: unknown) => ({ content: `result withheld: the ${hook.name} check failed (${errorText(error)})`, isError: true }),
+      (error: unknown): ToolOutcome => {
+        // The error goes to the user only: its text may quote the very result it was meant to hide.
+        agent.config.onEvent({ type: 'notice', text: `after-call hook ${hook.name} failed: ${errorText(error)}` });
+        return { content: `result withheld: the ${hook.name} check failed`, isError: true };
+      },
     );
   }
   return outcome;
@@ -530,6 +541,7 @@ type Verdict = { halt: Halt } | { goOn: string };
 
 /** A reply without tool calls is a claim of "done", unless the API says it is something else. */
 async function judgeFinalReply(agent: Agent, run: Run, reply: Anthropic.Message): Promise<Verdict> {
+  if (run.signal.aborted) return { halt: stoppedHalt(agent, run) }; // a reply that came in after Ctrl-C decides nothing
   switch (reply.stop_reason) {
     case 'max_tokens':
       return { goOn: 'Your reply was cut off at the output limit (max_tokens) before you finished. Continue, more briefly: call a tool, or say that you are done.' };
@@ -546,7 +558,7 @@ async function judgeFinalReply(agent: Agent, run: Run, reply: Anthropic.Message)
  *  It also refuses "done" when a protected file changed, however that happened. */
 async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   const { verify, root, verifyTimeoutMs, protect } = agent.config;
-  const tampered = await changedFiles(run.protectedAtStart, await hashProtected(root, protect));
+  const tampered = await changedFiles(agent.protectedAtStart, await hashProtected(root, protect));
   if (tampered.length > 0) {
     agent.config.onEvent({ type: 'gate', command: verify ?? '(none)', exitCode: null, passed: false, reason: 'protected files changed' });
     return { goOn: `The task is not done: protected files changed since the run started: ${tampered.join(', ')}. Restore them; the task must be done without changing them.` };
@@ -708,10 +720,9 @@ interface Run {
   timeUp: AbortSignal | undefined;
   /** The session's usage when the run started; a sub-agent's usage lands there too. */
   usageAtStart: UsageTotals;
-  protectedAtStart: Map<string, string>;
 }
 
-async function startRun(agent: Agent, userSignal: AbortSignal): Promise<Run> {
+function startRun(agent: Agent, userSignal: AbortSignal): Run {
   const { timeoutMs } = agent.config.budgets;
   const timeUp = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs);
   return {
@@ -719,7 +730,6 @@ async function startRun(agent: Agent, userSignal: AbortSignal): Promise<Run> {
     userSignal,
     timeUp,
     usageAtStart: { ...agent.usage },
-    protectedAtStart: await hashProtected(agent.config.root, agent.config.protect),
   };
 }
 
@@ -814,6 +824,8 @@ export type SessionEntry =
  *  A sub-agent's events go to a file of their own, linked from this one. */
 export function sessionRecorder(file: string, header: Extract<SessionEntry, { type: 'session' }> | null, secrets: string[]): (event: AgentEvent) => void {
   mkdirSync(path.dirname(file), { recursive: true });
+  // A line torn by a crash must stay its own line, or the next entry would be glued to it.
+  if (existsSync(file) && statSync(file).size > 0 && !readFileSync(file, 'utf8').endsWith('\n')) appendFileSync(file, '\n');
   const write = (entry: SessionEntry) => {
     let line = JSON.stringify(entry);
     for (const secret of secrets) if (secret.length >= 8) line = line.split(secret).join('[redacted]');
@@ -842,6 +854,8 @@ export function sessionRecorder(file: string, header: Extract<SessionEntry, { ty
 export interface LoadedSession {
   messages: Anthropic.MessageParam[];
   compaction: Compaction | null;
+  /** Sub-agents the session started, so a new one gets a file of its own. */
+  subAgents: number;
   /** A user message answering calls that never finished, to append so the transcript is valid. */
   repair: Anthropic.MessageParam | null;
   warnings: string[];
@@ -853,21 +867,20 @@ export async function loadSession(file: string): Promise<LoadedSession> {
   const messages: Anthropic.MessageParam[] = [];
   const warnings: string[] = [];
   let compaction: Compaction | null = null;
+  let subAgents = 0;
   for (const [i, line] of lines.entries()) {
     if (line.trim() === '') continue;
     let entry: SessionEntry;
     try {
       entry = JSON.parse(line) as SessionEntry;
     } catch {
-      if (i >= lines.length - 2) {
-        warnings.push(`${file}: the last line was cut off (the process died while writing it); it was dropped`);
-        continue;
-      }
-      throw new Error(`${file}:${i + 1} is not valid JSON`);
+      warnings.push(`${file}:${i + 1} was cut off (the process died while writing it); the line was dropped`);
+      continue;
     }
     if (entry.type === 'session' && entry.version !== SESSION_VERSION) throw new Error(`${file}: session format ${entry.version}, this harness reads ${SESSION_VERSION}`);
     if (entry.type === 'message') messages.push(entry.message);
     if (entry.type === 'compaction') compaction = { summary: entry.summary, keptFrom: entry.keptFrom };
+    if (entry.type === 'subagent') subAgents++;
   }
   const last = messages.at(-1);
   const unanswered = last?.role === 'assistant' && Array.isArray(last.content) ? last.content.filter((b) => b.type === 'tool_use') : [];
@@ -879,13 +892,14 @@ export async function loadSession(file: string): Promise<LoadedSession> {
           content: unanswered.map((call) => ({ type: 'tool_result', tool_use_id: call.id, content: 'not run: the session ended before this call finished', is_error: true })),
         };
   if (repair) warnings.push(`${file}: ${unanswered.length} call(s) had no result (the process died mid-call); they are answered "not run"`);
-  return { messages, compaction, repair, warnings };
+  return { messages, compaction, subAgents, repair, warnings };
 }
 
 /** Continues a loaded session: its messages become the transcript, and unanswered calls get answered. */
 export function resume(agent: Agent, loaded: LoadedSession): void {
   agent.messages.splice(0, agent.messages.length, ...loaded.messages);
   agent.compaction = loaded.compaction;
+  agent.subAgentsStarted = loaded.subAgents;
   agent.lastRequest = null;
   for (const warning of loaded.warnings) agent.config.onEvent({ type: 'notice', text: warning });
   if (loaded.repair) append(agent, loaded.repair);
@@ -1076,7 +1090,7 @@ function taskTool(parent: Agent): Tool {
         contextFiles: false,
         systemPrompt: SUBAGENT_PROMPT,
         onEvent: (event) => {
-          if (event.type === 'reply') addUsage(parent.usage, model.name, event.usage);
+          if (event.type === 'reply' || event.type === 'compaction') addUsage(parent.usage, model.name, event.usage);
           parent.config.onEvent({ type: 'subagent', id, description, event });
         },
       });

@@ -70,6 +70,6 @@ test('a connection cut mid-stream ends the run as an error halt and leaves no ha
   const { agent, root } = await agentOnFakeApi(t, [{ kind: 'cut', message, afterEvents: 4 }]);
   const halt = await runTask(agent, 'write x.txt');
   assert.equal(halt.kind, 'error');
-  assert.deepEqual(agent.messages, [{ role: 'user', content: 'write x.txt' }]);
+  assert.deepEqual(agent.messages, [{ role: 'user', content: [{ type: 'text', text: 'write x.txt' }] }]);
   await assert.rejects(readFile(path.join(root, 'x.txt')));
 });

@@ -5,9 +5,10 @@ import { mkdtemp, mkdir, realpath, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
-import { type AgentConfig, type AgentEvent, approveAll, createAgent } from '../agent.ts';
+import { type AgentConfig, type AgentEvent, approveAll, createAgent, type ModelRequest } from '../agent.ts';
 import { type ScriptEntry, ScriptedModel } from '../scripted-model.ts';
 import { TOOLS } from '../tools.ts';
+import { requestViolations } from './api-rules.ts';
 
 /** A fresh project folder with the given files, removed when the test ends. */
 export async function tempProject(t: TestContext, files: Record<string, string> = {}): Promise<string> {
@@ -49,4 +50,27 @@ export function textOf(message: Anthropic.MessageParam | undefined): string {
   if (message === undefined) return '';
   if (typeof message.content === 'string') return message.content;
   return message.content.map((block) => (block.type === 'text' ? block.text : '')).join('');
+}
+
+/** The API's objections to a request a model received: [] when the real API would accept it.
+ *  A model receives no `model` or `max_tokens`, so valid ones are filled in. */
+export function violationsOf(request: Pick<ModelRequest, 'messages'> & Partial<ModelRequest>): string[] {
+  return requestViolations({ model: 'claude-test', max_tokens: 1024, ...request });
+}
+
+/** A promise to settle from outside: "b has started", "eight calls are running". */
+export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+/** Waits for `promise`, but rejects after `ms` (a generous bound, never a measurement), so a
+ *  rendezvous that can never happen fails the test instead of hanging it. */
+export function within<T>(promise: Promise<T>, what: string, ms = 2_000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const fallback = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: still waiting after ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([promise, fallback]).finally(() => clearTimeout(timer));
 }
