@@ -155,7 +155,7 @@ export interface AgentConfig {
   /** Globs of files the model may not change, e.g. "test/**": the defence against "silent green". */
   protect: readonly string[];
   approve: Approver;
-  /** A forker's own hooks, run after the standard ones. */
+  /** A forker's own hooks: run after validation, before safe_path, protect, runaway and approval. */
   beforeCall?: readonly BeforeCallHook[];
   afterCall?: readonly AfterCallHook[];
   /** A forker's own context hooks, run after compaction. */
@@ -288,7 +288,9 @@ export async function createAgent(config: AgentConfig): Promise<Agent> {
     // One cache mark after the system prompt caches the whole fixed prefix: tools, then system.
     system: [{ type: 'text', text: systemPrompt(config.systemPrompt ?? SYSTEM_PROMPT, contextFiles), cache_control: { type: 'ephemeral' } }],
     toolDefinitions: [],
-    beforeCall: [validateInput, safePathCheck, protectedFiles(config.protect), runawayGuard(), approval(config.approve), ...(config.beforeCall ?? [])],
+    // A forker's hooks come after validation and before the safety checks and approval, so
+    // whatever they rewrite is still confined, protected, and shown to the user as it will run.
+    beforeCall: [validateInput, ...(config.beforeCall ?? []), safePathCheck, protectedFiles(config.protect), runawayGuard(), approval(config.approve)],
     afterCall: [capToolOutput, ...(config.afterCall ?? [])],
     steering: [],
     usage: { input: 0, cacheWrite: 0, cacheRead: 0, output: 0, costUsd: priceOf(config.model.name) ? 0 : null },
@@ -615,7 +617,8 @@ export function runCommand(command: string, cwd: string, timeoutMs: number, sign
       timedOut = true;
       kill();
     }, timeoutMs);
-    signal.addEventListener('abort', kill, { once: true });
+    if (signal.aborted) kill();
+    else signal.addEventListener('abort', kill, { once: true });
     const done = (exitCode: number | null) => {
       clearTimeout(timer);
       signal.removeEventListener('abort', kill);
