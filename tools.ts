@@ -139,15 +139,17 @@ export const list_files = defineTool({
  *  Symlinks are listed but never followed: a link to a folder outside must not leak its tree. */
 export async function walk(root: string, start = root): Promise<string[]> {
   const entries: string[] = [];
-  const pending = [start];
-  for (let dir = pending.pop(); dir !== undefined; dir = pending.pop()) {
+  // Each folder carries its relative path down, so no entry needs a path.relative of its own.
+  const base = path.relative(root, start).split(path.sep).join('/');
+  const pending: [string, string][] = [[start, base === '' ? '' : `${base}/`]];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const [dir, prefix] = next;
     for (const entry of await readdir(dir, { withFileTypes: true })) {
-      const relative = path.relative(root, path.join(dir, entry.name)).split(path.sep).join('/');
       if (!entry.isDirectory()) {
-        entries.push(relative);
+        entries.push(prefix + entry.name);
       } else if (!SKIPPED_DIRS.has(entry.name)) {
-        entries.push(`${relative}/`);
-        pending.push(path.join(dir, entry.name));
+        entries.push(`${prefix}${entry.name}/`);
+        pending.push([path.join(dir, entry.name), `${prefix}${entry.name}/`]);
       }
     }
   }

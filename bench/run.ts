@@ -8,6 +8,8 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { read_file } from '../tools.ts';
+import { listFilesVsFind } from './file-tree.ts';
+import { cachedShare, fixedPromptTokens, parallelReads, prefixStability, tripGrowth, tripMedian } from './loop.ts';
 import { withSparseFile } from './sparse-file.ts';
 
 interface Measurement {
@@ -69,6 +71,55 @@ const ROWS: Row[] = [
         const mb = (kib: number) => (kib * 1024) / 1e6;
         return { value: mb(peakKiB), note: `of which ${mb(beforeKiB).toFixed(1)} MB was Node + tsx before the read` };
       }),
+  },
+  {
+    name: '8 read-only 50 ms calls in one reply vs 1 call',
+    unit: '×',
+    target: { op: '<=', limit: 1.3 },
+    how: 'parallelReads() in bench/loop.ts: runTask + ScriptedModel',
+    measure: parallelReads,
+  },
+  {
+    name: 'harness overhead per trip, median of 1,000',
+    unit: 'ms',
+    target: { op: '<=', limit: 1 },
+    how: 'tripMedian() in bench/loop.ts: runTask + ReplayModel',
+    measure: tripMedian,
+  },
+  {
+    name: 'trip 1,000 vs trip 10 (medians of 990-1000, 5-15)',
+    unit: '×',
+    target: { op: '<=', limit: 2 },
+    how: 'tripGrowth() in bench/loop.ts: same session',
+    measure: tripGrowth,
+  },
+  {
+    name: 'cached share of input tokens, 40-call session',
+    unit: '%',
+    target: { op: '>=', limit: 90 },
+    how: 'cachedShare() in bench/loop.ts: runTask + PrefixCacheModel',
+    measure: cachedShare,
+  },
+  {
+    name: 'fixed prompt: system + tool definitions',
+    unit: 'tokens',
+    target: { op: '<=', limit: 1000 },
+    how: 'fixedPromptTokens() in bench/loop.ts: createAgent, chars / 4',
+    measure: fixedPromptTokens,
+  },
+  {
+    name: 'prefix-stable request pairs, 40-call session',
+    unit: '%',
+    target: { op: '>=', limit: 100 },
+    how: 'prefixStability() in bench/loop.ts: runTask + ScriptedModel',
+    measure: prefixStability,
+  },
+  {
+    name: 'list_files vs find, 100,000-file tree',
+    unit: '×',
+    target: { op: '<=', limit: 2 },
+    how: 'listFilesVsFind() in bench/file-tree.ts: list_files.run({}) vs find DIR -mindepth 1',
+    measure: listFilesVsFind,
   },
 ];
 
