@@ -8,7 +8,9 @@
 //   7. CLI         argument parsing, the REPL, the printers
 // The model only ever writes text. Every guarantee lives in plain code below, never in the prompt.
 
-import Anthropic from '@anthropic-ai/sdk';
+// Types only: the SDK itself (slow to load) is imported when a real model is first made, in chooseModel.
+import type Anthropic from '@anthropic-ai/sdk';
+import type { APIError } from '@anthropic-ai/sdk';
 import { minimatch } from 'minimatch';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -370,10 +372,15 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
   }
 }
 
-const isPromptTooLong = (error: unknown) => error instanceof Anthropic.APIError && error.status === 400 && /prompt is too long/i.test(error.message);
+const isPromptTooLong = (error: unknown) => isApiError(error) && error.status === 400 && /prompt is too long/i.test(error.message);
+
+/** The SDK's API errors carry the HTTP status, the API's own message and the request id; they are
+ *  recognised by that shape, so that an offline run never has to load the SDK. */
+const isApiError = (error: unknown): error is APIError<number> =>
+  error instanceof Error && 'status' in error && typeof error.status === 'number' && 'apiMessage' in error;
 
 function describeModelError(error: unknown): string {
-  if (error instanceof Anthropic.APIError && error.status !== undefined) {
+  if (isApiError(error)) {
     const id = error.requestID ? ` (request id ${error.requestID})` : '';
     return `model call failed: HTTP ${error.status} ${error.type ?? ''}: ${error.apiMessage ?? error.message}${id}`;
   }
@@ -800,7 +807,9 @@ async function hashProtected(root: string, globs: readonly string[]): Promise<Ma
   if (globs.length === 0) return hashes;
   for (const file of await walk(root)) {
     if (!file.endsWith('/') && globs.some((g) => minimatch(file, g, { dot: true }))) {
-      hashes.set(file, createHash('sha256').update(await readFile(path.join(root, file))).digest('hex'));
+      // A link to a folder or an unreadable file still gets a fingerprint: the gate must not crash on it.
+      const bytes = await readFile(path.join(root, file)).catch((error: NodeJS.ErrnoException) => `unreadable: ${error.code}`);
+      hashes.set(file, createHash('sha256').update(bytes).digest('hex'));
     }
   }
   return hashes;
@@ -1275,15 +1284,19 @@ async function chooseModel(options: CliOptions, env: NodeJS.ProcessEnv, name: st
     throw new UsageError('ANTHROPIC_API_KEY is not set: set it, or use --script FILE to run offline');
   }
   // A local Anthropic-compatible server may need no key; the SDK still wants one to send.
+  const { default: Anthropic } = await import('@anthropic-ai/sdk');
   return new AnthropicModel(name, new Anthropic({ apiKey: env.ANTHROPIC_API_KEY || 'no-key' }));
 }
 
-const colour = (format: Parameters<typeof styleText>[0], text: string, out: NodeJS.WriteStream) =>
+/** Where the printers write: stdout, or any stream (a test's). Colour only on a terminal. */
+export type Output = NodeJS.WritableStream & { isTTY?: boolean };
+
+const colour = (format: Parameters<typeof styleText>[0], text: string, out: Output) =>
   out.isTTY && !process.env.NO_COLOR ? styleText(format, text) : text;
 
 /** The terminal view of the event stream: streamed text, one line per call and its outcome,
  *  an elapsed counter on slow calls, and a footer per turn with tokens and cost. */
-export function terminalPrinter(out: NodeJS.WriteStream = process.stdout): (event: AgentEvent) => void {
+export function terminalPrinter(out: Output = process.stdout): (event: AgentEvent) => void {
   let midLine = false;
   let ticker: NodeJS.Timeout | undefined;
   const stopTicker = () => {
@@ -1434,7 +1447,7 @@ function summarize(input: unknown): string {
   return json.length > 80 ? `${json.slice(0, 77)}...` : json;
 }
 
-function terminalApprover(rl: Interface, out: NodeJS.WriteStream): Approver {
+function terminalApprover(rl: Interface, out: Output): Approver {
   return async ({ tool, preview }) => {
     const painted = preview.split('\n').map((l) => (l.startsWith('+') ? colour('green', l, out) : l.startsWith('-') ? colour('red', l, out) : l));
     out.write(`${painted.join('\n')}\n`);
@@ -1523,11 +1536,11 @@ async function headless(agent: Agent, task: string): Promise<number> {
   }
 }
 
-export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
+export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output = process.stdout): Promise<number> {
   try {
     const options = parseCli(argv, env);
     if (options.help) {
-      console.log(HELP);
+      out.write(`${HELP}\n`);
       return EXIT.accepted;
     }
     if (argv.length === 0 && !env.ANTHROPIC_API_KEY && !env.ANTHROPIC_BASE_URL) {
@@ -1541,7 +1554,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
     const taskModel = options.taskModel === undefined || options.script !== undefined ? undefined : await chooseModel(options, env, options.taskModel);
     const interactive = process.stdin.isTTY === true;
     const rl = interactive || options.task === undefined ? createInterface({ input: process.stdin, output: process.stdout }) : undefined;
-    const printer = options.json ? jsonPrinter() : options.trace ? tracePrinter() : terminalPrinter();
+    const printer = options.json ? jsonPrinter(out) : options.trace ? tracePrinter(out) : terminalPrinter(out);
     const secrets = [env.ANTHROPIC_API_KEY ?? ''];
     const startSession = (file: string, fresh: boolean) =>
       sessionRecorder(file, fresh ? { type: 'session', version: SESSION_VERSION, model: model.name, root, startedAt: new Date().toISOString() } : null, secrets);
@@ -1558,7 +1571,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
       verifyTimeoutMs: options.verifyTimeoutMs,
       budgets: options.budgets,
       protect: options.protect,
-      approve: options.yes ? approveAll : interactive && rl ? terminalApprover(rl, process.stdout) : denyWithoutTerminal,
+      approve: options.yes ? approveAll : interactive && rl ? terminalApprover(rl, out) : denyWithoutTerminal,
       contextWindow: options.contextWindow,
       contextFiles: options.contextFiles,
       taskModel,

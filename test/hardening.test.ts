@@ -4,14 +4,12 @@
 
 import type Anthropic from '@anthropic-ai/sdk';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { getEventListeners } from 'node:events';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import {
   type AfterCallHook,
@@ -25,9 +23,7 @@ import {
 } from '../agent.ts';
 import { call, reply, say, ScriptedModel, text, toolUse } from '../scripted-model.ts';
 import { defineTool, type Tool, TOOLS } from '../tools.ts';
-import { deferred, scriptedAgent, tempProject, textOf, unmarked, violationsOf } from './helpers.ts';
-
-const REPO = fileURLToPath(new URL('..', import.meta.url));
+import { deferred, runCli, scriptedAgent, tempProject, textOf, unmarked, violationsOf } from './helpers.ts';
 
 /** Every tool_result in a transcript, in order. */
 const toolResults = (messages: Anthropic.MessageParam[]) =>
@@ -336,12 +332,7 @@ describe('approval', () => {
 });
 
 describe('command line without a terminal', () => {
-  const cli = (args: string[]) =>
-    spawnSync(process.execPath, ['--import', 'tsx', path.join(REPO, 'agent.ts'), ...args], {
-      cwd: REPO,
-      encoding: 'utf8',
-      env: { PATH: process.env.PATH ?? '', NO_COLOR: '1' },
-    });
+  const cli = runCli;
   const ADD = 'export function add(a, b) {\n  return a - b;\n}\n';
   const fixAdd = [
     call('read_file', { path: 'add.js' }),
@@ -353,8 +344,8 @@ describe('command line without a terminal', () => {
     const root = await tempProject(t, { 'add.js': ADD });
     const script = path.join(root, 'script.json');
     await writeFile(script, JSON.stringify(fixAdd));
-    const run = cli(['--script', script, '--root', root, 'fix add']);
-    assert.equal(run.status, 0, run.stderr);
+    const run = await cli(['--script', script, '--root', root, 'fix add']);
+    assert.equal(run.status, 0, run.stdout);
     const lines = run.stdout.split('\n');
     const warned = lines.findIndex((l) => /no terminal and no --yes: every change \(edit_file\) will be denied/.test(l));
     const firstCall = lines.findIndex((l) => l.startsWith('→ '));
@@ -367,8 +358,8 @@ describe('command line without a terminal', () => {
     const root = await tempProject(t, { 'add.js': ADD });
     const script = path.join(root, 'script.json');
     await writeFile(script, JSON.stringify(fixAdd));
-    const run = cli(['--script', script, '--root', root, '--json', '--yes', 'fix add']);
-    assert.equal(run.status, 0, run.stderr);
+    const run = await cli(['--script', script, '--root', root, '--json', '--yes', 'fix add']);
+    assert.equal(run.status, 0, run.stdout);
     assert.ok(run.stdout.endsWith('\n'));
     const events = run.stdout.slice(0, -1).split('\n').map((line) => JSON.parse(line) as AgentEvent);
     assert.ok(events.every((e) => typeof e === 'object' && e !== null && typeof e.type === 'string'));

@@ -4,8 +4,9 @@ import type Anthropic from '@anthropic-ai/sdk';
 import { mkdtemp, mkdir, realpath, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { PassThrough } from 'node:stream';
 import type { TestContext } from 'node:test';
-import { type AgentConfig, type AgentEvent, approveAll, createAgent, type ModelRequest } from '../agent.ts';
+import { type AgentConfig, type AgentEvent, approveAll, createAgent, main, type ModelRequest } from '../agent.ts';
 import { type ScriptEntry, ScriptedModel } from '../scripted-model.ts';
 import { TOOLS } from '../tools.ts';
 import { requestViolations } from './api-rules.ts';
@@ -73,4 +74,13 @@ export function within<T>(promise: Promise<T>, what: string, ms = 2_000): Promis
     timer = setTimeout(() => reject(new Error(`${what}: still waiting after ${ms / 1000} s`)), ms);
   });
   return Promise.race([promise, fallback]).finally(() => clearTimeout(timer));
+}
+
+/** Runs the command line in this process (no child process to start), capturing what it prints. */
+export async function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ status: number; stdout: string }> {
+  const out = new PassThrough();
+  let stdout = '';
+  out.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+  const status = await main(args, { NO_COLOR: '1', ...env }, out);
+  return { status, stdout };
 }

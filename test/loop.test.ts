@@ -3,7 +3,6 @@
 
 import type Anthropic from '@anthropic-ai/sdk';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { cp, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
@@ -12,7 +11,7 @@ import { EXIT, exitCodeFor, type Halt, main, runCommand, runTask } from '../agen
 import { EXAMPLE_PROJECT, runSeedStory } from '../lessons/demo.ts';
 import { call, reply, say, text, toolUse } from '../scripted-model.ts';
 import { defineTool, TOOLS } from '../tools.ts';
-import { scriptedAgent, tempProject, textOf, unmarked } from './helpers.ts';
+import { runCli, scriptedAgent, tempProject, textOf, unmarked } from './helpers.ts';
 
 const lastMessage = (messages: Anthropic.MessageParam[]) => unmarked(messages).at(-1)!;
 const blocks = (message: Anthropic.MessageParam) => (typeof message.content === 'string' ? [] : message.content);
@@ -185,12 +184,6 @@ describe('the verify command runner', () => {
 });
 
 describe('command line', () => {
-  const cli = (args: string[], env: Record<string, string> = {}) =>
-    spawnSync(process.execPath, ['--import', 'tsx', 'agent.ts', ...args], {
-      encoding: 'utf8',
-      env: { PATH: process.env.PATH ?? '', NO_COLOR: '1', ...env },
-    });
-
   test('each halt kind maps to its exit code', () => {
     const cases: [Halt, number][] = [
       [{ kind: 'accepted', verifiedBy: 'npm test' }, 0],
@@ -216,8 +209,8 @@ describe('command line', () => {
   test('--script runs a scripted session headless and reports a verified halt', async (t) => {
     const root = await tempProject(t);
     await cp(EXAMPLE_PROJECT, root, { recursive: true });
-    const run = cli(['--script', 'lessons/scripts/seed-story.json', '--root', root, '--verify', 'node test.js', '--yes', 'make add(2, 3) == 5']);
-    assert.equal(run.status, 0, run.stderr);
+    const run = await runCli(['--script', 'lessons/scripts/seed-story.json', '--root', root, '--verify', 'node test.js', '--yes', 'make add(2, 3) == 5']);
+    assert.equal(run.status, 0, run.stdout);
     assert.match(run.stdout, /halt: accepted \(verified by `node test\.js`\) after 8 turn/);
   });
 
