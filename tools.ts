@@ -54,9 +54,13 @@ export class ToolError extends Error {}
 // ---------------------------------------------------------------------------------------------
 // safe_path: every file tool resolves its path through this, and nothing else.
 
+/** Longer paths are refused before any file system work: each missing segment costs a lookup. */
+const MAX_PATH_CHARS = 4096;
+
 /** Prevents escapes from the project: `..`, absolute paths, NUL bytes and symlinks leading out. */
 export async function safe_path(root: string, requested: string): Promise<string> {
   if (requested.includes('\0')) throw new ToolError(`path ${JSON.stringify(requested)} contains a NUL byte`);
+  if (requested.length > MAX_PATH_CHARS) throw new ToolError(`path is ${requested.length} characters long; the limit is ${MAX_PATH_CHARS}`);
   const outside = () =>
     new ToolError(`path ${JSON.stringify(requested)} is outside the project (${root}); use a path inside it`);
   const lexical = path.resolve(root, requested);

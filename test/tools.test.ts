@@ -82,6 +82,11 @@ describe('safe_path: no tool can reach outside the project', () => {
     await assertOutsideUntouched(p);
   });
 
+  test('a path of thousands of missing segments is refused up front instead of costing a lookup each', async (t) => {
+    const p = await project(t);
+    await refused(read_file.run({ path: 'a/'.repeat(2_500) + 'x' }, p.ctx), /characters long; the limit is 4096/);
+  });
+
   test('a NUL byte in a path is refused as a tool error, never handed to the OS', async (t) => {
     const p = await project(t, { 'a.txt': 'inside\n' });
     await refused(read_file.run({ path: 'a.txt\0../../outside/secret.txt' }, p.ctx), /NUL byte/);
