@@ -168,28 +168,43 @@ export const STORIES: Story[] = [
   },
 ];
 
+/** Writes files (and their folders) into a project. */
+export async function writeFiles(root: string, files: Record<string, string>): Promise<void> {
+  for (const [name, content] of Object.entries(files)) {
+    await mkdir(path.dirname(path.join(root, name)), { recursive: true });
+    await writeFile(path.join(root, name), content);
+  }
+}
+
+/** An agent on a scripted model with the settings every offline story and test starts from;
+ *  `events` collects everything the loop emitted (a config's own `onEvent` replaces that). */
+export async function scriptedAgent(root: string, script: readonly ScriptEntry[], config: Partial<AgentConfig> = {}) {
+  const model = new ScriptedModel(script);
+  const events: AgentEvent[] = [];
+  const agent = await createAgent({
+    root,
+    model,
+    tools: TOOLS,
+    verify: undefined,
+    verifyTimeoutMs: 30_000,
+    budgets: { maxTurns: 25 },
+    protect: [],
+    approve: approveAll,
+    onEvent: (event) => events.push(event),
+    ...config,
+  });
+  return { agent, model, events };
+}
+
 /** Plays a story in a fresh temporary project; `onEvent` sees everything (for --trace). */
 export async function playStory(story: Story, onEvent: (event: AgentEvent) => void = () => {}): Promise<string | null> {
   const root = await realpath(await mkdtemp(path.join(os.tmpdir(), `lesson-${story.lesson}-`)));
   try {
     if (story.project === 'example') await cp(EXAMPLE_PROJECT, root, { recursive: true });
-    else {
-      for (const [name, content] of Object.entries(story.project)) {
-        await mkdir(path.dirname(path.join(root, name)), { recursive: true });
-        await writeFile(path.join(root, name), content);
-      }
-    }
-    const model = new ScriptedModel(await story.script());
+    else await writeFiles(root, story.project);
     const events: AgentEvent[] = [];
-    const agent = await createAgent({
-      root,
-      model,
-      tools: TOOLS,
-      verify: undefined,
-      verifyTimeoutMs: 30_000,
+    const { agent, model } = await scriptedAgent(root, await story.script(), {
       budgets: { maxTurns: 60 },
-      protect: [],
-      approve: approveAll,
       contextFiles: false,
       ...story.config?.(root),
       onEvent: (event) => {

@@ -1,45 +1,24 @@
 // Shared test scaffolding: a temporary project, and an agent wired to a scripted model.
 
 import type Anthropic from '@anthropic-ai/sdk';
-import { mkdtemp, mkdir, realpath, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import type { TestContext } from 'node:test';
-import { type AgentConfig, type AgentEvent, approveAll, createAgent, main, type ModelRequest } from '../agent.ts';
-import { type ScriptEntry, ScriptedModel } from '../scripted-model.ts';
-import { TOOLS } from '../tools.ts';
+import { main, type ModelRequest } from '../agent.ts';
+import { scriptedAgent, writeFiles } from '../lessons/stories.ts';
 import { requestViolations } from './api-rules.ts';
 
 /** A fresh project folder with the given files, removed when the test ends. */
 export async function tempProject(t: TestContext, files: Record<string, string> = {}): Promise<string> {
   const root = await realpath(await mkdtemp(path.join(os.tmpdir(), 'harness-test-')));
   t.after(() => rm(root, { recursive: true, force: true }));
-  for (const [name, content] of Object.entries(files)) {
-    await mkdir(path.dirname(path.join(root, name)), { recursive: true });
-    await writeFile(path.join(root, name), content);
-  }
+  await writeFiles(root, files);
   return root;
 }
 
-/** An agent on a scripted model; `events` collects everything the loop emitted. */
-export async function scriptedAgent(root: string, script: readonly ScriptEntry[], config: Partial<AgentConfig> = {}) {
-  const model = new ScriptedModel(script);
-  const events: AgentEvent[] = [];
-  const agent = await createAgent({
-    root,
-    model,
-    tools: TOOLS,
-    verify: undefined,
-    verifyTimeoutMs: 30_000,
-    budgets: { maxTurns: 25 },
-    protect: [],
-    approve: approveAll,
-    onEvent: (event) => events.push(event),
-    ...config,
-  });
-  return { agent, model, events };
-}
+export { scriptedAgent };
 
 /** A request's messages as the transcript holds them: the per-request cache mark taken off. */
 export function unmarked(messages: Anthropic.MessageParam[]): Anthropic.MessageParam[] {
