@@ -570,7 +570,7 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   const tampered = await changedFiles(agent.protectedAtStart, await hashProtected(root, protect));
   if (tampered.length > 0) {
     agent.config.onEvent({ type: 'gate', command: verify ?? '(none)', exitCode: null, passed: false, reason: 'protected files changed' });
-    return { goOn: `The task is not done: protected files changed since the run started: ${tampered.join(', ')}. Restore them; the task must be done without changing them.` };
+    return { goOn: `The task is not done: protected files changed since the session started: ${tampered.join(', ')}. Restore them; the task must be done without changing them.` };
   }
   if (verify === undefined) return { halt: { kind: 'accepted', verifiedBy: null } };
   const result = await runCommand(verify, root, verifyTimeoutMs, run.signal);
