@@ -22,7 +22,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs, styleText } from 'node:util';
 import { z } from 'zod';
 import { loadScript, ScriptedModel } from './scripted-model.ts';
-import { capOutput, defineTool, safe_path, type Tool, type ToolContext, ToolError, TOOLS, walk } from './tools.ts';
+import { capOutput, defineTool, exists, safe_path, type Tool, type ToolContext, ToolError, TOOLS, walk } from './tools.ts';
 
 // =============================================================================================
 // 1. Types
@@ -79,7 +79,8 @@ export interface BeforeCallHook {
   readonly name: string;
   /** Default 10 s; Infinity for hooks that wait for a person. */
   readonly timeoutMs?: number;
-  check(planned: PlannedCall, agent: Agent): Decision | Promise<Decision>;
+  /** `signal` aborts when the run stops: a hook that waits (for a person, say) should stop waiting. */
+  check(planned: PlannedCall, agent: Agent, signal: AbortSignal): Decision | Promise<Decision>;
 }
 
 /** Sees a result before the model does; a hook that throws or times out withholds the result. */
@@ -117,7 +118,7 @@ export interface ContextBreakdown {
 
 export type ApprovalAnswer = { approved: true; always?: boolean } | { approved: false; reason?: string };
 /** Asks the person at the keyboard about one call that would change something. */
-export type Approver = (request: { tool: string; preview: string }) => Promise<ApprovalAnswer>;
+export type Approver = (request: { tool: string; preview: string; signal: AbortSignal }) => Promise<ApprovalAnswer>;
 
 /** The loop never prints: it emits these, and printers (terminal, --json) and the session file subscribe. */
 export type AgentEvent =
@@ -320,7 +321,8 @@ function append(agent: Agent, message: Anthropic.MessageParam): void {
 }
 
 // =============================================================================================
-// 3. P1 — the loop. Everything it calls is a named guard below it.
+// 3. P1 — the loop, and answering every call. The guards it calls are named functions; those
+// that belong to a later lesson (hooks, budgets) come in section 5.
 
 /** Runs one task to a halt: call the model, append its reply, answer its calls, until a halt. */
 export async function runTask(agent: Agent, task: string, userSignal = new AbortController().signal): Promise<Halt> {
@@ -334,10 +336,10 @@ export async function runTask(agent: Agent, task: string, userSignal = new Abort
     const calls = reply.content.filter((block) => block.type === 'tool_use');
     if (calls.length > 0) {
       append(agent, { role: 'user', content: await answerCalls(agent, run, reply, calls) });
-    } else if (reply.stop_reason !== 'pause_turn') {
+    } else if (reply.stop_reason !== 'pause_turn') { // a paused turn is continued as it stands
       const verdict = await judgeFinalReply(agent, run, reply);
       if ('halt' in verdict) return halt(agent, verdict.halt, turn);
-      append(agent, userText(verdict.goOn));
+      append(agent, { role: 'user', content: [{ type: 'text', text: verdict.goOn }, ...takeSteering(agent)] });
     }
     const stop = stopCheck(agent, run, turn);
     if (stop) return halt(agent, stop, turn);
@@ -394,6 +396,7 @@ function markCacheBreakpoint(messages: Anthropic.MessageParam[]): Anthropic.Mess
   if (last === undefined || last.role === 'system') return messages;
   const content: Anthropic.ContentBlockParam[] = typeof last.content === 'string' ? [{ type: 'text', text: last.content }] : [...last.content];
   const final = content.at(-1);
+  // The API takes no cache mark on a thinking block (and it must go back unmodified anyway).
   if (final === undefined || final.type === 'thinking' || final.type === 'redacted_thinking') return messages;
   content[content.length - 1] = { ...final, cache_control: { type: 'ephemeral' } };
   return [...messages.slice(0, -1), { ...last, content }];
@@ -406,23 +409,20 @@ function appendReply(agent: Agent, reply: Anthropic.Message): void {
   if (content.length > 0) append(agent, { role: 'assistant', content });
 }
 
-// =============================================================================================
-// 4. P2 — answering the calls, and the gate
-
 /** Answers every call, in call order, in one list: each tool_use gets exactly one tool_result.
  *  The hooks decide in order; consecutive read-only calls then run together, anything else alone. */
 async function answerCalls(agent: Agent, run: Run, reply: Anthropic.Message, calls: Anthropic.ToolUseBlock[]) {
   const results: Anthropic.ToolResultBlockParam[] = [];
   let batch: { planned: PlannedCall; index: number }[] = [];
   const flush = async () => {
-    const outcomes = await runConcurrently(batch.map(({ planned }) => () => execute(agent, run, planned)), MAX_PARALLEL_READS);
+    const outcomes = await runConcurrently(batch.map(({ planned }) => () => runUnlessStopped(agent, run, reply, planned)), MAX_PARALLEL_READS);
     batch.forEach(({ planned, index }, i) => (results[index] = answer(agent, planned.call, outcomes[i]!)));
     batch = [];
   };
   for (const [index, call] of calls.entries()) {
     agent.config.onEvent({ type: 'call', call });
     const notRun = notRunReason(agent, run, reply);
-    const decided = notRun ? { content: notRun, isError: true } : await decide(agent, call);
+    const decided = notRun ? { content: notRun, isError: true } : await decide(agent, run, call);
     if ('content' in decided) {
       results[index] = answer(agent, call, decided);
     } else if (decided.tool.readOnly) {
@@ -430,13 +430,11 @@ async function answerCalls(agent: Agent, run: Run, reply: Anthropic.Message, cal
       if (batch.length === MAX_PARALLEL_READS) await flush();
     } else {
       await flush();
-      results[index] = answer(agent, call, await execute(agent, run, decided));
+      results[index] = answer(agent, call, await runUnlessStopped(agent, run, reply, decided));
     }
   }
   await flush();
-  // A message the user typed while the calls ran follows their results, in the same user turn.
-  const steer = agent.steering.splice(0).map((text): Anthropic.TextBlockParam => ({ type: 'text', text }));
-  return [...results, ...steer];
+  return [...results, ...takeSteering(agent)];
 }
 
 export const MAX_PARALLEL_READS = 8;
@@ -448,31 +446,8 @@ function answer(agent: Agent, call: Anthropic.ToolUseBlock, outcome: ToolOutcome
   return result;
 }
 
-/** Prevents calls from running when they must not: a cut-off reply's arguments may be truncated
- *  (the SDK drops them silently), the user pressed Ctrl-C, the time ran out, or the user spoke. */
-function notRunReason(agent: Agent, run: Run, reply: Anthropic.Message): string | null {
-  if (reply.stop_reason === 'max_tokens') {
-    return 'not executed: your reply was cut off at max_tokens, the arguments may be incomplete; issue the call again';
-  }
-  if (run.timeUp?.aborted) return 'not run: the time budget of this run ran out';
-  if (run.signal.aborted) return 'not run: the user interrupted';
-  if (agent.steering.length > 0) return 'skipped: the user sent a message; read it before going on';
-  return null;
-}
-
-/** Runs a list of tasks, at most `limit` at a time; results come back in the list's order. */
-async function runConcurrently<T>(tasks: (() => Promise<T>)[], limit: number): Promise<T[]> {
-  const results: T[] = new Array(tasks.length);
-  let next = 0;
-  const worker = async () => {
-    for (let i = next++; i < tasks.length; i = next++) results[i] = await tasks[i]!();
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, tasks.length) }, worker));
-  return results;
-}
-
 /** The gate: every before-call hook, in order, until one refuses or answers. */
-async function decide(agent: Agent, call: Anthropic.ToolUseBlock): Promise<PlannedCall | ToolOutcome> {
+async function decide(agent: Agent, run: Run, call: Anthropic.ToolUseBlock): Promise<PlannedCall | ToolOutcome> {
   const tool = agent.config.tools.find((t) => t.name === call.name);
   if (!tool) {
     const names = agent.config.tools.map((t) => t.name).join(', ');
@@ -480,39 +455,19 @@ async function decide(agent: Agent, call: Anthropic.ToolUseBlock): Promise<Plann
   }
   let planned: PlannedCall = { call, tool, input: call.input };
   for (const hook of agent.beforeCall) {
-    const decision = await askHook(hook, () => hook.check(planned, agent));
+    const decision = await askHook(hook, run.signal, () => hook.check(planned, agent, run.signal));
     if (decision.action !== 'allow') agent.config.onEvent({ type: 'decision', call, hook: hook.name, decision });
     if (decision.action === 'deny') return { content: decision.reason, isError: true };
     if (decision.action === 'answer') return { content: decision.content, isError: false };
-    if (decision.action === 'rewrite') planned = { ...planned, input: decision.input };
+    if (decision.action === 'rewrite') {
+      // A rewrite is checked against the schema like the model's own arguments were.
+      const problem = schemaProblem(tool, decision.input);
+      if (problem) return { content: `the ${hook.name} hook rewrote the call into ${problem}`, isError: true };
+      planned = { ...planned, input: decision.input };
+    }
   }
   return planned;
 }
-
-/** Prevents a broken guard from waving a call through: a hook that throws or times out denies it.
- *  A ToolError is a deliberate refusal, and its message goes to the model as it is. */
-async function askHook(hook: BeforeCallHook, check: () => Decision | Promise<Decision>): Promise<Decision> {
-  try {
-    return await withTimeout(Promise.resolve().then(check), hook.timeoutMs ?? HOOK_TIMEOUT_MS);
-  } catch (error) {
-    if (error instanceof ToolError) return { action: 'deny', reason: error.message };
-    return { action: 'deny', reason: `not run: the ${hook.name} check failed (${errorText(error)}), so the call was refused` };
-  }
-}
-
-const HOOK_TIMEOUT_MS = 10_000;
-const ALLOW: Decision = { action: 'allow' };
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  if (!Number.isFinite(ms)) return promise;
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /** Prevents any tool failure from crashing the loop, and an abort from waiting forever on a tool:
  *  a running call gets 5 s after Ctrl-C to finish. The after-call hooks see the result first. */
@@ -546,6 +501,11 @@ async function execute(agent: Agent, run: Run, planned: PlannedCall): Promise<To
 
 const ABORT_GRACE_MS = 5_000;
 
+const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+// =============================================================================================
+// 4. P2 — the gate: "done" is a claim until plain code has checked it
+
 type Verdict = { halt: Halt } | { goOn: string };
 
 /** A reply without tool calls is a claim of "done", unless the API says it is something else. */
@@ -567,7 +527,7 @@ async function judgeFinalReply(agent: Agent, run: Run, reply: Anthropic.Message)
  *  It also refuses "done" when a protected file changed, however that happened. */
 async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   const { verify, root, verifyTimeoutMs, protect } = agent.config;
-  const tampered = await changedFiles(agent.protectedAtStart, await hashProtected(root, protect));
+  const tampered = changedFiles(agent.protectedAtStart, await hashProtected(root, protect));
   if (tampered.length > 0) {
     agent.config.onEvent({ type: 'gate', command: verify ?? '(none)', exitCode: null, passed: false, reason: 'protected files changed' });
     return { goOn: `The task is not done: protected files changed since the session started: ${tampered.join(', ')}. Restore them; the task must be done without changing them.` };
@@ -641,24 +601,56 @@ export function runCommand(command: string, cwd: string, timeoutMs: number, sign
 }
 
 // =============================================================================================
-// 5. P3 — the standard hooks, budgets and stops, the session file
+// 5. P3 — the hooks around every call, the stops (Ctrl-C, steering, budgets), the session file
+
+// --- The hooks: the gate in front of every call, and the check of every result.
+
+/** Prevents a broken guard from waving a call through: a hook that throws or times out denies it.
+ *  A ToolError is a deliberate refusal, and its message goes to the model as it is. */
+async function askHook(hook: BeforeCallHook, signal: AbortSignal, check: () => Decision | Promise<Decision>): Promise<Decision> {
+  try {
+    return await withTimeout(Promise.resolve().then(check), hook.timeoutMs ?? HOOK_TIMEOUT_MS);
+  } catch (error) {
+    if (error instanceof ToolError) return { action: 'deny', reason: error.message };
+    if (signal.aborted) return { action: 'deny', reason: 'not run: the run was stopped while this call was being checked' };
+    return { action: 'deny', reason: `not run: the ${hook.name} check failed (${errorText(error)}), so the call was refused` };
+  }
+}
+
+const HOOK_TIMEOUT_MS = 10_000;
+const ALLOW: Decision = { action: 'allow' };
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  if (!Number.isFinite(ms)) return promise;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
 
 /** Prevents a tool from ever seeing input that breaks the schema the model was shown.
  *  Nothing is coerced: "5" is not 5, and an unknown key is an error, so the transcript never lies. */
 export const validateInput: BeforeCallHook = {
   name: 'validate',
-  check({ tool, input }) {
-    const parsed = tool.input.safeParse(input);
-    if (parsed.success) return ALLOW;
-    const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(input)'}: ${issue.message}`);
-    return { action: 'deny', reason: `invalid arguments for ${tool.name}: ${problems.join('; ')}. You sent: ${JSON.stringify(input)}` };
+  check: ({ tool, input }) => {
+    const problem = schemaProblem(tool, input);
+    return problem ? { action: 'deny', reason: problem } : ALLOW;
   },
 };
+
+function schemaProblem(tool: Tool, input: unknown): string | null {
+  const parsed = tool.input.safeParse(input);
+  if (parsed.success) return null;
+  const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(input)'}: ${issue.message}`);
+  return `invalid arguments for ${tool.name}: ${problems.join('; ')}. You sent: ${JSON.stringify(input)}`;
+}
 
 const pathOf = (input: unknown): string | undefined =>
   typeof input === 'object' && input !== null && 'path' in input && typeof input.path === 'string' ? input.path : undefined;
 
-/** Prevents any tool, a forker's included, from touching a path outside the project. */
+/** Prevents any tool, a forker's included, from touching a path outside the project: every call whose
+ *  arguments have a top-level `path` string (a forker's tool that takes paths under other names checks them itself). */
 export const safePathCheck: BeforeCallHook = {
   name: 'safe_path',
   async check({ input }, agent) {
@@ -705,10 +697,10 @@ export function approval(approve: Approver): BeforeCallHook {
   return {
     name: 'approval',
     timeoutMs: Infinity,
-    async check({ tool, input }, agent) {
+    async check({ tool, input }, agent, signal) {
       if (tool.readOnly || always) return ALLOW;
       const preview = tool.preview ? await tool.preview(input, agent.toolContext) : JSON.stringify(input, null, 2);
-      const answer = await approve({ tool: tool.name, preview });
+      const answer = await approve({ tool: tool.name, preview, signal });
       if (!answer.approved) {
         return { action: 'deny', reason: `the user declined this ${tool.name} call${answer.reason ? `: ${answer.reason}` : ''}` };
       }
@@ -722,6 +714,44 @@ export const approveAll: Approver = async () => ({ approved: true });
 
 /** Prevents one huge result from flooding the context, whatever tool produced it. */
 export const capToolOutput: AfterCallHook = { name: 'output cap', check: (_planned, outcome) => ({ ...outcome, content: capOutput(outcome.content) }) };
+
+// --- What stops a call or a run: a cut-off reply, Ctrl-C, a message typed meanwhile, a budget.
+
+/** Prevents calls from running when they must not: a cut-off reply's arguments may be truncated
+ *  (the SDK drops them silently), the user pressed Ctrl-C, the time ran out, or the user spoke. */
+function notRunReason(agent: Agent, run: Run, reply: Anthropic.Message): string | null {
+  if (reply.stop_reason === 'max_tokens') {
+    return 'not executed: your reply was cut off at max_tokens, the arguments may be incomplete; issue the call again';
+  }
+  if (run.timeUp?.aborted) return 'not run: the time budget of this run ran out';
+  if (run.signal.aborted) return 'not run: the user interrupted';
+  if (agent.steering.length > 0) return 'skipped: the user sent a message; read it before going on';
+  return null;
+}
+
+/** The last check before a call runs: a Ctrl-C, a timeout or a message typed while the hooks (or
+ *  the user, asked for approval) were deciding still stops a call that has not started. */
+async function runUnlessStopped(agent: Agent, run: Run, reply: Anthropic.Message, planned: PlannedCall): Promise<ToolOutcome> {
+  const notRun = notRunReason(agent, run, reply);
+  return notRun ? { content: notRun, isError: true } : await execute(agent, run, planned);
+}
+
+/** What the user typed while the agent worked: it follows the results (or the gate's answer) in the
+ *  same user turn, so the model reads it next. */
+function takeSteering(agent: Agent): Anthropic.TextBlockParam[] {
+  return agent.steering.splice(0).map((text) => ({ type: 'text', text }));
+}
+
+/** Runs a list of tasks, at most `limit` at a time; results come back in the list's order. */
+async function runConcurrently<T>(tasks: (() => Promise<T>)[], limit: number): Promise<T[]> {
+  const results: T[] = new Array(tasks.length);
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < tasks.length; i = next++) results[i] = await tasks[i]!();
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, tasks.length) }, worker));
+  return results;
+}
 
 /** What one run (one task) has used so far, and what stops it. */
 interface Run {
@@ -910,6 +940,7 @@ export async function loadSession(file: string): Promise<LoadedSession> {
 /** Continues a loaded session: its messages become the transcript, and unanswered calls get answered. */
 export function resume(agent: Agent, loaded: LoadedSession): void {
   agent.messages.splice(0, agent.messages.length, ...loaded.messages);
+  agent.toolContext.seen.clear(); // what was read before must be read again before it is edited
   agent.compaction = loaded.compaction;
   agent.subAgentsStarted = loaded.subAgents;
   agent.lastRequest = null;
@@ -1052,10 +1083,6 @@ export async function loadContextFiles(root: string): Promise<ContextFile[]> {
   return files;
 }
 
-async function exists(file: string): Promise<boolean> {
-  return await readFile(file).then(() => true, (error: NodeJS.ErrnoException) => error.code === 'EISDIR');
-}
-
 function systemPrompt(base: string, files: ContextFile[]): string {
   if (files.length === 0) return base;
   const sections = files.map((file) => `## ${file.path}\n\n${file.text}`);
@@ -1096,8 +1123,6 @@ function taskTool(parent: Agent): Tool {
         verify: undefined,
         budgets: { maxTurns: TASK_MAX_TURNS },
         protect: [],
-        beforeCall: [],
-        afterCall: [],
         subAgents: false,
         contextFiles: false,
         systemPrompt: SUBAGENT_PROMPT,
@@ -1106,9 +1131,9 @@ function taskTool(parent: Agent): Tool {
           parent.config.onEvent({ type: 'subagent', id, description, event });
         },
       });
-      const halt = await runTask(child, prompt, ctx.signal);
+      const ended = await runTask(child, prompt, ctx.signal);
       const answer = finalText(child.messages);
-      return halt.kind === 'accepted' ? answer || '(the sub-agent gave no answer)' : `[the sub-agent stopped: ${describeHalt(halt)}]\n${answer}`;
+      return ended.kind === 'accepted' ? answer || '(the sub-agent gave no answer)' : `[the sub-agent stopped: ${describeHalt(ended)}]\n${answer}`;
     },
   });
 }
@@ -1186,7 +1211,8 @@ export interface CliOptions {
   protect: string[];
   yes: boolean;
   budgets: Budgets;
-  model: string;
+  /** Undefined: the default model, or "scripted" for --script. */
+  model: string | undefined;
   taskModel: string | undefined;
   contextWindow: number | undefined;
   contextFiles: boolean;
@@ -1231,11 +1257,14 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
     throw new UsageError(errorText(error));
   }
   const { values, positionals } = parsed;
-  const model = values.model ?? env.ANTHROPIC_MODEL ?? DEFAULT_MODEL;
+  const model = values.model ?? env.ANTHROPIC_MODEL;
   const maxCostUsd = positiveNumber('--max-cost', values['max-cost']);
-  if (maxCostUsd !== undefined && values.script === undefined && !priceOf(model)) {
-    throw new UsageError(`--max-cost needs a known price, and ${model} has none in the price table`);
+  if (maxCostUsd !== undefined && values.script === undefined) {
+    for (const priced of [model ?? DEFAULT_MODEL, values['task-model'] ?? model ?? DEFAULT_MODEL]) {
+      if (!priceOf(priced)) throw new UsageError(`--max-cost needs a known price, and ${priced} has none in the price table (PRICES)`);
+    }
   }
+  if (positionals.length > 0 && positionals.join(' ').trim() === '') throw new UsageError('the task is empty');
   const timeout = positiveNumber('--timeout', values.timeout);
   return {
     root: values.root ?? process.cwd(),
@@ -1272,10 +1301,10 @@ function positiveNumber(flag: string, value: string | undefined, whole = false):
   return number;
 }
 
-async function chooseModel(options: CliOptions, env: NodeJS.ProcessEnv, name: string): Promise<Model> {
+async function chooseModel(options: CliOptions, env: NodeJS.ProcessEnv, name: string | undefined): Promise<Model> {
   if (options.script !== undefined) {
     try {
-      return new ScriptedModel(await loadScript(options.script), name);
+      return new ScriptedModel(await loadScript(options.script), name ?? 'scripted');
     } catch (error) {
       throw new UsageError(`--script: ${errorText(error)}`);
     }
@@ -1285,7 +1314,7 @@ async function chooseModel(options: CliOptions, env: NodeJS.ProcessEnv, name: st
   }
   // A local Anthropic-compatible server may need no key; the SDK still wants one to send.
   const { default: Anthropic } = await import('@anthropic-ai/sdk');
-  return new AnthropicModel(name, new Anthropic({ apiKey: env.ANTHROPIC_API_KEY || 'no-key' }));
+  return new AnthropicModel(name ?? DEFAULT_MODEL, new Anthropic({ apiKey: env.ANTHROPIC_API_KEY || 'no-key' }));
 }
 
 /** Where the printers write: stdout, or any stream (a test's). Colour only on a terminal. */
@@ -1319,9 +1348,10 @@ export function terminalPrinter(out: Output = process.stdout): (event: AgentEven
       case 'call':
         return line(colour('cyan', `→ ${event.call.name} ${summarize(event.call.input)}`, out));
       case 'running':
-        if (out.isTTY) {
+        if (out.isTTY && ticker === undefined) {
           const started = Date.now();
-          ticker = setInterval(() => out.write(`\r  … ${Math.round((Date.now() - started) / 1000)} s`), 1000);
+          // unref: a ticker must never be what keeps the process alive after the halt.
+          ticker = setInterval(() => out.write(`\r  … ${Math.round((Date.now() - started) / 1000)} s`), 1000).unref();
         }
         return;
       case 'decision':
@@ -1448,13 +1478,13 @@ function summarize(input: unknown): string {
 }
 
 function terminalApprover(rl: Interface, out: Output): Approver {
-  return async ({ tool, preview }) => {
+  return async ({ tool, preview, signal }) => {
     const painted = preview.split('\n').map((l) => (l.startsWith('+') ? colour('green', l, out) : l.startsWith('-') ? colour('red', l, out) : l));
     out.write(`${painted.join('\n')}\n`);
-    const answer = (await rl.question(`Allow this ${tool}? [y]es / [n]o / [a]lways this session: `)).trim().toLowerCase();
+    const answer = (await rl.question(`Allow this ${tool}? [y]es / [n]o / [a]lways this session: `, { signal })).trim().toLowerCase();
     if (answer === 'a' || answer === 'always') return { approved: true, always: true };
     if (answer === 'y' || answer === 'yes') return { approved: true };
-    const reason = (await rl.question('Why not? (optional, Enter to skip): ')).trim();
+    const reason = (await rl.question('Why not? (optional, Enter to skip): ', { signal })).trim();
     return reason === '' ? { approved: false } : { approved: false, reason };
   };
 }
@@ -1464,75 +1494,94 @@ const denyWithoutTerminal: Approver = async () => ({
   reason: 'there is no terminal to ask for approval, and --yes was not given',
 });
 
-/** One task per line; text typed while a run works steers it; Ctrl-C stops the run, not the program. */
-function repl(agent: Agent, rl: Interface, steerable: boolean, switchSession: (file: string) => Promise<void>): Promise<number> {
+/** One task per line, handled one at a time and in order. Text typed while a run works steers it;
+ *  Ctrl-C stops the run, not the program; lines that start with "/" are commands. */
+export function repl(agent: Agent, rl: Interface, interactive: boolean, switchSession: (file: string) => Promise<void>): Promise<number> {
   let last: Halt | undefined;
   let running: AbortController | null = null;
+  let busy = false;
   let closed = false;
   const pending: string[] = [];
+  const notice = (text: string) => agent.config.onEvent({ type: 'notice', text });
+  // Piped input gets no prompt: it would land in the middle of the output (and break --json).
+  const prompt = () => interactive && rl.prompt();
+  const command = async (input: string): Promise<void> => {
+    const [name = '', ...rest] = input.split(/\s+/);
+    const argument = rest.join(' ');
+    if (name === '/context') return agent.config.onEvent({ type: 'context', breakdown: contextBreakdown(agent) });
+    if (name === '/compact') {
+      const compacted = await compact(agent, new AbortController().signal).catch((error: unknown) => errorText(error));
+      if (compacted !== true) notice(`/compact: ${compacted === false ? 'nothing old enough to summarise yet' : compacted}`);
+      return;
+    }
+    if (name === '/resume' && argument !== '') return await switchSession(argument).catch((error: unknown) => notice(`/resume: ${errorText(error)}`));
+    notice(`unknown command "${input}"; the commands are /context, /compact, /resume FILE, /exit`);
+  };
   return new Promise((resolve) => {
-    const finish = () => resolve(last === undefined ? EXIT.accepted : exitCodeFor(last));
+    const finish = () => {
+      process.off('SIGINT', interrupt);
+      resolve(last === undefined ? EXIT.accepted : exitCodeFor(last));
+    };
     const work = async () => {
+      busy = true;
       // Steering typed during the last run that no tool call picked up becomes the next task.
       const nextInput = () => pending.shift() ?? (agent.steering.length > 0 ? agent.steering.splice(0).join('\n') : undefined);
       for (let input = nextInput(); input !== undefined; input = nextInput()) {
-        if (input === '/exit') return rl.close();
-        if (input === '/context') {
-          agent.config.onEvent({ type: 'context', breakdown: contextBreakdown(agent) });
-          continue;
+        if (input === '/exit') {
+          pending.length = 0;
+          rl.close();
+        } else if (input.startsWith('/')) {
+          await command(input);
+        } else {
+          running = new AbortController();
+          last = await runTask(agent, input, running.signal);
+          running = null;
         }
-        if (input === '/compact') {
-          const done = await compact(agent, new AbortController().signal).catch((error: unknown) => {
-            agent.config.onEvent({ type: 'notice', text: `/compact: ${errorText(error)}` });
-            return true;
-          });
-          if (!done) agent.config.onEvent({ type: 'notice', text: '/compact: nothing old enough to summarise yet' });
-          continue;
-        }
-        if (input.startsWith('/resume ')) {
-          await switchSession(input.slice('/resume '.length).trim()).catch((error: unknown) => console.error(`/resume: ${errorText(error)}`));
-          continue;
-        }
-        running = new AbortController();
-        last = await runTask(agent, input, running.signal);
-        running = null;
       }
+      busy = false;
       if (closed) finish();
-      else rl.prompt();
+      else prompt();
     };
     rl.on('line', (line) => {
       const text = line.trim();
-      if (running && steerable && text !== '') {
+      if (running && interactive && text !== '' && !text.startsWith('/')) {
         agent.steering.push(text);
-        agent.config.onEvent({ type: 'notice', text: 'queued: the agent reads this before its next tool call' });
-      } else if (text !== '') {
-        pending.push(text);
-        if (!running && pending.length === 1) void work();
-      } else if (!running) rl.prompt();
+        return notice('queued: the agent reads this before its next tool call');
+      }
+      if (text !== '') pending.push(text);
+      if (busy) return;
+      if (pending.length > 0) void work();
+      else prompt();
     });
-    rl.on('SIGINT', () => {
-      if (!running) return rl.close();
+    function interrupt() {
+      if (!running) return busy ? undefined : rl.close();
       if (running.signal.aborted) process.exit(EXIT.interrupted);
       running.abort();
-    });
+    }
+    rl.on('SIGINT', interrupt); // a terminal: readline turns Ctrl-C into this event
+    if (!interactive) process.on('SIGINT', interrupt);
     rl.on('close', () => {
       closed = true;
-      if (!running && pending.length === 0) finish();
+      if (!busy) finish();
     });
     rl.setPrompt('\nyou> ');
-    rl.prompt();
+    rl.resume();
+    prompt();
   });
 }
 
-/** A headless run: Ctrl-C (SIGINT) stops it like in the REPL, a second one exits at once. */
-async function headless(agent: Agent, task: string): Promise<number> {
+/** One run, then exit. Ctrl-C stops it like in the REPL; a second one exits at once. */
+async function headless(agent: Agent, task: string, rl: Interface | undefined): Promise<number> {
   const controller = new AbortController();
   const onSigint = () => (controller.signal.aborted ? process.exit(EXIT.interrupted) : controller.abort());
   process.on('SIGINT', onSigint);
+  // In a terminal the readline that asks for approvals stays open, and it receives the Ctrl-C.
+  rl?.on('SIGINT', onSigint);
   try {
     return exitCodeFor(await runTask(agent, task, controller.signal));
   } finally {
     process.off('SIGINT', onSigint);
+    rl?.close();
   }
 }
 
@@ -1553,7 +1602,9 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     const model = await chooseModel(options, env, options.model);
     const taskModel = options.taskModel === undefined || options.script !== undefined ? undefined : await chooseModel(options, env, options.taskModel);
     const interactive = process.stdin.isTTY === true;
-    const rl = interactive || options.task === undefined ? createInterface({ input: process.stdin, output: process.stdout }) : undefined;
+    // Paused until someone listens, so no piped line is read before the REPL is ready for it.
+    const rl = interactive || options.task === undefined ? createInterface({ input: process.stdin, terminal: interactive, ...(interactive && { output: process.stdout }) }) : undefined;
+    rl?.pause();
     const printer = options.json ? jsonPrinter(out) : options.trace ? tracePrinter(out) : terminalPrinter(out);
     const secrets = [env.ANTHROPIC_API_KEY ?? ''];
     const startSession = (file: string, fresh: boolean) =>
@@ -1587,10 +1638,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     agent.config.onEvent({ type: 'context', breakdown: contextBreakdown(agent) });
     if (options.verify === undefined) notice('no --verify command: "done" will be accepted unverified');
     if (!options.yes && !interactive) notice('no terminal and no --yes: every change (edit_file) will be denied');
-    if (options.task !== undefined) {
-      rl?.close();
-      return await headless(agent, options.task);
-    }
+    if (options.task !== undefined) return await headless(agent, options.task, rl);
     return await repl(agent, rl!, interactive, async (file) => {
       const next = await loadSession(file);
       sessionFile = path.resolve(file);

@@ -91,7 +91,7 @@ function isInside(root: string, candidate: string): boolean {
 }
 
 /** lstat, not stat: a dangling symlink exists and must be resolved (and refused), not skipped. */
-async function exists(p: string): Promise<boolean> {
+export async function exists(p: string): Promise<boolean> {
   try {
     await lstat(p);
     return true;

@@ -191,6 +191,33 @@ describe('forkers\' hooks (beforeCall / afterCall)', () => {
   });
 });
 
+describe('hooks reach everywhere a call can run', () => {
+  test('a rewrite into arguments that break the schema is refused, not handed to the tool', async (t) => {
+    const root = await tempProject(t);
+    const { tool, runs } = echoTool();
+    const broken: BeforeCallHook = { name: 'broken', check: () => ({ action: 'rewrite', input: { text: 42 } }) };
+    const { agent } = await scriptedAgent(root, [call('echo', { text: 'hi' }), say('ok')], { tools: [tool], beforeCall: [broken] });
+    await runTask(agent, 'echo');
+    assert.deepEqual(runs, []);
+    assert.match(String(toolResults(agent.messages)[0]?.content), /the broken hook rewrote the call into invalid arguments for echo: text/);
+  });
+
+  test('a sub-agent obeys the forker\'s hooks too, so "task" is no way around a policy', async (t) => {
+    const root = await tempProject(t, { '.env': 'TOKEN=secret-value\n' });
+    const noDotEnv: BeforeCallHook = {
+      name: 'no .env',
+      check: ({ tool, input }) => (tool.name === 'read_file' && (input as { path: string }).path === '.env' ? { action: 'deny', reason: '.env is off limits' } : { action: 'allow' }),
+    };
+    const child = new ScriptedModel([call('read_file', { path: '.env' }), say('I could not read it.')]);
+    const script = [call('task', { description: 'read the settings', prompt: 'What token do the settings hold?' }), say('done')];
+    const { agent } = await scriptedAgent(root, script, { beforeCall: [noDotEnv], taskModel: child });
+    await runTask(agent, 'find the token');
+    assert.equal(child.requests.length, 2, 'the sub-agent ran');
+    assert.doesNotMatch(JSON.stringify(child.requests), /secret-value/);
+    assert.doesNotMatch(JSON.stringify(agent.messages), /secret-value/);
+  });
+});
+
 describe('protected files', () => {
   const TEST_FILE = 'assert.equal(add(2, 3), 5);\n';
   const tamperTool = (root: string, content: string, name = 'run_script'): Tool =>
@@ -580,6 +607,23 @@ describe('Ctrl-C (abort)', () => {
   });
 });
 
+describe('Ctrl-C while the user is asked', () => {
+  test('an edit approved after Ctrl-C was pressed does not run', async (t) => {
+    const root = await tempProject(t, { 'a.txt': 'old\n' });
+    const controller = new AbortController();
+    const approve: Approver = async () => {
+      controller.abort(); // the user pressed Ctrl-C, then answered the prompt anyway
+      return { approved: true };
+    };
+    const script = [call('read_file', { path: 'a.txt' }), call('edit_file', { path: 'a.txt', old_str: 'old', new_str: 'new' }), say('done')];
+    const { agent } = await scriptedAgent(root, script, { approve });
+    const halt = await runTask(agent, 'edit', controller.signal);
+    assert.equal(halt.kind, 'interrupted');
+    assert.equal(await readFile(path.join(root, 'a.txt'), 'utf8'), 'old\n');
+    assert.match(String(toolResults(agent.messages).at(-1)?.content), /^not run: the user interrupted/);
+  });
+});
+
 describe('steering', () => {
   test('a message typed while calls run skips the remaining calls, and follows their results', async (t) => {
     const root = await tempProject(t);
@@ -613,6 +657,27 @@ describe('steering', () => {
     });
     assert.deepEqual(violationsOf(made.model.requests[1]!), []);
     assert.deepEqual(agent.steering, []);
+  });
+});
+
+describe('steering after a refused "done"', () => {
+  test('a message typed while the gate ran follows the gate\'s answer, instead of skipping the next calls', async (t) => {
+    const root = await tempProject(t);
+    let agent: Agent | undefined;
+    const script = [
+      () => {
+        agent?.steering.push('also add a README');
+        return say('done');
+      },
+      call('list_files', {}),
+      say('done now'),
+    ];
+    const made = await scriptedAgent(root, script, { verify: 'exit 1', budgets: { maxTurns: 3 } });
+    agent = made.agent;
+    await runTask(agent, 'work');
+    const refusal = unmarked(made.model.requests[1]!.messages).at(-1)!;
+    assert.match(textOf(refusal), /not done yet[\s\S]*also add a README/);
+    assert.doesNotMatch(JSON.stringify(toolResults(agent.messages)), /skipped/);
   });
 });
 

@@ -25,7 +25,7 @@ import {
   sessionRecorder,
 } from '../agent.ts';
 import { call, reply, say, type ScriptEntry, toolUse } from '../scripted-model.ts';
-import { defineTool, type Tool, TOOLS } from '../tools.ts';
+import { defineTool, edit_file, type Tool, TOOLS } from '../tools.ts';
 import { requestViolations } from './api-rules.ts';
 import { fakeMessage, type FakeApi, type FakeStep, startFakeApi } from './fake-api.ts';
 import { deferred, scriptedAgent, tempProject, textOf, unmarked, violationsOf, within } from './helpers.ts';
@@ -73,6 +73,15 @@ describe('the session file', () => {
     assert.deepEqual(violationsOf(sent), []);
     assert.deepEqual(unmarked(sent.messages).slice(0, first.agent.messages.length), first.agent.messages, 'the model was sent the old transcript');
     assert.deepEqual((await loadSession(file)).messages, second.agent.messages, 'the continued run was appended to the same file');
+  });
+
+  test('a resumed session (also by /resume) asks for a fresh read before an edit: the file may have changed meanwhile', async (t) => {
+    const root = await tempProject(t, { 'a.txt': 'alpha\n' });
+    const file = sessionIn(root);
+    const first = await scriptedAgent(root, [call('read_file', { path: 'a.txt' }), say('read')], { onEvent: sessionRecorder(file, header(root), []) });
+    await runTask(first.agent, 'read a.txt');
+    resume(first.agent, await loadSession(file));
+    await assert.rejects(edit_file.run({ path: 'a.txt', old_str: 'alpha', new_str: 'beta' }, first.agent.toolContext), /read a\.txt with read_file before editing it/);
   });
 
   test('a last line torn by a crash mid-write is dropped with a warning instead of making the session unloadable', async (t) => {

@@ -1,0 +1,81 @@
+// The command line around the loop: the REPL's one-task-at-a-time rule, piped input, commands,
+// the terminal printer's ticker, and the usage errors. One test per failure it prevents.
+
+import assert from 'node:assert/strict';
+import { createInterface } from 'node:readline/promises';
+import { PassThrough } from 'node:stream';
+import { describe, test } from 'node:test';
+import { type AgentEvent, EXIT, main, repl, terminalPrinter } from '../agent.ts';
+import { call, say } from '../scripted-model.ts';
+import { scriptedAgent, tempProject, textOf, violationsOf } from './helpers.ts';
+
+/** A REPL fed by piped lines, as `main` sets it up: paused until the REPL listens. */
+async function pipedRepl(lines: string[], script: Parameters<typeof scriptedAgent>[1], root: string) {
+  const input = new PassThrough();
+  const rl = createInterface({ input, terminal: false });
+  rl.pause();
+  input.end(lines.map((line) => `${line}\n`).join(''));
+  await new Promise((resolve) => setImmediate(resolve));
+  const { agent, model, events } = await scriptedAgent(root, script);
+  const code = await repl(agent, rl, false, async () => {});
+  return { agent, model, events, code };
+}
+
+describe('the REPL', () => {
+  test('lines piped in before the REPL listens are not lost: every task runs', async (t) => {
+    const root = await tempProject(t);
+    const { events, code } = await pipedRepl(['first task', 'second task'], [say('one'), say('two')], root);
+    assert.equal(code, EXIT.accepted);
+    assert.equal(events.filter((e) => e.type === 'halt').length, 2);
+  });
+
+  test('tasks run one at a time, even behind a command: two runs never share the transcript at once', async (t) => {
+    const root = await tempProject(t, { 'a.txt': 'a\n' });
+    const script = [call('read_file', { path: 'a.txt' }), say('read A'), call('list_files', {}), say('listed B')];
+    const { agent, model } = await pipedRepl(['/compact', 'task A', 'task B'], script, root);
+    assert.deepEqual(agent.messages.map((m) => m.role), ['user', 'assistant', 'user', 'assistant', 'user', 'assistant', 'user', 'assistant']);
+    assert.equal(textOf(agent.messages[4]), 'task B');
+    for (const request of model.requests) assert.deepEqual(violationsOf(request), []);
+  });
+
+  test('an unknown command is refused with the list of commands, not sent to the model as a task', async (t) => {
+    const root = await tempProject(t);
+    const { model, events } = await pipedRepl(['/frobnicate', '/resume'], [], root);
+    assert.equal(model.requests.length, 0);
+    const notices = events.flatMap((e) => (e.type === 'notice' ? [e.text] : []));
+    assert.equal(notices.filter((n) => n.includes('the commands are /context, /compact, /resume FILE, /exit')).length, 2);
+  });
+});
+
+describe('the terminal printer', () => {
+  test('several calls running at once leave no ticker behind that would keep the process alive', () => {
+    const out = Object.assign(new PassThrough(), { isTTY: true });
+    const print = terminalPrinter(out);
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const before = timers();
+    const call = (id: string) => ({ type: 'tool_use', id, name: 'read_file', input: {}, caller: { type: 'direct' } }) as const;
+    const events: AgentEvent[] = [
+      { type: 'running', call: call('a') },
+      { type: 'running', call: call('b') },
+      { type: 'result', call: call('a'), result: { type: 'tool_result', tool_use_id: 'a', content: 'x' } },
+      { type: 'result', call: call('b'), result: { type: 'tool_result', tool_use_id: 'b', content: 'y' } },
+    ];
+    for (const event of events) print(event);
+    assert.equal(timers(), before);
+  });
+});
+
+describe('usage errors', () => {
+  test('an empty task is a usage error, not a request the API would refuse', async (t) => {
+    const printed = t.mock.method(console, 'error', () => {});
+    assert.equal(await main(['   '], { ANTHROPIC_API_KEY: 'k' }), EXIT.usage);
+    assert.match(String(printed.mock.calls[0]!.arguments[0]), /the task is empty/);
+  });
+
+  test('--max-cost refuses a sub-agent model without a price, which would make the cost unknown mid-run', async (t) => {
+    const printed = t.mock.method(console, 'error', () => {});
+    const args = ['--max-cost', '1', '--model', 'claude-sonnet-4-5', '--task-model', 'some-local-model', 'task'];
+    assert.equal(await main(args, { ANTHROPIC_API_KEY: 'k' }), EXIT.usage);
+    assert.match(String(printed.mock.calls[0]!.arguments[0]), /some-local-model has none in the price table/);
+  });
+});
