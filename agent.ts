@@ -346,6 +346,7 @@ export async function runTask(agent: Agent, task: string, userSignal = new Abort
   }
 }
 
+/** Every halt goes through here, so every run says how it ended. */
 function halt(agent: Agent, reached: Halt, turns: number): Halt {
   agent.config.onEvent({ type: 'halt', halt: reached, turns });
   return reached;
@@ -832,6 +833,7 @@ function countUsage(agent: Agent, reply: Anthropic.Message, turn: number): void 
   agent.config.onEvent({ type: 'reply', turn, stopReason: reply.stop_reason, calls, usage, totals: { ...agent.usage } });
 }
 
+/** Fingerprints every protected file, so the gate can tell whether one changed by any means. */
 async function hashProtected(root: string, globs: readonly string[]): Promise<Map<string, string>> {
   const hashes = new Map<string, string>();
   if (globs.length === 0) return hashes;
@@ -1012,6 +1014,7 @@ const SUMMARY_INSTRUCTIONS = [
 /** Results longer than this are shortened before summarising, so the summary request itself fits. */
 const SUMMARY_RESULT_CHARS = 2_000;
 
+/** Prevents the summary request itself from overflowing the window: long results keep only head and tail. */
 function shortenResults(message: Anthropic.MessageParam): Anthropic.MessageParam {
   if (typeof message.content === 'string') return message;
   const content = message.content.map((block) => {
@@ -1292,6 +1295,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
   };
 }
 
+/** Prevents a budget of NaN or -1 from silently switching a limit off: a bad number is a usage error. */
 function positiveNumber(flag: string, value: string | undefined, whole = false): number | undefined {
   if (value === undefined) return undefined;
   const number = Number(value);
@@ -1489,6 +1493,7 @@ function terminalApprover(rl: Interface, out: Output): Approver {
   };
 }
 
+/** Prevents a headless run from hanging on a question nobody can answer: with no terminal, changes are denied. */
 const denyWithoutTerminal: Approver = async () => ({
   approved: false,
   reason: 'there is no terminal to ask for approval, and --yes was not given',
