@@ -22,13 +22,26 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs, styleText } from 'node:util';
 import { z } from 'zod';
 import { loadScript, ScriptedModel } from './scripted-model.ts';
-import { capOutput, defineTool, exists, safe_path, type Tool, type ToolContext, ToolError, TOOLS, walk } from './tools.ts';
+import {
+  capOutput,
+  defineTool,
+  exists,
+  safe_path,
+  type Tool,
+  type ToolContext,
+  ToolError,
+  TOOLS,
+  walk,
+} from './tools.ts';
 
 // =============================================================================================
 // 1. Types
 
 /** What one model call is given: the same three things, in full, on every turn. */
-export type ModelRequest = Pick<Anthropic.MessageCreateParamsNonStreaming, 'system' | 'tools' | 'messages' | 'tool_choice'>;
+export type ModelRequest = Pick<
+  Anthropic.MessageCreateParamsNonStreaming,
+  'system' | 'tools' | 'messages' | 'tool_choice'
+>;
 
 export interface ModelCallOptions {
   signal: AbortSignal;
@@ -92,7 +105,11 @@ export interface AfterCallHook {
 
 /** Gets a copy of the transcript before every request and returns what the model should see;
  *  the session keeps the original. Compaction is one; a forker might attach a git diff. */
-export type ContextHook = (messages: Anthropic.MessageParam[], agent: Agent, signal: AbortSignal) => Promise<Anthropic.MessageParam[]>;
+export type ContextHook = (
+  messages: Anthropic.MessageParam[],
+  agent: Agent,
+  signal: AbortSignal,
+) => Promise<Anthropic.MessageParam[]>;
 
 /** The model sees the summary, then the transcript from `keptFrom` on, word for word. */
 export interface Compaction {
@@ -124,7 +141,14 @@ export type Approver = (request: { tool: string; preview: string; signal: AbortS
 export type AgentEvent =
   | { type: 'request'; turn: number; messages: number; estimatedTokens: number }
   | { type: 'text'; delta: string }
-  | { type: 'reply'; turn: number; stopReason: Anthropic.StopReason | null; calls: number; usage: Anthropic.Usage; totals: UsageTotals }
+  | {
+      type: 'reply';
+      turn: number;
+      stopReason: Anthropic.StopReason | null;
+      calls: number;
+      usage: Anthropic.Usage;
+      totals: UsageTotals;
+    }
   | { type: 'message'; message: Anthropic.MessageParam }
   | { type: 'call'; call: Anthropic.ToolUseBlock }
   | { type: 'running'; call: Anthropic.ToolUseBlock }
@@ -132,7 +156,14 @@ export type AgentEvent =
   | { type: 'result'; call: Anthropic.ToolUseBlock; result: Anthropic.ToolResultBlockParam }
   | { type: 'gate'; command: string; exitCode: number | null; passed: boolean; reason: string }
   | { type: 'notice'; text: string }
-  | { type: 'compaction'; summary: string; keptFrom: number; tokensBefore: number; tokensAfter: number; usage: Anthropic.Usage }
+  | {
+      type: 'compaction';
+      summary: string;
+      keptFrom: number;
+      tokensBefore: number;
+      tokensAfter: number;
+      usage: Anthropic.Usage;
+    }
   | { type: 'context'; breakdown: ContextBreakdown }
   | { type: 'subagent'; id: string; description: string; event: AgentEvent }
   | { type: 'halt'; halt: Halt; turns: number };
@@ -239,7 +270,8 @@ export class AnthropicModel implements Model {
     // The SDK retries 408/409/429/5xx itself; this only makes each retry visible.
     const showRetries: Middleware = async (req, next) => {
       const response = await next(req);
-      if (response.status === 429 || response.status >= 500) onNotice(`API answered ${response.status}; the SDK retries while it has attempts left…`);
+      if (response.status === 429 || response.status >= 500)
+        onNotice(`API answered ${response.status}; the SDK retries while it has attempts left…`);
       return response;
     };
     const stream = this.client.messages.stream(
@@ -270,7 +302,10 @@ export class AnthropicModel implements Model {
   }
 
   async contextWindow(): Promise<number | null> {
-    return await this.client.models.retrieve(this.name).then((info) => info.max_input_tokens, () => null);
+    return await this.client.models.retrieve(this.name).then(
+      (info) => info.max_input_tokens,
+      () => null,
+    );
   }
 }
 
@@ -289,11 +324,24 @@ export async function createAgent(config: AgentConfig): Promise<Agent> {
     messages: [],
     toolContext: { root, seen: new Map() },
     // One cache mark after the system prompt caches the whole fixed prefix: tools, then system.
-    system: [{ type: 'text', text: systemPrompt(config.systemPrompt ?? SYSTEM_PROMPT, contextFiles), cache_control: { type: 'ephemeral' } }],
+    system: [
+      {
+        type: 'text',
+        text: systemPrompt(config.systemPrompt ?? SYSTEM_PROMPT, contextFiles),
+        cache_control: { type: 'ephemeral' },
+      },
+    ],
     toolDefinitions: [],
     // A forker's hooks come after validation and before the safety checks and approval, so
     // whatever they rewrite is still confined, protected, and shown to the user as it will run.
-    beforeCall: [validateInput, ...(config.beforeCall ?? []), safePathCheck, protectedFiles(config.protect), runawayGuard(), approval(config.approve)],
+    beforeCall: [
+      validateInput,
+      ...(config.beforeCall ?? []),
+      safePathCheck,
+      protectedFiles(config.protect),
+      runawayGuard(),
+      approval(config.approve),
+    ],
     afterCall: [capToolOutput, ...(config.afterCall ?? [])],
     steering: [],
     usage: { input: 0, cacheWrite: 0, cacheRead: 0, output: 0, costUsd: priceOf(config.model.name) ? 0 : null },
@@ -336,7 +384,8 @@ export async function runTask(agent: Agent, task: string, userSignal = new Abort
     const calls = reply.content.filter((block) => block.type === 'tool_use');
     if (calls.length > 0) {
       append(agent, { role: 'user', content: await answerCalls(agent, run, reply, calls) });
-    } else if (reply.stop_reason !== 'pause_turn') { // a paused turn is continued as it stands
+    } else if (reply.stop_reason !== 'pause_turn') {
+      // a paused turn is continued as it stands
       const verdict = await judgeFinalReply(agent, run, reply);
       if ('halt' in verdict) return halt(agent, verdict.halt, turn);
       append(agent, { role: 'user', content: [{ type: 'text', text: verdict.goOn }, ...takeSteering(agent)] });
@@ -364,7 +413,12 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
   for (let attempt = 1; ; attempt++) {
     try {
       const view = await contextView(agent, run.signal);
-      config.onEvent({ type: 'request', turn, messages: view.length, estimatedTokens: estimateNextRequest(agent, view) });
+      config.onEvent({
+        type: 'request',
+        turn,
+        messages: view.length,
+        estimatedTokens: estimateNextRequest(agent, view),
+      });
       const messages = markCacheBreakpoint(view);
       return await config.model.complete({ system: agent.system, tools: agent.toolDefinitions, messages }, options);
     } catch (error) {
@@ -375,7 +429,8 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
   }
 }
 
-const isPromptTooLong = (error: unknown) => isApiError(error) && error.status === 400 && /prompt is too long/i.test(error.message);
+const isPromptTooLong = (error: unknown) =>
+  isApiError(error) && error.status === 400 && /prompt is too long/i.test(error.message);
 
 /** The SDK's API errors carry the HTTP status, the API's own message and the request id; they are
  *  recognised by that shape, so that an offline run never has to load the SDK. */
@@ -395,7 +450,8 @@ function describeModelError(error: unknown): string {
 function markCacheBreakpoint(messages: Anthropic.MessageParam[]): Anthropic.MessageParam[] {
   const last = messages.at(-1);
   if (last === undefined || last.role === 'system') return messages;
-  const content: Anthropic.ContentBlockParam[] = typeof last.content === 'string' ? [{ type: 'text', text: last.content }] : [...last.content];
+  const content: Anthropic.ContentBlockParam[] =
+    typeof last.content === 'string' ? [{ type: 'text', text: last.content }] : [...last.content];
   const final = content.at(-1);
   // The API takes no cache mark on a thinking block (and it must go back unmodified anyway).
   if (final === undefined || final.type === 'thinking' || final.type === 'redacted_thinking') return messages;
@@ -416,7 +472,14 @@ async function answerCalls(agent: Agent, run: Run, reply: Anthropic.Message, cal
   const results: Anthropic.ToolResultBlockParam[] = [];
   let batch: { planned: PlannedCall; index: number }[] = [];
   const flush = async () => {
-    const outcomes = await runConcurrently(batch.map(({ planned }) => () => runUnlessStopped(agent, run, reply, planned)), MAX_PARALLEL_READS);
+    const outcomes = await runConcurrently(
+      batch.map(
+        ({ planned }) =>
+          () =>
+            runUnlessStopped(agent, run, reply, planned),
+      ),
+      MAX_PARALLEL_READS,
+    );
     batch.forEach(({ planned, index }, i) => (results[index] = answer(agent, planned.call, outcomes[i]!)));
     batch = [];
   };
@@ -441,7 +504,11 @@ async function answerCalls(agent: Agent, run: Run, reply: Anthropic.Message, cal
 export const MAX_PARALLEL_READS = 8;
 
 function answer(agent: Agent, call: Anthropic.ToolUseBlock, outcome: ToolOutcome): Anthropic.ToolResultBlockParam {
-  const result: Anthropic.ToolResultBlockParam = { type: 'tool_result', tool_use_id: call.id, content: outcome.content };
+  const result: Anthropic.ToolResultBlockParam = {
+    type: 'tool_result',
+    tool_use_id: call.id,
+    content: outcome.content,
+  };
   if (outcome.isError) result.is_error = true;
   agent.config.onEvent({ type: 'result', call, result });
   return result;
@@ -480,7 +547,10 @@ async function execute(agent: Agent, run: Run, planned: PlannedCall): Promise<To
   );
   let giveUp = () => {};
   const abandoned = new Promise<ToolOutcome>((resolve) => {
-    const outcome = { content: 'interrupted: the call was still running 5 s after the stop; its effects are unknown', isError: true };
+    const outcome = {
+      content: 'interrupted: the call was still running 5 s after the stop; its effects are unknown',
+      isError: true,
+    };
     giveUp = () => void setTimeout(() => resolve(outcome), ABORT_GRACE_MS).unref();
   });
   if (run.signal.aborted) giveUp();
@@ -489,13 +559,14 @@ async function execute(agent: Agent, run: Run, planned: PlannedCall): Promise<To
   run.signal.removeEventListener('abort', giveUp);
   for (const hook of agent.afterCall) {
     const current = outcome;
-    outcome = await withTimeout(Promise.resolve().then(() => hook.check(planned, current, agent)), hook.timeoutMs ?? HOOK_TIMEOUT_MS).catch(
-      (error: unknown): ToolOutcome => {
-        // The error goes to the user only: its text may quote the very result it was meant to hide.
-        agent.config.onEvent({ type: 'notice', text: `after-call hook ${hook.name} failed: ${errorText(error)}` });
-        return { content: `result withheld: the ${hook.name} check failed`, isError: true };
-      },
-    );
+    outcome = await withTimeout(
+      Promise.resolve().then(() => hook.check(planned, current, agent)),
+      hook.timeoutMs ?? HOOK_TIMEOUT_MS,
+    ).catch((error: unknown): ToolOutcome => {
+      // The error goes to the user only: its text may quote the very result it was meant to hide.
+      agent.config.onEvent({ type: 'notice', text: `after-call hook ${hook.name} failed: ${errorText(error)}` });
+      return { content: `result withheld: the ${hook.name} check failed`, isError: true };
+    });
   }
   return outcome;
 }
@@ -514,7 +585,9 @@ async function judgeFinalReply(agent: Agent, run: Run, reply: Anthropic.Message)
   if (run.signal.aborted) return { halt: stoppedHalt(agent, run) }; // a reply that came in after Ctrl-C decides nothing
   switch (reply.stop_reason) {
     case 'max_tokens':
-      return { goOn: 'Your reply was cut off at the output limit (max_tokens) before you finished. Continue, more briefly: call a tool, or say that you are done.' };
+      return {
+        goOn: 'Your reply was cut off at the output limit (max_tokens) before you finished. Continue, more briefly: call a tool, or say that you are done.',
+      };
     case 'refusal':
       return { halt: { kind: 'error', message: 'the model refused to continue (stop reason: refusal)' } };
     case 'model_context_window_exceeded':
@@ -530,17 +603,29 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   const { verify, root, verifyTimeoutMs, protect } = agent.config;
   const tampered = changedFiles(agent.protectedAtStart, await hashProtected(root, protect));
   if (tampered.length > 0) {
-    agent.config.onEvent({ type: 'gate', command: verify ?? '(none)', exitCode: null, passed: false, reason: 'protected files changed' });
-    return { goOn: `The task is not done: protected files changed since the session started: ${tampered.join(', ')}. Restore them; the task must be done without changing them.` };
+    agent.config.onEvent({
+      type: 'gate',
+      command: verify ?? '(none)',
+      exitCode: null,
+      passed: false,
+      reason: 'protected files changed',
+    });
+    return {
+      goOn: `The task is not done: protected files changed since the session started: ${tampered.join(', ')}. Restore them; the task must be done without changing them.`,
+    };
   }
   if (verify === undefined) return { halt: { kind: 'accepted', verifiedBy: null } };
   const result = await runCommand(verify, root, verifyTimeoutMs, run.signal);
   if (run.signal.aborted) return { halt: stoppedHalt(agent, run) };
   const passed = result.exitCode === 0;
-  const how = result.timedOut ? `did not finish within ${verifyTimeoutMs / 1000} s` : `exited with code ${result.exitCode}`;
+  const how = result.timedOut
+    ? `did not finish within ${verifyTimeoutMs / 1000} s`
+    : `exited with code ${result.exitCode}`;
   agent.config.onEvent({ type: 'gate', command: verify, exitCode: result.exitCode, passed, reason: how });
   if (passed) return { halt: { kind: 'accepted', verifiedBy: verify } };
-  return { goOn: `The task is not done yet: the check \`${verify}\` ${how}. Its output:\n\n${result.output}\n\nFix the cause, then say you are done.` };
+  return {
+    goOn: `The task is not done yet: the check \`${verify}\` ${how}. Its output:\n\n${result.output}\n\nFix the cause, then say you are done.`,
+  };
 }
 
 export interface CommandRun {
@@ -608,13 +693,21 @@ export function runCommand(command: string, cwd: string, timeoutMs: number, sign
 
 /** Prevents a broken guard from waving a call through: a hook that throws or times out denies it.
  *  A ToolError is a deliberate refusal, and its message goes to the model as it is. */
-async function askHook(hook: BeforeCallHook, signal: AbortSignal, check: () => Decision | Promise<Decision>): Promise<Decision> {
+async function askHook(
+  hook: BeforeCallHook,
+  signal: AbortSignal,
+  check: () => Decision | Promise<Decision>,
+): Promise<Decision> {
   try {
     return await withTimeout(Promise.resolve().then(check), hook.timeoutMs ?? HOOK_TIMEOUT_MS);
   } catch (error) {
     if (error instanceof ToolError) return { action: 'deny', reason: error.message };
-    if (signal.aborted) return { action: 'deny', reason: 'not run: the run was stopped while this call was being checked' };
-    return { action: 'deny', reason: `not run: the ${hook.name} check failed (${errorText(error)}), so the call was refused` };
+    if (signal.aborted)
+      return { action: 'deny', reason: 'not run: the run was stopped while this call was being checked' };
+    return {
+      action: 'deny',
+      reason: `not run: the ${hook.name} check failed (${errorText(error)}), so the call was refused`,
+    };
   }
 }
 
@@ -648,7 +741,9 @@ function schemaProblem(tool: Tool, input: unknown): string | null {
 }
 
 const pathOf = (input: unknown): string | undefined =>
-  typeof input === 'object' && input !== null && 'path' in input && typeof input.path === 'string' ? input.path : undefined;
+  typeof input === 'object' && input !== null && 'path' in input && typeof input.path === 'string'
+    ? input.path
+    : undefined;
 
 /** Prevents any tool, a forker's included, from touching a path outside the project: every call whose
  *  arguments have a top-level `path` string (a forker's tool that takes paths under other names checks them itself). */
@@ -671,7 +766,10 @@ export function protectedFiles(globs: readonly string[]): BeforeCallHook {
       const relative = path.relative(agent.toolContext.root, await safe_path(agent.toolContext.root, requested));
       const glob = globs.find((g) => minimatch(relative.split(path.sep).join('/'), g, { dot: true }));
       if (glob === undefined) return ALLOW;
-      return { action: 'deny', reason: `${requested} is protected (--protect "${glob}"): change the code, not the files that check it` };
+      return {
+        action: 'deny',
+        reason: `${requested} is protected (--protect "${glob}"): change the code, not the files that check it`,
+      };
     },
   };
 }
@@ -687,7 +785,10 @@ export function runawayGuard(): BeforeCallHook {
       repeats = key === last ? repeats + 1 : 1;
       last = key;
       if (repeats < 3) return ALLOW;
-      return { action: 'deny', reason: `not run: you made this exact call ${repeats} times in a row and its answer will not change; try something different` };
+      return {
+        action: 'deny',
+        reason: `not run: you made this exact call ${repeats} times in a row and its answer will not change; try something different`,
+      };
     },
   };
 }
@@ -703,7 +804,10 @@ export function approval(approve: Approver): BeforeCallHook {
       const preview = tool.preview ? await tool.preview(input, agent.toolContext) : JSON.stringify(input, null, 2);
       const answer = await approve({ tool: tool.name, preview, signal });
       if (!answer.approved) {
-        return { action: 'deny', reason: `the user declined this ${tool.name} call${answer.reason ? `: ${answer.reason}` : ''}` };
+        return {
+          action: 'deny',
+          reason: `the user declined this ${tool.name} call${answer.reason ? `: ${answer.reason}` : ''}`,
+        };
       }
       always ||= answer.always === true;
       return ALLOW;
@@ -714,7 +818,10 @@ export function approval(approve: Approver): BeforeCallHook {
 export const approveAll: Approver = async () => ({ approved: true });
 
 /** Prevents one huge result from flooding the context, whatever tool produced it. */
-export const capToolOutput: AfterCallHook = { name: 'output cap', check: (_planned, outcome) => ({ ...outcome, content: capOutput(outcome.content) }) };
+export const capToolOutput: AfterCallHook = {
+  name: 'output cap',
+  check: (_planned, outcome) => ({ ...outcome, content: capOutput(outcome.content) }),
+};
 
 // --- What stops a call or a run: a cut-off reply, Ctrl-C, a message typed meanwhile, a budget.
 
@@ -732,7 +839,12 @@ function notRunReason(agent: Agent, run: Run, reply: Anthropic.Message): string 
 
 /** The last check before a call runs: a Ctrl-C, a timeout or a message typed while the hooks (or
  *  the user, asked for approval) were deciding still stops a call that has not started. */
-async function runUnlessStopped(agent: Agent, run: Run, reply: Anthropic.Message, planned: PlannedCall): Promise<ToolOutcome> {
+async function runUnlessStopped(
+  agent: Agent,
+  run: Run,
+  reply: Anthropic.Message,
+  planned: PlannedCall,
+): Promise<ToolOutcome> {
   const notRun = notRunReason(agent, run, reply);
   return notRun ? { content: notRun, isError: true } : await execute(agent, run, planned);
 }
@@ -777,7 +889,8 @@ function startRun(agent: Agent, userSignal: AbortSignal): Run {
 const totalTokens = (u: UsageTotals) => u.input + u.cacheWrite + u.cacheRead + u.output;
 
 function stoppedHalt(agent: Agent, run: Run): Halt {
-  if (run.timeUp?.aborted && !run.userSignal.aborted) return { kind: 'budget', budget: 'time', limit: agent.config.budgets.timeoutMs ?? 0 };
+  if (run.timeUp?.aborted && !run.userSignal.aborted)
+    return { kind: 'budget', budget: 'time', limit: agent.config.budgets.timeoutMs ?? 0 };
   return { kind: 'interrupted' };
 }
 
@@ -786,9 +899,12 @@ function stopCheck(agent: Agent, run: Run, turn: number): Halt | null {
   const { maxTurns, maxTokens, maxCostUsd } = agent.config.budgets;
   const { usage } = agent;
   if (run.signal.aborted) return stoppedHalt(agent, run);
-  if (maxTokens !== undefined && totalTokens(usage) - totalTokens(run.usageAtStart) >= maxTokens) return { kind: 'budget', budget: 'tokens', limit: maxTokens };
-  const cost = usage.costUsd === null || run.usageAtStart.costUsd === null ? null : usage.costUsd - run.usageAtStart.costUsd;
-  if (maxCostUsd !== undefined && cost !== null && cost >= maxCostUsd) return { kind: 'budget', budget: 'cost', limit: maxCostUsd };
+  if (maxTokens !== undefined && totalTokens(usage) - totalTokens(run.usageAtStart) >= maxTokens)
+    return { kind: 'budget', budget: 'tokens', limit: maxTokens };
+  const cost =
+    usage.costUsd === null || run.usageAtStart.costUsd === null ? null : usage.costUsd - run.usageAtStart.costUsd;
+  if (maxCostUsd !== undefined && cost !== null && cost >= maxCostUsd)
+    return { kind: 'budget', budget: 'cost', limit: maxCostUsd };
   if (turn >= maxTurns) return { kind: 'budget', budget: 'turns', limit: maxTurns };
   return null;
 }
@@ -810,7 +926,8 @@ export function priceOf(model: string): { input: number; output: number } | unde
 export function costOf(model: string, usage: Anthropic.Usage): number | null {
   const price = priceOf(model);
   if (!price) return null;
-  const inputLike = usage.input_tokens + 1.25 * (usage.cache_creation_input_tokens ?? 0) + 0.1 * (usage.cache_read_input_tokens ?? 0);
+  const inputLike =
+    usage.input_tokens + 1.25 * (usage.cache_creation_input_tokens ?? 0) + 0.1 * (usage.cache_read_input_tokens ?? 0);
   return (inputLike * price.input + usage.output_tokens * price.output) / 1_000_000;
 }
 
@@ -827,10 +944,21 @@ function addUsage(totals: UsageTotals, model: string, usage: Anthropic.Usage): v
 function countUsage(agent: Agent, reply: Anthropic.Message, turn: number): void {
   const { usage } = reply;
   addUsage(agent.usage, agent.config.model.name, usage);
-  const tokens = usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0) + usage.output_tokens;
+  const tokens =
+    usage.input_tokens +
+    (usage.cache_creation_input_tokens ?? 0) +
+    (usage.cache_read_input_tokens ?? 0) +
+    usage.output_tokens;
   agent.lastRequest = { tokens, messages: agent.messages.length, keptFrom: agent.compaction?.keptFrom ?? 0 };
   const calls = reply.content.filter((block) => block.type === 'tool_use').length;
-  agent.config.onEvent({ type: 'reply', turn, stopReason: reply.stop_reason, calls, usage, totals: { ...agent.usage } });
+  agent.config.onEvent({
+    type: 'reply',
+    turn,
+    stopReason: reply.stop_reason,
+    calls,
+    usage,
+    totals: { ...agent.usage },
+  });
 }
 
 /** Fingerprints every protected file, so the gate can tell whether one changed by any means. */
@@ -840,7 +968,9 @@ async function hashProtected(root: string, globs: readonly string[]): Promise<Ma
   for (const file of await walk(root)) {
     if (!file.endsWith('/') && globs.some((g) => minimatch(file, g, { dot: true }))) {
       // A link to a folder or an unreadable file still gets a fingerprint: the gate must not crash on it.
-      const bytes = await readFile(path.join(root, file)).catch((error: NodeJS.ErrnoException) => `unreadable: ${error.code}`);
+      const bytes = await readFile(path.join(root, file)).catch(
+        (error: NodeJS.ErrnoException) => `unreadable: ${error.code}`,
+      );
       hashes.set(file, createHash('sha256').update(bytes).digest('hex'));
     }
   }
@@ -848,7 +978,9 @@ async function hashProtected(root: string, globs: readonly string[]): Promise<Ma
 }
 
 function changedFiles(before: Map<string, string>, after: Map<string, string>): string[] {
-  const changed = [...before].filter(([file, hash]) => after.get(file) !== hash).map(([file]) => `${file} (${after.has(file) ? 'changed' : 'deleted'})`);
+  const changed = [...before]
+    .filter(([file, hash]) => after.get(file) !== hash)
+    .map(([file]) => `${file} (${after.has(file) ? 'changed' : 'deleted'})`);
   return [...changed, ...[...after.keys()].filter((file) => !before.has(file)).map((file) => `${file} (added)`)];
 }
 
@@ -866,10 +998,15 @@ export type SessionEntry =
 
 /** Writes each event worth keeping as it happens, synchronously, so a crash loses nothing appended.
  *  A sub-agent's events go to a file of their own, linked from this one. */
-export function sessionRecorder(file: string, header: Extract<SessionEntry, { type: 'session' }> | null, secrets: string[]): (event: AgentEvent) => void {
+export function sessionRecorder(
+  file: string,
+  header: Extract<SessionEntry, { type: 'session' }> | null,
+  secrets: string[],
+): (event: AgentEvent) => void {
   mkdirSync(path.dirname(file), { recursive: true });
   // A line torn by a crash must stay its own line, or the next entry would be glued to it.
-  if (existsSync(file) && statSync(file).size > 0 && !readFileSync(file, 'utf8').endsWith('\n')) appendFileSync(file, '\n');
+  if (existsSync(file) && statSync(file).size > 0 && !readFileSync(file, 'utf8').endsWith('\n'))
+    appendFileSync(file, '\n');
   const write = (entry: SessionEntry) => {
     let line = JSON.stringify(entry);
     for (const secret of secrets) if (secret.length >= 8) line = line.split(secret).join('[redacted]');
@@ -880,7 +1017,8 @@ export function sessionRecorder(file: string, header: Extract<SessionEntry, { ty
   return (event) => {
     if (event.type === 'message') write({ type: 'message', message: event.message });
     if (event.type === 'reply') write({ type: 'usage', turn: event.turn, usage: event.usage });
-    if (event.type === 'compaction') write({ type: 'compaction', summary: event.summary, keptFrom: event.keptFrom, usage: event.usage });
+    if (event.type === 'compaction')
+      write({ type: 'compaction', summary: event.summary, keptFrom: event.keptFrom, usage: event.usage });
     if (event.type === 'halt') write({ type: 'halt', halt: event.halt });
     if (event.type === 'subagent') {
       let child = children.get(event.id);
@@ -921,21 +1059,31 @@ export async function loadSession(file: string): Promise<LoadedSession> {
       warnings.push(`${file}:${i + 1} was cut off (the process died while writing it); the line was dropped`);
       continue;
     }
-    if (entry.type === 'session' && entry.version !== SESSION_VERSION) throw new Error(`${file}: session format ${entry.version}, this harness reads ${SESSION_VERSION}`);
+    if (entry.type === 'session' && entry.version !== SESSION_VERSION)
+      throw new Error(`${file}: session format ${entry.version}, this harness reads ${SESSION_VERSION}`);
     if (entry.type === 'message') messages.push(entry.message);
     if (entry.type === 'compaction') compaction = { summary: entry.summary, keptFrom: entry.keptFrom };
     if (entry.type === 'subagent') subAgents++;
   }
   const last = messages.at(-1);
-  const unanswered = last?.role === 'assistant' && Array.isArray(last.content) ? last.content.filter((b) => b.type === 'tool_use') : [];
+  const unanswered =
+    last?.role === 'assistant' && Array.isArray(last.content) ? last.content.filter((b) => b.type === 'tool_use') : [];
   const repair: Anthropic.MessageParam | null =
     unanswered.length === 0
       ? null
       : {
           role: 'user',
-          content: unanswered.map((call) => ({ type: 'tool_result', tool_use_id: call.id, content: 'not run: the session ended before this call finished', is_error: true })),
+          content: unanswered.map((call) => ({
+            type: 'tool_result',
+            tool_use_id: call.id,
+            content: 'not run: the session ended before this call finished',
+            is_error: true,
+          })),
         };
-  if (repair) warnings.push(`${file}: ${unanswered.length} call(s) had no result (the process died mid-call); they are answered "not run"`);
+  if (repair)
+    warnings.push(
+      `${file}: ${unanswered.length} call(s) had no result (the process died mid-call); they are answered "not run"`,
+    );
   return { messages, compaction, subAgents, repair, warnings };
 }
 
@@ -957,7 +1105,8 @@ export const DEFAULT_CONTEXT_WINDOW = 200_000;
 const KEEP_VERBATIM_TOKENS = 20_000;
 
 /** Estimated tokens, rounded up: about 3.5 characters a token, so the estimate errs high. */
-export const estimateTokens = (value: unknown) => Math.ceil((typeof value === 'string' ? value : JSON.stringify(value)).length / 3.5);
+export const estimateTokens = (value: unknown) =>
+  Math.ceil((typeof value === 'string' ? value : JSON.stringify(value)).length / 3.5);
 
 /** Runs every context hook on a copy of the transcript; what comes out is what the model sees. */
 async function contextView(agent: Agent, signal: AbortSignal): Promise<Anthropic.MessageParam[]> {
@@ -973,13 +1122,16 @@ const summaryMessage = (summary: string): Anthropic.MessageParam => ({
 
 /** The messages as the model sees them now: the summary, then the recent part verbatim. */
 function compactedView(agent: Agent, messages: Anthropic.MessageParam[]): Anthropic.MessageParam[] {
-  return agent.compaction ? [summaryMessage(agent.compaction.summary), ...messages.slice(agent.compaction.keptFrom)] : messages;
+  return agent.compaction
+    ? [summaryMessage(agent.compaction.summary), ...messages.slice(agent.compaction.keptFrom)]
+    : messages;
 }
 
 /** The size of the next request: the last request's real size plus an estimate of what came since. */
 function estimateNextRequest(agent: Agent, view: Anthropic.MessageParam[]): number {
   const last = agent.lastRequest;
-  if (last && last.keptFrom === (agent.compaction?.keptFrom ?? 0)) return last.tokens + estimateTokens(agent.messages.slice(last.messages));
+  if (last && last.keptFrom === (agent.compaction?.keptFrom ?? 0))
+    return last.tokens + estimateTokens(agent.messages.slice(last.messages));
   return estimateTokens(agent.system) + estimateTokens(agent.toolDefinitions) + estimateTokens(view);
 }
 
@@ -1018,9 +1170,17 @@ const SUMMARY_RESULT_CHARS = 2_000;
 function shortenResults(message: Anthropic.MessageParam): Anthropic.MessageParam {
   if (typeof message.content === 'string') return message;
   const content = message.content.map((block) => {
-    if (block.type !== 'tool_result' || typeof block.content !== 'string' || block.content.length <= SUMMARY_RESULT_CHARS) return block;
+    if (
+      block.type !== 'tool_result' ||
+      typeof block.content !== 'string' ||
+      block.content.length <= SUMMARY_RESULT_CHARS
+    )
+      return block;
     const text = block.content;
-    return { ...block, content: `${text.slice(0, 1_500)}\n[... ${text.length - 2_000} characters left out ...]\n${text.slice(-500)}` };
+    return {
+      ...block,
+      content: `${text.slice(0, 1_500)}\n[... ${text.length - 2_000} characters left out ...]\n${text.slice(-500)}`,
+    };
   });
   return { ...message, content } as Anthropic.MessageParam;
 }
@@ -1031,19 +1191,37 @@ export async function compact(agent: Agent, signal: AbortSignal): Promise<boolea
   const from = agent.compaction?.keptFrom ?? 0;
   const cut = chooseCut(agent.messages, from, Math.min(KEEP_VERBATIM_TOKENS, agent.contextWindow / 4));
   if (cut === null) return false;
-  const older = [...(agent.compaction ? [summaryMessage(agent.compaction.summary)] : []), ...agent.messages.slice(from, cut)].map(shortenResults);
+  const older = [
+    ...(agent.compaction ? [summaryMessage(agent.compaction.summary)] : []),
+    ...agent.messages.slice(from, cut),
+  ].map(shortenResults);
   const before = estimateTokens(compactedView(agent, agent.messages));
   const reply = await agent.config.model.complete(
-    { system: agent.system, tools: agent.toolDefinitions, tool_choice: { type: 'none' }, messages: [...older, { role: 'user', content: SUMMARY_INSTRUCTIONS }] },
+    {
+      system: agent.system,
+      tools: agent.toolDefinitions,
+      tool_choice: { type: 'none' },
+      messages: [...older, { role: 'user', content: SUMMARY_INSTRUCTIONS }],
+    },
     { signal, onText: () => {}, onNotice: (text) => agent.config.onEvent({ type: 'notice', text }) },
   );
-  const summary = reply.content.map((block) => (block.type === 'text' ? block.text : '')).join('').trim();
+  const summary = reply.content
+    .map((block) => (block.type === 'text' ? block.text : ''))
+    .join('')
+    .trim();
   if (summary === '') throw new Error('the summary came back empty');
   addUsage(agent.usage, agent.config.model.name, reply.usage);
   agent.compaction = { summary, keptFrom: cut };
   agent.lastRequest = null;
   const after = estimateTokens(compactedView(agent, agent.messages));
-  agent.config.onEvent({ type: 'compaction', summary, keptFrom: cut, tokensBefore: before, tokensAfter: after, usage: reply.usage });
+  agent.config.onEvent({
+    type: 'compaction',
+    summary,
+    keptFrom: cut,
+    tokensBefore: before,
+    tokensAfter: after,
+    usage: reply.usage,
+  });
   return true;
 }
 
@@ -1054,7 +1232,14 @@ export function contextBreakdown(agent: Agent): ContextBreakdown {
   const toolDefinitions = estimateTokens(agent.toolDefinitions);
   const messages = estimateTokens(compactedView(agent, agent.messages));
   const used = systemPrompt + projectFiles + toolDefinitions + messages;
-  return { window: agent.contextWindow, systemPrompt, toolDefinitions, projectFiles, messages, free: Math.max(agent.contextWindow - used, 0) };
+  return {
+    window: agent.contextWindow,
+    systemPrompt,
+    toolDefinitions,
+    projectFiles,
+    messages,
+    free: Math.max(agent.contextWindow - used, 0),
+  };
 }
 
 // --- AGENTS.md: project context for the model, never instructions for the harness.
@@ -1065,7 +1250,7 @@ export const CONTEXT_FILES_MAX_BYTES = 32 * 1024;
  *  nearest (most specific) file has the last word; capped, keeping the nearest. */
 export async function loadContextFiles(root: string): Promise<ContextFile[]> {
   const folders = [root];
-  for (let dir = root; !(await exists(path.join(dir, '.git'))); ) {
+  for (let dir = root; !(await exists(path.join(dir, '.git')));) {
     const parent = path.dirname(dir);
     if (parent === dir) {
       folders.splice(1); // no git repository above: only the root's own file counts
@@ -1079,7 +1264,10 @@ export async function loadContextFiles(root: string): Promise<ContextFile[]> {
     const file = path.join(dir, 'AGENTS.md');
     const text = await readFile(file, 'utf8').catch(() => null);
     if (text === null || room <= 0) continue;
-    const kept = Buffer.byteLength(text) <= room ? text : `${Buffer.from(text).subarray(0, room).toString('utf8')}\n[cut: AGENTS.md files are capped at ${CONTEXT_FILES_MAX_BYTES / 1024} KiB in all]`;
+    const kept =
+      Buffer.byteLength(text) <= room
+        ? text
+        : `${Buffer.from(text).subarray(0, room).toString('utf8')}\n[cut: AGENTS.md files are capped at ${CONTEXT_FILES_MAX_BYTES / 1024} KiB in all]`;
     room -= Buffer.byteLength(text);
     files.unshift({ path: file, text: kept, tokens: estimateTokens(kept) });
   }
@@ -1136,7 +1324,9 @@ function taskTool(parent: Agent): Tool {
       });
       const ended = await runTask(child, prompt, ctx.signal);
       const answer = finalText(child.messages);
-      return ended.kind === 'accepted' ? answer || '(the sub-agent gave no answer)' : `[the sub-agent stopped: ${describeHalt(ended)}]\n${answer}`;
+      return ended.kind === 'accepted'
+        ? answer || '(the sub-agent gave no answer)'
+        : `[the sub-agent stopped: ${describeHalt(ended)}]\n${answer}`;
     },
   });
 }
@@ -1145,7 +1335,10 @@ function finalText(messages: Anthropic.MessageParam[]): string {
   const last = messages.findLast((message) => message.role === 'assistant');
   if (last === undefined) return '';
   if (typeof last.content === 'string') return last.content;
-  return last.content.map((block) => (block.type === 'text' ? block.text : '')).join('').trim();
+  return last.content
+    .map((block) => (block.type === 'text' ? block.text : ''))
+    .join('')
+    .trim();
 }
 
 // =============================================================================================
@@ -1162,7 +1355,9 @@ export function exitCodeFor(h: Halt): number {
 export function describeHalt(h: Halt): string {
   switch (h.kind) {
     case 'accepted':
-      return h.verifiedBy === null ? 'accepted (unverified: no --verify command was given)' : `accepted (verified by \`${h.verifiedBy}\`)`;
+      return h.verifiedBy === null
+        ? 'accepted (unverified: no --verify command was given)'
+        : `accepted (verified by \`${h.verifiedBy}\`)`;
     case 'budget':
       return `budget (${h.budget}: the limit of ${h.budget === 'time' ? `${h.limit / 1000} s` : h.limit} was reached)`;
     case 'interrupted':
@@ -1264,7 +1459,8 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
   const maxCostUsd = positiveNumber('--max-cost', values['max-cost']);
   if (maxCostUsd !== undefined && values.script === undefined) {
     for (const priced of [model ?? DEFAULT_MODEL, values['task-model'] ?? model ?? DEFAULT_MODEL]) {
-      if (!priceOf(priced)) throw new UsageError(`--max-cost needs a known price, and ${priced} has none in the price table (PRICES)`);
+      if (!priceOf(priced))
+        throw new UsageError(`--max-cost needs a known price, and ${priced} has none in the price table (PRICES)`);
     }
   }
   if (positionals.length > 0 && positionals.join(' ').trim() === '') throw new UsageError('the task is empty');
@@ -1371,24 +1567,49 @@ export function terminalPrinter(out: Output = process.stdout): (event: AgentEven
         const allInput = input + cacheRead + cacheWrite;
         const cached = allInput > 0 ? Math.round((100 * cacheRead) / allInput) : 0;
         const cost = costUsd === null ? 'cost unknown' : `$${costUsd.toFixed(4)}`;
-        return line(colour('dim', `  [turn ${event.turn} · in ${allInput} (${cached}% cached) · out ${output} · ${cost} so far]`, out));
+        return line(
+          colour(
+            'dim',
+            `  [turn ${event.turn} · in ${allInput} (${cached}% cached) · out ${output} · ${cost} so far]`,
+            out,
+          ),
+        );
       }
       case 'gate':
-        return line(colour(event.passed ? 'green' : 'yellow', `gate: \`${event.command}\` ${event.reason}: ${event.passed ? 'pass' : 'not done'}`, out));
+        return line(
+          colour(
+            event.passed ? 'green' : 'yellow',
+            `gate: \`${event.command}\` ${event.reason}: ${event.passed ? 'pass' : 'not done'}`,
+            out,
+          ),
+        );
       case 'notice':
         return line(colour('yellow', event.text, out));
       case 'compaction':
-        return line(colour('yellow', `compacted: ~${event.tokensBefore} → ~${event.tokensAfter} tokens; messages before #${event.keptFrom} are now a summary (still in the session file)`, out));
+        return line(
+          colour(
+            'yellow',
+            `compacted: ~${event.tokensBefore} → ~${event.tokensAfter} tokens; messages before #${event.keptFrom} are now a summary (still in the session file)`,
+            out,
+          ),
+        );
       case 'context': {
         const b = event.breakdown;
         const parts = `system ${b.systemPrompt} · tools ${b.toolDefinitions} · AGENTS.md ${b.projectFiles} · messages ${b.messages} · free ${b.free}`;
         return line(colour('dim', `context window ${b.window} tokens: ${parts}`, out));
       }
       case 'subagent':
-        if (event.event.type === 'call') line(colour('dim', `  [${event.id}] → ${event.event.call.name} ${summarize(event.event.call.input)}`, out));
+        if (event.event.type === 'call')
+          line(colour('dim', `  [${event.id}] → ${event.event.call.name} ${summarize(event.event.call.input)}`, out));
         return;
       case 'halt':
-        return line(colour(event.halt.kind === 'accepted' ? 'green' : 'red', `halt: ${describeHalt(event.halt)} after ${event.turns} turn(s)`, out));
+        return line(
+          colour(
+            event.halt.kind === 'accepted' ? 'green' : 'red',
+            `halt: ${describeHalt(event.halt)} after ${event.turns} turn(s)`,
+            out,
+          ),
+        );
       default:
         return;
     }
@@ -1409,16 +1630,29 @@ export function tracePrinter(out: NodeJS.WritableStream = process.stdout, prefix
         if (event.turn > 1) say('halt check', 'no halt: go round again');
         turn = event.turn;
         say('state', `the transcript holds ${event.messages} message(s) the model will see`);
-        return say('prompt builder', `sends system prompt + tools + ${event.messages} message(s), ~${event.estimatedTokens} tokens`);
+        return say(
+          'prompt builder',
+          `sends system prompt + tools + ${event.messages} message(s), ~${event.estimatedTokens} tokens`,
+        );
       case 'text':
         text += event.delta;
         return;
       case 'reply': {
         const said = text.trim() === '' ? '' : ` "${summarizeText(text)}"`;
         text = '';
-        say('model', `replied${said} (stop: ${event.stopReason}, ${event.usage.input_tokens} in / ${event.usage.output_tokens} out)`);
-        if (event.stopReason === 'max_tokens') say('readout', event.calls === 0 ? 'cut off at max_tokens: not a claim of "done"' : `cut off at max_tokens: ${event.calls} call(s) will not run`);
-        else say('readout', event.calls === 0 ? 'no tool calls: a claim of "done"' : `${event.calls} tool call(s) parsed`);
+        say(
+          'model',
+          `replied${said} (stop: ${event.stopReason}, ${event.usage.input_tokens} in / ${event.usage.output_tokens} out)`,
+        );
+        if (event.stopReason === 'max_tokens')
+          say(
+            'readout',
+            event.calls === 0
+              ? 'cut off at max_tokens: not a claim of "done"'
+              : `cut off at max_tokens: ${event.calls} call(s) will not run`,
+          );
+        else
+          say('readout', event.calls === 0 ? 'no tool calls: a claim of "done"' : `${event.calls} tool call(s) parsed`);
         return say('fold back', "appended the model's reply, as received");
       }
       case 'decision': {
@@ -1434,22 +1668,39 @@ export function tracePrinter(out: NodeJS.WritableStream = process.stdout, prefix
         const content = typeof event.result.content === 'string' ? event.result.content : '';
         if (!ran.has(event.call.id)) {
           // Refusals by a hook were told already, and a cut-off reply's calls by the readout.
-          if (!decided.has(event.call.id) && !content.startsWith('not executed')) say('gate', `${event.call.name}: ${firstLine(content)}`);
+          if (!decided.has(event.call.id) && !content.startsWith('not executed'))
+            say('gate', `${event.call.name}: ${firstLine(content)}`);
           return;
         }
-        return say('environment', `${event.call.name} ${event.result.is_error ? 'failed' : 'ran'}: ${firstLine(content)}`);
+        return say(
+          'environment',
+          `${event.call.name} ${event.result.is_error ? 'failed' : 'ran'}: ${firstLine(content)}`,
+        );
       }
       case 'message': {
         const blocks = typeof event.message.content === 'string' ? [] : event.message.content;
         const results = blocks.filter((b) => b.type === 'tool_result').length;
         if (event.message.role === 'assistant') return; // told with the reply, after what the model said
-        if (results > 0) return say('fold back', `appended ${results} tool result(s) in call order${blocks.length > results ? ', then the user\'s message' : ''}`);
-        return say(turn === 0 ? 'state' : 'fold back', `appended a user message: "${summarizeText(typeof event.message.content === 'string' ? event.message.content : JSON.stringify(blocks))}"`);
+        if (results > 0)
+          return say(
+            'fold back',
+            `appended ${results} tool result(s) in call order${blocks.length > results ? ", then the user's message" : ''}`,
+          );
+        return say(
+          turn === 0 ? 'state' : 'fold back',
+          `appended a user message: "${summarizeText(typeof event.message.content === 'string' ? event.message.content : JSON.stringify(blocks))}"`,
+        );
       }
       case 'gate':
-        return say('halt check', `verify \`${event.command}\` ${event.reason}: ${event.passed ? 'passed' : 'not done, go on'}`);
+        return say(
+          'halt check',
+          `verify \`${event.command}\` ${event.reason}: ${event.passed ? 'passed' : 'not done, go on'}`,
+        );
       case 'compaction':
-        return say('prompt builder', `compacted ~${event.tokensBefore} → ~${event.tokensAfter} tokens: a summary, then messages from #${event.keptFrom}`);
+        return say(
+          'prompt builder',
+          `compacted ~${event.tokensBefore} → ~${event.tokensAfter} tokens: a summary, then messages from #${event.keptFrom}`,
+        );
       case 'notice':
         return say('note', event.text);
       case 'subagent': {
@@ -1472,9 +1723,11 @@ const summarizeText = (text: string) => {
 };
 
 /** The same events as JSON lines, for CI and other programs. */
-export const jsonPrinter = (out: NodeJS.WritableStream = process.stdout) => (event: AgentEvent) => {
-  out.write(`${JSON.stringify(event)}\n`);
-};
+export const jsonPrinter =
+  (out: NodeJS.WritableStream = process.stdout) =>
+  (event: AgentEvent) => {
+    out.write(`${JSON.stringify(event)}\n`);
+  };
 
 function summarize(input: unknown): string {
   const json = JSON.stringify(input) ?? '';
@@ -1483,9 +1736,13 @@ function summarize(input: unknown): string {
 
 function terminalApprover(rl: Interface, out: Output): Approver {
   return async ({ tool, preview, signal }) => {
-    const painted = preview.split('\n').map((l) => (l.startsWith('+') ? colour('green', l, out) : l.startsWith('-') ? colour('red', l, out) : l));
+    const painted = preview
+      .split('\n')
+      .map((l) => (l.startsWith('+') ? colour('green', l, out) : l.startsWith('-') ? colour('red', l, out) : l));
     out.write(`${painted.join('\n')}\n`);
-    const answer = (await rl.question(`Allow this ${tool}? [y]es / [n]o / [a]lways this session: `, { signal })).trim().toLowerCase();
+    const answer = (await rl.question(`Allow this ${tool}? [y]es / [n]o / [a]lways this session: `, { signal }))
+      .trim()
+      .toLowerCase();
     if (answer === 'a' || answer === 'always') return { approved: true, always: true };
     if (answer === 'y' || answer === 'yes') return { approved: true };
     const reason = (await rl.question('Why not? (optional, Enter to skip): ', { signal })).trim();
@@ -1501,7 +1758,12 @@ const denyWithoutTerminal: Approver = async () => ({
 
 /** One task per line, handled one at a time and in order. Text typed while a run works steers it;
  *  Ctrl-C stops the run, not the program; lines that start with "/" are commands. */
-export function repl(agent: Agent, rl: Interface, interactive: boolean, switchSession: (file: string) => Promise<void>): Promise<number> {
+export function repl(
+  agent: Agent,
+  rl: Interface,
+  interactive: boolean,
+  switchSession: (file: string) => Promise<void>,
+): Promise<number> {
   let last: Halt | undefined;
   let running: AbortController | null = null;
   let busy = false;
@@ -1516,10 +1778,12 @@ export function repl(agent: Agent, rl: Interface, interactive: boolean, switchSe
     if (name === '/context') return agent.config.onEvent({ type: 'context', breakdown: contextBreakdown(agent) });
     if (name === '/compact') {
       const compacted = await compact(agent, new AbortController().signal).catch((error: unknown) => errorText(error));
-      if (compacted !== true) notice(`/compact: ${compacted === false ? 'nothing old enough to summarise yet' : compacted}`);
+      if (compacted !== true)
+        notice(`/compact: ${compacted === false ? 'nothing old enough to summarise yet' : compacted}`);
       return;
     }
-    if (name === '/resume' && argument !== '') return await switchSession(argument).catch((error: unknown) => notice(`/resume: ${errorText(error)}`));
+    if (name === '/resume' && argument !== '')
+      return await switchSession(argument).catch((error: unknown) => notice(`/resume: ${errorText(error)}`));
     notice(`unknown command "${input}"; the commands are /context, /compact, /resume FILE, /exit`);
   };
   return new Promise((resolve) => {
@@ -1530,7 +1794,8 @@ export function repl(agent: Agent, rl: Interface, interactive: boolean, switchSe
     const work = async () => {
       busy = true;
       // Steering typed during the last run that no tool call picked up becomes the next task.
-      const nextInput = () => pending.shift() ?? (agent.steering.length > 0 ? agent.steering.splice(0).join('\n') : undefined);
+      const nextInput = () =>
+        pending.shift() ?? (agent.steering.length > 0 ? agent.steering.splice(0).join('\n') : undefined);
       for (let input = nextInput(); input !== undefined; input = nextInput()) {
         if (input === '/exit') {
           pending.length = 0;
@@ -1605,19 +1870,42 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       throw new UsageError(`--root ${options.root}: no such folder`);
     });
     const model = await chooseModel(options, env, options.model);
-    const taskModel = options.taskModel === undefined || options.script !== undefined ? undefined : await chooseModel(options, env, options.taskModel);
+    const taskModel =
+      options.taskModel === undefined || options.script !== undefined
+        ? undefined
+        : await chooseModel(options, env, options.taskModel);
     const interactive = process.stdin.isTTY === true;
     // Paused until someone listens, so no piped line is read before the REPL is ready for it.
-    const rl = interactive || options.task === undefined ? createInterface({ input: process.stdin, terminal: interactive, ...(interactive && { output: process.stdout }) }) : undefined;
+    const rl =
+      interactive || options.task === undefined
+        ? createInterface({
+            input: process.stdin,
+            terminal: interactive,
+            ...(interactive && { output: process.stdout }),
+          })
+        : undefined;
     rl?.pause();
     const printer = options.json ? jsonPrinter(out) : options.trace ? tracePrinter(out) : terminalPrinter(out);
     const secrets = [env.ANTHROPIC_API_KEY ?? ''];
     const startSession = (file: string, fresh: boolean) =>
-      sessionRecorder(file, fresh ? { type: 'session', version: SESSION_VERSION, model: model.name, root, startedAt: new Date().toISOString() } : null, secrets);
-    let sessionFile = path.resolve(options.resume ?? options.session ?? path.join(root, '.agent', 'sessions', `${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`));
-    const loaded = options.resume === undefined ? undefined : await loadSession(sessionFile).catch((error: unknown) => {
-      throw new UsageError(`--resume: ${errorText(error)}`);
-    });
+      sessionRecorder(
+        file,
+        fresh
+          ? { type: 'session', version: SESSION_VERSION, model: model.name, root, startedAt: new Date().toISOString() }
+          : null,
+        secrets,
+      );
+    let sessionFile = path.resolve(
+      options.resume ??
+        options.session ??
+        path.join(root, '.agent', 'sessions', `${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`),
+    );
+    const loaded =
+      options.resume === undefined
+        ? undefined
+        : await loadSession(sessionFile).catch((error: unknown) => {
+            throw new UsageError(`--resume: ${errorText(error)}`);
+          });
     let record = startSession(sessionFile, loaded === undefined);
     const agent = await createAgent({
       root,
@@ -1639,7 +1927,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     if (loaded) resume(agent, loaded);
     const notice = (text: string) => agent.config.onEvent({ type: 'notice', text });
     notice(`session: ${path.relative(process.cwd(), sessionFile) || sessionFile} (continue it with --resume)`);
-    for (const file of agent.contextFiles) notice(`context: ${path.relative(process.cwd(), file.path) || file.path} (~${file.tokens} tokens)`);
+    for (const file of agent.contextFiles)
+      notice(`context: ${path.relative(process.cwd(), file.path) || file.path} (~${file.tokens} tokens)`);
     agent.config.onEvent({ type: 'context', breakdown: contextBreakdown(agent) });
     if (options.verify === undefined) notice('no --verify command: "done" will be accepted unverified');
     if (!options.yes && !interactive) notice('no terminal and no --yes: every change (edit_file) will be denied');

@@ -11,7 +11,9 @@ export interface ScriptedReply {
   content: ScriptedBlock[];
   /** Default: `tool_use` when the reply has tool calls, else `end_turn`. */
   stop_reason?: Anthropic.StopReason;
-  usage?: Partial<Pick<Anthropic.Usage, 'input_tokens' | 'output_tokens' | 'cache_creation_input_tokens' | 'cache_read_input_tokens'>>;
+  usage?: Partial<
+    Pick<Anthropic.Usage, 'input_tokens' | 'output_tokens' | 'cache_creation_input_tokens' | 'cache_read_input_tokens'>
+  >;
 }
 
 export type ScriptedBlock =
@@ -63,7 +65,13 @@ function toMessage(scripted: ScriptedReply, turn: number, request: ModelRequest)
       case 'thinking':
         return { ...block };
       case 'tool_use':
-        return { type: 'tool_use', id: block.id ?? `toolu_s${turn}_${i}`, name: block.name, input: block.input, caller: { type: 'direct' } };
+        return {
+          type: 'tool_use',
+          id: block.id ?? `toolu_s${turn}_${i}`,
+          name: block.name,
+          input: block.input,
+          caller: { type: 'direct' },
+        };
     }
   });
   const hasCalls = content.some((block) => block.type === 'tool_use');
@@ -98,11 +106,26 @@ const scriptFile = z.array(
     content: z.array(
       z.discriminatedUnion('type', [
         z.strictObject({ type: z.literal('text'), text: z.string() }),
-        z.strictObject({ type: z.literal('tool_use'), name: z.string(), input: z.unknown(), id: z.string().optional() }),
+        z.strictObject({
+          type: z.literal('tool_use'),
+          name: z.string(),
+          input: z.unknown(),
+          id: z.string().optional(),
+        }),
         z.strictObject({ type: z.literal('thinking'), thinking: z.string(), signature: z.string() }),
       ]),
     ),
-    stop_reason: z.enum(['end_turn', 'max_tokens', 'stop_sequence', 'tool_use', 'pause_turn', 'refusal', 'model_context_window_exceeded']).optional(),
+    stop_reason: z
+      .enum([
+        'end_turn',
+        'max_tokens',
+        'stop_sequence',
+        'tool_use',
+        'pause_turn',
+        'refusal',
+        'model_context_window_exceeded',
+      ])
+      .optional(),
   }),
 );
 

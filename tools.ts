@@ -3,7 +3,19 @@
 // This file never imports agent.ts: a tool knows nothing about the loop that calls it.
 
 import { createHash, randomBytes } from 'node:crypto';
-import { chmod, type FileHandle, lstat, mkdir, open, readdir, readFile, realpath, rename, stat, writeFile } from 'node:fs/promises';
+import {
+  chmod,
+  type FileHandle,
+  lstat,
+  mkdir,
+  open,
+  readdir,
+  readFile,
+  realpath,
+  rename,
+  stat,
+  writeFile,
+} from 'node:fs/promises';
 import path from 'node:path';
 import { createTwoFilesPatch } from 'diff';
 import { z } from 'zod';
@@ -60,7 +72,8 @@ const MAX_PATH_CHARS = 4096;
 /** Prevents escapes from the project: `..`, absolute paths, NUL bytes and symlinks leading out. */
 export async function safe_path(root: string, requested: string): Promise<string> {
   if (requested.includes('\0')) throw new ToolError(`path ${JSON.stringify(requested)} contains a NUL byte`);
-  if (requested.length > MAX_PATH_CHARS) throw new ToolError(`path is ${requested.length} characters long; the limit is ${MAX_PATH_CHARS}`);
+  if (requested.length > MAX_PATH_CHARS)
+    throw new ToolError(`path is ${requested.length} characters long; the limit is ${MAX_PATH_CHARS}`);
   const outside = () =>
     new ToolError(`path ${JSON.stringify(requested)} is outside the project (${root}); use a path inside it`);
   const lexical = path.resolve(root, requested);
@@ -169,7 +182,8 @@ export function capOutput(text: string): string {
     if (bytes > MAX_BYTES + 1) break;
   }
   if (kept === lines.length) return text;
-  const shown = kept > 0 ? lines.slice(0, kept).join('\n') : Buffer.from(lines[0]!).subarray(0, MAX_BYTES).toString('utf8');
+  const shown =
+    kept > 0 ? lines.slice(0, kept).join('\n') : Buffer.from(lines[0]!).subarray(0, MAX_BYTES).toString('utf8');
   return `${shown}\n[output cut: ${kept} of ${lines.length} lines shown]`;
 }
 
@@ -185,7 +199,12 @@ export const read_file = defineTool({
   input: z.strictObject({
     path: z.string().describe('File path relative to the project root, e.g. src/main.ts'),
     offset: z.number().int().min(1).optional().describe('First line to show, counting from 1. Default: 1.'),
-    limit: z.number().int().min(1).optional().describe(`How many lines to show at most. Default and maximum: ${MAX_LINES}.`),
+    limit: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe(`How many lines to show at most. Default and maximum: ${MAX_LINES}.`),
   }),
   readOnly: true,
   async run({ path: requested, offset = 1, limit = MAX_LINES }, ctx) {
@@ -205,11 +224,16 @@ export const read_file = defineTool({
     const numbered = window.lines.map((line, i) => `${String(offset + i).padStart(6)}\t${line}`);
     const last = offset + window.lines.length - 1;
     if (window.cutLine) {
-      numbered.push(`[line ${last} is longer than ${MAX_BYTES / 1024} KiB and was cut; the rest of it cannot be shown]`);
+      numbered.push(
+        `[line ${last} is longer than ${MAX_BYTES / 1024} KiB and was cut; the rest of it cannot be shown]`,
+      );
     }
     const total = info.size <= MAX_EDITABLE_BYTES ? await countLines(file) : undefined;
     if (!window.reachedEnd && (total === undefined || last < total)) {
-      numbered.push(`[showing lines ${offset}-${last}${total === undefined ? '' : ` of ${total}`}; use offset=${last + 1} to continue]`);
+      numbered.push(
+        `[showing lines ${offset}-${last}${total === undefined ? '' : ` of ${total}`}; ` +
+          `use offset=${last + 1} to continue]`,
+      );
     }
     return numbered.join('\n');
   },
@@ -296,11 +320,14 @@ export const edit_file = defineTool({
   name: 'edit_file',
   description:
     'Change a file by replacing one exact snippet. old_str must appear exactly once in the file: include enough ' +
-    'surrounding lines to make it unique. Read the file first; an edit of a file changed since you read it is refused. ' +
+    'surrounding lines to make it unique. Read the file first; ' +
+    'an edit of a file changed since you read it is refused. ' +
     'To create a new file, give an empty old_str and the whole content as new_str. Not for reading: use read_file.',
   input: z.strictObject({
     path: z.string().describe('File path relative to the project root'),
-    old_str: z.string().describe('The exact text to replace, copied from the file (without line numbers). Empty to create a new file.'),
+    old_str: z
+      .string()
+      .describe('The exact text to replace, copied from the file (without line numbers). Empty to create a new file.'),
     new_str: z.string().describe('The text to put in its place'),
   }),
   readOnly: false,
@@ -313,7 +340,15 @@ export const edit_file = defineTool({
   },
   async preview(input, ctx) {
     const edit = await planEdit(input, ctx);
-    return createTwoFilesPatch(`a/${input.path}`, `b/${input.path}`, edit.before ?? '', edit.after, undefined, undefined, { context: 3 });
+    return createTwoFilesPatch(
+      `a/${input.path}`,
+      `b/${input.path}`,
+      edit.before ?? '',
+      edit.after,
+      undefined,
+      undefined,
+      { context: 3 },
+    );
   },
 });
 
@@ -326,12 +361,16 @@ interface PlannedEdit {
 }
 
 /** Works an edit out without writing it, so an approval can show exactly what would change. */
-async function planEdit(input: { path: string; old_str: string; new_str: string }, ctx: ToolContext): Promise<PlannedEdit> {
+async function planEdit(
+  input: { path: string; old_str: string; new_str: string },
+  ctx: ToolContext,
+): Promise<PlannedEdit> {
   const { path: requested, old_str, new_str } = input;
   if (old_str === new_str) throw new ToolError('old_str and new_str are the same; nothing would change');
   const file = await safe_path(ctx.root, requested);
   if (old_str === '') {
-    if (await exists(file)) throw new ToolError(`${requested} already exists; read it and give a non-empty old_str to change it`);
+    if (await exists(file))
+      throw new ToolError(`${requested} already exists; read it and give a non-empty old_str to change it`);
     return { file, before: null, after: new_str, summary: `created ${requested} (${lineCount(new_str)} line(s))` };
   }
   const before = await readEditable(file, requested, ctx);
@@ -340,33 +379,53 @@ async function planEdit(input: { path: string; old_str: string; new_str: string 
   const [find, replace] = crlf ? [toCrlf(old_str), toCrlf(new_str)] : [old_str, new_str];
   const count = countOccurrences(before, find);
   if (count === 0) {
-    throw new ToolError(`old_str was not found in ${requested}; read the file again. Closest lines:\n${closestLines(before, old_str)}`);
+    throw new ToolError(
+      `old_str was not found in ${requested}; read the file again. Closest lines:\n${closestLines(before, old_str)}`,
+    );
   }
-  if (count > 1) throw new ToolError(`old_str was found ${count} times in ${requested}; include more context so it is unique`);
+  if (count > 1)
+    throw new ToolError(`old_str was found ${count} times in ${requested}; include more context so it is unique`);
   const at = before.indexOf(find);
   const after = before.slice(0, at) + replace + before.slice(at + find.length);
   const line = before.slice(0, at).split('\n').length;
-  return { file, before, after, summary: `edited ${requested}: replaced ${lineCount(old_str)} line(s) at line ${line} with ${lineCount(new_str)} line(s)` };
+  return {
+    file,
+    before,
+    after,
+    summary:
+      `edited ${requested}: replaced ${lineCount(old_str)} line(s) at line ${line} ` +
+      `with ${lineCount(new_str)} line(s)`,
+  };
 }
 
 /** Prevents edits against a version the model never saw: unread, or changed on disk since it was read. */
 async function readEditable(file: string, requested: string, ctx: ToolContext): Promise<string> {
   const seenHash = ctx.seen.get(file);
   if (seenHash === undefined) throw new ToolError(`read ${requested} with read_file before editing it`);
-  if ((await stat(file)).size > MAX_EDITABLE_BYTES) throw new ToolError(`${requested} is too large to edit with edit_file`);
+  if ((await stat(file)).size > MAX_EDITABLE_BYTES)
+    throw new ToolError(`${requested} is too large to edit with edit_file`);
   const bytes = await readFile(file);
   const current = bytes.toString('utf8');
   // Decoding non-UTF-8 bytes replaces them with U+FFFD: writing that back would corrupt the file.
-  if (!Buffer.from(current).equals(bytes)) throw new ToolError(`${requested} is not UTF-8 text; edit_file would corrupt it`);
+  if (!Buffer.from(current).equals(bytes))
+    throw new ToolError(`${requested} is not UTF-8 text; edit_file would corrupt it`);
   if (sha256(bytes) !== seenHash) {
     ctx.seen.set(file, sha256(bytes));
-    throw new ToolError(`${requested} changed on disk since you read it; nothing was edited. Its current content:\n${numberLines(current)}`);
+    throw new ToolError(
+      `${requested} changed on disk since you read it; nothing was edited. ` +
+        `Its current content:\n${numberLines(current)}`,
+    );
   }
   return current;
 }
 
 function numberLines(text: string): string {
-  return capOutput(text.split('\n').map((line, i) => `${String(i + 1).padStart(6)}\t${line.replace(/\r$/, '')}`).join('\n'));
+  return capOutput(
+    text
+      .split('\n')
+      .map((line, i) => `${String(i + 1).padStart(6)}\t${line.replace(/\r$/, '')}`)
+      .join('\n'),
+  );
 }
 
 const toCrlf = (text: string) => text.replace(/\r?\n/g, '\r\n');
@@ -380,7 +439,11 @@ function countOccurrences(text: string, snippet: string): number {
 
 /** The file's lines most like the first line of old_str, to show the model where it went wrong. */
 function closestLines(text: string, oldStr: string): string {
-  const wanted = oldStr.split('\n').find((line) => line.trim() !== '')?.trim() ?? oldStr;
+  const wanted =
+    oldStr
+      .split('\n')
+      .find((line) => line.trim() !== '')
+      ?.trim() ?? oldStr;
   const pairs = (s: string) => new Set(Array.from({ length: Math.max(s.length - 1, 0) }, (_, i) => s.slice(i, i + 2)));
   const wantedPairs = pairs(wanted);
   const scored = text.split('\n').map((line, i) => {
@@ -389,15 +452,24 @@ function closestLines(text: string, oldStr: string): string {
     for (const pair of linePairs) if (wantedPairs.has(pair)) shared++;
     return { i, line: line.replace(/\r$/, ''), score: (2 * shared) / (wantedPairs.size + linePairs.size || 1) };
   });
-  const best = scored.sort((a, b) => b.score - a.score || a.i - b.i).slice(0, 3).filter((s) => s.score > 0);
+  const best = scored
+    .sort((a, b) => b.score - a.score || a.i - b.i)
+    .slice(0, 3)
+    .filter((s) => s.score > 0);
   if (best.length === 0) return '(no similar lines)';
-  return best.sort((a, b) => a.i - b.i).map((s) => `${String(s.i + 1).padStart(6)}\t${s.line}`).join('\n');
+  return best
+    .sort((a, b) => a.i - b.i)
+    .map((s) => `${String(s.i + 1).padStart(6)}\t${s.line}`)
+    .join('\n');
 }
 
 /** A crash mid-write must never leave half a file: write a temp file beside it, then rename. */
 async function writeAtomically(file: string, content: string): Promise<void> {
   const temp = `${file}.${randomBytes(6).toString('hex')}.tmp`;
-  const mode = await stat(file).then((s) => s.mode, () => undefined);
+  const mode = await stat(file).then(
+    (s) => s.mode,
+    () => undefined,
+  );
   await writeFile(temp, content, mode === undefined ? {} : { mode });
   // The umask masks a new file's mode (0o775 would come out 0o755), so set it again explicitly.
   if (mode !== undefined) await chmod(temp, mode);

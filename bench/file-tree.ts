@@ -20,7 +20,11 @@ async function withFileTree<T>(use: (root: string) => Promise<T>): Promise<T> {
       const dir = path.join(root, `dir${String(d).padStart(3, '0')}`);
       await mkdir(dir);
       // One folder's files at a time: enough to keep the disk busy, few enough open handles.
-      await Promise.all(Array.from({ length: FILES_PER_DIR }, (_, f) => writeFile(path.join(dir, `file${String(f).padStart(4, '0')}.txt`), '')));
+      await Promise.all(
+        Array.from({ length: FILES_PER_DIR }, (_, f) =>
+          writeFile(path.join(dir, `file${String(f).padStart(4, '0')}.txt`), ''),
+        ),
+      );
     }
     return await use(root);
   } finally {
@@ -38,7 +42,9 @@ function timeFind(root: string): Promise<{ ms: number; lines: number }> {
       for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines++;
     });
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve({ ms: performance.now() - start, lines }) : reject(new Error(`find exited ${code}`))));
+    child.on('close', (code) =>
+      code === 0 ? resolve({ ms: performance.now() - start, lines }) : reject(new Error(`find exited ${code}`)),
+    );
   });
 }
 
@@ -60,7 +66,9 @@ export async function listFilesVsFind(): Promise<Measurement> {
     const lines = output.split('\n');
     const countLine = `[${entries - MAX_LIST_ENTRIES} more entries not shown; list a subfolder to see them]`;
     if (lines.length !== MAX_LIST_ENTRIES + 1 || lines.at(-1) !== countLine) {
-      throw new Error(`list_files returned ${lines.length} lines ending ${JSON.stringify(lines.at(-1))}, expected ${MAX_LIST_ENTRIES} entries and ${JSON.stringify(countLine)}`);
+      throw new Error(
+        `list_files returned ${lines.length} lines ending ${JSON.stringify(lines.at(-1))}, expected ${MAX_LIST_ENTRIES} entries and ${JSON.stringify(countLine)}`,
+      );
     }
     const ours: number[] = [];
     const theirs: number[] = [];

@@ -9,7 +9,15 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import { type Agent, type AgentEvent, approveAll, createAgent, MAX_PARALLEL_READS, type Model, runTask } from '../agent.ts';
+import {
+  type Agent,
+  type AgentEvent,
+  approveAll,
+  createAgent,
+  MAX_PARALLEL_READS,
+  type Model,
+  runTask,
+} from '../agent.ts';
 import { call, reply, say, ScriptedModel, toolUse } from '../scripted-model.ts';
 import { defineTool, type Tool, TOOLS } from '../tools.ts';
 import { callsReply, PrefixCacheModel, ReplayModel, textReply } from './replay-model.ts';
@@ -34,7 +42,13 @@ async function withProject<T>(files: Record<string, string>, use: (root: string)
 }
 
 /** An agent wired as in test/helpers.ts: no verify command, every change approved, no AGENTS.md. */
-function benchAgent(root: string, model: Model, tools: readonly Tool[], maxTurns: number, onEvent: (event: AgentEvent) => void): Promise<Agent> {
+function benchAgent(
+  root: string,
+  model: Model,
+  tools: readonly Tool[],
+  maxTurns: number,
+  onEvent: (event: AgentEvent) => void,
+): Promise<Agent> {
   return createAgent({
     root,
     model,
@@ -56,7 +70,8 @@ async function runChecked(agent: Agent, task: string, events: AgentEvent[]): Pro
   if (halt.kind !== 'accepted') throw new Error(`the scripted run halted with ${JSON.stringify(halt)}`);
   const failed = events.find((e) => e.type === 'result' && e.result.is_error === true);
   if (failed?.type === 'result') throw new Error(`a call failed: ${String(failed.result.content)}`);
-  if (events.some((e) => e.type === 'compaction')) throw new Error('the session compacted; this row measures a session without compaction');
+  if (events.some((e) => e.type === 'compaction'))
+    throw new Error('the session compacted; this row measures a session without compaction');
 }
 
 export function median(values: number[]): number {
@@ -92,7 +107,10 @@ function slowRead(running: { now: number; max: number }): Tool {
 async function callTurnMs(root: string, calls: number): Promise<{ ms: number; maxRunning: number }> {
   const running = { now: 0, max: 0 };
   // Distinct inputs: three identical calls in a row would be refused by the runaway guard.
-  const model = new ScriptedModel([reply(...Array.from({ length: calls }, (_, n) => toolUse('slow_read', { n }))), say('done')]);
+  const model = new ScriptedModel([
+    reply(...Array.from({ length: calls }, (_, n) => toolUse('slow_read', { n }))),
+    say('done'),
+  ]);
   const events: AgentEvent[] = [];
   const requests: number[] = [];
   const agent = await benchAgent(root, model, [slowRead(running)], 5, (event) => {
@@ -152,7 +170,8 @@ async function tripTimes(root: string, model: Model): Promise<number[]> {
 }
 
 const noopScript = (n: number) => Array.from({ length: n }, (_, i) => i);
-const replayModel = () => new ReplayModel([...noopScript(TRIPS).map((n) => callsReply(n + 1, 'noop', [{ n }])), textReply(TRIPS + 1, 'done')]);
+const replayModel = () =>
+  new ReplayModel([...noopScript(TRIPS).map((n) => callsReply(n + 1, 'noop', [{ n }])), textReply(TRIPS + 1, 'done')]);
 
 interface TripStats {
   median: number;
@@ -174,7 +193,9 @@ function measureTrips() {
     await tripTimes(root, replayModel());
     const replay = tripStats(await tripTimes(root, replayModel()));
     // For the note only: the same session on ScriptedModel, whose structuredClone of every request grows with the transcript.
-    const scripted = tripStats(await tripTimes(root, new ScriptedModel([...noopScript(TRIPS).map((n) => call('noop', { n })), say('done')])));
+    const scripted = tripStats(
+      await tripTimes(root, new ScriptedModel([...noopScript(TRIPS).map((n) => call('noop', { n })), say('done')])),
+    );
     return { replay, scripted };
   }));
 }
@@ -205,7 +226,10 @@ const READ_CALLS = 40;
 const SMALL_FILES: Record<string, string> = Object.fromEntries(
   ['alpha', 'beta', 'gamma', 'delta'].map((name, i) => [
     `${name}.ts`,
-    Array.from({ length: 8 + i * 4 }, (_, line) => `export const ${name}${line} = ${line * (i + 1)}; // line ${line + 1} of ${name}.ts\n`).join(''),
+    Array.from(
+      { length: 8 + i * 4 },
+      (_, line) => `export const ${name}${line} = ${line * (i + 1)}; // line ${line + 1} of ${name}.ts\n`,
+    ).join(''),
   ]),
 );
 /** Cycles through the files, so no call repeats the one before it (the runaway guard). */
@@ -224,7 +248,10 @@ async function readSession<M extends Model>(model: M): Promise<{ agent: Agent; m
 // Row: cached share of input tokens
 
 export async function cachedShare(): Promise<Measurement> {
-  const replies = [...noopScript(READ_CALLS).map((i) => callsReply(i + 1, 'read_file', [{ path: readPath(i) }])), textReply(READ_CALLS + 1, 'done')];
+  const replies = [
+    ...noopScript(READ_CALLS).map((i) => callsReply(i + 1, 'read_file', [{ path: readPath(i) }])),
+    textReply(READ_CALLS + 1, 'done'),
+  ];
   const { agent } = await readSession(new PrefixCacheModel(replies));
   const { input, cacheWrite, cacheRead } = agent.usage;
   return {
@@ -256,9 +283,11 @@ export async function fixedPromptTokens(): Promise<Measurement> {
 // ---------------------------------------------------------------------------------------------
 // Row: prefix stability
 
-const unmarked = (value: unknown) => JSON.stringify(value, (key, v: unknown) => (key === 'cache_control' ? undefined : v));
+const unmarked = (value: unknown) =>
+  JSON.stringify(value, (key, v: unknown) => (key === 'cache_control' ? undefined : v));
 /** The string shorthand of a message's content as the one text block it stands for. */
-const asBlocks = (m: Anthropic.MessageParam) => (typeof m.content === 'string' ? { ...m, content: [{ type: 'text', text: m.content }] } : m);
+const asBlocks = (m: Anthropic.MessageParam) =>
+  typeof m.content === 'string' ? { ...m, content: [{ type: 'text', text: m.content }] } : m;
 
 export async function prefixStability(): Promise<Measurement> {
   const script = [...noopScript(READ_CALLS).map((i) => call('read_file', { path: readPath(i) })), say('done')];
@@ -271,10 +300,15 @@ export async function prefixStability(): Promise<Measurement> {
     const [earlier, later] = [requests[i - 1]!, requests[i]!];
     const sameFixed = unmarked([earlier.system, earlier.tools]) === unmarked([later.system, later.tools]);
     const differs = (view: (m: Anthropic.MessageParam) => unknown) =>
-      later.messages.length < earlier.messages.length ? -2 : earlier.messages.findIndex((m, k) => unmarked(view(m)) !== unmarked(view(later.messages[k]!)));
+      later.messages.length < earlier.messages.length
+        ? -2
+        : earlier.messages.findIndex((m, k) => unmarked(view(m)) !== unmarked(view(later.messages[k]!)));
     const exact = differs((m) => m);
     if (sameFixed && exact === -1) stable++;
-    else failures.push(`${i}→${i + 1}: ${!sameFixed ? 'system/tools differ' : exact === -2 ? 'messages shrank' : `message ${exact} differs`}`);
+    else
+      failures.push(
+        `${i}→${i + 1}: ${!sameFixed ? 'system/tools differ' : exact === -2 ? 'messages shrank' : `message ${exact} differs`}`,
+      );
     if (sameFixed && differs(asBlocks) === -1) stableAsBlocks++;
   }
   const pairs = requests.length - 1;

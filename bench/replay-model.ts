@@ -44,10 +44,17 @@ function message(turn: number, content: Anthropic.ContentBlock[]): Anthropic.Mes
 export const callsReply = (turn: number, name: string, inputs: unknown[]): Anthropic.Message =>
   message(
     turn,
-    inputs.map((input, i) => ({ type: 'tool_use', id: `toolu_r${turn}_${i}`, name, input, caller: { type: 'direct' } })),
+    inputs.map((input, i) => ({
+      type: 'tool_use',
+      id: `toolu_r${turn}_${i}`,
+      name,
+      input,
+      caller: { type: 'direct' },
+    })),
   );
 
-export const textReply = (turn: number, text: string): Anthropic.Message => message(turn, [{ type: 'text', text, citations: null }]);
+export const textReply = (turn: number, text: string): Anthropic.Message =>
+  message(turn, [{ type: 'text', text, citations: null }]);
 
 /** Returns the next prebuilt reply at once: no copy, no serialisation, no await on anything. */
 export class ReplayModel implements Model {
@@ -90,7 +97,8 @@ export class PrefixCacheModel extends ReplayModel {
       marked: boolean;
     }
     const marked = (block: unknown) => (block as { cache_control?: unknown }).cache_control != null;
-    const system = typeof request.system === 'string' ? [{ type: 'text', text: request.system }] : (request.system ?? []);
+    const system =
+      typeof request.system === 'string' ? [{ type: 'text', text: request.system }] : (request.system ?? []);
     // Each entry: what the bytes hold for one block, and whether a mark ends a prefix there.
     const blocks: Entry[] = [
       ...(request.tools ?? []).map((tool): Entry => ({ json: tool, marked: marked(tool) })),

@@ -69,7 +69,8 @@ function record(steps: StoryStep[], event: AgentEvent): void {
       if (current) current.reply += event.delta;
       return;
     case 'reply':
-      if (current && event.stopReason === 'max_tokens' && event.calls === 0) current.outcome = 'cut off: asked to go on';
+      if (current && event.stopReason === 'max_tokens' && event.calls === 0)
+        current.outcome = 'cut off: asked to go on';
       return;
     case 'call':
       if (current) current.reply = `${event.call.name} ${JSON.stringify(event.call.input)}`;
@@ -82,7 +83,8 @@ function record(steps: StoryStep[], event: AgentEvent): void {
       }
       return;
     case 'gate':
-      if (current) current.outcome = `\`${event.command}\` exit ${event.exitCode}: ${event.passed ? 'pass' : 'fail, refused'}`;
+      if (current)
+        current.outcome = `\`${event.command}\` exit ${event.exitCode}: ${event.passed ? 'pass' : 'fail, refused'}`;
       return;
     case 'halt':
       if (current && event.halt.kind === 'accepted') current.outcome += `${current.outcome ? ' → ' : ''}ACCEPTED`;
@@ -92,7 +94,8 @@ function record(steps: StoryStep[], event: AgentEvent): void {
   }
 }
 
-const cell = (text: string, width: number) => (text.length > width ? `${text.slice(0, width - 1)}…` : text.padEnd(width));
+const cell = (text: string, width: number) =>
+  text.length > width ? `${text.slice(0, width - 1)}…` : text.padEnd(width);
 
 export async function runDemo(): Promise<number> {
   console.log('No ANTHROPIC_API_KEY: showing the offline demo (set a key, or run with --help, for the real agent).\n');
@@ -100,17 +103,36 @@ export async function runDemo(): Promise<number> {
   console.log('The same eight scripted replies go through two harnesses; only the second checks "done".\n');
   const [trusting, verifying] = [await runSeedStory(false), await runSeedStory(true)];
   const widths = [3, 44, 34, 40];
-  console.log([cell('#', widths[0]!), cell("model's reply", widths[1]!), cell('trusting harness', widths[2]!), `verifying harness (${SEED_STORY_VERIFY})`].join(' '));
+  console.log(
+    [
+      cell('#', widths[0]!),
+      cell("model's reply", widths[1]!),
+      cell('trusting harness', widths[2]!),
+      `verifying harness (${SEED_STORY_VERIFY})`,
+    ].join(' '),
+  );
   for (let i = 0; i < verifying.steps.length; i++) {
     const step = verifying.steps[i]!;
     const trusted = trusting.steps[i]?.outcome ?? '(run over)';
-    console.log([cell(String(i + 1), widths[0]!), cell(step.reply.trim(), widths[1]!), cell(trusted, widths[2]!), step.outcome].join(' '));
+    console.log(
+      [
+        cell(String(i + 1), widths[0]!),
+        cell(step.reply.trim(), widths[1]!),
+        cell(trusted, widths[2]!),
+        step.outcome,
+      ].join(' '),
+    );
   }
-  for (const [name, run] of [['trusting', trusting], ['verifying', verifying]] as const) {
+  for (const [name, run] of [
+    ['trusting', trusting],
+    ['verifying', verifying],
+  ] as const) {
     const verdict = run.testReallyPasses ? 'the test really passes' : 'the test still FAILS';
     console.log(`\n${name}: ${describeHalt(run.halt)} at step ${run.turns}; ${verdict}`);
   }
   const ok = !trusting.testReallyPasses && verifying.testReallyPasses && verifying.halt.kind === 'accepted';
-  console.log(ok ? '\nSame model, same replies: only checking "done" made it true.' : '\nThe demo did not go as scripted.');
+  console.log(
+    ok ? '\nSame model, same replies: only checking "done" made it true.' : '\nThe demo did not go as scripted.',
+  );
   return ok ? 0 : 1;
 }

@@ -15,7 +15,9 @@ export async function runLesson(lesson: string, out: NodeJS.WritableStream = pro
   for (const story of STORIES.filter((s) => s.lesson === lesson)) {
     out.write(`\n=== ${lesson}: ${story.name}\n\n`);
     const problem = await playStory(story, tracePrinter(out));
-    out.write(problem === null ? `\nverdict: PASS, the acceptance of ${lesson} holds\n` : `\nverdict: FAIL, ${problem}\n`);
+    out.write(
+      problem === null ? `\nverdict: PASS, the acceptance of ${lesson} holds\n` : `\nverdict: FAIL, ${problem}\n`,
+    );
     if (problem !== null) failed++;
   }
   return failed === 0 ? 0 : 1;

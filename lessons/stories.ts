@@ -7,8 +7,27 @@ import { cp, mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/p
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { type AgentConfig, type AgentEvent, type Approver, approveAll, createAgent, type Halt, type ModelRequest, runTask } from '../agent.ts';
-import { call, loadScript, reply, say, type ScriptEntry, ScriptedModel, type ScriptedReply, text, toolUse } from '../scripted-model.ts';
+import {
+  type AgentConfig,
+  type AgentEvent,
+  type Approver,
+  approveAll,
+  createAgent,
+  type Halt,
+  type ModelRequest,
+  runTask,
+} from '../agent.ts';
+import {
+  call,
+  loadScript,
+  reply,
+  say,
+  type ScriptEntry,
+  ScriptedModel,
+  type ScriptedReply,
+  text,
+  toolUse,
+} from '../scripted-model.ts';
 import { defineTool, TOOLS } from '../tools.ts';
 import { EXAMPLE_PROJECT, SEED_STORY_SCRIPT, SEED_STORY_TASK, SEED_STORY_VERIFY } from './demo.ts';
 
@@ -34,9 +53,12 @@ export interface Story {
   check: (run: StoryRun) => Promise<string | null>;
 }
 
-const blocksOf = (message: Anthropic.MessageParam | undefined) => (message === undefined || typeof message.content === 'string' ? [] : message.content);
-const resultIds = (message: Anthropic.MessageParam | undefined) => blocksOf(message).flatMap((b) => (b.type === 'tool_result' ? [b.tool_use_id] : []));
-const toolCalls = (messages: Anthropic.MessageParam[]) => messages.flatMap((m) => (m.role === 'assistant' ? blocksOf(m).filter((b) => b.type === 'tool_use') : []));
+const blocksOf = (message: Anthropic.MessageParam | undefined) =>
+  message === undefined || typeof message.content === 'string' ? [] : message.content;
+const resultIds = (message: Anthropic.MessageParam | undefined) =>
+  blocksOf(message).flatMap((b) => (b.type === 'tool_result' ? [b.tool_use_id] : []));
+const toolCalls = (messages: Anthropic.MessageParam[]) =>
+  messages.flatMap((m) => (m.role === 'assistant' ? blocksOf(m).filter((b) => b.type === 'tool_use') : []));
 const failIf = (broken: boolean, why: string) => (broken ? why : null);
 
 const echo = defineTool({
@@ -48,12 +70,20 @@ const echo = defineTool({
 });
 
 /** Answers each approval request with the next scripted answer. */
-const scriptedApprover = (answers: Awaited<ReturnType<Approver>>[]): Approver => async () => answers.shift() ?? { approved: true };
+const scriptedApprover =
+  (answers: Awaited<ReturnType<Approver>>[]): Approver =>
+  async () =>
+    answers.shift() ?? { approved: true };
 
-const FIZZBUZZ_15 = Array.from({ length: 15 }, (_, i) => (i + 1) % 15 === 0 ? 'FizzBuzz' : (i + 1) % 3 === 0 ? 'Fizz' : (i + 1) % 5 === 0 ? 'Buzz' : String(i + 1));
+const FIZZBUZZ_15 = Array.from({ length: 15 }, (_, i) =>
+  (i + 1) % 15 === 0 ? 'FizzBuzz' : (i + 1) % 3 === 0 ? 'Fizz' : (i + 1) % 5 === 0 ? 'Buzz' : String(i + 1),
+);
 
 const NOTES = Object.fromEntries(
-  Array.from({ length: 15 }, (_, i) => [`notes/n${String(i + 1).padStart(2, '0')}.md`, `# Note ${i + 1}\n${`Line of note ${i + 1}, kept long on purpose. `.repeat(60)}\n`]),
+  Array.from({ length: 15 }, (_, i) => [
+    `notes/n${String(i + 1).padStart(2, '0')}.md`,
+    `# Note ${i + 1}\n${`Line of note ${i + 1}, kept long on purpose. `.repeat(60)}\n`,
+  ]),
 );
 const isSummaryRequest = (request: ModelRequest) => {
   const last = request.messages.at(-1);
@@ -69,7 +99,10 @@ export const STORIES: Story[] = [
     script: async () => [say('Nice to meet you, Ada.'), say('Your name is Ada.')],
     check: async ({ requests }) => {
       const second = JSON.stringify(requests[1]?.messages ?? []);
-      return failIf(!second.includes('My name is Ada.') || !second.includes('Nice to meet you, Ada.'), 'the second request lacks the first exchange');
+      return failIf(
+        !second.includes('My name is Ada.') || !second.includes('Nice to meet you, Ada.'),
+        'the second request lacks the first exchange',
+      );
     },
   },
   {
@@ -77,12 +110,18 @@ export const STORIES: Story[] = [
     name: 'a dummy tool is called; two calls in one reply are both answered, in order, in one user message',
     project: {},
     tasks: ['Echo a, then b.'],
-    script: async () => [reply(text('I will echo both.'), toolUse('echo', { text: 'a' }), toolUse('echo', { text: 'b' })), say('Echoed a and b.')],
+    script: async () => [
+      reply(text('I will echo both.'), toolUse('echo', { text: 'a' }), toolUse('echo', { text: 'b' })),
+      say('Echoed a and b.'),
+    ],
     config: () => ({ tools: [...TOOLS, echo] }),
     check: async ({ messages, halts }) => {
       const answered = resultIds(messages[2]);
       const asked = toolCalls(messages).map((c) => c.id);
-      return failIf(JSON.stringify(answered) !== JSON.stringify(asked) || halts[0]?.kind !== 'accepted', `calls ${asked} answered as ${answered}`);
+      return failIf(
+        JSON.stringify(answered) !== JSON.stringify(asked) || halts[0]?.kind !== 'accepted',
+        `calls ${asked} answered as ${answered}`,
+      );
     },
   },
   {
@@ -92,8 +131,13 @@ export const STORIES: Story[] = [
     tasks: ['write fizzbuzz.js up to 15'],
     script: () => loadScript(path.join(import.meta.dirname, 'scripts', 'fizzbuzz.json')),
     check: async ({ root }) => {
-      const printed = execFileSync(process.execPath, ['fizzbuzz.js'], { cwd: root, encoding: 'utf8' }).trim().split('\n');
-      return failIf(JSON.stringify(printed) !== JSON.stringify(FIZZBUZZ_15), `node fizzbuzz.js printed ${printed.length} lines: ${printed.join(' ')}`);
+      const printed = execFileSync(process.execPath, ['fizzbuzz.js'], { cwd: root, encoding: 'utf8' })
+        .trim()
+        .split('\n');
+      return failIf(
+        JSON.stringify(printed) !== JSON.stringify(FIZZBUZZ_15),
+        `node fizzbuzz.js printed ${printed.length} lines: ${printed.join(' ')}`,
+      );
     },
   },
   {
@@ -103,7 +147,9 @@ export const STORIES: Story[] = [
     tasks: ['which version is in package.json?'],
     script: () => loadScript(path.join(import.meta.dirname, 'scripts', 'package-version.json')),
     check: async ({ messages }) => {
-      const names = toolCalls(messages).map((c) => c.name).join(',');
+      const names = toolCalls(messages)
+        .map((c) => c.name)
+        .join(',');
       const answer = JSON.stringify(messages.at(-1));
       return failIf(names !== 'list_files,read_file' || !answer.includes('1.0.0'), `calls ${names}; answer ${answer}`);
     },
@@ -116,7 +162,10 @@ export const STORIES: Story[] = [
     script: () => loadScript(SEED_STORY_SCRIPT),
     config: () => ({ verify: SEED_STORY_VERIFY }),
     check: async ({ halts, requests }) =>
-      failIf(halts[0]?.kind !== 'accepted' || requests.length !== 8, `halted ${JSON.stringify(halts[0])} after ${requests.length} turns`),
+      failIf(
+        halts[0]?.kind !== 'accepted' || requests.length !== 8,
+        `halted ${JSON.stringify(halts[0])} after ${requests.length} turns`,
+      ),
   },
   {
     lesson: 'p3',
@@ -125,19 +174,40 @@ export const STORIES: Story[] = [
     tasks: [SEED_STORY_TASK],
     script: async () => [
       reply(toolUse('read_file', { path: 'add.js' }), toolUse('read_file', { path: 'test.js' })),
-      call('edit_file', { path: 'test.js', old_str: 'assert.equal(add(2, 3), 5);', new_str: 'assert.equal(add(2, 3), -1);' }),
+      call('edit_file', {
+        path: 'test.js',
+        old_str: 'assert.equal(add(2, 3), 5);',
+        new_str: 'assert.equal(add(2, 3), -1);',
+      }),
       call('edit_file', { path: 'add.js', old_str: '  return a - b;\n', new_str: '  // fixed\n  return b + a;\n' }),
-      { ...reply(text('Now the minimal fix:'), toolUse('edit_file', { path: 'add.js', old_str: 'return a - b;', new_str: 'retu' })), stop_reason: 'max_tokens' },
+      {
+        ...reply(
+          text('Now the minimal fix:'),
+          toolUse('edit_file', { path: 'add.js', old_str: 'return a - b;', new_str: 'retu' }),
+        ),
+        stop_reason: 'max_tokens',
+      },
       call('edit_file', { path: 'add.js', old_str: 'return a - b;', new_str: 'return a + b;' }),
       say('Done: add.js returns a + b; test.js is unchanged.'),
     ],
-    config: () => ({ verify: SEED_STORY_VERIFY, protect: ['test.js'], approve: scriptedApprover([{ approved: false, reason: 'keep the change minimal' }, { approved: true }]) }),
+    config: () => ({
+      verify: SEED_STORY_VERIFY,
+      protect: ['test.js'],
+      approve: scriptedApprover([{ approved: false, reason: 'keep the change minimal' }, { approved: true }]),
+    }),
     check: async ({ halts, root, messages }) => {
       const testFile = await readFile(path.join(root, 'test.js'), 'utf8');
       const all = JSON.stringify(messages);
-      const refusals = ['is protected', 'the user declined this edit_file call: keep the change minimal', 'not executed: your reply was cut off'];
+      const refusals = [
+        'is protected',
+        'the user declined this edit_file call: keep the change minimal',
+        'not executed: your reply was cut off',
+      ];
       const missing = refusals.filter((r) => !all.includes(r));
-      return failIf(halts[0]?.kind !== 'accepted' || !testFile.includes('5);') || missing.length > 0, `halt ${JSON.stringify(halts[0])}; missing: ${missing}`);
+      return failIf(
+        halts[0]?.kind !== 'accepted' || !testFile.includes('5);') || missing.length > 0,
+        `halt ${JSON.stringify(halts[0])}; missing: ${missing}`,
+      );
     },
   },
   {
@@ -146,14 +216,32 @@ export const STORIES: Story[] = [
     project: NOTES,
     tasks: ['Read every note and add a table of contents to notes/README.md.'],
     script: async () => {
-      const steps: ScriptedReply[] = [call('task', { description: 'list the notes', prompt: 'Which files are in notes/?' })];
-      for (let i = 0; i < 45; i++) steps.push(call('read_file', { path: `notes/n${String((i % 15) + 1).padStart(2, '0')}.md`, limit: 1 + (i % 3) }));
-      steps.push(call('edit_file', { path: 'notes/README.md', old_str: '', new_str: Object.keys(NOTES).map((f) => `- ${f}`).join('\n') }));
+      const steps: ScriptedReply[] = [
+        call('task', { description: 'list the notes', prompt: 'Which files are in notes/?' }),
+      ];
+      for (let i = 0; i < 45; i++)
+        steps.push(
+          call('read_file', { path: `notes/n${String((i % 15) + 1).padStart(2, '0')}.md`, limit: 1 + (i % 3) }),
+        );
+      steps.push(
+        call('edit_file', {
+          path: 'notes/README.md',
+          old_str: '',
+          new_str: Object.keys(NOTES)
+            .map((f) => `- ${f}`)
+            .join('\n'),
+        }),
+      );
       steps.push(say('Added notes/README.md with all 15 notes.'));
       let next = 0;
       // A summary request can come before any step: answer it, and keep the step for the next request.
-      const summary = say('Goal: a table of contents in notes/README.md. Done: read notes n01-n15. Next: write notes/README.md.');
-      return Array.from({ length: steps.length + 10 }, () => (request: ModelRequest) => (isSummaryRequest(request) ? summary : steps[next++]!));
+      const summary = say(
+        'Goal: a table of contents in notes/README.md. Done: read notes n01-n15. Next: write notes/README.md.',
+      );
+      return Array.from(
+        { length: steps.length + 10 },
+        () => (request: ModelRequest) => (isSummaryRequest(request) ? summary : steps[next++]!),
+      );
     },
     config: () => ({
       contextWindow: 20_000,
@@ -163,7 +251,10 @@ export const STORIES: Story[] = [
       const compactions = events.filter((e) => e.type === 'compaction').length;
       const largest = Math.max(...requests.map((r) => Math.ceil(JSON.stringify(r).length / 4)));
       const calls = toolCalls(messages).length;
-      return failIf(halts[0]?.kind !== 'accepted' || compactions < 1 || largest > 20_000 || calls < 45, `halt ${halts[0]?.kind}, ${compactions} compactions, largest request ~${largest} tokens, ${calls} calls kept`);
+      return failIf(
+        halts[0]?.kind !== 'accepted' || compactions < 1 || largest > 20_000 || calls < 45,
+        `halt ${halts[0]?.kind}, ${compactions} compactions, largest request ~${largest} tokens, ${calls} calls kept`,
+      );
     },
   },
 ];

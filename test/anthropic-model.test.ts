@@ -23,14 +23,30 @@ async function agentOnFakeApi(t: TestContext, steps: FakeStep[], files: Record<s
 const messageCalls = (api: FakeApi) => api.requests.filter((r) => r.path === '/v1/messages').length;
 
 const textBlock = (text: string): Anthropic.TextBlock => ({ type: 'text', text, citations: null });
-const toolUseBlock = (id: string, name: string, input: unknown): Anthropic.ToolUseBlock => ({ type: 'tool_use', id, name, input, caller: { type: 'direct' } });
+const toolUseBlock = (id: string, name: string, input: unknown): Anthropic.ToolUseBlock => ({
+  type: 'tool_use',
+  id,
+  name,
+  input,
+  caller: { type: 'direct' },
+});
 
 test('a streamed reply with thinking, text and a tool call is assembled, executed and sent back intact', async (t) => {
-  const thinking: Anthropic.ThinkingBlock = { type: 'thinking', thinking: 'The note is in note.txt.', signature: 'replaced-by-the-fake' };
+  const thinking: Anthropic.ThinkingBlock = {
+    type: 'thinking',
+    thinking: 'The note is in note.txt.',
+    signature: 'replaced-by-the-fake',
+  };
   const { api, agent, events } = await agentOnFakeApi(
     t,
     [
-      { kind: 'reply', message: fakeMessage([thinking, textBlock('Reading it.'), toolUseBlock('toolu_1', 'read_file', { path: 'note.txt' })], 'tool_use') },
+      {
+        kind: 'reply',
+        message: fakeMessage(
+          [thinking, textBlock('Reading it.'), toolUseBlock('toolu_1', 'read_file', { path: 'note.txt' })],
+          'tool_use',
+        ),
+      },
       { kind: 'reply', message: fakeMessage([textBlock('It says hello.')]) },
     ],
     { 'note.txt': 'hello\n' },
@@ -62,11 +78,20 @@ test('a failing API halts with kind error and a readable one-line message, not a
   ]);
   const halt = await runTask(agent, 'hi');
   assert.equal(halt.kind, 'error');
-  assert.match(halt.kind === 'error' ? halt.message : '', /^model call failed: HTTP 400 invalid_request_error: max_tokens: too large \(request id req_fake_\d+\)$/);
+  assert.match(
+    halt.kind === 'error' ? halt.message : '',
+    /^model call failed: HTTP 400 invalid_request_error: max_tokens: too large \(request id req_fake_\d+\)$/,
+  );
 });
 
 test('a connection cut mid-stream ends the run as an error halt and leaves no half reply behind', async (t) => {
-  const message = fakeMessage([textBlock('I will now edit the file, which'), toolUseBlock('toolu_1', 'edit_file', { path: 'x.txt', old_str: '', new_str: 'x' })], 'tool_use');
+  const message = fakeMessage(
+    [
+      textBlock('I will now edit the file, which'),
+      toolUseBlock('toolu_1', 'edit_file', { path: 'x.txt', old_str: '', new_str: 'x' }),
+    ],
+    'tool_use',
+  );
   const { agent, root } = await agentOnFakeApi(t, [{ kind: 'cut', message, afterEvents: 4 }]);
   const halt = await runTask(agent, 'write x.txt');
   assert.equal(halt.kind, 'error');

@@ -74,7 +74,8 @@ function checkSystem(system: unknown, violations: string[]): void {
   }
   for (const [i, block] of blocks.entries()) {
     if (!isRecord(block) || block.type !== 'text') violations.push(`system.${i}: must be a text block`);
-    else if (!hasText(block.text)) violations.push(`system.${i}.text: text content blocks must contain non-whitespace text`);
+    else if (!hasText(block.text))
+      violations.push(`system.${i}.text: text content blocks must contain non-whitespace text`);
   }
 }
 
@@ -92,7 +93,8 @@ function checkMessages(
   for (const [i, message] of messages.entries()) {
     const at = `messages.${i}`;
     const { role, content } = isRecord(message) ? message : { role: undefined, content: undefined };
-    if (!ROLES.includes(role)) violations.push(`${at}.role: must be "user" or "assistant", got ${JSON.stringify(role)}`);
+    if (!ROLES.includes(role))
+      violations.push(`${at}.role: must be "user" or "assistant", got ${JSON.stringify(role)}`);
     if (i === 0 && role !== 'user') violations.push(`${at}: the first message must use the "user" role`);
 
     let blocks: unknown[] = [];
@@ -124,7 +126,8 @@ function checkMessages(
 
       switch (block.type) {
         case 'text':
-          if (!hasText(block.text)) violations.push(`${path}.text: text content blocks must contain non-whitespace text`);
+          if (!hasText(block.text))
+            violations.push(`${path}.text: text content blocks must contain non-whitespace text`);
           break;
         case 'thinking': {
           const { thinking, signature } = block;
@@ -136,7 +139,8 @@ function checkMessages(
           break;
         }
         case 'redacted_thinking':
-          if (typeof block.data !== 'string') violations.push(`${path}.data: redacted_thinking blocks need a string "data"`);
+          if (typeof block.data !== 'string')
+            violations.push(`${path}.data: redacted_thinking blocks need a string "data"`);
           break;
         case 'tool_use': {
           const { id, name, input } = block;
@@ -191,8 +195,9 @@ function countCacheControl(body: Json): number {
       return sum + own + (block.type === 'tool_result' ? inBlocks(block.content) : 0);
     }, 0);
   const messages = asArray(body.messages) ?? [];
-  return inBlocks(body.tools) + inBlocks(body.system) + messages.reduce<number>(
-    (sum, message) => sum + (isRecord(message) ? inBlocks(message.content) : 0),
-    0,
+  return (
+    inBlocks(body.tools) +
+    inBlocks(body.system) +
+    messages.reduce<number>((sum, message) => sum + (isRecord(message) ? inBlocks(message.content) : 0), 0)
   );
 }

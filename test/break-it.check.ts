@@ -28,7 +28,8 @@ async function breakIts(): Promise<BreakIt[]> {
   const found: BreakIt[] = [];
   for (const file of (await readdir(folder)).filter((f) => /^p\d.*\.md$/.test(f)).sort()) {
     const text = await readFile(path.join(folder, file), 'utf8');
-    for (const match of text.matchAll(/<!-- break-it (\{[\s\S]*?\}) -->/g)) found.push({ lesson: file, ...(JSON.parse(match[1]!) as Omit<BreakIt, 'lesson'>) });
+    for (const match of text.matchAll(/<!-- break-it (\{[\s\S]*?\}) -->/g))
+      found.push({ lesson: file, ...(JSON.parse(match[1]!) as Omit<BreakIt, 'lesson'>) });
   }
   return found;
 }
@@ -40,17 +41,33 @@ async function runBroken(exercise: BreakIt): Promise<{ code: number | null; outp
   const project = path.join(import.meta.dirname, '..');
   const copy = await realpath(await mkdtemp(path.join(os.tmpdir(), 'break-it-')));
   try {
-    for (const entry of ['agent.ts', 'tools.ts', 'scripted-model.ts', 'package.json', 'tsconfig.json', 'lessons', 'test']) {
+    for (const entry of [
+      'agent.ts',
+      'tools.ts',
+      'scripted-model.ts',
+      'package.json',
+      'tsconfig.json',
+      'lessons',
+      'test',
+    ]) {
       await cp(path.join(project, entry), path.join(copy, entry), { recursive: true });
     }
     await symlink(path.join(project, 'node_modules'), path.join(copy, 'node_modules'));
     const source = await readFile(path.join(copy, exercise.file), 'utf8');
-    assert.equal(source.split(exercise.find).length - 1, 1, `${exercise.lesson}: the guard to delete must appear exactly once in ${exercise.file}`);
+    assert.equal(
+      source.split(exercise.find).length - 1,
+      1,
+      `${exercise.lesson}: the guard to delete must appear exactly once in ${exercise.file}`,
+    );
     await writeFile(path.join(copy, exercise.file), source.replace(exercise.find, exercise.replace));
     const pattern = `^${escapeRegExp(exercise.name)}$`;
     // Without NODE_TEST_CONTEXT, or the inner test runner would report to this one instead of printing.
     const { NODE_TEST_CONTEXT: _inherited, ...env } = process.env;
-    const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=tap', `--test-name-pattern=${pattern}`, exercise.test], { cwd: copy, env });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', '--test', '--test-reporter=tap', `--test-name-pattern=${pattern}`, exercise.test],
+      { cwd: copy, env },
+    );
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -69,6 +86,10 @@ test('every lesson has a "break it" exercise, and its named test really fails wi
     const { code, output } = runs[i]!;
     assert.notEqual(code, 0, `${exercise.lesson}: "${exercise.name}" still passes without the guard`);
     const failedLine = new RegExp(`^\\s*not ok \\d+ - ${escapeRegExp(exercise.name)}$`, 'm');
-    assert.match(output, failedLine, `${exercise.lesson}: "${exercise.name}" did not fail as a test:\n${output.slice(-1500)}`);
+    assert.match(
+      output,
+      failedLine,
+      `${exercise.lesson}: "${exercise.name}" did not fail as a test:\n${output.slice(-1500)}`,
+    );
   });
 });

@@ -33,7 +33,10 @@ describe('the REPL', () => {
     const root = await tempProject(t, { 'a.txt': 'a\n' });
     const script = [call('read_file', { path: 'a.txt' }), say('read A'), call('list_files', {}), say('listed B')];
     const { agent, model } = await pipedRepl(['/compact', 'task A', 'task B'], script, root);
-    assert.deepEqual(agent.messages.map((m) => m.role), ['user', 'assistant', 'user', 'assistant', 'user', 'assistant', 'user', 'assistant']);
+    assert.deepEqual(
+      agent.messages.map((m) => m.role),
+      ['user', 'assistant', 'user', 'assistant', 'user', 'assistant', 'user', 'assistant'],
+    );
     assert.equal(textOf(agent.messages[4]), 'task B');
     for (const request of model.requests) assert.deepEqual(violationsOf(request), []);
   });
@@ -43,7 +46,10 @@ describe('the REPL', () => {
     const { model, events } = await pipedRepl(['/frobnicate', '/resume'], [], root);
     assert.equal(model.requests.length, 0);
     const notices = events.flatMap((e) => (e.type === 'notice' ? [e.text] : []));
-    assert.equal(notices.filter((n) => n.includes('the commands are /context, /compact, /resume FILE, /exit')).length, 2);
+    assert.equal(
+      notices.filter((n) => n.includes('the commands are /context, /compact, /resume FILE, /exit')).length,
+      2,
+    );
   });
 });
 
@@ -53,7 +59,8 @@ describe('the terminal printer', () => {
     const print = terminalPrinter(out);
     const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
     const before = timers();
-    const call = (id: string) => ({ type: 'tool_use', id, name: 'read_file', input: {}, caller: { type: 'direct' } }) as const;
+    const call = (id: string) =>
+      ({ type: 'tool_use', id, name: 'read_file', input: {}, caller: { type: 'direct' } }) as const;
     const events: AgentEvent[] = [
       { type: 'running', call: call('a') },
       { type: 'running', call: call('b') },

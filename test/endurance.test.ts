@@ -35,7 +35,8 @@ import { scriptedAgent, tempProject, textOf, unmarked } from './helpers.ts';
 // Shared scaffolding
 
 /** The API's objections to a request as a model received it (model and max_tokens filled in). */
-const violations = (request: Partial<ModelRequest> & Pick<ModelRequest, 'messages'>) => requestViolations({ model: 'm', max_tokens: 1, ...request });
+const violations = (request: Partial<ModelRequest> & Pick<ModelRequest, 'messages'>) =>
+  requestViolations({ model: 'm', max_tokens: 1, ...request });
 
 /** A summary request ends with a user message whose (string) content asks for the summary. */
 const isSummaryRequest = (request: ModelRequest) => {
@@ -43,16 +44,22 @@ const isSummaryRequest = (request: ModelRequest) => {
   return last?.role === 'user' && typeof last.content === 'string' && last.content.includes('Write a summary');
 };
 
-const toolNames = (request: ModelRequest) => (request.tools ?? []).map((tool) => ('name' in tool ? tool.name : tool.type));
+const toolNames = (request: ModelRequest) =>
+  (request.tools ?? []).map((tool) => ('name' in tool ? tool.name : tool.type));
 
 const toolUses = (messages: Anthropic.MessageParam[]) =>
-  messages.flatMap((m) => (m.role === 'assistant' && Array.isArray(m.content) ? m.content.filter((b) => b.type === 'tool_use') : []));
+  messages.flatMap((m) =>
+    m.role === 'assistant' && Array.isArray(m.content) ? m.content.filter((b) => b.type === 'tool_use') : [],
+  );
 
 /** `count` source files of a few KB each, with distinct lines, so every read result is unique. */
 function generatedProject(count: number, lines = 45): Record<string, string> {
   const files: Record<string, string> = {};
   for (let i = 0; i < count; i++) {
-    const body = Array.from({ length: lines }, (_, k) => `export const m${i}_${k} = ${k}; // ${'filler '.repeat(6)}${i}.${k}`);
+    const body = Array.from(
+      { length: lines },
+      (_, k) => `export const m${i}_${k} = ${k}; // ${'filler '.repeat(6)}${i}.${k}`,
+    );
     files[`src/mod${String(i).padStart(2, '0')}.ts`] = `${body.join('\n')}\n`;
   }
   return files;
@@ -76,7 +83,11 @@ interface ReadingState {
  */
 function readingScript(
   paths: string[],
-  options: { edit?: { path: string; old_str: string; new_str: string }; stopReadingWhen?: (state: ReadingState) => boolean; usage?: ScriptedReply['usage'] } = {},
+  options: {
+    edit?: { path: string; old_str: string; new_str: string };
+    stopReadingWhen?: (state: ReadingState) => boolean;
+    usage?: ScriptedReply['usage'];
+  } = {},
 ) {
   const state: ReadingState = { reads: 0, edited: false, requests: 0, summaries: new Map(), readsAtSummary: [] };
   const withUsage = (r: ScriptedReply): ScriptedReply => (options.usage ? { ...r, usage: options.usage } : r);
@@ -88,7 +99,8 @@ function readingScript(
       state.readsAtSummary.push(state.reads);
       return withUsage(say(summary));
     }
-    if (state.reads < paths.length && !(options.stopReadingWhen?.(state) ?? false)) return withUsage(call('read_file', { path: paths[state.reads++] }));
+    if (state.reads < paths.length && !(options.stopReadingWhen?.(state) ?? false))
+      return withUsage(call('read_file', { path: paths[state.reads++] }));
     if (options.edit && !state.edited) {
       state.edited = true;
       return withUsage(call('edit_file', options.edit));
@@ -103,7 +115,13 @@ const reportedInput = (request: ModelRequest) => Math.ceil(JSON.stringify(reques
 const sumOf = (numbers: number[]) => numbers.reduce((a, b) => a + b, 0);
 
 const textBlock = (t: string): Anthropic.TextBlock => ({ type: 'text', text: t, citations: null });
-const toolUseBlock = (id: string, name: string, input: unknown): Anthropic.ToolUseBlock => ({ type: 'tool_use', id, name, input, caller: { type: 'direct' } });
+const toolUseBlock = (id: string, name: string, input: unknown): Anthropic.ToolUseBlock => ({
+  type: 'tool_use',
+  id,
+  name,
+  input,
+  caller: { type: 'direct' },
+});
 
 async function fakeClient(t: TestContext, ...args: Parameters<typeof startFakeApi>) {
   const api = await startFakeApi(...args);
@@ -129,7 +147,10 @@ describe('P4 acceptance: a long task in a small window', () => {
     const edit = { path: 'src/mod00.ts', old_str: 'export const m0_0 = 0;', new_str: 'export const m0_0 = 42;' };
     const { script, state } = readingScript(paths, { edit });
     const WINDOW = 20_000;
-    const { agent, model, events } = await scriptedAgent(root, script, { contextWindow: WINDOW, budgets: { maxTurns: 100 } });
+    const { agent, model, events } = await scriptedAgent(root, script, {
+      contextWindow: WINDOW,
+      budgets: { maxTurns: 100 },
+    });
     assert.equal(agent.contextWindow, WINDOW, 'the scripted model has no metadata, so the configured window is used');
 
     const halt = await runTask(agent, 'Read every file under src/, then set m0_0 to 42 in src/mod00.ts.');
@@ -144,15 +165,24 @@ describe('P4 acceptance: a long task in a small window', () => {
     const sizes = model.requests.map((request) => estimateTokens(request));
     for (const [i, request] of model.requests.entries()) {
       assert.ok(sizes[i]! < WINDOW, `request ${i} is ~${sizes[i]} tokens, over the ${WINDOW}-token window`);
-      assert.deepEqual(violations(request), [], `request ${i} (${isSummaryRequest(request) ? 'a summary request' : 'a turn'}) breaks an API rule`);
+      assert.deepEqual(
+        violations(request),
+        [],
+        `request ${i} (${isSummaryRequest(request) ? 'a summary request' : 'a turn'}) breaks an API rule`,
+      );
     }
     for (const [index, summary] of state.summaries) {
       const next = model.requests[index + 1];
       assert.ok(next && !isSummaryRequest(next), `request ${index + 1} is the turn the summary was made for`);
-      assert.ok(textOf(next.messages[0]).includes(summary), `request ${index + 1} opens with the summary written at request ${index}`);
+      assert.ok(
+        textOf(next.messages[0]).includes(summary),
+        `request ${index + 1} opens with the summary written at request ${index}`,
+      );
     }
-    t.diagnostic(`requests: ${model.requests.length} (${state.summaries.size} summaries); largest ~${Math.max(...sizes)} tokens by estimateTokens, ` +
-      `~${Math.max(...model.requests.map(reportedInput))} by the scripted model's chars/4`);
+    t.diagnostic(
+      `requests: ${model.requests.length} (${state.summaries.size} summaries); largest ~${Math.max(...sizes)} tokens by estimateTokens, ` +
+        `~${Math.max(...model.requests.map(reportedInput))} by the scripted model's chars/4`,
+    );
 
     // The session keeps every message: the summary is only what the model is shown.
     assert.equal(toolUses(agent.messages).length, 49);
@@ -170,7 +200,11 @@ describe('P4 acceptance: a long task in a small window', () => {
     const { agent, model } = await scriptedAgent(root, script, { contextWindow: 20_000, budgets: { maxTurns: 100 } });
     await runTask(agent, 'Read every file under src/.');
     assert.ok(state.summaries.size >= 1);
-    assert.equal(agent.usage.input, sumOf(model.requests.map(reportedInput)), `${model.requests.length} calls, ${state.summaries.size} of them summaries`);
+    assert.equal(
+      agent.usage.input,
+      sumOf(model.requests.map(reportedInput)),
+      `${model.requests.length} calls, ${state.summaries.size} of them summaries`,
+    );
     assert.equal(agent.usage.output, 10 * model.requests.length);
   });
 });
@@ -180,11 +214,23 @@ describe('resume after compaction', () => {
     const files = generatedProject(30);
     const root = await tempProject(t, files);
     const file = path.join(root, '.agent', 'sessions', 'run.jsonl');
-    const header = { type: 'session', version: SESSION_VERSION, model: 'scripted', root, startedAt: new Date(0).toISOString() } as const;
+    const header = {
+      type: 'session',
+      version: SESSION_VERSION,
+      model: 'scripted',
+      root,
+      startedAt: new Date(0).toISOString(),
+    } as const;
     const record = sessionRecorder(file, header, []);
     // Read until the first compaction, then one more file, then finish.
-    const reading = readingScript(Object.keys(files), { stopReadingWhen: (s) => s.readsAtSummary.length > 0 && s.reads > s.readsAtSummary[0]! });
-    const original = await scriptedAgent(root, reading.script, { contextWindow: 20_000, budgets: { maxTurns: 100 }, onEvent: record });
+    const reading = readingScript(Object.keys(files), {
+      stopReadingWhen: (s) => s.readsAtSummary.length > 0 && s.reads > s.readsAtSummary[0]!,
+    });
+    const original = await scriptedAgent(root, reading.script, {
+      contextWindow: 20_000,
+      budgets: { maxTurns: 100 },
+      onEvent: record,
+    });
     assert.equal((await runTask(original.agent, 'Read the files under src/ one by one.')).kind, 'accepted');
     assert.equal(reading.state.summaries.size, 1, 'the first run compacted once');
 
@@ -231,15 +277,30 @@ function randomTranscript(seed: number): Anthropic.MessageParam[] {
     if (rnd.next() < 0.5) opening.push({ type: 'text', text: words(1, 40) });
     const shape = rnd.pick(['tool', 'tool', 'tool', 'text', 'pause'] as const);
     if (shape === 'tool') {
-      const calls = Array.from({ length: rnd.int(1, 3) }, (): Anthropic.ToolUseBlockParam => ({ type: 'tool_use', id: `toolu_${seed}_${ids++}`, name: 'read_file', input: { path: `f${ids}.ts` } }));
+      const calls = Array.from({ length: rnd.int(1, 3) }, (): Anthropic.ToolUseBlockParam => ({
+        type: 'tool_use',
+        id: `toolu_${seed}_${ids++}`,
+        name: 'read_file',
+        input: { path: `f${ids}.ts` },
+      }));
       messages.push({ role: 'assistant', content: [...opening, ...calls] });
-      const results = calls.map((c): Anthropic.ToolResultBlockParam => ({ type: 'tool_result', tool_use_id: c.id, content: words(1, 40), ...(rnd.next() < 0.1 ? { is_error: true } : {}) }));
-      const steering: Anthropic.TextBlockParam[] = rnd.next() < 0.2 ? [{ type: 'text', text: `steer: ${words(1, 20)}` }] : [];
+      const results = calls.map((c): Anthropic.ToolResultBlockParam => ({
+        type: 'tool_result',
+        tool_use_id: c.id,
+        content: words(1, 40),
+        ...(rnd.next() < 0.1 ? { is_error: true } : {}),
+      }));
+      const steering: Anthropic.TextBlockParam[] =
+        rnd.next() < 0.2 ? [{ type: 'text', text: `steer: ${words(1, 20)}` }] : [];
       messages.push({ role: 'user', content: [...results, ...steering] });
     } else if (shape === 'text') {
       messages.push({ role: 'assistant', content: [...opening, { type: 'text', text: words(1, 60) }] });
       // A text reply is followed by the gate's "not done yet" or the user's next task.
-      messages.push(rnd.next() < 0.5 ? { role: 'user', content: `next task: ${words(1, 30)}` } : { role: 'user', content: [{ type: 'text', text: `The task is not done yet: ${words(1, 30)}` }] });
+      messages.push(
+        rnd.next() < 0.5
+          ? { role: 'user', content: `next task: ${words(1, 30)}` }
+          : { role: 'user', content: [{ type: 'text', text: `The task is not done yet: ${words(1, 30)}` }] },
+      );
     } else {
       // pause_turn: the reply is appended and the model is called again, with no user message between.
       messages.push({ role: 'assistant', content: [...opening, { type: 'text', text: `paused ${words(1, 20)}` }] });
@@ -247,7 +308,8 @@ function randomTranscript(seed: number): Anthropic.MessageParam[] {
   }
   // The loop compacts before a request (the transcript ends with a user message); /compact may run
   // after a halt (it ends with the final assistant text).
-  if (messages.at(-1)!.role === 'user' && rnd.next() < 0.3) messages.push({ role: 'assistant', content: [{ type: 'text', text: `final ${words(1, 10)}` }] });
+  if (messages.at(-1)!.role === 'user' && rnd.next() < 0.3)
+    messages.push({ role: 'assistant', content: [{ type: 'text', text: `final ${words(1, 10)}` }] });
   return messages;
 }
 
@@ -255,7 +317,10 @@ describe('where the cut lands', () => {
   test('the cut never lands between a call and its result: both the summarised part and the verbatim part stay valid requests', () => {
     const BASE_SEED = Number(process.env.ENDURANCE_SEED ?? 0x5eed);
     const CASES = 500;
-    const summary: Anthropic.MessageParam = { role: 'user', content: '[Summary of the earlier conversation]\n\nsummary' };
+    const summary: Anthropic.MessageParam = {
+      role: 'user',
+      content: '[Summary of the earlier conversation]\n\nsummary',
+    };
     let checked = 0;
     for (let n = 0; n < CASES; n++) {
       const seed = BASE_SEED + n;
@@ -272,14 +337,36 @@ describe('where the cut lands', () => {
           const cut = chooseCut(messages, from, keep);
           checked++;
           if (cut === null) {
-            assert.ok(!assistants.some((i) => i > from), `${where}: no cut although an assistant message follows ${from}`);
+            assert.ok(
+              !assistants.some((i) => i > from),
+              `${where}: no cut although an assistant message follows ${from}`,
+            );
             continue;
           }
-          assert.ok(cut > from && cut < messages.length, `${where}: cut ${cut} is outside (${from}, ${messages.length})`);
-          assert.equal(messages[cut]!.role, 'assistant', `${where}: the verbatim part starts at a ${messages[cut]!.role} message`);
-          assert.deepEqual(violations({ messages: [summary, ...messages.slice(cut)] }), [], `${where}: the view after cut ${cut} breaks an API rule`);
-          const older: Anthropic.MessageParam[] = [...(from > 0 ? [summary] : []), ...messages.slice(from, cut), { role: 'user', content: 'Write a summary' }];
-          assert.deepEqual(violations({ messages: older }), [], `${where}: the summary request for cut ${cut} breaks an API rule`);
+          assert.ok(
+            cut > from && cut < messages.length,
+            `${where}: cut ${cut} is outside (${from}, ${messages.length})`,
+          );
+          assert.equal(
+            messages[cut]!.role,
+            'assistant',
+            `${where}: the verbatim part starts at a ${messages[cut]!.role} message`,
+          );
+          assert.deepEqual(
+            violations({ messages: [summary, ...messages.slice(cut)] }),
+            [],
+            `${where}: the view after cut ${cut} breaks an API rule`,
+          );
+          const older: Anthropic.MessageParam[] = [
+            ...(from > 0 ? [summary] : []),
+            ...messages.slice(from, cut),
+            { role: 'user', content: 'Write a summary' },
+          ];
+          assert.deepEqual(
+            violations({ messages: older }),
+            [],
+            `${where}: the summary request for cut ${cut} breaks an API rule`,
+          );
         }
       }
     }
@@ -292,8 +379,12 @@ describe('where the cut lands', () => {
 
 describe('reactive compaction ("prompt is too long")', () => {
   // 40 KB files: each read adds ~11,000 tokens (characters / 4, as the fake counts them).
-  const bigFiles = () => Object.fromEntries(['a', 'b'].map((name) => [`${name}.txt`, `${`${name} `.repeat(40)}\n`.repeat(500)]));
-  const readCall = (id: string, file: string) => ({ kind: 'reply' as const, message: fakeMessage([toolUseBlock(id, 'read_file', { path: file })], 'tool_use') });
+  const bigFiles = () =>
+    Object.fromEntries(['a', 'b'].map((name) => [`${name}.txt`, `${`${name} `.repeat(40)}\n`.repeat(500)]));
+  const readCall = (id: string, file: string) => ({
+    kind: 'reply' as const,
+    message: fakeMessage([toolUseBlock(id, 'read_file', { path: file })], 'tool_use'),
+  });
   const requestTokens = (body: unknown) => Math.ceil(JSON.stringify(body).length / 4);
 
   test('a request the API finds too long is compacted once and retried, and the run succeeds', async (t) => {
@@ -311,7 +402,11 @@ describe('reactive compaction ("prompt is too long")', () => {
     );
     const root = await tempProject(t, bigFiles());
     const { agent, events } = await scriptedAgent(root, [], { model: new AnthropicModel('claude-test', client) });
-    assert.equal(agent.contextWindow, 200_000, 'the window is far above the limit, so only the API\'s answer can trigger this compaction');
+    assert.equal(
+      agent.contextWindow,
+      200_000,
+      "the window is far above the limit, so only the API's answer can trigger this compaction",
+    );
 
     const halt = await runTask(agent, 'Read a.txt and b.txt.');
 
@@ -319,7 +414,11 @@ describe('reactive compaction ("prompt is too long")', () => {
     assert.equal(events.filter((e) => e.type === 'compaction').length, 1);
     const posts = api.requests.filter((r) => r.path === '/v1/messages').map((r) => r.body as ModelRequest);
     t.diagnostic(`request sizes (chars/4): ${posts.map(requestTokens).join(', ')}; limit ${LIMIT}`);
-    assert.equal(posts.filter((body) => requestTokens(body) > LIMIT).length, 1, 'exactly one request was refused as too long');
+    assert.equal(
+      posts.filter((body) => requestTokens(body) > LIMIT).length,
+      1,
+      'exactly one request was refused as too long',
+    );
     const retried = posts.at(-1)!;
     assert.ok(isSummaryRequest(posts.at(-2)!), 'the refused request was followed by a summary request');
     assert.ok(textOf(retried.messages[0]).includes('SUMMARY: read a and b.'), 'the retry opens with the summary');
@@ -349,15 +448,22 @@ describe('reactive compaction ("prompt is too long")', () => {
     // The compacted view still holds a.txt's result, and a second cut (after small.txt) was possible:
     // the harness compacts once per refusal and gives up, rather than summarising again and again.
     assert.equal(events.filter((e) => e.type === 'compaction').length, 1);
-    assert.equal(api.requests.filter((r) => r.path === '/v1/messages').length, 5, 'two turns, the refused turn, one summary, the refused retry');
+    assert.equal(
+      api.requests.filter((r) => r.path === '/v1/messages').length,
+      5,
+      'two turns, the refused turn, one summary, the refused retry',
+    );
   });
 });
 
 describe('the context window', () => {
-  test('the window comes from the model\'s metadata, over the configured fallback', async (t) => {
+  test("the window comes from the model's metadata, over the configured fallback", async (t) => {
     const { client } = await fakeClient(t, [], { maxInputTokens: 50_000 });
     const root = await tempProject(t);
-    const { agent } = await scriptedAgent(root, [], { model: new AnthropicModel('claude-test', client), contextWindow: 12_345 });
+    const { agent } = await scriptedAgent(root, [], {
+      model: new AnthropicModel('claude-test', client),
+      contextWindow: 12_345,
+    });
     assert.equal(agent.contextWindow, 50_000);
   });
 
@@ -367,8 +473,15 @@ describe('the context window', () => {
     assert.equal((await scriptedAgent(root, [])).agent.contextWindow, DEFAULT_CONTEXT_WINDOW);
     assert.equal(DEFAULT_CONTEXT_WINDOW, 200_000);
     // A provider that is asked but does not know (its lookup failed) counts as no metadata.
-    const unknowing: Model = { name: 'unknowing', complete: () => Promise.reject(new Error('not called')), contextWindow: async () => null };
-    assert.equal((await scriptedAgent(root, [], { model: unknowing, contextWindow: 12_345 })).agent.contextWindow, 12_345);
+    const unknowing: Model = {
+      name: 'unknowing',
+      complete: () => Promise.reject(new Error('not called')),
+      contextWindow: async () => null,
+    };
+    assert.equal(
+      (await scriptedAgent(root, [], { model: unknowing, contextWindow: 12_345 })).agent.contextWindow,
+      12_345,
+    );
   });
 });
 
@@ -391,26 +504,46 @@ describe('AGENTS.md', () => {
     const root = path.join(top, 'sub', 'project');
     const { agent } = await scriptedAgent(root, [say('ok')]);
     const system = agent.system[0]!.text;
-    assert.deepEqual(agent.contextFiles.map((f) => f.path), [path.join(top, 'AGENTS.md'), path.join(root, 'AGENTS.md')]);
-    assert.ok(system.includes(TOP) && system.includes(NEAR) && system.indexOf(TOP) < system.indexOf(NEAR), 'TOP comes before NEAR');
+    assert.deepEqual(
+      agent.contextFiles.map((f) => f.path),
+      [path.join(top, 'AGENTS.md'), path.join(root, 'AGENTS.md')],
+    );
+    assert.ok(
+      system.includes(TOP) && system.includes(NEAR) && system.indexOf(TOP) < system.indexOf(NEAR),
+      'TOP comes before NEAR',
+    );
     assert.ok(!system.includes(ABOVE), 'a folder above the git top is not read');
     await runTask(agent, 'hello');
-    assert.equal(existsSync(path.join(root, 'PWNED')), false, 'a command in AGENTS.md is text for the model, never run');
+    assert.equal(
+      existsSync(path.join(root, 'PWNED')),
+      false,
+      'a command in AGENTS.md is text for the model, never run',
+    );
   });
 
-  test('outside any git repository only the root\'s own AGENTS.md is read, not the temp folders above it', async (t) => {
+  test("outside any git repository only the root's own AGENTS.md is read, not the temp folders above it", async (t) => {
     const base = await tempProject(t, { 'AGENTS.md': ABOVE, 'project/AGENTS.md': NEAR });
-    const gitAbove = base.split(path.sep).map((_, i, parts) => parts.slice(0, i + 1).join(path.sep) || path.sep).find((dir) => existsSync(path.join(dir, '.git')));
+    const gitAbove = base
+      .split(path.sep)
+      .map((_, i, parts) => parts.slice(0, i + 1).join(path.sep) || path.sep)
+      .find((dir) => existsSync(path.join(dir, '.git')));
     if (gitAbove) return t.skip(`${gitAbove} is a git repository, so the temp folder is inside one`);
     const { agent } = await scriptedAgent(path.join(base, 'project'), []);
-    assert.deepEqual(agent.contextFiles.map((f) => f.text), [NEAR]);
+    assert.deepEqual(
+      agent.contextFiles.map((f) => f.text),
+      [NEAR],
+    );
     assert.ok(!agent.system[0]!.text.includes(ABOVE));
   });
 
   test('the 32 KiB cap keeps the nearest file whole and says that the farther one was cut', async (t) => {
     const far = `FAR-START\n${'far guidance line\n'.repeat(1800)}FAR-END\n`; // ~32 KB on its own
     const near = `NEAR-START\n${'near guidance line\n'.repeat(500)}NEAR-END\n`; // ~9 KB
-    const base = await tempProject(t, { '.git/HEAD': 'ref: refs/heads/main\n', 'AGENTS.md': far, 'project/AGENTS.md': near });
+    const base = await tempProject(t, {
+      '.git/HEAD': 'ref: refs/heads/main\n',
+      'AGENTS.md': far,
+      'project/AGENTS.md': near,
+    });
     const { agent } = await scriptedAgent(path.join(base, 'project'), []);
     const [farFile, nearFile] = agent.contextFiles;
     assert.ok(farFile && nearFile, 'both files are read');
@@ -422,19 +555,32 @@ describe('AGENTS.md', () => {
   });
 
   test('with contextFiles false no AGENTS.md is read', async (t) => {
-    const base = await tempProject(t, { '.git/HEAD': 'ref: refs/heads/main\n', 'AGENTS.md': TOP, 'project/AGENTS.md': NEAR });
+    const base = await tempProject(t, {
+      '.git/HEAD': 'ref: refs/heads/main\n',
+      'AGENTS.md': TOP,
+      'project/AGENTS.md': NEAR,
+    });
     const { agent } = await scriptedAgent(path.join(base, 'project'), [], { contextFiles: false });
     assert.deepEqual(agent.contextFiles, []);
     assert.ok(!agent.system[0]!.text.includes(TOP) && !agent.system[0]!.text.includes(NEAR));
   });
 
   test('/context adds up: system prompt, tools, AGENTS.md, messages and free space make the window, and free is never negative', async (t) => {
-    const root = await tempProject(t, { '.git/HEAD': 'ref: refs/heads/main\n', 'AGENTS.md': `${NEAR}\n${'guidance\n'.repeat(200)}`, 'a.txt': 'hello\n'.repeat(300) });
-    const { agent } = await scriptedAgent(root, [call('read_file', { path: 'a.txt' }), say('read it')], { contextWindow: 20_000 });
+    const root = await tempProject(t, {
+      '.git/HEAD': 'ref: refs/heads/main\n',
+      'AGENTS.md': `${NEAR}\n${'guidance\n'.repeat(200)}`,
+      'a.txt': 'hello\n'.repeat(300),
+    });
+    const { agent } = await scriptedAgent(root, [call('read_file', { path: 'a.txt' }), say('read it')], {
+      contextWindow: 20_000,
+    });
     await runTask(agent, 'read a.txt');
     const b = contextBreakdown(agent);
     assert.ok(b.systemPrompt > 0 && b.toolDefinitions > 0 && b.messages > 0 && b.free > 0);
-    assert.equal(b.projectFiles, agent.contextFiles.reduce((sum, f) => sum + f.tokens, 0));
+    assert.equal(
+      b.projectFiles,
+      agent.contextFiles.reduce((sum, f) => sum + f.tokens, 0),
+    );
     assert.ok(b.projectFiles > 0);
     assert.equal(b.systemPrompt + b.toolDefinitions + b.projectFiles + b.messages + b.free, b.window);
     assert.equal(b.window, 20_000);
@@ -451,16 +597,22 @@ describe('the sub-agent (task tool)', () => {
   const PROMPT = 'Where is the answer kept?';
   const FINAL = 'CHILD-FINAL: the answer is 42, in a.txt line 1.';
   const parentScript = () => [
-    { ...call('task', { description: 'find the answer', prompt: PROMPT }), usage: { input_tokens: 10, output_tokens: 5 } },
+    {
+      ...call('task', { description: 'find the answer', prompt: PROMPT }),
+      usage: { input_tokens: 10, output_tokens: 5 },
+    },
     { ...say('The answer is 42.'), usage: { input_tokens: 10, output_tokens: 5 } },
   ];
   const childScript = () => [
-    { ...reply(toolUse('read_file', { path: 'a.txt' }, 'toolu_child_1')), usage: { input_tokens: 400, output_tokens: 100 } },
+    {
+      ...reply(toolUse('read_file', { path: 'a.txt' }, 'toolu_child_1')),
+      usage: { input_tokens: 400, output_tokens: 100 },
+    },
     { ...say(FINAL), usage: { input_tokens: 400, output_tokens: 100 } },
   ];
   const project = (t: TestContext) => tempProject(t, { 'a.txt': 'the answer is 42 FILE-BODY-MARKER\n' });
 
-  test('the child\'s messages never enter the parent\'s transcript: only its final answer comes back, as the task\'s result', async (t) => {
+  test("the child's messages never enter the parent's transcript: only its final answer comes back, as the task's result", async (t) => {
     const root = await project(t);
     const childModel = new ScriptedModel(childScript());
     const { agent, model } = await scriptedAgent(root, parentScript(), { taskModel: childModel });
@@ -471,13 +623,19 @@ describe('the sub-agent (task tool)', () => {
     assert.ok(Array.isArray(result.content) && result.content[0]?.type === 'tool_result');
     assert.equal(result.content[0].content, FINAL);
     const seen = JSON.stringify(model.requests);
-    assert.ok(!seen.includes('toolu_child_1') && !seen.includes('FILE-BODY-MARKER') && !seen.includes(PROMPT.repeat(2)), 'the parent model never saw the child\'s work');
+    assert.ok(
+      !seen.includes('toolu_child_1') && !seen.includes('FILE-BODY-MARKER') && !seen.includes(PROMPT.repeat(2)),
+      "the parent model never saw the child's work",
+    );
     assert.equal(textOf(childModel.requests[0]!.messages[0]), PROMPT, 'the child starts from the prompt alone');
   });
 
   test('a sub-agent cannot change files: it is offered only list_files and read_file, and an edit it tries is refused', async (t) => {
     const root = await project(t);
-    const childModel = new ScriptedModel([call('edit_file', { path: 'PWNED.txt', old_str: '', new_str: 'x' }), say(FINAL)]);
+    const childModel = new ScriptedModel([
+      call('edit_file', { path: 'PWNED.txt', old_str: '', new_str: 'x' }),
+      say(FINAL),
+    ]);
     const { agent, model } = await scriptedAgent(root, parentScript(), { taskModel: childModel });
     await runTask(agent, 'What is the answer?');
     assert.deepEqual(toolNames(childModel.requests[0]!), ['list_files', 'read_file']);
@@ -485,7 +643,7 @@ describe('the sub-agent (task tool)', () => {
     assert.equal(existsSync(path.join(root, 'PWNED.txt')), false);
   });
 
-  test('the child\'s tokens count toward the parent\'s usage, so a token budget only the child exceeds halts the parent', async (t) => {
+  test("the child's tokens count toward the parent's usage, so a token budget only the child exceeds halts the parent", async (t) => {
     const root = await project(t);
     const counted = await scriptedAgent(root, parentScript(), { taskModel: new ScriptedModel(childScript()) });
     await runTask(counted.agent, 'What is the answer?');
@@ -493,35 +651,67 @@ describe('the sub-agent (task tool)', () => {
     assert.equal(counted.agent.usage.output, 5 + 5 + 100 + 100);
 
     // The parent's own turn costs 15 tokens; the child's 1,000 take it past 500.
-    const budgeted = await scriptedAgent(root, parentScript(), { taskModel: new ScriptedModel(childScript()), budgets: { maxTurns: 25, maxTokens: 500 } });
-    assert.deepEqual(await runTask(budgeted.agent, 'What is the answer?'), { kind: 'budget', budget: 'tokens', limit: 500 });
+    const budgeted = await scriptedAgent(root, parentScript(), {
+      taskModel: new ScriptedModel(childScript()),
+      budgets: { maxTurns: 25, maxTokens: 500 },
+    });
+    assert.deepEqual(await runTask(budgeted.agent, 'What is the answer?'), {
+      kind: 'budget',
+      budget: 'tokens',
+      limit: 500,
+    });
     assert.equal(budgeted.model.requests.length, 1);
   });
 
-  test('the child\'s events reach the parent as subagent events, and the session file links a child file holding the child\'s transcript', async (t) => {
+  test("the child's events reach the parent as subagent events, and the session file links a child file holding the child's transcript", async (t) => {
     const root = await project(t);
     const file = path.join(root, '.agent', 'sessions', 'parent.jsonl');
-    const header = { type: 'session', version: SESSION_VERSION, model: 'scripted', root, startedAt: new Date(0).toISOString() } as const;
+    const header = {
+      type: 'session',
+      version: SESSION_VERSION,
+      model: 'scripted',
+      root,
+      startedAt: new Date(0).toISOString(),
+    } as const;
     const record = sessionRecorder(file, header, []);
     const seen: AgentEvent[] = [];
     const childModel = new ScriptedModel(childScript());
-    const { agent } = await scriptedAgent(root, parentScript(), { taskModel: childModel, onEvent: (event) => (seen.push(event), record(event)) });
+    const { agent } = await scriptedAgent(root, parentScript(), {
+      taskModel: childModel,
+      onEvent: (event) => (seen.push(event), record(event)),
+    });
     await runTask(agent, 'What is the answer?');
 
     const sub = seen.filter((e) => e.type === 'subagent');
     assert.ok(sub.length > 0 && sub.every((e) => e.id === 'task-1' && e.description === 'find the answer'));
-    assert.ok(sub.some((e) => e.event.type === 'call' && e.event.call.name === 'read_file'), 'the child\'s read_file call is visible');
-    assert.deepEqual(seen.flatMap((e) => (e.type === 'call' ? [e.call.name] : [])), ['task'], 'the parent\'s own calls are only the task');
+    assert.ok(
+      sub.some((e) => e.event.type === 'call' && e.event.call.name === 'read_file'),
+      "the child's read_file call is visible",
+    );
+    assert.deepEqual(
+      seen.flatMap((e) => (e.type === 'call' ? [e.call.name] : [])),
+      ['task'],
+      "the parent's own calls are only the task",
+    );
 
     const link = (await entriesOf(file)).find((e) => e.type === 'subagent');
-    assert.deepEqual(link, { type: 'subagent', id: 'task-1', description: 'find the answer', file: 'parent.task-1.jsonl' });
+    assert.deepEqual(link, {
+      type: 'subagent',
+      id: 'task-1',
+      description: 'find the answer',
+      file: 'parent.task-1.jsonl',
+    });
     const child = await loadSession(path.join(path.dirname(file), link.file));
-    assert.deepEqual(child.messages.slice(0, -1), unmarked(childModel.requests.at(-1)!.messages), 'the child file holds the child\'s messages');
+    assert.deepEqual(
+      child.messages.slice(0, -1),
+      unmarked(childModel.requests.at(-1)!.messages),
+      "the child file holds the child's messages",
+    );
     assert.equal(textOf(child.messages.at(-1)), FINAL);
-    assert.equal((await loadSession(file)).messages.length, 4, 'and the parent file only the parent\'s');
+    assert.equal((await loadSession(file)).messages.length, 4, "and the parent file only the parent's");
   });
 
-  test('a child\'s summary calls count toward the parent\'s usage, so compaction inside a sub-agent cannot dodge the budget', async (t) => {
+  test("a child's summary calls count toward the parent's usage, so compaction inside a sub-agent cannot dodge the budget", async (t) => {
     const files = generatedProject(8, 150);
     const root = await tempProject(t, files);
     const child = readingScript(Object.keys(files), { usage: { output_tokens: 10 } });
@@ -530,17 +720,33 @@ describe('the sub-agent (task tool)', () => {
     await runTask(agent, 'What is the answer?');
     assert.ok(child.state.summaries.size >= 1, 'the child compacted');
     const childInput = sumOf(childModel.requests.map(reportedInput));
-    assert.equal(agent.usage.input, 10 + 10 + childInput, `${childModel.requests.length} child calls, ${child.state.summaries.size} of them summaries`);
+    assert.equal(
+      agent.usage.input,
+      10 + 10 + childInput,
+      `${childModel.requests.length} child calls, ${child.state.summaries.size} of them summaries`,
+    );
   });
 
-  test('a sub-agent started after resume gets a session file of its own, not the earlier child\'s', async (t) => {
+  test("a sub-agent started after resume gets a session file of its own, not the earlier child's", async (t) => {
     const root = await project(t);
     const file = path.join(root, '.agent', 'sessions', 'parent.jsonl');
-    const header = { type: 'session', version: SESSION_VERSION, model: 'scripted', root, startedAt: new Date(0).toISOString() } as const;
-    const first = await scriptedAgent(root, parentScript(), { taskModel: new ScriptedModel(childScript()), onEvent: sessionRecorder(file, header, []) });
+    const header = {
+      type: 'session',
+      version: SESSION_VERSION,
+      model: 'scripted',
+      root,
+      startedAt: new Date(0).toISOString(),
+    } as const;
+    const first = await scriptedAgent(root, parentScript(), {
+      taskModel: new ScriptedModel(childScript()),
+      onEvent: sessionRecorder(file, header, []),
+    });
     await runTask(first.agent, 'What is the answer?');
 
-    const second = await scriptedAgent(root, parentScript(), { taskModel: new ScriptedModel(childScript()), onEvent: sessionRecorder(file, null, []) });
+    const second = await scriptedAgent(root, parentScript(), {
+      taskModel: new ScriptedModel(childScript()),
+      onEvent: sessionRecorder(file, null, []),
+    });
     resume(second.agent, await loadSession(file));
     await runTask(second.agent, 'Ask again.');
 
@@ -565,7 +771,10 @@ describe('usage', () => {
     const model = new ScriptedModel([{ ...say('hi'), usage: USAGE }], 'claude-sonnet-4-5');
     const { agent } = await scriptedAgent(root, [], { model });
     await runTask(agent, 'hi');
-    assert.deepEqual({ ...agent.usage, costUsd: undefined }, { input: 10, output: 5, cacheWrite: 100, cacheRead: 1000, costUsd: undefined });
+    assert.deepEqual(
+      { ...agent.usage, costUsd: undefined },
+      { input: 10, output: 5, cacheWrite: 100, cacheRead: 1000, costUsd: undefined },
+    );
     const expected = (10 * 3 + 100 * 3 * 1.25 + 1000 * 3 * 0.1 + 5 * 15) / 1e6;
     assert.ok(Math.abs(agent.usage.costUsd! - expected) < 1e-12, `${agent.usage.costUsd} ≠ ${expected}`);
   });
@@ -573,7 +782,10 @@ describe('usage', () => {
   test('a token budget counts cached input, so a mostly-cached run cannot overspend it', async (t) => {
     const root = await tempProject(t);
     // 15 uncached tokens a turn, 1,115 in all: only the cache fields take it past 1,000.
-    const script = [{ ...call('list_files', {}), usage: USAGE }, { ...say('never'), usage: USAGE }];
+    const script = [
+      { ...call('list_files', {}), usage: USAGE },
+      { ...say('never'), usage: USAGE },
+    ];
     const { agent, model } = await scriptedAgent(root, script, { budgets: { maxTurns: 25, maxTokens: 1000 } });
     assert.deepEqual(await runTask(agent, 'list'), { kind: 'budget', budget: 'tokens', limit: 1000 });
     assert.equal(model.requests.length, 1);

@@ -160,9 +160,7 @@ test('thinking blocks must come back unmodified', async () => {
 test('a 529 is retried by the SDK itself and then succeeds', async () => {
   await withFake([{ kind: 'status', status: 529 }, textReply('recovered')], async (client, fake) => {
     const started = Date.now();
-    const { data, request_id } = await client.messages
-      .create(params([{ role: 'user', content: 'hi' }]))
-      .withResponse();
+    const { data, request_id } = await client.messages.create(params([{ role: 'user', content: 'hi' }])).withResponse();
     assert.equal(data.content[0]?.type === 'text' && data.content[0].text, 'recovered');
     assert.equal(fake.requests.length, 2);
     assert.equal(fake.requests[1]?.headers['x-stainless-retry-count'], '1');
@@ -236,7 +234,11 @@ test('close() ends a stall nobody aborted', { timeout: 2000 }, async () => {
 test('a request without credentials gets a 401', async () => {
   await withFake([], async (_client, fake) => {
     // Removing the header is the SDK's documented way to send a request with no authentication.
-    const anonymous = new Anthropic({ apiKey: 'unused', baseURL: fake.baseURL, defaultHeaders: { Authorization: null } });
+    const anonymous = new Anthropic({
+      apiKey: 'unused',
+      baseURL: fake.baseURL,
+      defaultHeaders: { Authorization: null },
+    });
     await assert.rejects(
       anonymous.messages.create(params([{ role: 'user', content: 'hi' }])),
       Anthropic.AuthenticationError,
@@ -323,7 +325,10 @@ function violationsAfter(edit: (body: Body) => void): string[] {
 
 test('requestViolations accepts a valid body', () => {
   assert.deepEqual(requestViolations(validBody()), []);
-  assert.deepEqual(requestViolations(validBody(), (_thinking, signature) => signature === 'sig'), []);
+  assert.deepEqual(
+    requestViolations(validBody(), (_thinking, signature) => signature === 'sig'),
+    [],
+  );
 });
 
 test('requestViolations names each broken rule', () => {
@@ -335,7 +340,11 @@ test('requestViolations names each broken rule', () => {
     ['system role', (b) => void (b.messages[0] = { role: 'system', content: 'x' }), /must be "user" or "assistant"/],
     ['missing result', (b) => void (b.messages[2]!.content as unknown[]).splice(1, 1), /toolu_a/],
     ['result not first', (b) => void (b.messages[2]!.content as unknown[]).reverse(), /must come first/],
-    ['trailing tool_use', (b) => void b.messages.splice(2), /without tool_result blocks immediately after: toolu_a, toolu_b/],
+    [
+      'trailing tool_use',
+      (b) => void b.messages.splice(2),
+      /without tool_result blocks immediately after: toolu_a, toolu_b/,
+    ],
     [
       'unknown result id',
       (b) => void (b.messages[2]!.content as unknown[]).unshift({ type: 'tool_result', tool_use_id: 'toolu_x' }),
@@ -348,10 +357,11 @@ test('requestViolations names each broken rule', () => {
     ],
     [
       'duplicate tool_use id',
-      (b) => b.messages.push(
-        { role: 'user', content: 'again' },
-        { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_a', name: 'read_file', input: {} }] },
-      ),
+      (b) =>
+        b.messages.push(
+          { role: 'user', content: 'again' },
+          { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_a', name: 'read_file', input: {} }] },
+        ),
       /tool_use ids must be unique/,
     ],
     ['empty text', (b) => void ((b.messages[1]!.content as { text?: string }[])[1]!.text = ''), /non-whitespace/],
@@ -372,7 +382,8 @@ test('requestViolations names each broken rule', () => {
       'five cache_control markers',
       (b) => {
         // One on the system block already, three on the results, one on a tool.
-        for (const block of b.messages[2]!.content as Record<string, unknown>[]) block.cache_control = { type: 'ephemeral' };
+        for (const block of b.messages[2]!.content as Record<string, unknown>[])
+          block.cache_control = { type: 'ephemeral' };
         Object.assign(b.tools[0]!, { cache_control: { type: 'ephemeral' } });
       },
       /Found 5/,
@@ -383,13 +394,18 @@ test('requestViolations names each broken rule', () => {
   ];
   for (const [name, edit, pattern] of cases) {
     const violations = violationsAfter(edit);
-    assert.ok(violations.some((v) => pattern.test(v)), `${name}: expected ${pattern}, got ${JSON.stringify(violations)}`);
+    assert.ok(
+      violations.some((v) => pattern.test(v)),
+      `${name}: expected ${pattern}, got ${JSON.stringify(violations)}`,
+    );
   }
 });
 
 test('requestViolations checks thinking signatures when given a verifier', () => {
   const violations = requestViolations(validBody(), () => false);
-  assert.deepEqual(violations, ['messages.1.content.0: invalid signature in thinking block (thinking block was modified)']);
+  assert.deepEqual(violations, [
+    'messages.1.content.0: invalid signature in thinking block (thinking block was modified)',
+  ]);
 });
 
 test('requestViolations rejects a body that is not an object', () => {

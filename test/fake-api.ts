@@ -66,7 +66,12 @@ export async function startFakeApi(
 
     const { authorization } = req.headers;
     if (!req.headers['x-api-key'] && !(typeof authorization === 'string' && /^Bearer \S/.test(authorization))) {
-      return sendError(res, 401, 'authentication_error', 'missing authentication: send x-api-key or authorization: Bearer');
+      return sendError(
+        res,
+        401,
+        'authentication_error',
+        'missing authentication: send x-api-key or authorization: Bearer',
+      );
     }
     if (!req.headers['anthropic-version']) {
       return sendError(res, 400, 'invalid_request_error', 'anthropic-version: header is required');

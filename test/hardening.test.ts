@@ -27,7 +27,9 @@ import { deferred, runCli, scriptedAgent, tempProject, textOf, unmarked, violati
 
 /** Every tool_result in a transcript, in order. */
 const toolResults = (messages: Anthropic.MessageParam[]) =>
-  messages.flatMap((m) => (m.role === 'user' && Array.isArray(m.content) ? m.content.filter((b) => b.type === 'tool_result') : []));
+  messages.flatMap((m) =>
+    m.role === 'user' && Array.isArray(m.content) ? m.content.filter((b) => b.type === 'tool_result') : [],
+  );
 
 /** A read-only tool that echoes its text and records every run, so a test can tell "not run" from "run". */
 function echoTool() {
@@ -61,22 +63,36 @@ function fixedTool(name: string, output: string) {
   return { tool, runs: () => runs };
 }
 
-describe('forkers\' hooks (beforeCall / afterCall)', () => {
-  test('a call a hook denies never runs, and the model is told the hook\'s reason', async (t) => {
+describe("forkers' hooks (beforeCall / afterCall)", () => {
+  test("a call a hook denies never runs, and the model is told the hook's reason", async (t) => {
     const root = await tempProject(t);
     const { tool, runs } = echoTool();
-    const policy: BeforeCallHook = { name: 'policy', check: () => ({ action: 'deny', reason: 'echo is switched off today' }) };
-    const { agent } = await scriptedAgent(root, [call('echo', { text: 'hi' }), say('ok')], { tools: [tool], beforeCall: [policy] });
+    const policy: BeforeCallHook = {
+      name: 'policy',
+      check: () => ({ action: 'deny', reason: 'echo is switched off today' }),
+    };
+    const { agent } = await scriptedAgent(root, [call('echo', { text: 'hi' }), say('ok')], {
+      tools: [tool],
+      beforeCall: [policy],
+    });
     await runTask(agent, 'echo hi');
     assert.deepEqual(runs, []);
-    assert.deepEqual(toolResults(agent.messages), [{ type: 'tool_result', tool_use_id: 'toolu_s1_0', content: 'echo is switched off today', is_error: true }]);
+    assert.deepEqual(toolResults(agent.messages), [
+      { type: 'tool_result', tool_use_id: 'toolu_s1_0', content: 'echo is switched off today', is_error: true },
+    ]);
   });
 
-  test('a rewrite is what runs, not the model\'s original arguments', async (t) => {
+  test("a rewrite is what runs, not the model's original arguments", async (t) => {
     const root = await tempProject(t);
     const { tool, runs } = echoTool();
-    const rewrite: BeforeCallHook = { name: 'rewrite', check: ({ input }) => ({ action: 'rewrite', input: { text: `${(input as { text: string }).text}, politely` } }) };
-    const { agent } = await scriptedAgent(root, [call('echo', { text: 'hi' }), say('ok')], { tools: [tool], beforeCall: [rewrite] });
+    const rewrite: BeforeCallHook = {
+      name: 'rewrite',
+      check: ({ input }) => ({ action: 'rewrite', input: { text: `${(input as { text: string }).text}, politely` } }),
+    };
+    const { agent } = await scriptedAgent(root, [call('echo', { text: 'hi' }), say('ok')], {
+      tools: [tool],
+      beforeCall: [rewrite],
+    });
     await runTask(agent, 'echo hi');
     assert.deepEqual(runs, ['hi, politely']);
     assert.equal(toolResults(agent.messages)[0]?.content, 'echo: hi, politely');
@@ -84,7 +100,10 @@ describe('forkers\' hooks (beforeCall / afterCall)', () => {
 
   test('a rewrite cannot slip past the safety checks: what it produces is confined, protected and approved as rewritten', async (t) => {
     const root = await tempProject(t, { 'src/a.js': 'a\n', 'test/a.test.js': 'keep\n' });
-    const toProtected: BeforeCallHook = { name: 'retarget', check: ({ input }) => ({ action: 'rewrite', input: { ...(input as object), path: 'test/a.test.js' } }) };
+    const toProtected: BeforeCallHook = {
+      name: 'retarget',
+      check: ({ input }) => ({ action: 'rewrite', input: { ...(input as object), path: 'test/a.test.js' } }),
+    };
     const previews: string[] = [];
     const approve: Approver = async ({ preview }) => (previews.push(preview), { approved: true });
     const script = [call('edit_file', { path: 'src/new.js', old_str: '', new_str: 'x' }), say('ok')];
@@ -95,14 +114,22 @@ describe('forkers\' hooks (beforeCall / afterCall)', () => {
     assert.deepEqual(previews, [], 'nothing was put to the user, since protect refused first');
   });
 
-  test('a hook that answers in the tool\'s place is the result, and the tool never runs', async (t) => {
+  test("a hook that answers in the tool's place is the result, and the tool never runs", async (t) => {
     const root = await tempProject(t);
     const { tool, runs } = echoTool();
-    const cache: BeforeCallHook = { name: 'cache', check: () => ({ action: 'answer', content: 'echo: hi (from cache)' }) };
-    const { agent } = await scriptedAgent(root, [call('echo', { text: 'hi' }), say('ok')], { tools: [tool], beforeCall: [cache] });
+    const cache: BeforeCallHook = {
+      name: 'cache',
+      check: () => ({ action: 'answer', content: 'echo: hi (from cache)' }),
+    };
+    const { agent } = await scriptedAgent(root, [call('echo', { text: 'hi' }), say('ok')], {
+      tools: [tool],
+      beforeCall: [cache],
+    });
     await runTask(agent, 'echo hi');
     assert.deepEqual(runs, []);
-    assert.deepEqual(toolResults(agent.messages), [{ type: 'tool_result', tool_use_id: 'toolu_s1_0', content: 'echo: hi (from cache)' }]);
+    assert.deepEqual(toolResults(agent.messages), [
+      { type: 'tool_result', tool_use_id: 'toolu_s1_0', content: 'echo: hi (from cache)' },
+    ]);
   });
 
   test('a hook that throws denies the call (fails closed) instead of waving it through', async (t) => {
@@ -114,7 +141,10 @@ describe('forkers\' hooks (beforeCall / afterCall)', () => {
         throw new Error('policy server unreachable');
       },
     };
-    const { agent } = await scriptedAgent(root, [call('echo', { text: 'hi' }), say('ok')], { tools: [tool], beforeCall: [broken] });
+    const { agent } = await scriptedAgent(root, [call('echo', { text: 'hi' }), say('ok')], {
+      tools: [tool],
+      beforeCall: [broken],
+    });
     const halt = await runTask(agent, 'echo hi');
     assert.equal(halt.kind, 'accepted', 'a broken hook must not crash the loop either');
     assert.deepEqual(runs, []);
@@ -127,7 +157,10 @@ describe('forkers\' hooks (beforeCall / afterCall)', () => {
     const root = await tempProject(t);
     const { tool, runs } = echoTool();
     const stuck: BeforeCallHook = { name: 'stuck', timeoutMs: 50, check: () => new Promise(() => {}) };
-    const { agent } = await scriptedAgent(root, [call('echo', { text: 'hi' }), say('ok')], { tools: [tool], beforeCall: [stuck] });
+    const { agent } = await scriptedAgent(root, [call('echo', { text: 'hi' }), say('ok')], {
+      tools: [tool],
+      beforeCall: [stuck],
+    });
     await runTask(agent, 'echo hi');
     assert.deepEqual(runs, []);
     const [result] = toolResults(agent.messages);
@@ -135,7 +168,7 @@ describe('forkers\' hooks (beforeCall / afterCall)', () => {
     assert.match(String(result?.content), /stuck check failed \(no answer within 0\.05 s\)/);
   });
 
-  test('a forker\'s hook only ever sees arguments the standard checks let through', async (t) => {
+  test("a forker's hook only ever sees arguments the standard checks let through", async (t) => {
     const root = await tempProject(t);
     const { tool } = echoTool();
     const seen: unknown[] = [];
@@ -146,10 +179,16 @@ describe('forkers\' hooks (beforeCall / afterCall)', () => {
     assert.deepEqual(seen, [{ text: 'ok' }]);
   });
 
-  test('an after-call hook\'s result is what the model sees (a redactor works)', async (t) => {
+  test("an after-call hook's result is what the model sees (a redactor works)", async (t) => {
     const root = await tempProject(t);
     const { tool } = fixedTool('env', 'USER=ada\nPASSWORD=hunter2-xyzzy\n');
-    const redact: AfterCallHook = { name: 'redact', check: (_planned, outcome) => ({ ...outcome, content: outcome.content.replaceAll('hunter2-xyzzy', '[redacted]') }) };
+    const redact: AfterCallHook = {
+      name: 'redact',
+      check: (_planned, outcome) => ({
+        ...outcome,
+        content: outcome.content.replaceAll('hunter2-xyzzy', '[redacted]'),
+      }),
+    };
     const model = new ScriptedModel([call('env', {}), say('ok')]);
     const { agent } = await scriptedAgent(root, [], { model, tools: [tool], afterCall: [redact] });
     await runTask(agent, 'show env');
@@ -181,13 +220,22 @@ describe('forkers\' hooks (beforeCall / afterCall)', () => {
     const root = await tempProject(t);
     const { tool } = fixedTool('pw', 'hunter2');
     // A redactor expecting JSON output: Node's JSON.parse error says `Unexpected token 'h', "hunter2" is not valid JSON`.
-    const parsing: AfterCallHook = { name: 'redact', check: (_planned, outcome) => ({ ...outcome, content: JSON.stringify({ ...JSON.parse(outcome.content), password: '[redacted]' }) }) };
+    const parsing: AfterCallHook = {
+      name: 'redact',
+      check: (_planned, outcome) => ({
+        ...outcome,
+        content: JSON.stringify({ ...JSON.parse(outcome.content), password: '[redacted]' }),
+      }),
+    };
     const model = new ScriptedModel([call('pw', {}), say('ok')]);
     const { agent } = await scriptedAgent(root, [], { model, tools: [tool], afterCall: [parsing] });
     await runTask(agent, 'show the password');
     const [result] = toolResults(agent.messages);
     assert.match(String(result?.content), /^result withheld/);
-    assert.ok(!JSON.stringify(model.requests[1]).includes('hunter2'), `the secret reached the model: ${String(result?.content)}`);
+    assert.ok(
+      !JSON.stringify(model.requests[1]).includes('hunter2'),
+      `the secret reached the model: ${String(result?.content)}`,
+    );
   });
 });
 
@@ -196,20 +244,32 @@ describe('hooks reach everywhere a call can run', () => {
     const root = await tempProject(t);
     const { tool, runs } = echoTool();
     const broken: BeforeCallHook = { name: 'broken', check: () => ({ action: 'rewrite', input: { text: 42 } }) };
-    const { agent } = await scriptedAgent(root, [call('echo', { text: 'hi' }), say('ok')], { tools: [tool], beforeCall: [broken] });
+    const { agent } = await scriptedAgent(root, [call('echo', { text: 'hi' }), say('ok')], {
+      tools: [tool],
+      beforeCall: [broken],
+    });
     await runTask(agent, 'echo');
     assert.deepEqual(runs, []);
-    assert.match(String(toolResults(agent.messages)[0]?.content), /the broken hook rewrote the call into invalid arguments for echo: text/);
+    assert.match(
+      String(toolResults(agent.messages)[0]?.content),
+      /the broken hook rewrote the call into invalid arguments for echo: text/,
+    );
   });
 
   test('a sub-agent obeys the forker\'s hooks too, so "task" is no way around a policy', async (t) => {
     const root = await tempProject(t, { '.env': 'TOKEN=secret-value\n' });
     const noDotEnv: BeforeCallHook = {
       name: 'no .env',
-      check: ({ tool, input }) => (tool.name === 'read_file' && (input as { path: string }).path === '.env' ? { action: 'deny', reason: '.env is off limits' } : { action: 'allow' }),
+      check: ({ tool, input }) =>
+        tool.name === 'read_file' && (input as { path: string }).path === '.env'
+          ? { action: 'deny', reason: '.env is off limits' }
+          : { action: 'allow' },
     };
     const child = new ScriptedModel([call('read_file', { path: '.env' }), say('I could not read it.')]);
-    const script = [call('task', { description: 'read the settings', prompt: 'What token do the settings hold?' }), say('done')];
+    const script = [
+      call('task', { description: 'read the settings', prompt: 'What token do the settings hold?' }),
+      say('done'),
+    ];
     const { agent } = await scriptedAgent(root, script, { beforeCall: [noDotEnv], taskModel: child });
     await runTask(agent, 'find the token');
     assert.equal(child.requests.length, 2, 'the sub-agent ran');
@@ -223,7 +283,7 @@ describe('protected files', () => {
   const tamperTool = (root: string, content: string, name = 'run_script'): Tool =>
     defineTool({
       name,
-      description: 'Runs a project script. A test tool that writes test/x.test.js behind the harness\'s back.',
+      description: "Runs a project script. A test tool that writes test/x.test.js behind the harness's back.",
       input: z.strictObject({}),
       readOnly: false,
       run: async () => {
@@ -260,7 +320,8 @@ describe('protected files', () => {
     assert.deepEqual(halt, { kind: 'budget', budget: 'turns', limit: 3 });
     const refusals = agent.messages.filter((m) => m.role === 'user' && /^The task is not done/.test(textOf(m)));
     assert.equal(refusals.length, 2);
-    for (const refusal of refusals) assert.match(textOf(refusal), /protected files changed since the \w+ started: test\/x\.test\.js \(changed\)/);
+    for (const refusal of refusals)
+      assert.match(textOf(refusal), /protected files changed since the \w+ started: test\/x\.test\.js \(changed\)/);
     assert.ok(events.every((e) => e.type !== 'gate' || !e.passed));
   });
 
@@ -307,7 +368,12 @@ describe('approval', () => {
     assert.equal(halt.kind, 'accepted');
     assert.equal(model.requests.length, 3);
     const [, edit] = toolResults(agent.messages);
-    assert.deepEqual(edit, { type: 'tool_result', tool_use_id: 'toolu_s2_0', content: 'the user declined this edit_file call: not now', is_error: true });
+    assert.deepEqual(edit, {
+      type: 'tool_result',
+      tool_use_id: 'toolu_s2_0',
+      content: 'the user declined this edit_file call: not now',
+      is_error: true,
+    });
     assert.equal(await readFile(path.join(root, 'sub.js'), 'utf8'), SUB);
   });
 
@@ -343,7 +409,10 @@ describe('approval', () => {
     await runTask(agent, 'fix and rename sub');
     assert.equal(asked, 1);
     assert.ok(toolResults(agent.messages).every((r) => r.is_error !== true));
-    assert.equal(await readFile(path.join(root, 'sub.js'), 'utf8'), 'export function subtract(a, b) {\n  return a - b;\n}\n');
+    assert.equal(
+      await readFile(path.join(root, 'sub.js'), 'utf8'),
+      'export function subtract(a, b) {\n  return a - b;\n}\n',
+    );
   });
 
   test('read-only tools never ask for approval', async (t) => {
@@ -374,10 +443,15 @@ describe('command line without a terminal', () => {
     const run = await cli(['--script', script, '--root', root, 'fix add']);
     assert.equal(run.status, 0, run.stdout);
     const lines = run.stdout.split('\n');
-    const warned = lines.findIndex((l) => /no terminal and no --yes: every change \(edit_file\) will be denied/.test(l));
+    const warned = lines.findIndex((l) =>
+      /no terminal and no --yes: every change \(edit_file\) will be denied/.test(l),
+    );
     const firstCall = lines.findIndex((l) => l.startsWith('→ '));
     assert.ok(warned >= 0 && warned < firstCall, run.stdout);
-    assert.match(run.stdout, /✗ the user declined this edit_file call: there is no terminal to ask for approval, and --yes was not given/);
+    assert.match(
+      run.stdout,
+      /✗ the user declined this edit_file call: there is no terminal to ask for approval, and --yes was not given/,
+    );
     assert.equal(await readFile(path.join(root, 'add.js'), 'utf8'), ADD);
   });
 
@@ -388,7 +462,10 @@ describe('command line without a terminal', () => {
     const run = await cli(['--script', script, '--root', root, '--json', '--yes', 'fix add']);
     assert.equal(run.status, 0, run.stdout);
     assert.ok(run.stdout.endsWith('\n'));
-    const events = run.stdout.slice(0, -1).split('\n').map((line) => JSON.parse(line) as AgentEvent);
+    const events = run.stdout
+      .slice(0, -1)
+      .split('\n')
+      .map((line) => JSON.parse(line) as AgentEvent);
     assert.ok(events.every((e) => typeof e === 'object' && e !== null && typeof e.type === 'string'));
     assert.deepEqual(events.at(-1), { type: 'halt', halt: { kind: 'accepted', verifiedBy: null }, turns: 3 });
     assert.equal(await readFile(path.join(root, 'add.js'), 'utf8'), ADD.replace('a - b', 'a + b'));
@@ -396,10 +473,14 @@ describe('command line without a terminal', () => {
 });
 
 describe('budgets', () => {
-  test('the turn budget halts, and the last reply\'s calls are all answered', async (t) => {
+  test("the turn budget halts, and the last reply's calls are all answered", async (t) => {
     const root = await tempProject(t);
     const { tool } = echoTool();
-    const script = [reply(toolUse('echo', { text: 'a' }), toolUse('echo', { text: 'b' })), reply(toolUse('echo', { text: 'c' }), toolUse('echo', { text: 'd' })), say('never')];
+    const script = [
+      reply(toolUse('echo', { text: 'a' }), toolUse('echo', { text: 'b' })),
+      reply(toolUse('echo', { text: 'c' }), toolUse('echo', { text: 'd' })),
+      say('never'),
+    ];
     const { agent, model } = await scriptedAgent(root, script, { tools: [tool], budgets: { maxTurns: 2 } });
     assert.deepEqual(await runTask(agent, 'loop'), { kind: 'budget', budget: 'turns', limit: 2 });
     assert.equal(model.requests.length, 2);
@@ -411,7 +492,10 @@ describe('budgets', () => {
     const root = await tempProject(t);
     const { tool } = echoTool();
     const script = [{ ...call('echo', { text: 'a' }), usage: { input_tokens: 600, output_tokens: 500 } }, say('never')];
-    const { agent, model } = await scriptedAgent(root, script, { tools: [tool], budgets: { maxTurns: 25, maxTokens: 1000 } });
+    const { agent, model } = await scriptedAgent(root, script, {
+      tools: [tool],
+      budgets: { maxTurns: 25, maxTokens: 1000 },
+    });
     assert.deepEqual(await runTask(agent, 'spend'), { kind: 'budget', budget: 'tokens', limit: 1000 });
     assert.equal(model.requests.length, 1);
     assert.deepEqual(violationsOf({ messages: agent.messages }), []);
@@ -425,7 +509,11 @@ describe('budgets', () => {
     const usage = { input_tokens: 100_000, output_tokens: 10_000 };
     const script = [{ ...call('echo', { text: 'a' }), usage }, { ...call('echo', { text: 'b' }), usage }, say('never')];
     const model = new ScriptedModel(script, 'claude-sonnet-4-5');
-    const { agent } = await scriptedAgent(root, [], { model, tools: [tool], budgets: { maxTurns: 25, maxCostUsd: 0.5 } });
+    const { agent } = await scriptedAgent(root, [], {
+      model,
+      tools: [tool],
+      budgets: { maxTurns: 25, maxCostUsd: 0.5 },
+    });
     assert.deepEqual(await runTask(agent, 'spend'), { kind: 'budget', budget: 'cost', limit: 0.5 });
     assert.equal(model.requests.length, 2);
     assert.ok(Math.abs(agent.usage.costUsd! - 0.9) < 1e-9, String(agent.usage.costUsd));
@@ -442,14 +530,17 @@ describe('budgets', () => {
       input: z.strictObject({}),
       readOnly: false,
       run: async (_input, { signal }) => {
-        assert.ok(signal, 'a tool is given the run\'s signal');
+        assert.ok(signal, "a tool is given the run's signal");
         // A timer the signal cancels: it also keeps the event loop alive (the budget's own timer does not).
         await sleep(10_000, undefined, { signal }).catch(() => {});
         return 'slow finished';
       },
     });
     const script = [reply(toolUse('slow', {}), toolUse('echo', { text: 'later' })), say('never')];
-    const { agent, model } = await scriptedAgent(root, script, { tools: [slow, tool], budgets: { maxTurns: 25, timeoutMs: 200 } });
+    const { agent, model } = await scriptedAgent(root, script, {
+      tools: [slow, tool],
+      budgets: { maxTurns: 25, timeoutMs: 200 },
+    });
     assert.deepEqual(await runTask(agent, 'be slow'), { kind: 'budget', budget: 'time', limit: 200 });
     assert.equal(model.requests.length, 1);
     assert.deepEqual(runs, []);
@@ -459,7 +550,7 @@ describe('budgets', () => {
     assert.deepEqual(violationsOf({ messages: agent.messages }), []);
   });
 
-  test('an unknown model\'s cost is unknown (null), never a made-up $0', async (t) => {
+  test("an unknown model's cost is unknown (null), never a made-up $0", async (t) => {
     const root = await tempProject(t);
     const script = [{ ...say('hello'), usage: { input_tokens: 100_000, output_tokens: 10_000 } }];
     const { agent, events } = await scriptedAgent(root, script);
@@ -501,7 +592,10 @@ describe('runaway guard', () => {
 describe('stop reasons', () => {
   test('a refusal halts with kind error instead of being taken as "done"', async (t) => {
     const root = await tempProject(t);
-    const { agent, model } = await scriptedAgent(root, [{ ...say('I can\'t help with that.'), stop_reason: 'refusal' }, say('never')]);
+    const { agent, model } = await scriptedAgent(root, [
+      { ...say("I can't help with that."), stop_reason: 'refusal' },
+      say('never'),
+    ]);
     const halt = await runTask(agent, 'do something bad');
     assert.equal(halt.kind, 'error');
     assert.match(halt.kind === 'error' ? halt.message : '', /refus/);
@@ -510,7 +604,10 @@ describe('stop reasons', () => {
 
   test('a full context window halts with kind error instead of being taken as "done"', async (t) => {
     const root = await tempProject(t);
-    const { agent, model } = await scriptedAgent(root, [{ ...say('Partial answer'), stop_reason: 'model_context_window_exceeded' }, say('never')]);
+    const { agent, model } = await scriptedAgent(root, [
+      { ...say('Partial answer'), stop_reason: 'model_context_window_exceeded' },
+      say('never'),
+    ]);
     const halt = await runTask(agent, 'read everything');
     assert.equal(halt.kind, 'error');
     assert.match(halt.kind === 'error' ? halt.message : '', /context window/);
@@ -519,12 +616,18 @@ describe('stop reasons', () => {
 
   test('a paused turn is resumed by calling the model again, with no user message in between', async (t) => {
     const root = await tempProject(t);
-    const { agent, model } = await scriptedAgent(root, [{ ...say('Searching the web…'), stop_reason: 'pause_turn' }, say('Found it.')]);
+    const { agent, model } = await scriptedAgent(root, [
+      { ...say('Searching the web…'), stop_reason: 'pause_turn' },
+      say('Found it.'),
+    ]);
     const halt = await runTask(agent, 'search');
     assert.equal(halt.kind, 'accepted');
     assert.equal(model.requests.length, 2);
     const sent = unmarked(model.requests[1]!.messages);
-    assert.deepEqual(sent.at(-1), { role: 'assistant', content: [{ type: 'text', text: 'Searching the web…', citations: null }] });
+    assert.deepEqual(sent.at(-1), {
+      role: 'assistant',
+      content: [{ type: 'text', text: 'Searching the web…', citations: null }],
+    });
     assert.equal(sent.length, 2);
   });
 });
@@ -574,7 +677,9 @@ describe('Ctrl-C (abort)', () => {
       complete: (_request, { signal, onText }) => {
         onText('Half a rep');
         entered.resolve();
-        return new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
+        return new Promise((_, reject) =>
+          signal.addEventListener('abort', () => reject(signal.reason), { once: true }),
+        );
       },
     };
     const { agent, events } = await scriptedAgent(root, [], { model });
@@ -583,8 +688,14 @@ describe('Ctrl-C (abort)', () => {
     await entered.promise;
     controller.abort();
     assert.deepEqual(await running, { kind: 'interrupted' });
-    assert.deepEqual(agent.messages.map((m) => [m.role, textOf(m)]), [['user', 'work']]);
-    assert.ok(events.some((e) => e.type === 'text' && e.delta === 'Half a rep'), 'the text did stream');
+    assert.deepEqual(
+      agent.messages.map((m) => [m.role, textOf(m)]),
+      [['user', 'work']],
+    );
+    assert.ok(
+      events.some((e) => e.type === 'text' && e.delta === 'Half a rep'),
+      'the text did stream',
+    );
     assert.ok(!events.some((e) => e.type === 'message' && e.message.role === 'assistant'));
   });
 
@@ -615,7 +726,11 @@ describe('Ctrl-C while the user is asked', () => {
       controller.abort(); // the user pressed Ctrl-C, then answered the prompt anyway
       return { approved: true };
     };
-    const script = [call('read_file', { path: 'a.txt' }), call('edit_file', { path: 'a.txt', old_str: 'old', new_str: 'new' }), say('done')];
+    const script = [
+      call('read_file', { path: 'a.txt' }),
+      call('edit_file', { path: 'a.txt', old_str: 'old', new_str: 'new' }),
+      say('done'),
+    ];
     const { agent } = await scriptedAgent(root, script, { approve });
     const halt = await runTask(agent, 'edit', controller.signal);
     assert.equal(halt.kind, 'interrupted');
@@ -640,7 +755,10 @@ describe('steering', () => {
         return `step ${n} done`;
       },
     });
-    const script = [reply(toolUse('step', { n: 1 }), toolUse('step', { n: 2 }), toolUse('step', { n: 3 })), say('Switching to tabs.')];
+    const script = [
+      reply(toolUse('step', { n: 1 }), toolUse('step', { n: 2 }), toolUse('step', { n: 3 })),
+      say('Switching to tabs.'),
+    ];
     const made = await scriptedAgent(root, script, { tools: [step] });
     agent = made.agent;
     await runTask(agent, 'do the plan');
@@ -661,7 +779,7 @@ describe('steering', () => {
 });
 
 describe('steering after a refused "done"', () => {
-  test('a message typed while the gate ran follows the gate\'s answer, instead of skipping the next calls', async (t) => {
+  test("a message typed while the gate ran follows the gate's answer, instead of skipping the next calls", async (t) => {
     const root = await tempProject(t);
     let agent: Agent | undefined;
     const script = [
@@ -698,7 +816,10 @@ describe('--json', () => {
     await runTask(agent, 'read a.txt');
     await new Promise((resolve) => out.end(resolve));
     assert.ok(written.endsWith('\n'));
-    const parsed = written.slice(0, -1).split('\n').map((line) => JSON.parse(line) as AgentEvent);
+    const parsed = written
+      .slice(0, -1)
+      .split('\n')
+      .map((line) => JSON.parse(line) as AgentEvent);
     assert.deepEqual(parsed, JSON.parse(JSON.stringify(events)));
     assert.deepEqual(parsed.at(-1), { type: 'halt', halt: { kind: 'accepted', verifiedBy: null }, turns: 2 });
   });

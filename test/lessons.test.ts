@@ -33,7 +33,16 @@ describe('each lesson plays offline and its acceptance holds', () => {
 
 test('--trace names every part of the loop in the P2 stories', async () => {
   const { output } = await playLesson('p2');
-  for (const part of ['state', 'prompt builder', 'model', 'readout', 'gate', 'environment', 'fold back', 'halt check']) {
+  for (const part of [
+    'state',
+    'prompt builder',
+    'model',
+    'readout',
+    'gate',
+    'environment',
+    'fold back',
+    'halt check',
+  ]) {
     assert.match(output, new RegExp(`^\\[\\d+\\] ${part} `, 'm'), `no "${part}" line`);
   }
 });

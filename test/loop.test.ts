@@ -31,16 +31,23 @@ describe('P1 loop guards', () => {
   test('thinking blocks go back unmodified, or the API would reject the next request', async (t) => {
     const root = await tempProject(t);
     const thinking = { type: 'thinking', thinking: 'Echo first.', signature: 'sig-123' } as const;
-    const { agent, model } = await scriptedAgent(root, [reply(thinking, toolUse('echo', { text: 'x' })), say('ok')], { tools: [echo] });
+    const { agent, model } = await scriptedAgent(root, [reply(thinking, toolUse('echo', { text: 'x' })), say('ok')], {
+      tools: [echo],
+    });
     await runTask(agent, 'think, then echo');
     assert.deepEqual(blocks(model.requests[1]!.messages[1]!)[0], thinking);
   });
 
   test('an empty text block is never sent back, since the API rejects it', async (t) => {
     const root = await tempProject(t);
-    const { agent, model } = await scriptedAgent(root, [reply(text(''), toolUse('echo', { text: 'x' })), say('ok')], { tools: [echo] });
+    const { agent, model } = await scriptedAgent(root, [reply(text(''), toolUse('echo', { text: 'x' })), say('ok')], {
+      tools: [echo],
+    });
     await runTask(agent, 'echo');
-    assert.deepEqual(blocks(model.requests[1]!.messages[1]!).map((b) => b.type), ['tool_use']);
+    assert.deepEqual(
+      blocks(model.requests[1]!.messages[1]!).map((b) => b.type),
+      ['tool_use'],
+    );
   });
 });
 
@@ -85,7 +92,10 @@ describe('guards in the loop', () => {
 
   test('unknown keys in the arguments are rejected', async (t) => {
     const root = await tempProject(t, { 'a.txt': 'one\n' });
-    const { agent, model } = await scriptedAgent(root, [call('read_file', { path: 'a.txt', encoding: 'utf8' }), say('ok')]);
+    const { agent, model } = await scriptedAgent(root, [
+      call('read_file', { path: 'a.txt', encoding: 'utf8' }),
+      say('ok'),
+    ]);
     await runTask(agent, 'read');
     const [result] = blocks(lastMessage(model.requests[1]!.messages));
     assert.ok(result?.type === 'tool_result' && result.is_error === true);
@@ -126,7 +136,10 @@ describe('guards in the loop', () => {
 
   test('a reply cut off at max_tokens never runs its tool calls, and each still gets an answer', async (t) => {
     const root = await tempProject(t);
-    const cut = { ...reply(toolUse('edit_file', { path: 'new.txt', old_str: '', new_str: 'half' })), stop_reason: 'max_tokens' as const };
+    const cut = {
+      ...reply(toolUse('edit_file', { path: 'new.txt', old_str: '', new_str: 'half' })),
+      stop_reason: 'max_tokens' as const,
+    };
     const { agent, model } = await scriptedAgent(root, [cut, say('ok')]);
     await runTask(agent, 'write it');
     await assert.rejects(readFile(path.join(root, 'new.txt')), { code: 'ENOENT' });
@@ -145,7 +158,7 @@ describe('guards in the loop', () => {
     assert.equal(halt.kind, 'accepted');
   });
 
-  test('the turn budget halts the run, after the last turn\'s calls are answered', async (t) => {
+  test("the turn budget halts the run, after the last turn's calls are answered", async (t) => {
     const root = await tempProject(t, { 'a.txt': 'a\n' });
     const script = [call('read_file', { path: 'a.txt' }), call('list_files', {}), call('read_file', { path: 'a.txt' })];
     const { agent } = await scriptedAgent(root, script, { budgets: { maxTurns: 2 } });
@@ -167,7 +180,12 @@ describe('guards in the loop', () => {
 describe('the verify command runner', () => {
   test('long output keeps its head and tail, so the gate message stays small', async (t) => {
     const root = await tempProject(t);
-    const run = await runCommand(`node -e "for (let i = 0; i < 100000; i++) console.log('line ' + i)"`, root, 30_000, never);
+    const run = await runCommand(
+      `node -e "for (let i = 0; i < 100000; i++) console.log('line ' + i)"`,
+      root,
+      30_000,
+      never,
+    );
     assert.equal(run.exitCode, 0);
     assert.match(run.output, /^line 0\n/);
     assert.match(run.output, /line 99999\n$/);
@@ -209,7 +227,16 @@ describe('command line', () => {
   test('--script runs a scripted session headless and reports a verified halt', async (t) => {
     const root = await tempProject(t);
     await cp(EXAMPLE_PROJECT, root, { recursive: true });
-    const run = await runCli(['--script', 'lessons/scripts/seed-story.json', '--root', root, '--verify', 'node test.js', '--yes', 'make add(2, 3) == 5']);
+    const run = await runCli([
+      '--script',
+      'lessons/scripts/seed-story.json',
+      '--root',
+      root,
+      '--verify',
+      'node test.js',
+      '--yes',
+      'make add(2, 3) == 5',
+    ]);
     assert.equal(run.status, 0, run.stdout);
     assert.match(run.stdout, /halt: accepted \(verified by `node test\.js`\) after 8 turn/);
   });

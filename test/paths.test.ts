@@ -9,7 +9,17 @@
 
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -70,7 +80,9 @@ async function workspace(t: TestContext): Promise<Workspace> {
   // Seen hashes for every sentinel, under every real path: if safe_path let a change through,
   // read-before-edit would not be what stops it.
   const hash = createHash('sha256').update(SENTINEL).digest('hex');
-  const seen = new Map([secret, path.join(outside, MARKER), path.join(base, 'project-evil', 'secret.txt')].map((file) => [file, hash]));
+  const seen = new Map(
+    [secret, path.join(outside, MARKER), path.join(base, 'project-evil', 'secret.txt')].map((file) => [file, hash]),
+  );
   process.env.HOME = outside;
   return { base, root, outside, ctx: { root, seen } };
 }
@@ -105,7 +117,11 @@ interface Spelling {
 }
 
 const literal = (name: string, p: string): Spelling => ({ name, path: () => p, refused: false, createsAt: p });
-const out = (name: string, p: string | ((w: Workspace) => string)): Spelling => ({ name, path: typeof p === 'string' ? () => p : p, refused: true });
+const out = (name: string, p: string | ((w: Workspace) => string)): Spelling => ({
+  name,
+  path: typeof p === 'string' ? () => p : p,
+  refused: true,
+});
 
 const SPELLINGS: Spelling[] = [
   // .. in all its forms
@@ -118,7 +134,7 @@ const SPELLINGS: Spelling[] = [
   out('.. with a trailing slash', '../outside/'),
   out('a file path with a trailing slash', '../outside/secret.txt/'),
   out('outside/../.. (trailing dots)', 'outside/../..'),
-  out('through the root\'s parent and back out', '../project/../outside/secret.txt'),
+  out("through the root's parent and back out", '../project/../outside/secret.txt'),
   out('a sibling whose name starts like the root', '../project-evil/secret.txt'),
   out('doubled slashes', '..//outside//secret.txt'),
   // Absolute paths
@@ -134,7 +150,10 @@ const SPELLINGS: Spelling[] = [
   // Bytes the OS treats specially
   out('a NUL byte', 'a\0b'),
   out('a NUL byte hiding a ..', 'a.txt\0/../../outside/secret.txt'),
-  out('5,000 characters of a/ segments, then enough .. to climb out', () => `${'a/'.repeat(2500)}${'../'.repeat(2501)}outside/secret.txt`),
+  out(
+    '5,000 characters of a/ segments, then enough .. to climb out',
+    () => `${'a/'.repeat(2500)}${'../'.repeat(2501)}outside/secret.txt`,
+  ),
   // Symlinks
   out('a symlinked file (absolute target)', 'secret-link.txt'),
   out('a symlinked file (relative target)', 'rel-link.txt'),
@@ -151,7 +170,12 @@ const SPELLINGS: Spelling[] = [
   out('a dangling symlink pointing outside', 'dangling.txt'),
   out('a symlink loop', 'loop1'),
   // Literal names: allowed, but only ever inside
-  { name: '.. after a symlinked folder (the OS would climb from the target, the tools do not)', path: () => 'out/../outside/secret.txt', refused: false, createsAt: 'outside/secret.txt' },
+  {
+    name: '.. after a symlinked folder (the OS would climb from the target, the tools do not)',
+    path: () => 'out/../outside/secret.txt',
+    refused: false,
+    createsAt: 'outside/secret.txt',
+  },
   { name: 'trailing dots that stay inside: outside/..', path: () => 'outside/..', refused: false },
   { name: '.. back into the root through its parent', path: () => '../project/a.txt', refused: false },
   literal('backslashes', '..\\..\\outside\\secret.txt'),
@@ -172,7 +196,11 @@ const SPELLINGS: Spelling[] = [
   // safe_path spends one lstat per missing segment, ~0.1 s for such a path, and that is no escape.)
   { name: '5,000 characters in 100 segments', path: () => `${`${'a'.repeat(49)}/`.repeat(100)}x`, refused: false },
   { name: 'one 5,000-character name', path: () => 'a'.repeat(5000), refused: false },
-  { name: 'a 5,000-character name, then ..', path: () => `${'a'.repeat(5000)}/../../outside/secret.txt`, refused: true },
+  {
+    name: 'a 5,000-character name, then ..',
+    path: () => `${'a'.repeat(5000)}/../../outside/secret.txt`,
+    refused: true,
+  },
 ];
 
 type Op = 'read' | 'list' | 'create' | 'change' | 'preview';
@@ -203,12 +231,24 @@ describe(`${SPELLINGS.length} spellings of a path out of the project, against ev
       const before = snapshot(w.base);
       for (const op of Object.keys(OPS) as Op[]) {
         const { ok, text } = await attempt(op, requested, w.ctx);
-        assert.ok(!leaks(text), `${op} ${JSON.stringify(requested.slice(0, 80))} showed what is outside:\n${text.slice(0, 500)}`);
-        if (spelling.refused) assert.ok(!ok, `${op} ${JSON.stringify(requested.slice(0, 80))} was not refused:\n${text.slice(0, 500)}`);
-        assert.deepEqual(snapshot(w.base), before, `${op} ${JSON.stringify(requested.slice(0, 80))} changed something outside`);
+        assert.ok(
+          !leaks(text),
+          `${op} ${JSON.stringify(requested.slice(0, 80))} showed what is outside:\n${text.slice(0, 500)}`,
+        );
+        if (spelling.refused)
+          assert.ok(!ok, `${op} ${JSON.stringify(requested.slice(0, 80))} was not refused:\n${text.slice(0, 500)}`);
+        assert.deepEqual(
+          snapshot(w.base),
+          before,
+          `${op} ${JSON.stringify(requested.slice(0, 80))} changed something outside`,
+        );
       }
       if (spelling.createsAt !== undefined) {
-        assert.equal(readFileSync(path.join(w.root, spelling.createsAt), 'utf8'), 'PWNED\n', 'a literal name is created inside the project');
+        assert.equal(
+          readFileSync(path.join(w.root, spelling.createsAt), 'utf8'),
+          'PWNED\n',
+          'a literal name is created inside the project',
+        );
       }
     });
   }
@@ -237,7 +277,13 @@ describe('a symlink that appears between two tool calls', () => {
     const before = snapshot(w.base);
     rmSync(path.join(w.root, 'mid'), { recursive: true });
     symlinkSync(w.outside, path.join(w.root, 'mid'));
-    for (const [op, p] of [['list', 'mid'], ['read', 'mid/secret.txt'], ['create', 'mid/new.txt'], ['change', 'mid/secret.txt'], ['create', 'mid/x.txt']] as const) {
+    for (const [op, p] of [
+      ['list', 'mid'],
+      ['read', 'mid/secret.txt'],
+      ['create', 'mid/new.txt'],
+      ['change', 'mid/secret.txt'],
+      ['create', 'mid/x.txt'],
+    ] as const) {
       const { ok, text } = await attempt(op, p, w.ctx);
       assert.ok(!ok && !leaks(text), `${op} ${p}: ${text}`);
     }
@@ -254,7 +300,14 @@ describe('a symlink that appears between two tool calls', () => {
       symlinkSync(w.outside, path.join(w.root, 'mid'));
       return call('read_file', { path: 'mid/secret.txt' });
     };
-    const script = [call('read_file', { path: 'mid/x.txt' }), swap, call('list_files', { path: 'mid' }), call('edit_file', { path: 'mid/new.txt', old_str: '', new_str: 'PWNED' }), call('list_files', {}), say('Done.')];
+    const script = [
+      call('read_file', { path: 'mid/x.txt' }),
+      swap,
+      call('list_files', { path: 'mid' }),
+      call('edit_file', { path: 'mid/new.txt', old_str: '', new_str: 'PWNED' }),
+      call('list_files', {}),
+      say('Done.'),
+    ];
     const { agent, model } = await scriptedAgent(w.root, script, { contextFiles: false, subAgents: false });
     assert.equal((await runTask(agent, 'look in mid')).kind, 'accepted');
     assert.equal(model.requests.length, script.length);
@@ -265,7 +318,7 @@ describe('a symlink that appears between two tool calls', () => {
   });
 });
 
-test('every spelling, as the model\'s calls through the loop (hooks and tools), reaches nothing outside', async (t) => {
+test("every spelling, as the model's calls through the loop (hooks and tools), reaches nothing outside", async (t) => {
   const w = await workspace(t);
   const before = snapshot(w.base);
   // One reply per spelling, with all four calls in it. The 5,000-character ones are left to the
@@ -280,7 +333,11 @@ test('every spelling, as the model\'s calls through the loop (hooks and tools), 
     ),
   );
   script.push(say('Done.'));
-  const { agent, model } = await scriptedAgent(w.root, script, { contextFiles: false, subAgents: false, budgets: { maxTurns: script.length } });
+  const { agent, model } = await scriptedAgent(w.root, script, {
+    contextFiles: false,
+    subAgents: false,
+    budgets: { maxTurns: script.length },
+  });
   assert.equal((await runTask(agent, 'try every path')).kind, 'accepted');
   assert.equal(model.requests.length, script.length);
   assert.ok(!leaks(JSON.stringify(agent.messages)), 'the model saw what is outside');

@@ -16,7 +16,15 @@ import path from 'node:path';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { z } from 'zod';
-import { type Agent, type AgentEvent, type ApprovalAnswer, createAgent, exitCodeFor, type Halt, runTask } from '../agent.ts';
+import {
+  type Agent,
+  type AgentEvent,
+  type ApprovalAnswer,
+  createAgent,
+  exitCodeFor,
+  type Halt,
+  runTask,
+} from '../agent.ts';
 import { say, type ScriptedBlock, type ScriptedReply, type ScriptEntry, ScriptedModel } from '../scripted-model.ts';
 import { defineTool, TOOLS } from '../tools.ts';
 import { requestViolations } from './api-rules.ts';
@@ -32,7 +40,10 @@ const SENTINEL = 'SENTINEL-3f9c: this text lives outside the project and must ne
 //   base/outside/secret.txt
 
 // A RAM disk when there is one: on ext4, replacing a file (as every edit does) costs ~1 ms, here ~0.05 ms.
-const tmp = await stat('/dev/shm').then((info) => (info.isDirectory() ? '/dev/shm' : os.tmpdir()), () => os.tmpdir());
+const tmp = await stat('/dev/shm').then(
+  (info) => (info.isDirectory() ? '/dev/shm' : os.tmpdir()),
+  () => os.tmpdir(),
+);
 const base = await realpath(await mkdtemp(path.join(tmp, 'property-test-')));
 const root = path.join(base, 'project');
 const outside = path.join(base, 'outside');
@@ -94,7 +105,10 @@ const toggle = defineTool({
   readOnly: false,
   run: async () => {
     const ok = path.join(root, 'ok');
-    const existed = await rm(ok).then(() => true, () => false);
+    const existed = await rm(ok).then(
+      () => true,
+      () => false,
+    );
     if (!existed) await writeFile(ok, 'ok\n');
     return existed ? 'deleted ok' : 'created ok';
   },
@@ -134,10 +148,32 @@ const paths = fc.constantFrom('a.txt', 'src/b.ts', 'new/n0.txt', 'new/n1.txt', '
 
 const validCall = fc.oneof(
   { weight: 4, arbitrary: paths.map((p) => call('read_file', { path: p })) },
-  { weight: 1, arbitrary: fc.record({ p: paths, offset: fc.integer({ min: 1, max: 3 }), limit: fc.integer({ min: 1, max: 3 }) }).map(({ p, offset, limit }) => call('read_file', { path: p, offset, limit })) },
-  { weight: 2, arbitrary: fc.constantFrom(call('list_files', {}), call('list_files', { path: 'src' }), call('list_files', { path: '.' })) },
-  { weight: 2, arbitrary: fc.constantFrom('new/n0.txt', 'new/n1.txt', 'src/c.ts').map((p) => call('edit_file', { path: p, old_str: '', new_str: 'hello\n' })) },
-  { weight: 3, arbitrary: fc.constantFrom(['alpha', 'beta'], ['beta', 'alpha'], ['hello', 'bye']).chain(([from, to]) => paths.map((p) => call('edit_file', { path: p, old_str: from!, new_str: to! }))) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .record({ p: paths, offset: fc.integer({ min: 1, max: 3 }), limit: fc.integer({ min: 1, max: 3 }) })
+      .map(({ p, offset, limit }) => call('read_file', { path: p, offset, limit })),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom(
+      call('list_files', {}),
+      call('list_files', { path: 'src' }),
+      call('list_files', { path: '.' }),
+    ),
+  },
+  {
+    weight: 2,
+    arbitrary: fc
+      .constantFrom('new/n0.txt', 'new/n1.txt', 'src/c.ts')
+      .map((p) => call('edit_file', { path: p, old_str: '', new_str: 'hello\n' })),
+  },
+  {
+    weight: 3,
+    arbitrary: fc
+      .constantFrom(['alpha', 'beta'], ['beta', 'alpha'], ['hello', 'bye'])
+      .chain(([from, to]) => paths.map((p) => call('edit_file', { path: p, old_str: from!, new_str: to! }))),
+  },
 );
 
 const badArguments = fc.constantFrom(
@@ -157,17 +193,41 @@ const badArguments = fc.constantFrom(
   call('chaos', {}),
 );
 
-const unknownTool = fc.constantFrom(call('bash', { command: 'cat ../outside/secret.txt' }), call('Read_File', { path: 'a.txt' }), call('read_files', { path: 'a.txt' }));
+const unknownTool = fc.constantFrom(
+  call('bash', { command: 'cat ../outside/secret.txt' }),
+  call('Read_File', { path: 'a.txt' }),
+  call('read_files', { path: 'a.txt' }),
+);
 
-const testToolCall = fc.constantFrom(call('chaos', { do: 'throw' }), call('chaos', { do: 'steer' }), call('chaos', { do: 'stop' }), call('toggle', {}));
+const testToolCall = fc.constantFrom(
+  call('chaos', { do: 'throw' }),
+  call('chaos', { do: 'steer' }),
+  call('chaos', { do: 'stop' }),
+  call('toggle', {}),
+);
 
-const ESCAPES = ['../outside/secret.txt', secret, outside, '..', '/', 'link/secret.txt', 'link', 'secret-link.txt', 'src/../../outside/secret.txt', 'a\0b', '../outside/new.txt', 'link/new.txt'];
-const escape = fc.record({ p: fc.constantFrom(...ESCAPES), how: fc.constantFrom('read', 'list', 'create', 'change') }).map(({ p, how }) => {
-  if (how === 'read') return call('read_file', { path: p });
-  if (how === 'list') return call('list_files', { path: p });
-  if (how === 'create') return call('edit_file', { path: p, old_str: '', new_str: 'PWNED\n' });
-  return call('edit_file', { path: p, old_str: 'SENTINEL', new_str: 'PWNED' });
-});
+const ESCAPES = [
+  '../outside/secret.txt',
+  secret,
+  outside,
+  '..',
+  '/',
+  'link/secret.txt',
+  'link',
+  'secret-link.txt',
+  'src/../../outside/secret.txt',
+  'a\0b',
+  '../outside/new.txt',
+  'link/new.txt',
+];
+const escape = fc
+  .record({ p: fc.constantFrom(...ESCAPES), how: fc.constantFrom('read', 'list', 'create', 'change') })
+  .map(({ p, how }) => {
+    if (how === 'read') return call('read_file', { path: p });
+    if (how === 'list') return call('list_files', { path: p });
+    if (how === 'create') return call('edit_file', { path: p, old_str: '', new_str: 'PWNED\n' });
+    return call('edit_file', { path: p, old_str: 'SENTINEL', new_str: 'PWNED' });
+  });
 
 const taskCall = fc.constantFrom(call('task', { description: 'look around', prompt: 'Which files hold "alpha"?' }));
 
@@ -189,9 +249,18 @@ const reply: fc.Arbitrary<ScriptedReply> = fc.oneof(
   {
     weight: 10,
     arbitrary: fc
-      .record({ calls: fc.array(anyCall, { minLength: 1, maxLength: 3 }), lead: fc.option(words, { freq: 3 }), think: fc.boolean(), cut: fc.oneof({ weight: 6, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }) })
+      .record({
+        calls: fc.array(anyCall, { minLength: 1, maxLength: 3 }),
+        lead: fc.option(words, { freq: 3 }),
+        think: fc.boolean(),
+        cut: fc.oneof({ weight: 6, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
+      })
       .map(({ calls, lead, think, cut }) => {
-        const content: ScriptedBlock[] = [...(think ? [thinking] : []), ...(lead === null ? [] : [{ type: 'text' as const, text: lead }]), ...calls.map(toBlock)];
+        const content: ScriptedBlock[] = [
+          ...(think ? [thinking] : []),
+          ...(lead === null ? [] : [{ type: 'text' as const, text: lead }]),
+          ...calls.map(toBlock),
+        ];
         return cut ? { content, stop_reason: 'max_tokens' as const } : { content };
       }),
   },
@@ -204,7 +273,16 @@ const reply: fc.Arbitrary<ScriptedReply> = fc.oneof(
         think: fc.oneof({ weight: 5, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
         stop: fc.oneof(
           { weight: 8, arbitrary: fc.constant(undefined) },
-          { weight: 1, arbitrary: fc.constantFrom('max_tokens' as const, 'pause_turn' as const, 'stop_sequence' as const, 'refusal' as const, 'model_context_window_exceeded' as const) },
+          {
+            weight: 1,
+            arbitrary: fc.constantFrom(
+              'max_tokens' as const,
+              'pause_turn' as const,
+              'stop_sequence' as const,
+              'refusal' as const,
+              'model_context_window_exceeded' as const,
+            ),
+          },
         ),
       })
       .map(({ said, think, stop }) => {
@@ -216,9 +294,17 @@ const reply: fc.Arbitrary<ScriptedReply> = fc.oneof(
   { weight: 1, arbitrary: fc.constant<ScriptedReply>({ content: [] }) },
 );
 
-const during = fc.oneof({ weight: 12, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.constantFrom('abort' as const, 'steer' as const) });
+const during = fc.oneof(
+  { weight: 12, arbitrary: fc.constant(undefined) },
+  { weight: 1, arbitrary: fc.constantFrom('abort' as const, 'steer' as const) },
+);
 const step: fc.Arbitrary<Step[]> = fc.oneof(
-  { weight: 8, arbitrary: fc.record({ reply, during }).map(({ reply, during }) => [during === undefined ? { reply } : { reply, during }]) },
+  {
+    weight: 8,
+    arbitrary: fc
+      .record({ reply, during })
+      .map(({ reply, during }) => [during === undefined ? { reply } : { reply, during }]),
+  },
   // A runaway model: the same call three times in a row.
   { weight: 1, arbitrary: anyCall.map((c) => Array.from({ length: 3 }, () => ({ reply: { content: [toBlock(c)] } }))) },
 );
@@ -229,16 +315,28 @@ const sometimes = <T>(arbitrary: fc.Arbitrary<T>, weight = 1, otherwise = 4) =>
 const sessionArb: fc.Arbitrary<Session> = fc.record({
   steps: fc
     .record({ body: fc.array(step, { maxLength: 4 }), finish: fc.boolean() })
-    .map(({ body, finish }) => [...body.flat(), ...(finish ? [{ reply: { content: [{ type: 'text' as const, text: 'Done.' }] } }] : [])]),
+    .map(({ body, finish }) => [
+      ...body.flat(),
+      ...(finish ? [{ reply: { content: [{ type: 'text' as const, text: 'Done.' }] } }] : []),
+    ]),
   maxTurns: fc.integer({ min: 1, max: 12 }),
   maxTokens: sometimes(fc.integer({ min: 500, max: 30_000 })),
   // Each gate spawns a shell, ~10 ms of CPU to fork this process: on in one session out of fifty,
   // that is ~16 gates per 1,000 sessions (~0.15 s), and ~160 in a `npm run fuzz`.
   verify: fc.oneof({ weight: 49, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
   // A protected run walks the project when the agent is made and at every gate.
-  protect: fc.oneof({ weight: 8, arbitrary: fc.constant([]) }, { weight: 1, arbitrary: fc.constantFrom(['ok'], ['src/**'], ['a.txt']) }),
-  approvals: fc.array(fc.constantFrom('yes' as const, 'no' as const, 'always' as const), { minLength: 1, maxLength: 6 }),
-  abortBeforeStart: fc.oneof({ weight: 40, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
+  protect: fc.oneof(
+    { weight: 8, arbitrary: fc.constant([]) },
+    { weight: 1, arbitrary: fc.constantFrom(['ok'], ['src/**'], ['a.txt']) },
+  ),
+  approvals: fc.array(fc.constantFrom('yes' as const, 'no' as const, 'always' as const), {
+    minLength: 1,
+    maxLength: 6,
+  }),
+  abortBeforeStart: fc.oneof(
+    { weight: 40, arbitrary: fc.constant(false) },
+    { weight: 1, arbitrary: fc.constant(true) },
+  ),
   // A small window makes the loop compact: one more model call, and a different view of the transcript.
   contextWindow: sometimes(fc.constantFrom(1_000, 1_500, 2_500), 1, 6),
   subAgents: fc.oneof({ weight: 7, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
@@ -325,8 +423,13 @@ async function runSession(s: Session): Promise<void> {
     assert.deepEqual(violations(request), [], `request ${i + 1} of ${model.requests.length} breaks the API's rules`);
   }
   // So is the transcript left behind, with the user's next message appended.
-  const next: Anthropic.MessageParam[] = agent.messages.at(-1)?.role === 'assistant' ? [{ role: 'user', content: 'And now?' }] : [];
-  assert.deepEqual(violations({ messages: [...agent.messages, ...next] }), [], 'the final transcript cannot be sent on');
+  const next: Anthropic.MessageParam[] =
+    agent.messages.at(-1)?.role === 'assistant' ? [{ role: 'user', content: 'And now?' }] : [];
+  assert.deepEqual(
+    violations({ messages: [...agent.messages, ...next] }),
+    [],
+    'the final transcript cannot be sent on',
+  );
 
   // The run ended in a halt, with the exit code that halt means.
   assert.ok(halt.kind in HALT_EXIT, `unknown halt ${JSON.stringify(halt)}`);
@@ -337,7 +440,10 @@ async function runSession(s: Session): Promise<void> {
 
   // Nothing outside the project was changed or read.
   assertOutsideUntouched();
-  assert.ok(!JSON.stringify(model.requests).includes('SENTINEL-3f9c'), 'the sentinel outside the project reached the model');
+  assert.ok(
+    !JSON.stringify(model.requests).includes('SENTINEL-3f9c'),
+    'the sentinel outside the project reached the model',
+  );
 
   // After Ctrl-C: no further model call, no call decided afterwards runs, and the halt says so.
   if (abortedAt >= 0) {
@@ -352,14 +458,21 @@ async function runSession(s: Session): Promise<void> {
   // A reply cut off at max_tokens may carry truncated arguments: none of its calls runs.
   // The runaway guard refuses the third identical call in a row (counting only calls that reached it).
   const ran = new Set(events.flatMap((e) => (e.type === 'running' ? [e.call.id] : [])));
-  const reachedRunaway = new Set(events.flatMap((e) => (e.type === 'decision' && (e.hook === 'approval' || e.hook === 'runaway') ? [e.call.id] : [])));
+  const reachedRunaway = new Set(
+    events.flatMap((e) =>
+      e.type === 'decision' && (e.hook === 'approval' || e.hook === 'runaway') ? [e.call.id] : [],
+    ),
+  );
   let lastAssistant: Anthropic.ContentBlockParam[] = [];
   let [lastKey, repeats] = ['', 0];
   for (const e of events) {
     if (e.type === 'request') lastAssistant = []; // a reply of only empty text appends no message
-    if (e.type === 'message' && e.message.role === 'assistant' && Array.isArray(e.message.content)) lastAssistant = e.message.content;
+    if (e.type === 'message' && e.message.role === 'assistant' && Array.isArray(e.message.content))
+      lastAssistant = e.message.content;
     if (e.type === 'reply' && e.stopReason === 'max_tokens') {
-      for (const block of lastAssistant) if (block.type === 'tool_use') assert.ok(!ran.has(block.id), `${block.name} ran from a reply cut off at max_tokens`);
+      for (const block of lastAssistant)
+        if (block.type === 'tool_use')
+          assert.ok(!ran.has(block.id), `${block.name} ran from a reply cut off at max_tokens`);
     }
     if (e.type === 'call' && (ran.has(e.call.id) || reachedRunaway.has(e.call.id))) {
       const key = JSON.stringify([e.call.name, e.call.input]);
@@ -370,7 +483,9 @@ async function runSession(s: Session): Promise<void> {
   }
 
   // Every steering message reaches the model exactly once, or is still waiting for the next task.
-  const delivered = agent.messages.flatMap((m) => (m.role === 'user' && Array.isArray(m.content) ? m.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])) : []));
+  const delivered = agent.messages.flatMap((m) =>
+    m.role === 'user' && Array.isArray(m.content) ? m.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])) : [],
+  );
   for (const said of steered) {
     const times = delivered.filter((t) => t === said).length + agent.steering.filter((t) => t === said).length;
     assert.equal(times, 1, `"${said}" was delivered ${times} times`);
@@ -392,19 +507,28 @@ test(`the loop's invariants hold on ${RUNS} random sessions (seed ${SEED})`, asy
   const ms = performance.now() - started;
   const { user, system } = process.cpuUsage(cpu);
   const cpuMs = (user + system) / 1000;
-  t.diagnostic(`${RUNS} sessions in ${Math.round(ms)} ms wall, ${Math.round(cpuMs)} ms CPU (${(ms / RUNS).toFixed(2)} / ${(cpuMs / RUNS).toFixed(2)} ms each)`);
-  t.diagnostic([...stats].sort().map(([k, v]) => `${k}: ${v}`).join(', '));
+  t.diagnostic(
+    `${RUNS} sessions in ${Math.round(ms)} ms wall, ${Math.round(cpuMs)} ms CPU (${(ms / RUNS).toFixed(2)} / ${(cpuMs / RUNS).toFixed(2)} ms each)`,
+  );
+  t.diagnostic(
+    [...stats]
+      .sort()
+      .map(([k, v]) => `${k}: ${v}`)
+      .join(', '),
+  );
 });
 
 // Found while writing the property above (not generated by it: no tool can make a symlink).
-test(
-  'a symlinked folder that appears under a protected glob during the run ends it in a halt, not an exception',
-  async (t) => {
-    const project = await tempProject(t, { 'src/a.ts': 'export {};\n', 'test/a.test.ts': 'ok\n' });
-    // What a build or a test run might do while the agent works: link a fixtures folder.
-    const linkFixtures = () => (symlinkSync('../src', path.join(project, 'test', 'fixtures')), say('Done.'));
-    const { agent } = await scriptedAgent(project, [linkFixtures, say('Done.')], { protect: ['test/**'], contextFiles: false });
-    const halt = await runTask(agent, 'Fix it.').catch((error: unknown) => assert.fail(`runTask threw: ${String(error)}`));
-    assert.ok(halt.kind in HALT_EXIT);
-  },
-);
+test('a symlinked folder that appears under a protected glob during the run ends it in a halt, not an exception', async (t) => {
+  const project = await tempProject(t, { 'src/a.ts': 'export {};\n', 'test/a.test.ts': 'ok\n' });
+  // What a build or a test run might do while the agent works: link a fixtures folder.
+  const linkFixtures = () => (symlinkSync('../src', path.join(project, 'test', 'fixtures')), say('Done.'));
+  const { agent } = await scriptedAgent(project, [linkFixtures, say('Done.')], {
+    protect: ['test/**'],
+    contextFiles: false,
+  });
+  const halt = await runTask(agent, 'Fix it.').catch((error: unknown) =>
+    assert.fail(`runTask threw: ${String(error)}`),
+  );
+  assert.ok(halt.kind in HALT_EXIT);
+});

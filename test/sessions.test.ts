@@ -43,11 +43,14 @@ const header = (root: string): Extract<SessionEntry, { type: 'session' }> => ({
 /** Where the CLI keeps sessions by default; list_files skips .agent, so the tools never see it. */
 const sessionIn = (root: string) => path.join(root, '.agent', 'sessions', 'session.jsonl');
 
-const blocks = (message: Anthropic.MessageParam | undefined) => (message === undefined || typeof message.content === 'string' ? [] : message.content);
+const blocks = (message: Anthropic.MessageParam | undefined) =>
+  message === undefined || typeof message.content === 'string' ? [] : message.content;
 
 /** The tool results of a request's last message, as [tool_use_id, content, is_error]. */
 const resultsOf = (messages: Anthropic.MessageParam[]) =>
-  blocks(messages.at(-1)).flatMap((b) => (b.type === 'tool_result' ? [[b.tool_use_id, b.content, b.is_error ?? false]] : []));
+  blocks(messages.at(-1)).flatMap((b) =>
+    b.type === 'tool_result' ? [[b.tool_use_id, b.content, b.is_error ?? false]] : [],
+  );
 
 // =============================================================================================
 // 1. The session file
@@ -64,24 +67,39 @@ describe('the session file', () => {
     const loaded = await loadSession(file);
     assert.deepEqual(loaded.warnings, []);
     assert.equal(loaded.repair, null);
-    const second = await scriptedAgent(root, [say('Still alpha.')], { onEvent: sessionRecorder(file, null, [API_KEY]) });
+    const second = await scriptedAgent(root, [say('Still alpha.')], {
+      onEvent: sessionRecorder(file, null, [API_KEY]),
+    });
     resume(second.agent, loaded);
     assert.deepEqual(second.agent.messages, first.agent.messages);
 
     assert.equal((await runTask(second.agent, 'keep going')).kind, 'accepted');
     const sent = second.model.requests[0]!;
     assert.deepEqual(violationsOf(sent), []);
-    assert.deepEqual(unmarked(sent.messages).slice(0, first.agent.messages.length), first.agent.messages, 'the model was sent the old transcript');
-    assert.deepEqual((await loadSession(file)).messages, second.agent.messages, 'the continued run was appended to the same file');
+    assert.deepEqual(
+      unmarked(sent.messages).slice(0, first.agent.messages.length),
+      first.agent.messages,
+      'the model was sent the old transcript',
+    );
+    assert.deepEqual(
+      (await loadSession(file)).messages,
+      second.agent.messages,
+      'the continued run was appended to the same file',
+    );
   });
 
   test('a resumed session (also by /resume) asks for a fresh read before an edit: the file may have changed meanwhile', async (t) => {
     const root = await tempProject(t, { 'a.txt': 'alpha\n' });
     const file = sessionIn(root);
-    const first = await scriptedAgent(root, [call('read_file', { path: 'a.txt' }), say('read')], { onEvent: sessionRecorder(file, header(root), []) });
+    const first = await scriptedAgent(root, [call('read_file', { path: 'a.txt' }), say('read')], {
+      onEvent: sessionRecorder(file, header(root), []),
+    });
     await runTask(first.agent, 'read a.txt');
     resume(first.agent, await loadSession(file));
-    await assert.rejects(edit_file.run({ path: 'a.txt', old_str: 'alpha', new_str: 'beta' }, first.agent.toolContext), /read a\.txt with read_file before editing it/);
+    await assert.rejects(
+      edit_file.run({ path: 'a.txt', old_str: 'alpha', new_str: 'beta' }, first.agent.toolContext),
+      /read a\.txt with read_file before editing it/,
+    );
   });
 
   test('a last line torn by a crash mid-write is dropped with a warning instead of making the session unloadable', async (t) => {
@@ -89,7 +107,10 @@ describe('the session file', () => {
     const file = sessionIn(root);
     const { agent } = await scriptedAgent(root, [say('Hello.')], { onEvent: sessionRecorder(file, header(root), []) });
     await runTask(agent, 'hi');
-    const line = JSON.stringify({ type: 'message', message: { role: 'user', content: 'this line was being written when the power went' } });
+    const line = JSON.stringify({
+      type: 'message',
+      message: { role: 'user', content: 'this line was being written when the power went' },
+    });
     appendFileSync(file, line.slice(0, line.length / 2));
 
     const loaded = await loadSession(file);
@@ -98,22 +119,19 @@ describe('the session file', () => {
     assert.match(loaded.warnings[0]!, /cut off/);
   });
 
-  test(
-    'a torn last line does not swallow the first entry written after a resume',
-    async (t) => {
-      const root = await tempProject(t);
-      const file = sessionIn(root);
-      const first = await scriptedAgent(root, [say('Hello.')], { onEvent: sessionRecorder(file, header(root), []) });
-      await runTask(first.agent, 'hi');
-      appendFileSync(file, '{"type":"message","message":{"role":"us');
+  test('a torn last line does not swallow the first entry written after a resume', async (t) => {
+    const root = await tempProject(t);
+    const file = sessionIn(root);
+    const first = await scriptedAgent(root, [say('Hello.')], { onEvent: sessionRecorder(file, header(root), []) });
+    await runTask(first.agent, 'hi');
+    appendFileSync(file, '{"type":"message","message":{"role":"us');
 
-      const second = await scriptedAgent(root, [say('Going on.')], { onEvent: sessionRecorder(file, null, []) });
-      resume(second.agent, await loadSession(file));
-      await runTask(second.agent, 'keep going');
-      const reloaded = await loadSession(file);
-      assert.deepEqual(reloaded.messages, second.agent.messages);
-    },
-  );
+    const second = await scriptedAgent(root, [say('Going on.')], { onEvent: sessionRecorder(file, null, []) });
+    resume(second.agent, await loadSession(file));
+    await runTask(second.agent, 'keep going');
+    const reloaded = await loadSession(file);
+    assert.deepEqual(reloaded.messages, second.agent.messages);
+  });
 
   test('a call left without a result by a crash is answered "not run" at load, appended to the file, and the transcript stays valid', async (t) => {
     const root = await tempProject(t, { 'a.txt': 'alpha\n' });
@@ -126,7 +144,11 @@ describe('the session file', () => {
         { type: 'tool_use', id: 'toolu_dead_2', name: 'list_files', input: {} },
       ],
     };
-    const entries: SessionEntry[] = [header(root), { type: 'message', message: { role: 'user', content: 'read a.txt' } }, { type: 'message', message: dying }];
+    const entries: SessionEntry[] = [
+      header(root),
+      { type: 'message', message: { role: 'user', content: 'read a.txt' } },
+      { type: 'message', message: dying },
+    ];
     await mkdir(path.dirname(file), { recursive: true });
     await writeFile(file, entries.map((e) => `${JSON.stringify(e)}\n`).join(''));
     const before = await readFile(file);
@@ -142,11 +164,19 @@ describe('the session file', () => {
     });
     assert.match(loaded.warnings.join('\n'), /2 call\(s\) had no result/);
 
-    const { agent, model } = await scriptedAgent(root, [say('I will read it again.')], { onEvent: sessionRecorder(file, null, []) });
+    const { agent, model } = await scriptedAgent(root, [say('I will read it again.')], {
+      onEvent: sessionRecorder(file, null, []),
+    });
     resume(agent, loaded);
     const after = await readFile(file);
-    assert.ok(after.subarray(0, before.length).equals(before), 'append-only: the bytes already in the file are unchanged');
-    assert.deepEqual(after.subarray(before.length).toString('utf8'), `${JSON.stringify({ type: 'message', message: loaded.repair })}\n`);
+    assert.ok(
+      after.subarray(0, before.length).equals(before),
+      'append-only: the bytes already in the file are unchanged',
+    );
+    assert.deepEqual(
+      after.subarray(before.length).toString('utf8'),
+      `${JSON.stringify({ type: 'message', message: loaded.repair })}\n`,
+    );
     assert.equal(agent.toolContext.seen.size, 0, 'the dead call was answered, not run');
 
     await runTask(agent, 'keep going');
@@ -157,14 +187,20 @@ describe('the session file', () => {
     const root = await tempProject(t, { '.env': `ANTHROPIC_API_KEY=${API_KEY}\n` });
     const file = sessionIn(root);
     const script = [call('read_file', { path: '.env' }), say(`The key is ${API_KEY}.`)];
-    const { agent, model } = await scriptedAgent(root, script, { onEvent: sessionRecorder(file, header(root), [API_KEY]) });
+    const { agent, model } = await scriptedAgent(root, script, {
+      onEvent: sessionRecorder(file, header(root), [API_KEY]),
+    });
     await runTask(agent, `is ${API_KEY} in .env?`);
     assert.ok(JSON.stringify(model.requests[1]).includes(API_KEY), 'the tool result really held the key');
 
     const written = await readFile(file, 'utf8');
     assert.equal(written.includes(API_KEY), false);
     assert.equal(written.split('[redacted]').length - 1, 3, 'task, tool result and reply each redacted');
-    assert.equal((await loadSession(file)).messages.length, agent.messages.length, 'redaction keeps every line valid JSON');
+    assert.equal(
+      (await loadSession(file)).messages.length,
+      agent.messages.length,
+      'redaction keeps every line valid JSON',
+    );
   });
 
   test('the header written by the CLI names the format version, model, root and start time, so a resume knows what it continues', async (t) => {
@@ -174,9 +210,10 @@ describe('the session file', () => {
     const file = sessionIn(root);
     t.mock.timers.enable({ apis: ['Date'], now: Date.parse('2030-01-02T03:04:05.678Z') });
     const printed = t.mock.method(process.stdout, 'write', () => true);
-    const code = await main(['--script', script, '--root', root, '--session', file, '--yes', '--model', 'claude-header-test', 'hi'], {}).finally(() =>
-      printed.mock.restore(),
-    );
+    const code = await main(
+      ['--script', script, '--root', root, '--session', file, '--yes', '--model', 'claude-header-test', 'hi'],
+      {},
+    ).finally(() => printed.mock.restore());
     assert.equal(code, 0);
 
     const first = JSON.parse((await readFile(file, 'utf8')).split('\n')[0]!);
@@ -185,14 +222,16 @@ describe('the session file', () => {
     assert.equal(first.version, SESSION_VERSION);
     assert.equal(first.model, 'claude-header-test');
     assert.equal(first.root, root);
-    assert.equal(first.startedAt, '2030-01-02T03:04:05.678Z', 'the start time is the clock\'s, as ISO 8601');
+    assert.equal(first.startedAt, '2030-01-02T03:04:05.678Z', "the start time is the clock's, as ISO 8601");
   });
 
   test('a session written in another format version is refused instead of misread', async (t) => {
     const root = await tempProject(t);
     const file = path.join(root, 'old.jsonl');
     await writeFile(file, `${JSON.stringify({ ...header(root), version: SESSION_VERSION + 1 })}\n`);
-    await assert.rejects(loadSession(file), { message: `${file}: session format ${SESSION_VERSION + 1}, this harness reads ${SESSION_VERSION}` });
+    await assert.rejects(loadSession(file), {
+      message: `${file}: session format ${SESSION_VERSION + 1}, this harness reads ${SESSION_VERSION}`,
+    });
   });
 });
 
@@ -201,19 +240,35 @@ describe('the session file', () => {
 
 /** A test tool taking `{ who }`, whose `run` does the waiting and logging a test needs. */
 function testTool(name: string, readOnly: boolean, run: (input: { who: string }) => Promise<string>): Tool {
-  return defineTool({ name, description: `${name}: a test tool.`, input: z.strictObject({ who: z.string() }), readOnly, run });
+  return defineTool({
+    name,
+    description: `${name}: a test tool.`,
+    input: z.strictObject({ who: z.string() }),
+    readOnly,
+    run,
+  });
 }
 
 describe('parallel read-only calls', () => {
   test('two read-only calls in one reply really overlap: each finishes only after the other has started', async (t) => {
     const root = await tempProject(t);
-    const started = new Map([['a', deferred()], ['b', deferred()]]);
+    const started = new Map([
+      ['a', deferred()],
+      ['b', deferred()],
+    ]);
     const meet = testTool('meet', true, async ({ who }) => {
       started.get(who)!.resolve();
-      await within(started.get(who === 'a' ? 'b' : 'a')!.promise, `${who} waiting for the other read to start (the reads ran one after the other)`);
+      await within(
+        started.get(who === 'a' ? 'b' : 'a')!.promise,
+        `${who} waiting for the other read to start (the reads ran one after the other)`,
+      );
       return `${who} met`;
     });
-    const { agent, model } = await scriptedAgent(root, [reply(toolUse('meet', { who: 'a' }), toolUse('meet', { who: 'b' })), say('done')], { tools: [meet] });
+    const { agent, model } = await scriptedAgent(
+      root,
+      [reply(toolUse('meet', { who: 'a' }), toolUse('meet', { who: 'b' })), say('done')],
+      { tools: [meet] },
+    );
     await runTask(agent, 'meet');
     assert.deepEqual(resultsOf(model.requests[1]!.messages), [
       ['toolu_s1_0', 'a met', false],
@@ -232,7 +287,11 @@ describe('parallel read-only calls', () => {
       if (who === 'b') bDone.resolve();
       return `${who} finished`;
     });
-    const { agent, model } = await scriptedAgent(root, [reply(toolUse('race', { who: 'a' }), toolUse('race', { who: 'b' })), say('done')], { tools: [race] });
+    const { agent, model } = await scriptedAgent(
+      root,
+      [reply(toolUse('race', { who: 'a' }), toolUse('race', { who: 'b' })), say('done')],
+      { tools: [race] },
+    );
     await runTask(agent, 'race');
     assert.deepEqual(log, ['start a', 'start b', 'end b', 'end a'], 'b really finished first');
     assert.deepEqual(resultsOf(model.requests[1]!.messages), [
@@ -251,16 +310,27 @@ describe('parallel read-only calls', () => {
       return who;
     };
     const tools = [testTool('look', true, work), testTool('change', false, work)];
-    const calls = reply(toolUse('look', { who: 'r1' }), toolUse('look', { who: 'r2' }), toolUse('change', { who: 'w' }), toolUse('look', { who: 'r3' }), toolUse('look', { who: 'r4' }));
+    const calls = reply(
+      toolUse('look', { who: 'r1' }),
+      toolUse('look', { who: 'r2' }),
+      toolUse('change', { who: 'w' }),
+      toolUse('look', { who: 'r3' }),
+      toolUse('look', { who: 'r4' }),
+    );
     const { agent, model } = await scriptedAgent(root, [calls, say('done')], { tools });
     await runTask(agent, 'look, change, look');
 
     const at = (entry: string) => log.indexOf(entry);
     assert.ok(at('start r2') < at('end r1'), `the reads before the change overlapped each other: ${log.join(', ')}`);
     assert.ok(at('start r4') < at('end r3'), `the reads after the change overlapped each other: ${log.join(', ')}`);
-    for (const read of ['r1', 'r2']) assert.ok(at('start w') > at(`end ${read}`), `the change started before ${read} ended: ${log.join(', ')}`);
-    for (const read of ['r3', 'r4']) assert.ok(at('end w') < at(`start ${read}`), `${read} started before the change ended: ${log.join(', ')}`);
-    assert.deepEqual(resultsOf(model.requests[1]!.messages).map(([, content]) => content), ['r1', 'r2', 'w', 'r3', 'r4']);
+    for (const read of ['r1', 'r2'])
+      assert.ok(at('start w') > at(`end ${read}`), `the change started before ${read} ended: ${log.join(', ')}`);
+    for (const read of ['r3', 'r4'])
+      assert.ok(at('end w') < at(`start ${read}`), `${read} started before the change ended: ${log.join(', ')}`);
+    assert.deepEqual(
+      resultsOf(model.requests[1]!.messages).map(([, content]) => content),
+      ['r1', 'r2', 'w', 'r3', 'r4'],
+    );
   });
 
   test('no more than 8 read-only calls run at once, however many the model asks for in one reply', async (t) => {
@@ -283,7 +353,10 @@ describe('parallel read-only calls', () => {
     await runTask(agent, 'crowd');
     assert.equal(MAX_PARALLEL_READS, 8);
     assert.equal(most, 8);
-    assert.deepEqual(resultsOf(model.requests[1]!.messages), ten.map((_, i) => [`toolu_s1_${i}`, `c${i}`, false]));
+    assert.deepEqual(
+      resultsOf(model.requests[1]!.messages),
+      ten.map((_, i) => [`toolu_s1_${i}`, `c${i}`, false]),
+    );
   });
 
   test('running reads in parallel changes nothing the model sees: the transcript is byte-identical to a sequential run', async (t) => {
@@ -297,14 +370,28 @@ describe('parallel read-only calls', () => {
         return `slow ${who}`;
       });
     const script: ScriptEntry[] = [
-      reply(toolUse('slow', { who: 'n5' }), toolUse('read_file', { path: 'a.txt' }), toolUse('slow', { who: 'n0' }), toolUse('list_files', {}), toolUse('slow', { who: 'n2' })),
-      reply(toolUse('read_file', { path: 'b.txt' }), toolUse('edit_file', { path: 'a.txt', old_str: 'alpha', new_str: 'ALPHA' }), toolUse('slow', { who: 'n3' }), toolUse('read_file', { path: 'a.txt' }), toolUse('slow', { who: 'n1' })),
+      reply(
+        toolUse('slow', { who: 'n5' }),
+        toolUse('read_file', { path: 'a.txt' }),
+        toolUse('slow', { who: 'n0' }),
+        toolUse('list_files', {}),
+        toolUse('slow', { who: 'n2' }),
+      ),
+      reply(
+        toolUse('read_file', { path: 'b.txt' }),
+        toolUse('edit_file', { path: 'a.txt', old_str: 'alpha', new_str: 'ALPHA' }),
+        toolUse('slow', { who: 'n3' }),
+        toolUse('read_file', { path: 'a.txt' }),
+        toolUse('slow', { who: 'n1' }),
+      ),
       say('done'),
     ];
     const run = async (readOnlyAllowed: boolean) => {
       const root = await tempProject(t, files);
       const concurrency = { now: 0, most: 0 };
-      const tools = [...TOOLS, slowTool(true, concurrency)].map((tool) => (readOnlyAllowed ? tool : { ...tool, readOnly: false }));
+      const tools = [...TOOLS, slowTool(true, concurrency)].map((tool) =>
+        readOnlyAllowed ? tool : { ...tool, readOnly: false },
+      );
       const { agent } = await scriptedAgent(root, script, { tools });
       assert.equal((await runTask(agent, 'read, change, read')).kind, 'accepted');
       return { transcript: JSON.stringify(agent.messages), most: concurrency.most };
@@ -340,19 +427,27 @@ async function longRun(t: TestContext) {
 }
 
 /** Each request's messages are the previous request's messages plus new ones, as `view` shows them. */
-function assertGrowsByAppending(requests: { messages: Anthropic.MessageParam[] }[], view: (m: Anthropic.MessageParam) => unknown) {
+function assertGrowsByAppending(
+  requests: { messages: Anthropic.MessageParam[] }[],
+  view: (m: Anthropic.MessageParam) => unknown,
+) {
   for (let i = 1; i < requests.length; i++) {
     const earlier = unmarked(requests[i - 1]!.messages);
     const later = unmarked(requests[i]!.messages);
     assert.ok(later.length > earlier.length, `request ${i + 1} is longer than request ${i}`);
     earlier.forEach((message, k) => {
-      assert.equal(JSON.stringify(view(later[k]!)), JSON.stringify(view(message)), `request ${i + 1}, message ${k} differs from request ${i}`);
+      assert.equal(
+        JSON.stringify(view(later[k]!)),
+        JSON.stringify(view(message)),
+        `request ${i + 1}, message ${k} differs from request ${i}`,
+      );
     });
   }
 }
 
 /** The string shorthand of a message's content as the one text block it stands for. */
-const asBlocks = (m: Anthropic.MessageParam) => (typeof m.content === 'string' ? { ...m, content: [{ type: 'text', text: m.content }] } : m);
+const asBlocks = (m: Anthropic.MessageParam) =>
+  typeof m.content === 'string' ? { ...m, content: [{ type: 'text', text: m.content }] } : m;
 
 const cacheMarks = (request: unknown) => {
   let marks = 0;
@@ -369,13 +464,10 @@ describe('byte-stable requests', () => {
     assertGrowsByAppending(requests, asBlocks);
   });
 
-  test(
-    'each earlier message is resent as the very same JSON bytes',
-    async (t) => {
-      const { requests } = await longRun(t);
-      assertGrowsByAppending(requests, (m) => m);
-    },
-  );
+  test('each earlier message is resent as the very same JSON bytes', async (t) => {
+    const { requests } = await longRun(t);
+    assertGrowsByAppending(requests, (m) => m);
+  });
 
   test('the system prompt and the tool definitions are the same bytes on every request, so the cached prefix is never rewritten', async (t) => {
     const { requests } = await longRun(t);
@@ -383,7 +475,11 @@ describe('byte-stable requests', () => {
     for (const [i, request] of rest.entries()) {
       assert.deepEqual(request.system, first!.system, `request ${i + 2}: system`);
       assert.deepEqual(request.tools, first!.tools, `request ${i + 2}: tools`);
-      assert.equal(JSON.stringify([request.system, request.tools]), JSON.stringify([first!.system, first!.tools]), `request ${i + 2}: bytes`);
+      assert.equal(
+        JSON.stringify([request.system, request.tools]),
+        JSON.stringify([first!.system, first!.tools]),
+        `request ${i + 2}: bytes`,
+      );
     }
   });
 
@@ -392,10 +488,17 @@ describe('byte-stable requests', () => {
     for (const [i, request] of requests.entries()) {
       const marks = cacheMarks(request);
       assert.ok(marks <= 4, `request ${i + 1} has ${marks} cache marks`);
-      assert.ok(cacheMarks(request.messages) >= 1, `request ${i + 1} marks its newest message, so the next request can read it from the cache`);
+      assert.ok(
+        cacheMarks(request.messages) >= 1,
+        `request ${i + 1} marks its newest message, so the next request can read it from the cache`,
+      );
       assert.deepEqual(violationsOf(request), [], `request ${i + 1}`);
     }
-    assert.equal(cacheMarks(agent.messages), 0, 'the transcript itself holds no marks, or they would pile up turn after turn');
+    assert.equal(
+      cacheMarks(agent.messages),
+      0,
+      'the transcript itself holds no marks, or they would pile up turn after turn',
+    );
   });
 
   test('the system prompt holds no clock or counter: agents made a day apart, after different work, send identical system and tools', async (t) => {
@@ -407,7 +510,8 @@ describe('byte-stable requests', () => {
     t.mock.timers.tick(24 * 60 * 60 * 1000 + 12_345);
     const late = await scriptedAgent(root, [say('hello')]);
     await runTask(late.agent, 'hi');
-    const fixedPart = (request: { system?: unknown; tools?: unknown }) => JSON.stringify([request.system, request.tools]);
+    const fixedPart = (request: { system?: unknown; tools?: unknown }) =>
+      JSON.stringify([request.system, request.tools]);
     assert.equal(fixedPart(late.model.requests[0]!), fixedPart(early.model.requests[0]!));
     assert.equal(fixedPart(early.model.requests.at(-1)!), fixedPart(early.model.requests[0]!));
   });
@@ -417,7 +521,13 @@ describe('byte-stable requests', () => {
 // 4. API faults, through the real SDK against the local fake API
 
 const textBlock = (text: string): Anthropic.TextBlock => ({ type: 'text', text, citations: null });
-const toolUseBlock = (id: string, name: string, input: unknown): Anthropic.ToolUseBlock => ({ type: 'tool_use', id, name, input, caller: { type: 'direct' } });
+const toolUseBlock = (id: string, name: string, input: unknown): Anthropic.ToolUseBlock => ({
+  type: 'tool_use',
+  id,
+  name,
+  input,
+  caller: { type: 'direct' },
+});
 
 /** Only the Messages calls: the agent also asks /v1/models for the context window. */
 const messageCalls = (api: FakeApi) => api.requests.filter((r) => r.method === 'POST' && r.path === '/v1/messages');
@@ -430,7 +540,11 @@ async function fakeApi(t: TestContext, steps: FakeStep[]) {
 
 describe('API faults through the real SDK', () => {
   test('an API overloaded twice (529, 529) is retried until it answers, and each retry is shown, not silent', async (t) => {
-    const { api, client } = await fakeApi(t, [{ kind: 'status', status: 529 }, { kind: 'status', status: 529 }, { kind: 'reply', message: fakeMessage([textBlock('Done.')]) }]);
+    const { api, client } = await fakeApi(t, [
+      { kind: 'status', status: 529 },
+      { kind: 'status', status: 529 },
+      { kind: 'reply', message: fakeMessage([textBlock('Done.')]) },
+    ]);
     const root = await tempProject(t);
     const { agent, events } = await scriptedAgent(root, [], { model: new AnthropicModel('claude-test', client) });
     const halt = await runTask(agent, 'hi');
@@ -440,44 +554,66 @@ describe('API faults through the real SDK', () => {
     assert.equal(notices.filter((text) => /529.*retr/i.test(text)).length, 2, notices.join('\n'));
   });
 
-  test('a stream that stalls mid-reply is aborted by the idle timeout, halting with an error and leaving no half reply', { timeout: 10_000 }, async (t) => {
-    const message = fakeMessage([textBlock('I will now edit the file, and then'), toolUseBlock('toolu_1', 'edit_file', { path: 'x.txt', old_str: '', new_str: 'x' })], 'tool_use');
-    const { api, client } = await fakeApi(t, [{ kind: 'stall', message, afterEvents: 3 }]);
-    const root = await tempProject(t);
-    const { agent } = await scriptedAgent(root, [], { model: new AnthropicModel('claude-test', client, 200) });
-    const halt = await runTask(agent, 'write x.txt');
-    assert.equal(halt.kind, 'error');
-    assert.match(halt.kind === 'error' ? halt.message : '', /stalled/);
-    assert.equal(messageCalls(api).length, 1, 'one request, not retried');
-    assert.deepEqual(agent.messages.map(textOf), ['write x.txt'], 'only the task: nothing of the stalled reply');
-  });
-
   test(
-    'a long wait between retries (a 529 asking for retry-after) is not mistaken for a stalled stream',
+    'a stream that stalls mid-reply is aborted by the idle timeout, halting with an error and leaving no half reply',
+    { timeout: 10_000 },
     async (t) => {
-      const { client: direct, api } = await fakeApi(t, [{ kind: 'status', status: 529 }, { kind: 'reply', message: fakeMessage([textBlock('Done.')]) }]);
-      // The fake always asks for a 1 ms wait; this client sees the 529 ask for 400 ms, twice the idle limit.
-      const askToWait: typeof fetch = async (input, init) => {
-        const response = await fetch(input, init);
-        if (response.status !== 529) return response;
-        const headers = new Headers(response.headers);
-        headers.set('retry-after-ms', '400');
-        return new Response(response.body, { status: response.status, headers });
-      };
-      const client = direct.withOptions({ fetch: askToWait });
+      const message = fakeMessage(
+        [
+          textBlock('I will now edit the file, and then'),
+          toolUseBlock('toolu_1', 'edit_file', { path: 'x.txt', old_str: '', new_str: 'x' }),
+        ],
+        'tool_use',
+      );
+      const { api, client } = await fakeApi(t, [{ kind: 'stall', message, afterEvents: 3 }]);
       const root = await tempProject(t);
       const { agent } = await scriptedAgent(root, [], { model: new AnthropicModel('claude-test', client, 200) });
-      assert.deepEqual(await runTask(agent, 'hi'), { kind: 'accepted', verifiedBy: null });
-      assert.equal(messageCalls(api).length, 2);
+      const halt = await runTask(agent, 'write x.txt');
+      assert.equal(halt.kind, 'error');
+      assert.match(halt.kind === 'error' ? halt.message : '', /stalled/);
+      assert.equal(messageCalls(api).length, 1, 'one request, not retried');
+      assert.deepEqual(agent.messages.map(textOf), ['write x.txt'], 'only the task: nothing of the stalled reply');
     },
   );
+
+  test('a long wait between retries (a 529 asking for retry-after) is not mistaken for a stalled stream', async (t) => {
+    const { client: direct, api } = await fakeApi(t, [
+      { kind: 'status', status: 529 },
+      { kind: 'reply', message: fakeMessage([textBlock('Done.')]) },
+    ]);
+    // The fake always asks for a 1 ms wait; this client sees the 529 ask for 400 ms, twice the idle limit.
+    const askToWait: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init);
+      if (response.status !== 529) return response;
+      const headers = new Headers(response.headers);
+      headers.set('retry-after-ms', '400');
+      return new Response(response.body, { status: response.status, headers });
+    };
+    const client = direct.withOptions({ fetch: askToWait });
+    const root = await tempProject(t);
+    const { agent } = await scriptedAgent(root, [], { model: new AnthropicModel('claude-test', client, 200) });
+    assert.deepEqual(await runTask(agent, 'hi'), { kind: 'accepted', verifiedBy: null });
+    assert.equal(messageCalls(api).length, 2);
+  });
 
   test('a stream cut mid-reply halts with an error, the session file keeps everything before it, and a resume carries on', async (t) => {
     const root = await tempProject(t, { 'note.txt': 'hello\n' });
     const file = sessionIn(root);
-    const cut = fakeMessage([textBlock('Now I will write the answer into a file called'), toolUseBlock('toolu_2', 'edit_file', { path: 'x.txt', old_str: '', new_str: 'x' })], 'tool_use');
+    const cut = fakeMessage(
+      [
+        textBlock('Now I will write the answer into a file called'),
+        toolUseBlock('toolu_2', 'edit_file', { path: 'x.txt', old_str: '', new_str: 'x' }),
+      ],
+      'tool_use',
+    );
     const first = await fakeApi(t, [
-      { kind: 'reply', message: fakeMessage([textBlock('Reading.'), toolUseBlock('toolu_1', 'read_file', { path: 'note.txt' })], 'tool_use') },
+      {
+        kind: 'reply',
+        message: fakeMessage(
+          [textBlock('Reading.'), toolUseBlock('toolu_1', 'read_file', { path: 'note.txt' })],
+          'tool_use',
+        ),
+      },
       { kind: 'cut', message: cut, afterEvents: 4 },
     ]);
     const { agent } = await scriptedAgent(root, [], {
@@ -494,7 +630,10 @@ describe('API faults through the real SDK', () => {
     assert.match(readFileSync(file, 'utf8').trimEnd().split('\n').at(-1)!, /"type":"halt".*"kind":"error"/);
 
     const second = await fakeApi(t, [{ kind: 'reply', message: fakeMessage([textBlock('It says hello.')]) }]);
-    const resumed = await scriptedAgent(root, [], { model: new AnthropicModel('claude-test', second.client), onEvent: sessionRecorder(file, null, [API_KEY]) });
+    const resumed = await scriptedAgent(root, [], {
+      model: new AnthropicModel('claude-test', second.client),
+      onEvent: sessionRecorder(file, null, [API_KEY]),
+    });
     resume(resumed.agent, loaded);
     assert.deepEqual(await runTask(resumed.agent, 'keep going'), { kind: 'accepted', verifiedBy: null });
     const [sent] = messageCalls(second.api);
@@ -509,61 +648,83 @@ describe('API faults through the real SDK', () => {
 // 5. SIGKILL mid-call, then --resume: one real child process
 
 describe('crash and resume from the command line', () => {
-  test('a CLI killed with SIGKILL in the middle of a tool call resumes with --resume: no message lost, a valid transcript, exit 0', { timeout: 30_000 }, async (t) => {
-    const root = await tempProject(t, { 'a.txt': 'alpha\n' });
-    // Reading a named pipe that nobody writes to blocks forever: a tool call that is still running when the kill comes.
-    execFileSync('mkfifo', [path.join(root, 'pipe')]);
-    const firstScript = path.join(root, '.agent', 'first.json');
-    const secondScript = path.join(root, '.agent', 'second.json');
-    const file = path.join(root, '.agent', 'crash.jsonl');
-    await mkdir(path.join(root, '.agent'));
-    writeFileSync(firstScript, JSON.stringify([call('read_file', { path: 'a.txt' }), call('read_file', { path: 'pipe' }), say('done')]));
-    writeFileSync(secondScript, JSON.stringify([say('The pipe never answered; a.txt says alpha.')]));
-    const cli = (args: string[]) =>
-      spawn(process.execPath, ['--import', 'tsx', 'agent.ts', '--root', root, '--yes', ...args], {
-        env: { PATH: process.env.PATH ?? '', NO_COLOR: '1' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-    const exited = (child: ReturnType<typeof spawn>) =>
-      new Promise<{ code: number | null; signal: NodeJS.Signals | null; output: string }>((resolve) => {
-        let output = '';
-        child.stdout?.on('data', (chunk: Buffer) => (output += chunk));
-        child.stderr?.on('data', (chunk: Buffer) => (output += chunk));
-        child.on('close', (code, signal) => resolve({ code, signal, output }));
-      });
+  test(
+    'a CLI killed with SIGKILL in the middle of a tool call resumes with --resume: no message lost, a valid transcript, exit 0',
+    { timeout: 30_000 },
+    async (t) => {
+      const root = await tempProject(t, { 'a.txt': 'alpha\n' });
+      // Reading a named pipe that nobody writes to blocks forever: a tool call that is still running when the kill comes.
+      execFileSync('mkfifo', [path.join(root, 'pipe')]);
+      const firstScript = path.join(root, '.agent', 'first.json');
+      const secondScript = path.join(root, '.agent', 'second.json');
+      const file = path.join(root, '.agent', 'crash.jsonl');
+      await mkdir(path.join(root, '.agent'));
+      writeFileSync(
+        firstScript,
+        JSON.stringify([call('read_file', { path: 'a.txt' }), call('read_file', { path: 'pipe' }), say('done')]),
+      );
+      writeFileSync(secondScript, JSON.stringify([say('The pipe never answered; a.txt says alpha.')]));
+      const cli = (args: string[]) =>
+        spawn(process.execPath, ['--import', 'tsx', 'agent.ts', '--root', root, '--yes', ...args], {
+          env: { PATH: process.env.PATH ?? '', NO_COLOR: '1' },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+      const exited = (child: ReturnType<typeof spawn>) =>
+        new Promise<{ code: number | null; signal: NodeJS.Signals | null; output: string }>((resolve) => {
+          let output = '';
+          child.stdout?.on('data', (chunk: Buffer) => (output += chunk));
+          child.stderr?.on('data', (chunk: Buffer) => (output += chunk));
+          child.on('close', (code, signal) => resolve({ code, signal, output }));
+        });
 
-    const first = cli(['--script', firstScript, '--session', file, 'read a.txt, then the pipe']);
-    t.after(() => first.kill('SIGKILL'));
-    const firstExit = exited(first);
-    // Blocked for good once the second call is in the file: it is the pipe read.
-    const inSecondCall = async () => {
-      for (;;) {
-        const lines = (await readFile(file, 'utf8').catch(() => '')).split('\n');
-        const results = lines.filter((l) => l.includes('"tool_result"')).length;
-        if (results === 1 && lines.some((l) => l.includes('"path":"pipe"'))) return;
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-    };
-    await within(Promise.race([inSecondCall(), firstExit.then((r) => Promise.reject(new Error(`the CLI ended early: ${r.output}`)))]), 'waiting for the pipe read', 15_000);
-    first.kill('SIGKILL');
-    assert.equal((await firstExit).signal, 'SIGKILL');
-    const beforeResume = await readFile(file, 'utf8');
-    assert.ok(beforeResume.endsWith('\n'));
+      const first = cli(['--script', firstScript, '--session', file, 'read a.txt, then the pipe']);
+      t.after(() => first.kill('SIGKILL'));
+      const firstExit = exited(first);
+      // Blocked for good once the second call is in the file: it is the pipe read.
+      const inSecondCall = async () => {
+        for (;;) {
+          const lines = (await readFile(file, 'utf8').catch(() => '')).split('\n');
+          const results = lines.filter((l) => l.includes('"tool_result"')).length;
+          if (results === 1 && lines.some((l) => l.includes('"path":"pipe"'))) return;
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      };
+      await within(
+        Promise.race([
+          inSecondCall(),
+          firstExit.then((r) => Promise.reject(new Error(`the CLI ended early: ${r.output}`))),
+        ]),
+        'waiting for the pipe read',
+        15_000,
+      );
+      first.kill('SIGKILL');
+      assert.equal((await firstExit).signal, 'SIGKILL');
+      const beforeResume = await readFile(file, 'utf8');
+      assert.ok(beforeResume.endsWith('\n'));
 
-    const second = cli(['--script', secondScript, '--resume', file, 'keep going']);
-    t.after(() => second.kill('SIGKILL'));
-    const secondExit = await exited(second);
-    assert.equal(secondExit.code, 0, secondExit.output);
+      const second = cli(['--script', secondScript, '--resume', file, 'keep going']);
+      t.after(() => second.kill('SIGKILL'));
+      const secondExit = await exited(second);
+      assert.equal(secondExit.code, 0, secondExit.output);
 
-    const afterResume = await readFile(file, 'utf8');
-    assert.ok(afterResume.startsWith(beforeResume), 'every line written before the kill is still at the start of the file');
-    const loaded = await loadSession(file);
-    const messagesBefore = beforeResume.split('\n').filter((l) => l.includes('"type":"message"')).map((l) => JSON.parse(l).message);
-    assert.equal(messagesBefore.length, 4, 'task, read a.txt, its result, read pipe');
-    assert.deepEqual(loaded.messages.slice(0, messagesBefore.length), messagesBefore);
-    assert.deepEqual(loaded.warnings, [], 'the repair was written to the file by the resume');
-    assert.deepEqual(resultsOf(loaded.messages.slice(0, 5)), [['toolu_s2_0', 'not run: the session ended before this call finished', true]]);
-    assert.deepEqual(violationsOf({ messages: loaded.messages }), []);
-    assert.equal(loaded.messages.at(-1)!.role, 'assistant');
-  });
+      const afterResume = await readFile(file, 'utf8');
+      assert.ok(
+        afterResume.startsWith(beforeResume),
+        'every line written before the kill is still at the start of the file',
+      );
+      const loaded = await loadSession(file);
+      const messagesBefore = beforeResume
+        .split('\n')
+        .filter((l) => l.includes('"type":"message"'))
+        .map((l) => JSON.parse(l).message);
+      assert.equal(messagesBefore.length, 4, 'task, read a.txt, its result, read pipe');
+      assert.deepEqual(loaded.messages.slice(0, messagesBefore.length), messagesBefore);
+      assert.deepEqual(loaded.warnings, [], 'the repair was written to the file by the resume');
+      assert.deepEqual(resultsOf(loaded.messages.slice(0, 5)), [
+        ['toolu_s2_0', 'not run: the session ended before this call finished', true],
+      ]);
+      assert.deepEqual(violationsOf({ messages: loaded.messages }), []);
+      assert.equal(loaded.messages.at(-1)!.role, 'assistant');
+    },
+  );
 });

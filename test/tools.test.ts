@@ -3,11 +3,33 @@
 // a sentinel, so an escape shows up as a read of the sentinel or a change next to it.
 
 import assert from 'node:assert/strict';
-import { chmod, link, mkdir, mkdtemp, open, readdir, readFile, readlink, realpath, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import {
+  chmod,
+  link,
+  mkdir,
+  mkdtemp,
+  open,
+  readdir,
+  readFile,
+  readlink,
+  realpath,
+  rm,
+  stat,
+  symlink,
+  writeFile,
+} from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
-import { edit_file, list_files, MAX_BYTES, MAX_LIST_ENTRIES, read_file, type ToolContext, ToolError } from '../tools.ts';
+import {
+  edit_file,
+  list_files,
+  MAX_BYTES,
+  MAX_LIST_ENTRIES,
+  read_file,
+  type ToolContext,
+  ToolError,
+} from '../tools.ts';
 
 const SECRET = 'SECRET: must never reach the model\n';
 
@@ -66,7 +88,10 @@ describe('safe_path: no tool can reach outside the project', () => {
     await refused(list_files.run({ path: '../outside' }, p.ctx), OUTSIDE);
     await refused(list_files.run({ path: '..' }, p.ctx), OUTSIDE);
     await refused(edit_file.run({ path: '../outside/new.txt', old_str: '', new_str: 'pwned' }, p.ctx), OUTSIDE);
-    await refused(edit_file.run({ path: '../outside/secret.txt', old_str: 'SECRET', new_str: 'pwned' }, p.ctx), OUTSIDE);
+    await refused(
+      edit_file.run({ path: '../outside/secret.txt', old_str: 'SECRET', new_str: 'pwned' }, p.ctx),
+      OUTSIDE,
+    );
     await assertOutsideUntouched(p);
   });
 
@@ -77,7 +102,10 @@ describe('safe_path: no tool can reach outside the project', () => {
     await refused(read_file.run({ path: secret }, p.ctx), OUTSIDE);
     await refused(list_files.run({ path: p.outside }, p.ctx), OUTSIDE);
     await refused(list_files.run({ path: '/' }, p.ctx), OUTSIDE);
-    await refused(edit_file.run({ path: path.join(p.outside, 'new.txt'), old_str: '', new_str: 'pwned' }, p.ctx), OUTSIDE);
+    await refused(
+      edit_file.run({ path: path.join(p.outside, 'new.txt'), old_str: '', new_str: 'pwned' }, p.ctx),
+      OUTSIDE,
+    );
     await refused(edit_file.run({ path: secret, old_str: 'SECRET', new_str: 'pwned' }, p.ctx), OUTSIDE);
     await assertOutsideUntouched(p);
   });
@@ -125,7 +153,10 @@ describe('safe_path: no tool can reach outside the project', () => {
     const p = await project(t);
     const target = path.join(p.outside, 'not-yet.txt');
     await symlink(target, path.join(p.root, 'later.txt'));
-    await refused(edit_file.run({ path: 'later.txt', old_str: '', new_str: 'pwned' }, p.ctx), /broken symlink|outside the project/);
+    await refused(
+      edit_file.run({ path: 'later.txt', old_str: '', new_str: 'pwned' }, p.ctx),
+      /broken symlink|outside the project/,
+    );
     await assert.rejects(stat(target), { code: 'ENOENT' });
     assert.equal(await readlink(path.join(p.root, 'later.txt')), target, 'the link itself is left alone');
     await assertOutsideUntouched(p);
@@ -170,7 +201,12 @@ describe('listing the project', () => {
 
   test('a folder is not mistaken for a file: folders end with "/"', async (t) => {
     const p = await project(t, { 'src/lib/util.ts': '', 'README.md': '' });
-    assert.deepEqual((await list_files.run({}, p.ctx)).split('\n'), ['README.md', 'src/', 'src/lib/', 'src/lib/util.ts']);
+    assert.deepEqual((await list_files.run({}, p.ctx)).split('\n'), [
+      'README.md',
+      'src/',
+      'src/lib/',
+      'src/lib/util.ts',
+    ]);
   });
 
   test('the listing comes out in the same (sorted) order every time', async (t) => {
@@ -219,7 +255,8 @@ describe('reading within the caps', () => {
     const out = await read_file.run({ path: 'wide.txt' }, p.ctx);
     const lines = out.split('\n');
     const hint = lines.pop()!;
-    const [, last, next] = /^\[showing lines 1-(\d+) of 2000; use offset=(\d+) to continue\]$/.exec(hint) ?? assert.fail(hint);
+    const [, last, next] =
+      /^\[showing lines 1-(\d+) of 2000; use offset=(\d+) to continue\]$/.exec(hint) ?? assert.fail(hint);
     assert.equal(Number(next), Number(last) + 1);
     assert.equal(lines.length, Number(last));
     assert.equal(lines.at(-1), numbered(Number(last), line(Number(last))), 'the last line shown is whole');
@@ -243,7 +280,9 @@ describe('reading within the caps', () => {
   });
 
   test('an offset into a run of NUL bytes is refused as binary, not shown as garbage', async (t) => {
-    const p = await project(t, { 'mixed.dat': Buffer.concat([Buffer.from('header\n'.repeat(2000)), Buffer.alloc(100 * 1024)]) });
+    const p = await project(t, {
+      'mixed.dat': Buffer.concat([Buffer.from('header\n'.repeat(2000)), Buffer.alloc(100 * 1024)]),
+    });
     await refused(read_file.run({ path: 'mixed.dat', offset: 2001 }, p.ctx), /binary/);
   });
 
@@ -274,7 +313,10 @@ describe('reading within the caps', () => {
 describe('editing only what the model has seen', () => {
   test('a file the model never read cannot be edited', async (t) => {
     const p = await project(t, { 'a.txt': 'one\ntwo\n' });
-    await refused(edit_file.run({ path: 'a.txt', old_str: 'two', new_str: 'TWO' }, p.ctx), /read a\.txt with read_file before editing/);
+    await refused(
+      edit_file.run({ path: 'a.txt', old_str: 'two', new_str: 'TWO' }, p.ctx),
+      /read a\.txt with read_file before editing/,
+    );
     assert.equal(await readFile(path.join(p.root, 'a.txt'), 'utf8'), 'one\ntwo\n');
   });
 
@@ -283,7 +325,10 @@ describe('editing only what the model has seen', () => {
     await read_file.run({ path: 'a.txt' }, p.ctx);
     const theirs = 'one\ntwo\nthree, added by the user\n';
     await writeFile(path.join(p.root, 'a.txt'), theirs);
-    const error = await refused(edit_file.run({ path: 'a.txt', old_str: 'two', new_str: 'TWO' }, p.ctx), /changed on disk/);
+    const error = await refused(
+      edit_file.run({ path: 'a.txt', old_str: 'two', new_str: 'TWO' }, p.ctx),
+      /changed on disk/,
+    );
     assert.match(error.message, /three, added by the user/);
     assert.equal(await readFile(path.join(p.root, 'a.txt'), 'utf8'), theirs);
   });
@@ -299,7 +344,10 @@ describe('editing only what the model has seen', () => {
     const source = 'export function add(a, b) {\n  return a + b;\n}\n';
     const p = await project(t, { 'add.js': source });
     await read_file.run({ path: 'add.js' }, p.ctx);
-    const error = await refused(edit_file.run({ path: 'add.js', old_str: '  return a - b;', new_str: '  return b + a;' }, p.ctx), /read the file again/);
+    const error = await refused(
+      edit_file.run({ path: 'add.js', old_str: '  return a - b;', new_str: '  return b + a;' }, p.ctx),
+      /read the file again/,
+    );
     assert.ok(error.message.includes(numbered(2, '  return a + b;')), error.message);
     assert.equal(await readFile(path.join(p.root, 'add.js'), 'utf8'), source);
   });
@@ -320,7 +368,10 @@ describe('editing only what the model has seen', () => {
 
   test('an edit written with \\n keeps a CRLF file CRLF', async (t) => {
     const p = await project(t, { 'win.txt': 'one\r\ntwo\r\nthree\r\n' });
-    assert.equal(await read_file.run({ path: 'win.txt' }, p.ctx), [numbered(1, 'one'), numbered(2, 'two'), numbered(3, 'three')].join('\n'));
+    assert.equal(
+      await read_file.run({ path: 'win.txt' }, p.ctx),
+      [numbered(1, 'one'), numbered(2, 'two'), numbered(3, 'three')].join('\n'),
+    );
     await edit_file.run({ path: 'win.txt', old_str: 'one\ntwo', new_str: 'one\n2\nand a half' }, p.ctx);
     assert.equal(await readFile(path.join(p.root, 'win.txt'), 'utf8'), 'one\r\n2\r\nand a half\r\nthree\r\n');
   });
@@ -356,7 +407,10 @@ describe('creating and writing files', () => {
     const umask = process.umask(0o022);
     t.after(() => process.umask(umask));
     const p = await project(t, { 'run.sh': '#!/bin/sh\necho one\n', 'shared.sh': '#!/bin/sh\necho one\n' });
-    for (const [name, mode] of [['run.sh', 0o755], ['shared.sh', 0o775]] as const) {
+    for (const [name, mode] of [
+      ['run.sh', 0o755],
+      ['shared.sh', 0o775],
+    ] as const) {
       await chmod(path.join(p.root, name), mode);
       await read_file.run({ path: name }, p.ctx);
       await edit_file.run({ path: name, old_str: 'one', new_str: 'two' }, p.ctx);
