@@ -1,12 +1,18 @@
-// agent.ts — a coding agent in one file. Read it top to bottom; each part is one lesson:
-//   1. Types       what goes in and out of the loop
-//   2. P0          the transcript and the model
-//   3. P1          the loop, on one screen
-//   4. P2          answering tool calls, and the verify-before-done gate
-//   5. P3          hooks around every call, budgets, the session file
-//   6. P4          the context hook, compaction, AGENTS.md, the sub-agent
-//   7. CLI         argument parsing, the REPL, the printers
-// The model only ever writes text. Every guarantee lives in plain code below, never in the prompt.
+// agent.ts — a coding agent in one file. Part I is the agent, in the order of the lessons (P0–P4); Part II, behind
+// its banner, is the program around it: the real model, the command runner, prices, the session file, the CLI.
+//
+// The whole loop, in pseudo-code:
+//
+//   transcript = [task]
+//   loop:
+//     reply = model(system prompt, tools, transcript)   // the model only ever writes text
+//     append reply to transcript
+//     if reply asks for tools:  append one result per call, in call order      (every call gets an answer)
+//     else if the verify command passes:  halt "accepted"                        (done is a claim until checked)
+//     else:  append "not done yet" and the command's output
+//     if a budget ran out or the user pressed Ctrl-C:  halt and say which
+//
+// The model proposes, the harness disposes: every guarantee lives in plain code below, never in the prompt.
 
 // Types only: the SDK itself (slow to load) is imported when a real model is first made, in chooseModel.
 import type Anthropic from '@anthropic-ai/sdk';
@@ -22,36 +28,20 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs, styleText } from 'node:util';
 import { z } from 'zod';
 import { loadScript, ScriptedModel } from './scripted-model.ts';
-import {
-  capOutput,
-  defineTool,
-  exists,
-  safe_path,
-  type Tool,
-  type ToolContext,
-  ToolError,
-  TOOLS,
-  walk,
-} from './tools.ts';
+import { capOutput, defineTool, exists, safe_path, ToolError, TOOLS, walk } from './tools.ts';
+import type { Tool, ToolContext } from './tools.ts';
 
-// =============================================================================================
-// 1. Types
+// =====================================================================================================================
+// Part I — the agent
+// =====================================================================================================================
+// P0 — the model and the transcript. The API is stateless: the transcript is all the model knows of the task.
 
 /** What one model call is given: the same three things, in full, on every turn. */
-export type ModelRequest = Pick<
-  Anthropic.MessageCreateParamsNonStreaming,
-  'system' | 'tools' | 'messages' | 'tool_choice'
->;
+export type ModelRequest = Pick<Anthropic.MessageCreateParamsNonStreaming, RequestPart>;
+type RequestPart = 'system' | 'tools' | 'messages' | 'tool_choice';
 
-export interface ModelCallOptions {
-  signal: AbortSignal;
-  /** Called with each piece of text as it streams in. */
-  onText: (delta: string) => void;
-  /** Called when the model call has something to say that is not text (e.g. "retrying"). */
-  onNotice: (text: string) => void;
-}
-
-/** A model takes the whole transcript and returns one assistant message. It remembers nothing. */
+/** A model takes the whole transcript and returns one assistant message; it remembers nothing between calls.
+ *  Contract: the reply comes back exactly as the API sent it (thinking blocks included); a failed call throws. */
 export interface Model {
   readonly name: string;
   complete(request: ModelRequest, options: ModelCallOptions): Promise<Anthropic.Message>;
@@ -59,7 +49,108 @@ export interface Model {
   contextWindow?(): Promise<number | null>;
 }
 
-export type BudgetName = 'turns' | 'tokens' | 'cost' | 'time';
+export interface ModelCallOptions {
+  signal: AbortSignal;
+  onText: (delta: string) => void; // each piece of text as it streams in
+  onNotice: (text: string) => void; // what the call has to say that is not text, e.g. "retrying"
+}
+
+/** All createAgent needs is `{ root, model, tools }`: every later lesson's options have defaults. */
+export interface AgentConfig extends Partial<GateOptions>, Partial<GuardOptions>, EnduranceOptions {
+  /** The project root: the tools cannot reach outside it. */
+  root: string;
+  model: Model;
+  tools: readonly Tool[];
+  /** The loop never prints: it reports everything here (printers, the session file). Default: nowhere. */
+  onEvent?: (event: AgentEvent) => void;
+  systemPrompt?: string;
+}
+
+/** The configuration as the loop reads it: the root resolved through symlinks, every default filled in. */
+export type Settings = AgentConfig & GateOptions & GuardOptions & { onEvent: (event: AgentEvent) => void };
+
+/** What the loop reports; each lesson adds its own kinds of event. */
+export type AgentEvent = LoopEvent | GateEvent | GuardEvent | EnduranceEvent;
+
+/** A session: the configuration, the transcript, and what the guards remember between calls. */
+export interface Agent {
+  readonly config: Settings;
+  readonly messages: Anthropic.MessageParam[]; // the only state the model ever sees, resent whole every turn
+  readonly toolContext: ToolContext;
+  /** Built once: the same bytes on every request, so the prompt cache keeps working. */
+  readonly system: Anthropic.TextBlockParam[];
+  readonly toolDefinitions: Anthropic.Tool[];
+  // P3 — the guards: hooks, messages typed meanwhile, spending, the protected files.
+  readonly beforeCall: readonly BeforeCallHook[];
+  readonly afterCall: readonly AfterCallHook[];
+  readonly steering: string[]; // what the user typed while the agent worked, sent with the next results
+  readonly usage: UsageTotals;
+  /** Hashes of the protected files when the session started: a later run cannot launder a change. */
+  readonly protectedAtStart: Map<string, string>;
+  // P4 — endurance: the window, what fills it, and the summary of what no longer fits.
+  readonly contextWindow: number;
+  readonly contextFiles: ContextFile[];
+  readonly contextHooks: readonly ContextHook[];
+  /** The latest summary and where the verbatim part starts; the transcript itself is never cut. */
+  compaction: Compaction | null;
+  /** Tokens of the last request and how many messages it covered: the base of the next estimate. */
+  lastRequest: { tokens: number; messages: number; keptFrom: number } | null;
+  subAgentsStarted: number;
+}
+
+/** Builds a session in a few named steps, one per lesson; the tool definitions are made once, here. */
+export async function createAgent(config: AgentConfig): Promise<Agent> {
+  const settings = await withDefaults(config);
+  const contextFiles = settings.contextFiles === false ? [] : await loadContextFiles(settings.root); // P4
+  const agent: Agent = {
+    config: settings,
+    messages: [],
+    toolContext: { root: settings.root, seen: new Map() },
+    // One cache mark after the system prompt caches the whole fixed prefix: tools, then system.
+    system: [{ type: 'text', text: systemPrompt(settings, contextFiles), cache_control: { type: 'ephemeral' } }],
+    toolDefinitions: [],
+    ...(await guardState(settings)), // P3: the hooks in order, budgets' counters, protected files
+    ...(await enduranceState(settings, contextFiles)), // P4: the window and its compaction
+  };
+  if (settings.subAgents !== false) settings.tools = [...settings.tools, taskTool(agent)]; // P4: a second loop
+  agent.toolDefinitions.push(...settings.tools.map(toolDefinition));
+  return agent;
+}
+
+/** User text as a block, the form it takes once it carries a cache mark: the same bytes on every request. */
+const userText = (text: string): Anthropic.MessageParam => ({ role: 'user', content: [{ type: 'text', text }] });
+
+/** Appends to the transcript; the event lets the session file record it as it happens. */
+function append(agent: Agent, message: Anthropic.MessageParam): void {
+  agent.messages.push(message);
+  agent.config.onEvent({ type: 'message', message });
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// P1 — the loop: call the model, append its reply, answer every call, and go round until a halt.
+
+/** Runs one task to a halt: call the model, append its reply, answer its calls, until a halt. */
+export async function runTask(agent: Agent, task: string, userSignal = new AbortController().signal): Promise<Halt> {
+  const run = startRun(agent, userSignal);
+  append(agent, userText(task));
+  for (let turn = 1; ; turn++) {
+    const reply = await callModel(agent, run, turn);
+    if ('kind' in reply) return halt(agent, reply, turn);
+    appendReply(agent, reply);
+    countUsage(agent, reply, turn);
+    const calls = reply.content.filter((block) => block.type === 'tool_use');
+    if (calls.length > 0) {
+      append(agent, { role: 'user', content: await answerCalls(agent, run, reply, calls) });
+    } else if (reply.stop_reason !== 'pause_turn') {
+      // a paused turn is continued as it stands
+      const verdict = await judgeFinalReply(agent, run, reply);
+      if ('halt' in verdict) return halt(agent, verdict.halt, turn);
+      append(agent, { role: 'user', content: [{ type: 'text', text: verdict.goOn }, ...takeSteering(agent)] });
+    }
+    const stop = stopCheck(agent, run, turn);
+    if (stop) return halt(agent, stop, turn);
+  }
+}
 
 /** Every run ends in exactly one of these, and says which. Halts are values, never exceptions. */
 export type Halt =
@@ -68,6 +159,261 @@ export type Halt =
   | { kind: 'interrupted' }
   | { kind: 'error'; message: string };
 
+/** The loop's own events; printers and the session file subscribe to them. */
+export type LoopEvent =
+  | { type: 'request'; turn: number; messages: number; estimatedTokens: number }
+  | { type: 'text'; delta: string }
+  | {
+      type: 'reply';
+      turn: number;
+      stopReason: Anthropic.StopReason | null;
+      calls: number;
+      usage: Anthropic.Usage;
+      totals: UsageTotals;
+    }
+  | { type: 'message'; message: Anthropic.MessageParam }
+  | { type: 'call'; call: Anthropic.ToolUseBlock }
+  | { type: 'running'; call: Anthropic.ToolUseBlock }
+  | { type: 'result'; call: Anthropic.ToolUseBlock; result: Anthropic.ToolResultBlockParam }
+  | { type: 'notice'; text: string }
+  | { type: 'halt'; halt: Halt; turns: number };
+
+/** Every halt goes through here, so every run says how it ended. */
+function halt(agent: Agent, reached: Halt, turns: number): Halt {
+  agent.config.onEvent({ type: 'halt', halt: reached, turns });
+  return reached;
+}
+
+/** Prevents a failed API call from killing the program: it becomes a halt of kind error.
+ *  A "prompt is too long" answer gets one forced compaction and one retry. */
+async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropic.Message | Halt> {
+  const { config } = agent;
+  const options = {
+    signal: run.signal,
+    onText: (delta: string) => config.onEvent({ type: 'text', delta }),
+    onNotice: (text: string) => config.onEvent({ type: 'notice', text }),
+  };
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const view = await contextView(agent, run.signal);
+      const estimatedTokens = estimateNextRequest(agent, view);
+      config.onEvent({ type: 'request', turn, messages: view.length, estimatedTokens });
+      const messages = markCacheBreakpoint(view);
+      return await config.model.complete({ system: agent.system, tools: agent.toolDefinitions, messages }, options);
+    } catch (error) {
+      if (run.signal.aborted) return stoppedHalt(agent, run);
+      if (attempt === 1 && isPromptTooLong(error) && (await compact(agent, run.signal).catch(() => false))) continue;
+      return { kind: 'error', message: describeModelError(error) };
+    }
+  }
+}
+
+/** Marks the last block of the request (a copy: the transcript is never changed) so the next
+ *  request can read everything before it from the prompt cache. With the system mark: 2 of 4. */
+function markCacheBreakpoint(messages: Anthropic.MessageParam[]): Anthropic.MessageParam[] {
+  const last = messages.at(-1);
+  if (last === undefined || last.role === 'system') return messages;
+  const content: Anthropic.ContentBlockParam[] =
+    typeof last.content === 'string' ? [{ type: 'text', text: last.content }] : [...last.content];
+  const final = content.at(-1);
+  // The API takes no cache mark on a thinking block (and it must go back unmodified anyway).
+  if (final === undefined || final.type === 'thinking' || final.type === 'redacted_thinking') return messages;
+  content[content.length - 1] = { ...final, cache_control: { type: 'ephemeral' } };
+  return [...messages.slice(0, -1), { ...last, content }];
+}
+
+/** Prevents a transcript the API rejects: empty text blocks are dropped; everything else is kept
+ *  exactly as received, thinking blocks included, because the API refuses altered ones. */
+function appendReply(agent: Agent, reply: Anthropic.Message): void {
+  const content = reply.content.filter((block) => block.type !== 'text' || block.text.trim() !== '');
+  if (content.length > 0) append(agent, { role: 'assistant', content });
+}
+
+/** Answers every call, in call order, in one list: each tool_use gets exactly one tool_result.
+ *  The hooks decide in order; consecutive read-only calls then run together, anything else alone. */
+async function answerCalls(agent: Agent, run: Run, reply: Anthropic.Message, calls: Anthropic.ToolUseBlock[]) {
+  const results: Anthropic.ToolResultBlockParam[] = [];
+  let batch: { planned: PlannedCall; index: number }[] = [];
+  const flush = async () => {
+    const running = batch.map(
+      ({ planned }) =>
+        () =>
+          runUnlessStopped(agent, run, reply, planned),
+    );
+    const outcomes = await runConcurrently(running, MAX_PARALLEL_READS);
+    batch.forEach(({ planned, index }, i) => (results[index] = answer(agent, planned.call, outcomes[i]!)));
+    batch = [];
+  };
+  for (const [index, call] of calls.entries()) {
+    agent.config.onEvent({ type: 'call', call });
+    const notRun = notRunReason(agent, run, reply);
+    const decided = notRun ? { content: notRun, isError: true } : await decide(agent, run, call);
+    if ('content' in decided) {
+      results[index] = answer(agent, call, decided);
+    } else if (decided.tool.readOnly) {
+      batch.push({ planned: decided, index });
+      if (batch.length === MAX_PARALLEL_READS) await flush();
+    } else {
+      await flush();
+      results[index] = answer(agent, call, await runUnlessStopped(agent, run, reply, decided));
+    }
+  }
+  await flush();
+  return [...results, ...takeSteering(agent)];
+}
+
+export const MAX_PARALLEL_READS = 8;
+
+/** What became of one call: the text the model reads, and whether it is an error. */
+export interface ToolOutcome {
+  content: string;
+  isError: boolean;
+}
+
+function answer(agent: Agent, call: Anthropic.ToolUseBlock, outcome: ToolOutcome): Anthropic.ToolResultBlockParam {
+  const result: Anthropic.ToolResultBlockParam = {
+    type: 'tool_result',
+    tool_use_id: call.id,
+    content: outcome.content,
+  };
+  if (outcome.isError) result.is_error = true;
+  agent.config.onEvent({ type: 'result', call, result });
+  return result;
+}
+
+/** The gate in front of every call: an unknown tool is an error result, then every before-call hook (P3), in order,
+ *  until one refuses or answers. */
+async function decide(agent: Agent, run: Run, call: Anthropic.ToolUseBlock): Promise<PlannedCall | ToolOutcome> {
+  const tool = agent.config.tools.find((t) => t.name === call.name);
+  if (!tool) {
+    const names = agent.config.tools.map((t) => t.name).join(', ');
+    return { content: `unknown tool "${call.name}"; the tools are: ${names}`, isError: true };
+  }
+  let planned: PlannedCall = { call, tool, input: call.input };
+  for (const hook of agent.beforeCall) {
+    const decision = await askHook(hook, run.signal, () => hook.check(planned, agent, run.signal));
+    if (decision.action !== 'allow') agent.config.onEvent({ type: 'decision', call, hook: hook.name, decision });
+    if (decision.action === 'deny') return { content: decision.reason, isError: true };
+    if (decision.action === 'answer') return { content: decision.content, isError: false };
+    if (decision.action === 'rewrite') {
+      // A rewrite is checked against the schema like the model's own arguments were.
+      const problem = schemaProblem(tool, decision.input);
+      if (problem) return { content: `the ${hook.name} hook rewrote the call into ${problem}`, isError: true };
+      planned = { ...planned, input: decision.input };
+    }
+  }
+  return planned;
+}
+
+/** Prevents any tool failure from crashing the loop, and an abort from waiting forever on a tool:
+ *  a running call gets 5 s after Ctrl-C to finish. The after-call hooks (P3) see the result first. */
+async function execute(agent: Agent, run: Run, planned: PlannedCall): Promise<ToolOutcome> {
+  agent.config.onEvent({ type: 'running', call: planned.call });
+  const running = planned.tool.run(planned.input, { ...agent.toolContext, signal: run.signal }).then(
+    (content): ToolOutcome => ({ content, isError: false }),
+    (error: unknown): ToolOutcome => ({ content: errorText(error), isError: true }),
+  );
+  let outcome = await settleOrAbandon(running, run.signal, ABORT_GRACE_MS, ABANDONED);
+  for (const hook of agent.afterCall) outcome = await checkResult(agent, hook, planned, outcome);
+  return outcome;
+}
+
+const ABORT_GRACE_MS = 5_000;
+const ABANDONED = {
+  content: 'interrupted: the call was still running 5 s after the stop; its effects are unknown',
+  isError: true,
+};
+
+// ---------------------------------------------------------------------------------------------------------------------
+// P2 — the gate: a reply without tool calls claims "done", and plain code checks the claim.
+
+export interface GateOptions {
+  /** The command whose exit code 0 is the only acceptable "done"; undefined: trust the model. */
+  verify: string | undefined;
+  verifyTimeoutMs: number;
+}
+
+export type GateEvent = { type: 'gate'; command: string; exitCode: number | null; passed: boolean; reason: string };
+
+/** Either the run halts, or the loop goes on with this message to the model. */
+type Verdict = { halt: Halt } | { goOn: string };
+
+/** A reply without tool calls is a claim of "done", unless the API says it is something else. */
+async function judgeFinalReply(agent: Agent, run: Run, reply: Anthropic.Message): Promise<Verdict> {
+  if (run.signal.aborted) return { halt: stoppedHalt(agent, run) }; // a reply that came in after Ctrl-C decides nothing
+  switch (reply.stop_reason) {
+    case 'max_tokens':
+      return { goOn: CUT_OFF_REPLY };
+    case 'refusal':
+      return { halt: { kind: 'error', message: 'the model refused to continue (stop reason: refusal)' } };
+    case 'model_context_window_exceeded':
+      return { halt: { kind: 'error', message: "the conversation no longer fits the model's context window" } };
+    default:
+      return await verifyGate(agent, run);
+  }
+}
+
+/** Prevents a false "done": plain code runs the verify command, and only exit code 0 ends the run.
+ *  It also refuses "done" when a protected file changed (P3), however that happened. */
+async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
+  const { verify, root, verifyTimeoutMs, protect } = agent.config;
+  const tampered = changedFiles(agent.protectedAtStart, await hashProtected(root, protect));
+  if (tampered.length > 0) {
+    const reason = 'protected files changed';
+    agent.config.onEvent({ type: 'gate', command: verify ?? '(none)', exitCode: null, passed: false, reason });
+    return {
+      goOn:
+        `The task is not done: protected files changed since the session started: ${tampered.join(', ')}. ` +
+        'Restore them; the task must be done without changing them.',
+    };
+  }
+  if (verify === undefined) return { halt: { kind: 'accepted', verifiedBy: null } };
+  const result = await runCommand(verify, root, verifyTimeoutMs, run.signal);
+  if (run.signal.aborted) return { halt: stoppedHalt(agent, run) };
+  const passed = result.exitCode === 0;
+  const how = result.timedOut
+    ? `did not finish within ${verifyTimeoutMs / 1000} s`
+    : `exited with code ${result.exitCode}`;
+  agent.config.onEvent({ type: 'gate', command: verify, exitCode: result.exitCode, passed, reason: how });
+  if (passed) return { halt: { kind: 'accepted', verifiedBy: verify } };
+  const output = `Its output:\n\n${result.output}\n\nFix the cause, then say you are done.`;
+  return { goOn: `The task is not done yet: the check \`${verify}\` ${how}. ${output}` };
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// P3 — hardening: hooks around every call (failing closed), budgets, Ctrl-C and steering, protected files.
+
+export interface GuardOptions {
+  budgets: Budgets;
+  /** Globs of files the model may not change, e.g. "test/**": the defence against "silent green". */
+  protect: readonly string[];
+  /** Asks the person at the keyboard before a call that changes something; default: approve all. */
+  approve: Approver;
+  /** A forker's own hooks: run after validation, before safe_path, protect, runaway and approval. */
+  beforeCall?: readonly BeforeCallHook[];
+  afterCall?: readonly AfterCallHook[];
+}
+
+export interface Budgets {
+  /** A turn is one model call. */
+  maxTurns: number;
+  /** Input (cache reads and writes included) plus output tokens, from the API's usage. */
+  maxTokens?: number;
+  maxCostUsd?: number;
+  timeoutMs?: number;
+}
+
+export type BudgetName = 'turns' | 'tokens' | 'cost' | 'time';
+
+export type GuardEvent = { type: 'decision'; call: Anthropic.ToolUseBlock; hook: string; decision: Decision };
+
+/** A call as it will run: the model's arguments, unless a hook rewrote them. */
+export interface PlannedCall {
+  readonly call: Anthropic.ToolUseBlock;
+  readonly tool: Tool;
+  readonly input: unknown;
+}
+
 /** What a before-call hook decides: run it, refuse it, run it with other arguments, or answer instead. */
 export type Decision =
   | { action: 'allow' }
@@ -75,19 +421,8 @@ export type Decision =
   | { action: 'rewrite'; input: unknown }
   | { action: 'answer'; content: string };
 
-export interface PlannedCall {
-  readonly call: Anthropic.ToolUseBlock;
-  readonly tool: Tool;
-  /** The arguments as they will be run: the model's, unless a hook rewrote them. */
-  readonly input: unknown;
-}
-
-export interface ToolOutcome {
-  content: string;
-  isError: boolean;
-}
-
-/** Runs before a call; a hook that throws or times out denies the call (fails closed). */
+/** Runs before a call. Fails closed: a hook that throws or times out denies the call; a rewrite is checked against
+ *  the tool's schema again; a ToolError's message goes to the model as the reason. */
 export interface BeforeCallHook {
   readonly name: string;
   /** Default 10 s; Infinity for hooks that wait for a person. */
@@ -96,12 +431,278 @@ export interface BeforeCallHook {
   check(planned: PlannedCall, agent: Agent, signal: AbortSignal): Decision | Promise<Decision>;
 }
 
-/** Sees a result before the model does; a hook that throws or times out withholds the result. */
+/** Sees a result before the model does. Fails closed: a hook that throws or times out withholds the result. */
 export interface AfterCallHook {
   readonly name: string;
   readonly timeoutMs?: number;
   check(planned: PlannedCall, outcome: ToolOutcome, agent: Agent): ToolOutcome | Promise<ToolOutcome>;
 }
+
+export type ApprovalAnswer = { approved: true; always?: boolean } | { approved: false; reason?: string };
+/** Asks the person at the keyboard about one call that would change something. */
+export type Approver = (request: { tool: string; preview: string; signal: AbortSignal }) => Promise<ApprovalAnswer>;
+
+export const approveAll: Approver = async () => ({ approved: true });
+
+type GuardState = Pick<Agent, 'beforeCall' | 'afterCall' | 'steering' | 'usage' | 'protectedAtStart'>;
+
+/** P3's part of a session: the hooks in their order, the counters the budgets read, the protected files' hashes. */
+async function guardState(settings: Settings): Promise<GuardState> {
+  return {
+    // A forker's hooks come after validation and before the safety checks and approval, so
+    // whatever they rewrite is still confined, protected, and shown to the user as it will run.
+    beforeCall: [
+      validateInput,
+      ...(settings.beforeCall ?? []),
+      safePathCheck,
+      protectedFiles(settings.protect),
+      runawayGuard(),
+      approval(settings.approve),
+    ],
+    afterCall: [capToolOutput, ...(settings.afterCall ?? [])],
+    steering: [],
+    usage: { input: 0, cacheWrite: 0, cacheRead: 0, output: 0, costUsd: priceOf(settings.model.name) ? 0 : null },
+    protectedAtStart: await hashProtected(settings.root, settings.protect),
+  };
+}
+
+// --- The hooks: the gate in front of every call, and the check of every result.
+
+/** Prevents a broken guard from waving a call through: a hook that throws or times out denies it.
+ *  A ToolError is a deliberate refusal, and its message goes to the model as it is. */
+async function askHook(
+  hook: BeforeCallHook,
+  signal: AbortSignal,
+  check: () => Decision | Promise<Decision>,
+): Promise<Decision> {
+  try {
+    return await withTimeout(Promise.resolve().then(check), hook.timeoutMs ?? HOOK_TIMEOUT_MS);
+  } catch (error) {
+    if (error instanceof ToolError) return { action: 'deny', reason: error.message };
+    if (signal.aborted)
+      return { action: 'deny', reason: 'not run: the run was stopped while this call was being checked' };
+    return {
+      action: 'deny',
+      reason: `not run: the ${hook.name} check failed (${errorText(error)}), so the call was refused`,
+    };
+  }
+}
+
+/** Prevents a broken after-call hook from leaking what it should have checked: its failure withholds the result. */
+async function checkResult(agent: Agent, hook: AfterCallHook, planned: PlannedCall, outcome: ToolOutcome) {
+  const checking = Promise.resolve().then(() => hook.check(planned, outcome, agent));
+  return await withTimeout(checking, hook.timeoutMs ?? HOOK_TIMEOUT_MS).catch((error: unknown): ToolOutcome => {
+    // The error goes to the user only: its text may quote the very result it was meant to hide.
+    agent.config.onEvent({ type: 'notice', text: `after-call hook ${hook.name} failed: ${errorText(error)}` });
+    return { content: `result withheld: the ${hook.name} check failed`, isError: true };
+  });
+}
+
+const HOOK_TIMEOUT_MS = 10_000;
+const ALLOW: Decision = { action: 'allow' };
+
+/** Prevents a tool from ever seeing input that breaks the schema the model was shown.
+ *  Nothing is coerced: "5" is not 5, and an unknown key is an error, so the transcript never lies. */
+export const validateInput: BeforeCallHook = {
+  name: 'validate',
+  check: ({ tool, input }) => {
+    const problem = schemaProblem(tool, input);
+    return problem ? { action: 'deny', reason: problem } : ALLOW;
+  },
+};
+
+function schemaProblem(tool: Tool, input: unknown): string | null {
+  const parsed = tool.input.safeParse(input);
+  if (parsed.success) return null;
+  const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(input)'}: ${issue.message}`);
+  return `invalid arguments for ${tool.name}: ${problems.join('; ')}. You sent: ${JSON.stringify(input)}`;
+}
+
+/** The `path` argument of a call, if it has one: what the path hooks check. A forker's hook may use it too. */
+export const pathOf = (input: unknown): string | undefined =>
+  typeof input === 'object' && input !== null && 'path' in input && typeof input.path === 'string'
+    ? input.path
+    : undefined;
+
+/** Prevents any tool, a forker's included, from touching a path outside the project: every call whose arguments
+ *  have a top-level `path` string (a forker's tool that takes paths under other names checks them itself). */
+export const safePathCheck: BeforeCallHook = {
+  name: 'safe_path',
+  async check({ input }, agent) {
+    const requested = pathOf(input);
+    if (requested !== undefined) await safe_path(agent.toolContext.root, requested);
+    return ALLOW;
+  },
+};
+
+/** Prevents "silent green": the model may not change the files it is judged by. */
+export function protectedFiles(globs: readonly string[]): BeforeCallHook {
+  return {
+    name: 'protect',
+    async check({ tool, input }, agent) {
+      const requested = pathOf(input);
+      if (tool.readOnly || requested === undefined || globs.length === 0) return ALLOW;
+      const relative = path.relative(agent.toolContext.root, await safe_path(agent.toolContext.root, requested));
+      const glob = globs.find((g) => minimatch(relative.split(path.sep).join('/'), g, { dot: true }));
+      if (glob === undefined) return ALLOW;
+      const reason = `${requested} is protected (--protect "${glob}"): change the code, not the files that check it`;
+      return { action: 'deny', reason };
+    },
+  };
+}
+
+/** Prevents a model stuck in a loop from repeating itself forever: the third identical call in a row is refused. */
+export function runawayGuard(): BeforeCallHook {
+  let last = '';
+  let repeats = 0;
+  return {
+    name: 'runaway',
+    check({ call, input }) {
+      const key = JSON.stringify([call.name, input]);
+      repeats = key === last ? repeats + 1 : 1;
+      last = key;
+      if (repeats < 3) return ALLOW;
+      const reason = `not run: you made this exact call ${repeats} times in a row and its answer will not change`;
+      return { action: 'deny', reason: `${reason}; try something different` };
+    },
+  };
+}
+
+/** Prevents unreviewed changes: a call that changes something runs only once the user approved its preview. */
+export function approval(approve: Approver): BeforeCallHook {
+  let always = false;
+  return {
+    name: 'approval',
+    timeoutMs: Infinity,
+    async check({ tool, input }, agent, signal) {
+      if (tool.readOnly || always) return ALLOW;
+      const preview = tool.preview ? await tool.preview(input, agent.toolContext) : JSON.stringify(input, null, 2);
+      const answer = await approve({ tool: tool.name, preview, signal });
+      if (!answer.approved) {
+        const why = answer.reason ? `: ${answer.reason}` : '';
+        return { action: 'deny', reason: `the user declined this ${tool.name} call${why}` };
+      }
+      always ||= answer.always === true;
+      return ALLOW;
+    },
+  };
+}
+
+/** Prevents one huge result from flooding the context, whatever tool produced it. */
+export const capToolOutput: AfterCallHook = {
+  name: 'output cap',
+  check: (_planned, outcome) => ({ ...outcome, content: capOutput(outcome.content) }),
+};
+
+// --- What stops a call or a run: a cut-off reply, Ctrl-C, a message typed meanwhile, a budget.
+
+/** Prevents calls from running when they must not: a cut-off reply's arguments may be truncated
+ *  (the SDK drops them silently), the user pressed Ctrl-C, the time ran out, or the user spoke. */
+function notRunReason(agent: Agent, run: Run, reply: Anthropic.Message): string | null {
+  if (reply.stop_reason === 'max_tokens') {
+    return 'not executed: your reply was cut off at max_tokens, the arguments may be incomplete; issue the call again';
+  }
+  if (run.timeUp?.aborted) return 'not run: the time budget of this run ran out';
+  if (run.signal.aborted) return 'not run: the user interrupted';
+  if (agent.steering.length > 0) return 'skipped: the user sent a message; read it before going on';
+  return null;
+}
+
+/** The last check before a call runs: a Ctrl-C, a timeout or a message typed while the hooks (or
+ *  the user, asked for approval) were deciding still stops a call that has not started. */
+async function runUnlessStopped(agent: Agent, run: Run, reply: Anthropic.Message, planned: PlannedCall) {
+  const notRun = notRunReason(agent, run, reply);
+  return notRun ? { content: notRun, isError: true } : await execute(agent, run, planned);
+}
+
+/** What the user typed while the agent worked: it follows the results (or the gate's answer) in the
+ *  same user turn, so the model reads it next. */
+function takeSteering(agent: Agent): Anthropic.TextBlockParam[] {
+  return agent.steering.splice(0).map((text) => ({ type: 'text', text }));
+}
+
+/** What one run (one task) has used so far, and what stops it. */
+interface Run {
+  signal: AbortSignal;
+  userSignal: AbortSignal;
+  timeUp: AbortSignal | undefined;
+  /** The session's usage when the run started; a sub-agent's usage lands there too. */
+  usageAtStart: UsageTotals;
+}
+
+function startRun(agent: Agent, userSignal: AbortSignal): Run {
+  const { timeoutMs } = agent.config.budgets;
+  const timeUp = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs);
+  const signal = timeUp ? AbortSignal.any([userSignal, timeUp]) : userSignal;
+  return { signal, userSignal, timeUp, usageAtStart: { ...agent.usage } };
+}
+
+function stoppedHalt(agent: Agent, run: Run): Halt {
+  if (run.timeUp?.aborted && !run.userSignal.aborted) {
+    return { kind: 'budget', budget: 'time', limit: agent.config.budgets.timeoutMs ?? 0 };
+  }
+  return { kind: 'interrupted' };
+}
+
+/** Prevents runaway spending and lets Ctrl-C end a run: checked after every turn's calls were answered. */
+function stopCheck(agent: Agent, run: Run, turn: number): Halt | null {
+  const { maxTurns, maxTokens, maxCostUsd } = agent.config.budgets;
+  const { usage } = agent;
+  if (run.signal.aborted) return stoppedHalt(agent, run);
+  const tokens = totalTokens(usage) - totalTokens(run.usageAtStart);
+  if (maxTokens !== undefined && tokens >= maxTokens) return { kind: 'budget', budget: 'tokens', limit: maxTokens };
+  const atStart = run.usageAtStart.costUsd;
+  const cost = usage.costUsd === null || atStart === null ? null : usage.costUsd - atStart;
+  if (maxCostUsd !== undefined && cost !== null && cost >= maxCostUsd) {
+    return { kind: 'budget', budget: 'cost', limit: maxCostUsd };
+  }
+  if (turn >= maxTurns) return { kind: 'budget', budget: 'turns', limit: maxTurns };
+  return null;
+}
+
+/** Adds a reply's usage to the session's totals (budgets read them) and reports it. */
+function countUsage(agent: Agent, reply: Anthropic.Message, turn: number): void {
+  const { usage } = reply;
+  addUsage(agent.usage, agent.config.model.name, usage);
+  const cached = (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
+  const tokens = usage.input_tokens + cached + usage.output_tokens;
+  agent.lastRequest = { tokens, messages: agent.messages.length, keptFrom: agent.compaction?.keptFrom ?? 0 };
+  const calls = reply.content.filter((block) => block.type === 'tool_use').length;
+  const totals = { ...agent.usage };
+  agent.config.onEvent({ type: 'reply', turn, stopReason: reply.stop_reason, calls, usage, totals });
+}
+
+/** What changed between two fingerprints: `changedFiles({a: 1, b: 2}, {a: 1, b: 3, c: 4})` is
+ *  `["b (changed)", "c (added)"]`. */
+function changedFiles(before: Map<string, string>, after: Map<string, string>): string[] {
+  const changed = [...before]
+    .filter(([file, hash]) => after.get(file) !== hash)
+    .map(([file]) => `${file} (${after.has(file) ? 'changed' : 'deleted'})`);
+  return [...changed, ...[...after.keys()].filter((file) => !before.has(file)).map((file) => `${file} (added)`)];
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// P4 — endurance: what the model is shown (a context hook), compaction, AGENTS.md, and the sub-agent.
+
+export interface EnduranceOptions {
+  /** Used when the model's metadata does not say; default 200,000. */
+  contextWindow?: number;
+  /** Compact when the next request would pass this share of the window; default 0.75. */
+  compactAt?: number;
+  /** Read AGENTS.md files into the system prompt; default true. */
+  contextFiles?: boolean;
+  /** Offer the `task` tool (a sub-agent); default true. A sub-agent gets false. */
+  subAgents?: boolean;
+  /** The model sub-agents run on; default: the same model. */
+  taskModel?: Model;
+  /** A forker's own context hooks, run after compaction. */
+  contextHooks?: readonly ContextHook[];
+}
+
+export type EnduranceEvent =
+  | ({ type: 'compaction'; usage: Anthropic.Usage; tokensBefore: number; tokensAfter: number } & Compaction)
+  | { type: 'context'; breakdown: ContextBreakdown }
+  | { type: 'subagent'; id: string; description: string; event: AgentEvent };
 
 /** Gets a copy of the transcript before every request and returns what the model should see;
  *  the session keeps the original. Compaction is one; a forker might attach a git diff. */
@@ -117,141 +718,187 @@ export interface Compaction {
   keptFrom: number;
 }
 
-export interface ContextFile {
-  path: string;
-  text: string;
-  tokens: number;
+type EnduranceState = Pick<
+  Agent,
+  'contextWindow' | 'contextFiles' | 'contextHooks' | 'compaction' | 'lastRequest' | 'subAgentsStarted'
+>;
+
+/** P4's part of a session: the window (from the model if it says), the context hooks, no summary yet. */
+async function enduranceState(settings: Settings, contextFiles: ContextFile[]): Promise<EnduranceState> {
+  return {
+    contextWindow: (await settings.model.contextWindow?.()) ?? settings.contextWindow ?? DEFAULT_CONTEXT_WINDOW,
+    contextFiles,
+    contextHooks: [compaction, ...(settings.contextHooks ?? [])],
+    compaction: null,
+    lastRequest: null,
+    subAgentsStarted: 0,
+  };
 }
 
-/** Where the window goes, in estimated tokens. */
-export interface ContextBreakdown {
-  window: number;
-  systemPrompt: number;
-  toolDefinitions: number;
-  projectFiles: number;
-  messages: number;
-  free: number;
+export const DEFAULT_CONTEXT_WINDOW = 200_000;
+const KEEP_VERBATIM_TOKENS = 20_000;
+
+/** Estimated tokens, rounded up: about 3.5 characters a token, so the estimate errs high. */
+export const estimateTokens = (value: unknown) =>
+  Math.ceil((typeof value === 'string' ? value : JSON.stringify(value)).length / 3.5);
+
+/** Runs every context hook on a copy of the transcript; what comes out is what the model sees. */
+async function contextView(agent: Agent, signal: AbortSignal): Promise<Anthropic.MessageParam[]> {
+  let view = [...agent.messages];
+  for (const hook of agent.contextHooks) view = await hook(view, agent, signal);
+  return view;
 }
 
-export type ApprovalAnswer = { approved: true; always?: boolean } | { approved: false; reason?: string };
-/** Asks the person at the keyboard about one call that would change something. */
-export type Approver = (request: { tool: string; preview: string; signal: AbortSignal }) => Promise<ApprovalAnswer>;
+const summaryMessage = (summary: string): Anthropic.MessageParam => ({
+  role: 'user',
+  content: `[Summary of the earlier conversation, written when it no longer fitted the context window]\n\n${summary}`,
+});
 
-/** The loop never prints: it emits these, and printers (terminal, --json) and the session file subscribe. */
-export type AgentEvent =
-  | { type: 'request'; turn: number; messages: number; estimatedTokens: number }
-  | { type: 'text'; delta: string }
-  | {
-      type: 'reply';
-      turn: number;
-      stopReason: Anthropic.StopReason | null;
-      calls: number;
-      usage: Anthropic.Usage;
-      totals: UsageTotals;
-    }
-  | { type: 'message'; message: Anthropic.MessageParam }
-  | { type: 'call'; call: Anthropic.ToolUseBlock }
-  | { type: 'running'; call: Anthropic.ToolUseBlock }
-  | { type: 'decision'; call: Anthropic.ToolUseBlock; hook: string; decision: Decision }
-  | { type: 'result'; call: Anthropic.ToolUseBlock; result: Anthropic.ToolResultBlockParam }
-  | { type: 'gate'; command: string; exitCode: number | null; passed: boolean; reason: string }
-  | { type: 'notice'; text: string }
-  | {
-      type: 'compaction';
-      summary: string;
-      keptFrom: number;
-      tokensBefore: number;
-      tokensAfter: number;
-      usage: Anthropic.Usage;
-    }
-  | { type: 'context'; breakdown: ContextBreakdown }
-  | { type: 'subagent'; id: string; description: string; event: AgentEvent }
-  | { type: 'halt'; halt: Halt; turns: number };
-
-export interface Budgets {
-  /** A turn is one model call. */
-  maxTurns: number;
-  /** Input (cache reads and writes included) plus output tokens, from the API's usage. */
-  maxTokens?: number;
-  maxCostUsd?: number;
-  timeoutMs?: number;
+/** The messages as the model sees them now: the summary, then the recent part verbatim. */
+function compactedView(agent: Agent, messages: Anthropic.MessageParam[]): Anthropic.MessageParam[] {
+  if (!agent.compaction) return messages;
+  return [summaryMessage(agent.compaction.summary), ...messages.slice(agent.compaction.keptFrom)];
 }
 
-export interface AgentConfig {
-  /** The project root. */
-  root: string;
-  model: Model;
-  tools: readonly Tool[];
-  /** The command whose exit code 0 is the only acceptable "done"; undefined: trust the model. */
-  verify: string | undefined;
-  verifyTimeoutMs: number;
-  budgets: Budgets;
-  /** Globs of files the model may not change, e.g. "test/**": the defence against "silent green". */
-  protect: readonly string[];
-  approve: Approver;
-  /** A forker's own hooks: run after validation, before safe_path, protect, runaway and approval. */
-  beforeCall?: readonly BeforeCallHook[];
-  afterCall?: readonly AfterCallHook[];
-  /** A forker's own context hooks, run after compaction. */
-  contextHooks?: readonly ContextHook[];
-  /** Used when the model's metadata does not say; default 200,000. */
-  contextWindow?: number;
-  /** Compact when the next request would pass this share of the window; default 0.75. */
-  compactAt?: number;
-  /** Read AGENTS.md files into the system prompt; default true. */
-  contextFiles?: boolean;
-  /** Offer the `task` tool (a sub-agent); default true. A sub-agent gets false. */
-  subAgents?: boolean;
-  /** The model sub-agents run on; default: the same model. */
-  taskModel?: Model;
-  systemPrompt?: string;
-  onEvent: (event: AgentEvent) => void;
+/** The size of the next request: the last request's real size plus an estimate of what came since. */
+function estimateNextRequest(agent: Agent, view: Anthropic.MessageParam[]): number {
+  const last = agent.lastRequest;
+  if (last && last.keptFrom === (agent.compaction?.keptFrom ?? 0)) {
+    return last.tokens + estimateTokens(agent.messages.slice(last.messages));
+  }
+  return estimateTokens(agent.system) + estimateTokens(agent.toolDefinitions) + estimateTokens(view);
 }
 
-/** A session: the configuration, the transcript, and what the tools remember between calls. */
-export interface Agent {
-  readonly config: AgentConfig;
-  /** The only state the model ever sees, resent whole on every turn. */
-  readonly messages: Anthropic.MessageParam[];
-  readonly toolContext: ToolContext;
-  /** Built once: the same bytes on every request, so the prompt cache keeps working. */
-  readonly system: Anthropic.TextBlockParam[];
-  readonly toolDefinitions: Anthropic.Tool[];
-  readonly beforeCall: readonly BeforeCallHook[];
-  readonly afterCall: readonly AfterCallHook[];
-  /** Messages the user typed while the agent worked, delivered before the next tool call. */
-  readonly steering: string[];
-  readonly usage: UsageTotals;
-  readonly contextWindow: number;
-  readonly contextFiles: ContextFile[];
-  readonly contextHooks: readonly ContextHook[];
-  /** The latest summary and where the verbatim part starts; the transcript itself is never cut. */
-  compaction: Compaction | null;
-  /** Tokens of the last request and how many messages it covered: the base of the next estimate. */
-  lastRequest: { tokens: number; messages: number; keptFrom: number } | null;
-  subAgentsStarted: number;
-  /** Hashes of the protected files when the session started: a later run cannot launder a change. */
-  readonly protectedAtStart: Map<string, string>;
+/** Prevents the session from dying when the window fills: before any request that would pass 75%
+ *  of the window, the older part is summarised once, and only the summary plus the recent part is sent. */
+export const compaction: ContextHook = async (messages, agent, signal) => {
+  const threshold = (agent.config.compactAt ?? 0.75) * agent.contextWindow;
+  if (estimateNextRequest(agent, compactedView(agent, messages)) > threshold) await compact(agent, signal);
+  return compactedView(agent, messages);
+};
+
+/** Where the verbatim part starts: at an assistant message, so no tool_result is ever separated
+ *  from its tool_use, and as early as the budget for the recent part allows. For example, with
+ *  [task, assistant(call), user(result), assistant(call), user(result)] and room for the last two
+ *  messages only, the cut is 3: the summary replaces 0–2, and 3–4 stay word for word. */
+export function chooseCut(messages: Anthropic.MessageParam[], from: number, keepTokens: number): number | null {
+  let cut: number | null = null;
+  let suffix = 0;
+  for (let i = messages.length - 1; i > from; i--) {
+    suffix += estimateTokens(messages[i]);
+    if (messages[i]!.role !== 'assistant') continue;
+    if (cut !== null && suffix > keepTokens) break;
+    cut = i;
+  }
+  return cut;
 }
 
-export interface UsageTotals {
-  input: number;
-  cacheWrite: number;
-  cacheRead: number;
-  output: number;
-  /** Dollars, or null when the model's price is unknown: never a made-up zero. */
-  costUsd: number | null;
+/** Results longer than this are shortened before summarising, so the summary request itself fits. */
+const SUMMARY_RESULT_CHARS = 2_000;
+
+/** Prevents the summary request itself from overflowing the window: long results keep only head and tail. */
+function shortenResults(message: Anthropic.MessageParam): Anthropic.MessageParam {
+  if (typeof message.content === 'string') return message;
+  const content = message.content.map((block) => {
+    if (block.type !== 'tool_result' || typeof block.content !== 'string') return block;
+    const text = block.content;
+    if (text.length <= SUMMARY_RESULT_CHARS) return block;
+    const left = `\n[... ${text.length - 2_000} characters left out ...]\n`;
+    return { ...block, content: `${text.slice(0, 1_500)}${left}${text.slice(-500)}` };
+  });
+  return { ...message, content } as Anthropic.MessageParam;
 }
 
-// =============================================================================================
-// 2. P0 — the transcript and the model
+/** Summarises everything before the cut point with one more model call. Nothing is deleted: the session file
+ *  gets a compaction entry and keeps every message. Returns false if there is nothing to cut. */
+export async function compact(agent: Agent, signal: AbortSignal): Promise<boolean> {
+  const from = agent.compaction?.keptFrom ?? 0;
+  const cut = chooseCut(agent.messages, from, Math.min(KEEP_VERBATIM_TOKENS, agent.contextWindow / 4));
+  if (cut === null) return false;
+  const previous = agent.compaction ? [summaryMessage(agent.compaction.summary)] : [];
+  const older = [...previous, ...agent.messages.slice(from, cut)].map(shortenResults);
+  const before = estimateTokens(compactedView(agent, agent.messages));
+  const messages: Anthropic.MessageParam[] = [...older, { role: 'user', content: SUMMARY_INSTRUCTIONS }];
+  const request = {
+    system: agent.system,
+    tools: agent.toolDefinitions,
+    tool_choice: { type: 'none' as const },
+    messages,
+  };
+  const onNotice = (text: string) => agent.config.onEvent({ type: 'notice', text });
+  const reply = await agent.config.model.complete(request, { signal, onText: () => {}, onNotice });
+  const summary = finalText([reply]);
+  if (summary === '') throw new Error('the summary came back empty');
+  addUsage(agent.usage, agent.config.model.name, reply.usage);
+  agent.compaction = { summary, keptFrom: cut };
+  agent.lastRequest = null;
+  const after = estimateTokens(compactedView(agent, agent.messages));
+  const { usage } = reply;
+  agent.config.onEvent({ type: 'compaction', summary, keptFrom: cut, tokensBefore: before, tokensAfter: after, usage });
+  return true;
+}
 
-export const SYSTEM_PROMPT = [
-  'You are a coding agent working inside one project folder. You act only through the tools you are given;',
-  'all paths are relative to the project root. Read a file before you edit it, and make the smallest change',
-  'that does the task. When the task is done, stop calling tools and say in one or two sentences what you',
-  'changed. Your "done" is checked: if the project has a check command, it runs, and if it fails you are told.',
-].join('\n');
+// --- AGENTS.md: project context for the model, never instructions for the harness.
+
+function systemPrompt(settings: Settings, files: ContextFile[]): string {
+  const base = settings.systemPrompt ?? SYSTEM_PROMPT;
+  if (files.length === 0) return base;
+  const sections = files.map((file) => `## ${file.path}\n\n${file.text}`);
+  const heading = '# Project context (AGENTS.md files: guidance from the project, farthest first)';
+  return `${base}\n\n${heading}\n\n${sections.join('\n\n')}`;
+}
+
+// --- The sub-agent: the same loop again, with its own transcript and only the read-only tools.
+
+export const TASK_MAX_TURNS = 30;
+
+/** Lets a search that reads forty files cost the parent one tool result. The child gets every read-only tool
+ *  but `task` (a forker's read-only tool included); its usage counts toward the parent's budgets, and its events
+ *  (and so its session file) stay visible. */
+function taskTool(parent: Agent): Tool {
+  return defineTool({
+    name: 'task',
+    description:
+      'Hand a self-contained research question to a sub-agent that can list and read files (not edit them) and ' +
+      'answers with a report. Use it for searches that would read many files; several tasks may run at once. ' +
+      'Not for changing files, and not for one known file: use read_file.',
+    input: z.strictObject({
+      description: z.string().describe('A few words saying what the task is for, e.g. "find the config loader"'),
+      prompt: z.string().describe('The full question; the sub-agent sees nothing else of this conversation'),
+    }),
+    readOnly: true,
+    async run({ description, prompt }, ctx) {
+      const id = `task-${++parent.subAgentsStarted}`;
+      const model = parent.config.taskModel ?? parent.config.model;
+      const child = await createAgent({
+        ...parent.config,
+        model,
+        tools: parent.config.tools.filter((tool) => tool.readOnly && tool.name !== 'task'),
+        verify: undefined,
+        budgets: { maxTurns: TASK_MAX_TURNS },
+        protect: [],
+        subAgents: false,
+        contextFiles: false,
+        systemPrompt: SUBAGENT_PROMPT,
+        onEvent: (event) => {
+          if (event.type === 'reply' || event.type === 'compaction') addUsage(parent.usage, model.name, event.usage);
+          parent.config.onEvent({ type: 'subagent', id, description, event });
+        },
+      });
+      const ended = await runTask(child, prompt, ctx.signal);
+      const report = finalText(child.messages);
+      if (ended.kind === 'accepted') return report || '(the sub-agent gave no answer)';
+      return `[the sub-agent stopped: ${describeHalt(ended)}]\n${report}`;
+    },
+  });
+}
+
+// =====================================================================================================================
+// Part II — the program around the agent: the real model, the command runner, prices, the session file, the options,
+// the REPL and the printers. Everything above this line is the agent; nothing above needs to be read again below.
+// =====================================================================================================================
+
+// --- The real model: one streamed Messages API call per turn.
 
 export const DEFAULT_MODEL = 'claude-sonnet-5-5';
 const MAX_OUTPUT_TOKENS = 32_000;
@@ -311,127 +958,6 @@ export class AnthropicModel implements Model {
 
 type Middleware = NonNullable<Anthropic.RequestOptions['middleware']>[number];
 
-export function toolDefinition(tool: Tool): Anthropic.Tool {
-  const { $schema: _ignored, ...schema } = z.toJSONSchema(tool.input, { io: 'input' });
-  return { name: tool.name, description: tool.description, input_schema: { ...schema, type: 'object' } };
-}
-
-export async function createAgent(config: AgentConfig): Promise<Agent> {
-  const root = await realpath(config.root);
-  const contextFiles = config.contextFiles === false ? [] : await loadContextFiles(root);
-  const agent: Agent = {
-    config: { ...config, root },
-    messages: [],
-    toolContext: { root, seen: new Map() },
-    // One cache mark after the system prompt caches the whole fixed prefix: tools, then system.
-    system: [
-      {
-        type: 'text',
-        text: systemPrompt(config.systemPrompt ?? SYSTEM_PROMPT, contextFiles),
-        cache_control: { type: 'ephemeral' },
-      },
-    ],
-    toolDefinitions: [],
-    // A forker's hooks come after validation and before the safety checks and approval, so
-    // whatever they rewrite is still confined, protected, and shown to the user as it will run.
-    beforeCall: [
-      validateInput,
-      ...(config.beforeCall ?? []),
-      safePathCheck,
-      protectedFiles(config.protect),
-      runawayGuard(),
-      approval(config.approve),
-    ],
-    afterCall: [capToolOutput, ...(config.afterCall ?? [])],
-    steering: [],
-    usage: { input: 0, cacheWrite: 0, cacheRead: 0, output: 0, costUsd: priceOf(config.model.name) ? 0 : null },
-    contextWindow: (await config.model.contextWindow?.()) ?? config.contextWindow ?? DEFAULT_CONTEXT_WINDOW,
-    contextFiles,
-    contextHooks: [compaction, ...(config.contextHooks ?? [])],
-    compaction: null,
-    lastRequest: null,
-    subAgentsStarted: 0,
-    protectedAtStart: await hashProtected(root, config.protect),
-  };
-  const tools = config.subAgents === false ? config.tools : [...config.tools, taskTool(agent)];
-  agent.config.tools = tools;
-  agent.toolDefinitions.push(...tools.map(toolDefinition));
-  return agent;
-}
-
-/** User text as a block, the form it takes once it carries a cache mark: the same bytes on every request. */
-const userText = (text: string): Anthropic.MessageParam => ({ role: 'user', content: [{ type: 'text', text }] });
-
-/** Appends to the transcript; the event lets the session file record it as it happens. */
-function append(agent: Agent, message: Anthropic.MessageParam): void {
-  agent.messages.push(message);
-  agent.config.onEvent({ type: 'message', message });
-}
-
-// =============================================================================================
-// 3. P1 — the loop, and answering every call. The guards it calls are named functions; those
-// that belong to a later lesson (hooks, budgets) come in section 5.
-
-/** Runs one task to a halt: call the model, append its reply, answer its calls, until a halt. */
-export async function runTask(agent: Agent, task: string, userSignal = new AbortController().signal): Promise<Halt> {
-  const run = startRun(agent, userSignal);
-  append(agent, userText(task));
-  for (let turn = 1; ; turn++) {
-    const reply = await callModel(agent, run, turn);
-    if ('kind' in reply) return halt(agent, reply, turn);
-    appendReply(agent, reply);
-    countUsage(agent, reply, turn);
-    const calls = reply.content.filter((block) => block.type === 'tool_use');
-    if (calls.length > 0) {
-      append(agent, { role: 'user', content: await answerCalls(agent, run, reply, calls) });
-    } else if (reply.stop_reason !== 'pause_turn') {
-      // a paused turn is continued as it stands
-      const verdict = await judgeFinalReply(agent, run, reply);
-      if ('halt' in verdict) return halt(agent, verdict.halt, turn);
-      append(agent, { role: 'user', content: [{ type: 'text', text: verdict.goOn }, ...takeSteering(agent)] });
-    }
-    const stop = stopCheck(agent, run, turn);
-    if (stop) return halt(agent, stop, turn);
-  }
-}
-
-/** Every halt goes through here, so every run says how it ended. */
-function halt(agent: Agent, reached: Halt, turns: number): Halt {
-  agent.config.onEvent({ type: 'halt', halt: reached, turns });
-  return reached;
-}
-
-/** Prevents a failed API call from killing the program: it becomes a halt of kind error.
- *  A "prompt is too long" answer gets one forced compaction and one retry. */
-async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropic.Message | Halt> {
-  const { config } = agent;
-  const options = {
-    signal: run.signal,
-    onText: (delta: string) => config.onEvent({ type: 'text', delta }),
-    onNotice: (text: string) => config.onEvent({ type: 'notice', text }),
-  };
-  for (let attempt = 1; ; attempt++) {
-    try {
-      const view = await contextView(agent, run.signal);
-      config.onEvent({
-        type: 'request',
-        turn,
-        messages: view.length,
-        estimatedTokens: estimateNextRequest(agent, view),
-      });
-      const messages = markCacheBreakpoint(view);
-      return await config.model.complete({ system: agent.system, tools: agent.toolDefinitions, messages }, options);
-    } catch (error) {
-      if (run.signal.aborted) return stoppedHalt(agent, run);
-      if (attempt === 1 && isPromptTooLong(error) && (await compact(agent, run.signal).catch(() => false))) continue;
-      return { kind: 'error', message: describeModelError(error) };
-    }
-  }
-}
-
-const isPromptTooLong = (error: unknown) =>
-  isApiError(error) && error.status === 400 && /prompt is too long/i.test(error.message);
-
 /** The SDK's API errors carry the HTTP status, the API's own message and the request id; they are
  *  recognised by that shape, so that an offline run never has to load the SDK. */
 const isApiError = (error: unknown): error is APIError<number> =>
@@ -445,188 +971,204 @@ function describeModelError(error: unknown): string {
   return `model call failed: ${error instanceof Error ? error.message : String(error)}`;
 }
 
-/** Marks the last block of the request (a copy: the transcript is never changed) so the next
- *  request can read everything before it from the prompt cache. With the system mark: 2 of 4. */
-function markCacheBreakpoint(messages: Anthropic.MessageParam[]): Anthropic.MessageParam[] {
-  const last = messages.at(-1);
-  if (last === undefined || last.role === 'system') return messages;
-  const content: Anthropic.ContentBlockParam[] =
-    typeof last.content === 'string' ? [{ type: 'text', text: last.content }] : [...last.content];
-  const final = content.at(-1);
-  // The API takes no cache mark on a thinking block (and it must go back unmodified anyway).
-  if (final === undefined || final.type === 'thinking' || final.type === 'redacted_thinking') return messages;
-  content[content.length - 1] = { ...final, cache_control: { type: 'ephemeral' } };
-  return [...messages.slice(0, -1), { ...last, content }];
-}
+// --- The words the model reads. Prompts guide the model; no guarantee rests on them.
 
-/** Prevents a transcript the API rejects: empty text blocks are dropped; everything else is kept
- *  exactly as received, thinking blocks included, because the API refuses altered ones. */
-function appendReply(agent: Agent, reply: Anthropic.Message): void {
-  const content = reply.content.filter((block) => block.type !== 'text' || block.text.trim() !== '');
-  if (content.length > 0) append(agent, { role: 'assistant', content });
-}
+export const SYSTEM_PROMPT = [
+  'You are a coding agent working inside one project folder. You act only through the tools you are given;',
+  'all paths are relative to the project root. Read a file before you edit it, and make the smallest change',
+  'that does the task. When the task is done, stop calling tools and say in one or two sentences what you',
+  'changed. Your "done" is checked: if the project has a check command, it runs, and if it fails you are told.',
+].join('\n');
 
-/** Answers every call, in call order, in one list: each tool_use gets exactly one tool_result.
- *  The hooks decide in order; consecutive read-only calls then run together, anything else alone. */
-async function answerCalls(agent: Agent, run: Run, reply: Anthropic.Message, calls: Anthropic.ToolUseBlock[]) {
-  const results: Anthropic.ToolResultBlockParam[] = [];
-  let batch: { planned: PlannedCall; index: number }[] = [];
-  const flush = async () => {
-    const outcomes = await runConcurrently(
-      batch.map(
-        ({ planned }) =>
-          () =>
-            runUnlessStopped(agent, run, reply, planned),
-      ),
-      MAX_PARALLEL_READS,
-    );
-    batch.forEach(({ planned, index }, i) => (results[index] = answer(agent, planned.call, outcomes[i]!)));
-    batch = [];
+const CUT_OFF_REPLY =
+  'Your reply was cut off at the output limit (max_tokens) before you finished. ' +
+  'Continue, more briefly: call a tool, or say that you are done.';
+
+const SUMMARY_INSTRUCTIONS = [
+  'The conversation above no longer fits the context window. Write a summary that will replace it, so that you',
+  'can carry on from the summary alone. Use these headings: Goal; Constraints from the user; Done; In progress;',
+  'Next steps; Exact details (file names, function names, error messages, commands and values needed to carry on,',
+  'copied exactly). Do not call tools.',
+].join('\n');
+
+const SUBAGENT_PROMPT = [
+  'You are a research sub-agent inside one project folder. Answer the prompt using the read-only tools you are',
+  'given; all paths are relative to the project root. Your final reply is all that the agent who asked will see,',
+  'so make it complete and self-contained: name the files and lines it rests on. Do not ask questions back.',
+].join('\n');
+
+// --- The agent's reads of the disk outside the tools: defaults, AGENTS.md files, fingerprints.
+
+/** The options no caller gave take their defaults: no verify command, 25 turns, nothing protected, approve all. */
+async function withDefaults(config: AgentConfig): Promise<Settings> {
+  return {
+    ...config,
+    root: await realpath(config.root),
+    verify: config.verify,
+    verifyTimeoutMs: config.verifyTimeoutMs ?? 120_000,
+    budgets: config.budgets ?? { maxTurns: 25 },
+    protect: config.protect ?? [],
+    approve: config.approve ?? approveAll,
+    onEvent: config.onEvent ?? (() => {}),
   };
-  for (const [index, call] of calls.entries()) {
-    agent.config.onEvent({ type: 'call', call });
-    const notRun = notRunReason(agent, run, reply);
-    const decided = notRun ? { content: notRun, isError: true } : await decide(agent, run, call);
-    if ('content' in decided) {
-      results[index] = answer(agent, call, decided);
-    } else if (decided.tool.readOnly) {
-      batch.push({ planned: decided, index });
-      if (batch.length === MAX_PARALLEL_READS) await flush();
-    } else {
-      await flush();
-      results[index] = answer(agent, call, await runUnlessStopped(agent, run, reply, decided));
+}
+
+/** An AGENTS.md file as the system prompt quotes it. */
+export interface ContextFile {
+  path: string;
+  text: string;
+  tokens: number;
+}
+
+export const CONTEXT_FILES_MAX_BYTES = 32 * 1024;
+
+/** AGENTS.md from the root up to the enclosing git repository's top, farthest first, so the
+ *  nearest (most specific) file has the last word; capped, keeping the nearest. */
+export async function loadContextFiles(root: string): Promise<ContextFile[]> {
+  const folders = [root];
+  for (let dir = root; !(await exists(path.join(dir, '.git')));) {
+    const parent = path.dirname(dir);
+    if (parent === dir) {
+      folders.splice(1); // no git repository above: only the root's own file counts
+      break;
+    }
+    folders.push((dir = parent));
+  }
+  const files: ContextFile[] = [];
+  let room = CONTEXT_FILES_MAX_BYTES;
+  for (const dir of folders) {
+    const file = path.join(dir, 'AGENTS.md');
+    const text = await readFile(file, 'utf8').catch(() => null);
+    if (text === null || room <= 0) continue;
+    const cutNote = `\n[cut: AGENTS.md files are capped at ${CONTEXT_FILES_MAX_BYTES / 1024} KiB in all]`;
+    const kept =
+      Buffer.byteLength(text) <= room ? text : `${Buffer.from(text).subarray(0, room).toString('utf8')}${cutNote}`;
+    room -= Buffer.byteLength(text);
+    files.unshift({ path: file, text: kept, tokens: estimateTokens(kept) });
+  }
+  return files;
+}
+
+/** Fingerprints every protected file, so the gate can tell whether one changed by any means. */
+async function hashProtected(root: string, globs: readonly string[]): Promise<Map<string, string>> {
+  const hashes = new Map<string, string>();
+  if (globs.length === 0) return hashes;
+  for (const file of await walk(root)) {
+    if (!file.endsWith('/') && globs.some((g) => minimatch(file, g, { dot: true }))) {
+      // A link to a folder or an unreadable file still gets a fingerprint: the gate must not crash on it.
+      const bytes = await readFile(path.join(root, file)).catch(
+        (error: NodeJS.ErrnoException) => `unreadable: ${error.code}`,
+      );
+      hashes.set(file, createHash('sha256').update(bytes).digest('hex'));
     }
   }
-  await flush();
-  return [...results, ...takeSteering(agent)];
+  return hashes;
 }
 
-export const MAX_PARALLEL_READS = 8;
-
-function answer(agent: Agent, call: Anthropic.ToolUseBlock, outcome: ToolOutcome): Anthropic.ToolResultBlockParam {
-  const result: Anthropic.ToolResultBlockParam = {
-    type: 'tool_result',
-    tool_use_id: call.id,
-    content: outcome.content,
-  };
-  if (outcome.isError) result.is_error = true;
-  agent.config.onEvent({ type: 'result', call, result });
-  return result;
+/** The text of the last assistant message: a sub-agent's report, or a summary. */
+function finalText(messages: readonly (Anthropic.MessageParam | Anthropic.Message)[]): string {
+  const last = messages.findLast((message) => message.role === 'assistant');
+  return last === undefined ? '' : textOfMessage(last).trim();
 }
 
-/** The gate: every before-call hook, in order, until one refuses or answers. */
-async function decide(agent: Agent, run: Run, call: Anthropic.ToolUseBlock): Promise<PlannedCall | ToolOutcome> {
-  const tool = agent.config.tools.find((t) => t.name === call.name);
-  if (!tool) {
-    const names = agent.config.tools.map((t) => t.name).join(', ');
-    return { content: `unknown tool "${call.name}"; the tools are: ${names}`, isError: true };
-  }
-  let planned: PlannedCall = { call, tool, input: call.input };
-  for (const hook of agent.beforeCall) {
-    const decision = await askHook(hook, run.signal, () => hook.check(planned, agent, run.signal));
-    if (decision.action !== 'allow') agent.config.onEvent({ type: 'decision', call, hook: hook.name, decision });
-    if (decision.action === 'deny') return { content: decision.reason, isError: true };
-    if (decision.action === 'answer') return { content: decision.content, isError: false };
-    if (decision.action === 'rewrite') {
-      // A rewrite is checked against the schema like the model's own arguments were.
-      const problem = schemaProblem(tool, decision.input);
-      if (problem) return { content: `the ${hook.name} hook rewrote the call into ${problem}`, isError: true };
-      planned = { ...planned, input: decision.input };
-    }
-  }
-  return planned;
+/** The text blocks of a message, joined; a message may hold a plain string instead. */
+function textOfMessage(message: Anthropic.MessageParam | Anthropic.Message): string {
+  if (typeof message.content === 'string') return message.content;
+  const blocks: readonly (Anthropic.ContentBlockParam | Anthropic.ContentBlock)[] = message.content;
+  return blocks.map((block) => (block.type === 'text' ? block.text : '')).join('');
 }
 
-/** Prevents any tool failure from crashing the loop, and an abort from waiting forever on a tool:
- *  a running call gets 5 s after Ctrl-C to finish. The after-call hooks see the result first. */
-async function execute(agent: Agent, run: Run, planned: PlannedCall): Promise<ToolOutcome> {
-  agent.config.onEvent({ type: 'running', call: planned.call });
-  const running = planned.tool.run(planned.input, { ...agent.toolContext, signal: run.signal }).then(
-    (content): ToolOutcome => ({ content, isError: false }),
-    (error: unknown): ToolOutcome => ({ content: errorText(error), isError: true }),
-  );
+// --- Small helpers the agent uses: tool schemas, timeouts, a bounded pool, token accounting, the /context numbers.
+
+/** A tool as the model is shown it: name, description, and the JSON Schema of its input. */
+export function toolDefinition(tool: Tool): Anthropic.Tool {
+  const { $schema: _ignored, ...schema } = z.toJSONSchema(tool.input, { io: 'input' });
+  return { name: tool.name, description: tool.description, input_schema: { ...schema, type: 'object' } };
+}
+
+/** Waits for `work`; once `signal` aborts, waits at most `graceMs` more, then settles with `fallback`. */
+async function settleOrAbandon<T>(work: Promise<T>, signal: AbortSignal, graceMs: number, fallback: T): Promise<T> {
   let giveUp = () => {};
-  const abandoned = new Promise<ToolOutcome>((resolve) => {
-    const outcome = {
-      content: 'interrupted: the call was still running 5 s after the stop; its effects are unknown',
-      isError: true,
-    };
-    giveUp = () => void setTimeout(() => resolve(outcome), ABORT_GRACE_MS).unref();
+  const abandoned = new Promise<T>((resolve) => {
+    giveUp = () => void setTimeout(() => resolve(fallback), graceMs).unref();
   });
-  if (run.signal.aborted) giveUp();
-  else run.signal.addEventListener('abort', giveUp, { once: true });
-  let outcome = await Promise.race([running, abandoned]);
-  run.signal.removeEventListener('abort', giveUp);
-  for (const hook of agent.afterCall) {
-    const current = outcome;
-    outcome = await withTimeout(
-      Promise.resolve().then(() => hook.check(planned, current, agent)),
-      hook.timeoutMs ?? HOOK_TIMEOUT_MS,
-    ).catch((error: unknown): ToolOutcome => {
-      // The error goes to the user only: its text may quote the very result it was meant to hide.
-      agent.config.onEvent({ type: 'notice', text: `after-call hook ${hook.name} failed: ${errorText(error)}` });
-      return { content: `result withheld: the ${hook.name} check failed`, isError: true };
-    });
+  if (signal.aborted) giveUp();
+  else signal.addEventListener('abort', giveUp, { once: true });
+  try {
+    return await Promise.race([work, abandoned]);
+  } finally {
+    signal.removeEventListener('abort', giveUp);
   }
-  return outcome;
 }
 
-const ABORT_GRACE_MS = 5_000;
+/** Where the window goes now: the numbers behind /context. */
+export function contextBreakdown(agent: Agent): ContextBreakdown {
+  const projectFiles = agent.contextFiles.reduce((sum, file) => sum + file.tokens, 0);
+  const systemPrompt = estimateTokens(agent.system[0]?.text ?? '') - projectFiles;
+  const toolDefinitions = estimateTokens(agent.toolDefinitions);
+  const messages = estimateTokens(compactedView(agent, agent.messages));
+  const free = Math.max(agent.contextWindow - (systemPrompt + projectFiles + toolDefinitions + messages), 0);
+  return { window: agent.contextWindow, systemPrompt, toolDefinitions, projectFiles, messages, free };
+}
+
+/** Where the window goes, in estimated tokens. */
+export interface ContextBreakdown {
+  window: number;
+  systemPrompt: number;
+  toolDefinitions: number;
+  projectFiles: number;
+  messages: number;
+  free: number;
+}
+
+/** Runs a list of tasks, at most `limit` at a time; results come back in the list's order. */
+async function runConcurrently<T>(tasks: (() => Promise<T>)[], limit: number): Promise<T[]> {
+  const results: T[] = new Array(tasks.length);
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < tasks.length; i = next++) results[i] = await tasks[i]!();
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, tasks.length) }, worker));
+  return results;
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  if (!Number.isFinite(ms)) return promise;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
 
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
-// =============================================================================================
-// 4. P2 — the gate: "done" is a claim until plain code has checked it
+/** A request the API found too long gets one forced compaction and one retry (see callModel). */
+const isPromptTooLong = (error: unknown) =>
+  isApiError(error) && error.status === 400 && /prompt is too long/i.test(error.message);
 
-type Verdict = { halt: Halt } | { goOn: string };
-
-/** A reply without tool calls is a claim of "done", unless the API says it is something else. */
-async function judgeFinalReply(agent: Agent, run: Run, reply: Anthropic.Message): Promise<Verdict> {
-  if (run.signal.aborted) return { halt: stoppedHalt(agent, run) }; // a reply that came in after Ctrl-C decides nothing
-  switch (reply.stop_reason) {
-    case 'max_tokens':
-      return {
-        goOn: 'Your reply was cut off at the output limit (max_tokens) before you finished. Continue, more briefly: call a tool, or say that you are done.',
-      };
-    case 'refusal':
-      return { halt: { kind: 'error', message: 'the model refused to continue (stop reason: refusal)' } };
-    case 'model_context_window_exceeded':
-      return { halt: { kind: 'error', message: "the conversation no longer fits the model's context window" } };
-    default:
-      return await verifyGate(agent, run);
-  }
+export interface UsageTotals {
+  input: number;
+  cacheWrite: number;
+  cacheRead: number;
+  output: number;
+  /** Dollars, or null when the model's price is unknown: never a made-up zero. */
+  costUsd: number | null;
 }
 
-/** Prevents a false "done": plain code runs the verify command, and only exit code 0 ends the run.
- *  It also refuses "done" when a protected file changed, however that happened. */
-async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
-  const { verify, root, verifyTimeoutMs, protect } = agent.config;
-  const tampered = changedFiles(agent.protectedAtStart, await hashProtected(root, protect));
-  if (tampered.length > 0) {
-    agent.config.onEvent({
-      type: 'gate',
-      command: verify ?? '(none)',
-      exitCode: null,
-      passed: false,
-      reason: 'protected files changed',
-    });
-    return {
-      goOn: `The task is not done: protected files changed since the session started: ${tampered.join(', ')}. Restore them; the task must be done without changing them.`,
-    };
-  }
-  if (verify === undefined) return { halt: { kind: 'accepted', verifiedBy: null } };
-  const result = await runCommand(verify, root, verifyTimeoutMs, run.signal);
-  if (run.signal.aborted) return { halt: stoppedHalt(agent, run) };
-  const passed = result.exitCode === 0;
-  const how = result.timedOut
-    ? `did not finish within ${verifyTimeoutMs / 1000} s`
-    : `exited with code ${result.exitCode}`;
-  agent.config.onEvent({ type: 'gate', command: verify, exitCode: result.exitCode, passed, reason: how });
-  if (passed) return { halt: { kind: 'accepted', verifiedBy: verify } };
-  return {
-    goOn: `The task is not done yet: the check \`${verify}\` ${how}. Its output:\n\n${result.output}\n\nFix the cause, then say you are done.`,
-  };
+const totalTokens = (u: UsageTotals) => u.input + u.cacheWrite + u.cacheRead + u.output;
+
+/** Adds one response's usage to the totals; unknown prices keep the cost unknown. */
+function addUsage(totals: UsageTotals, model: string, usage: Anthropic.Usage): void {
+  const cost = costOf(model, usage);
+  totals.input += usage.input_tokens;
+  totals.cacheWrite += usage.cache_creation_input_tokens ?? 0;
+  totals.cacheRead += usage.cache_read_input_tokens ?? 0;
+  totals.output += usage.output_tokens;
+  totals.costUsd = totals.costUsd === null || cost === null ? null : totals.costUsd + cost;
 }
+
+// --- The command runner: the verify gate's hands.
 
 export interface CommandRun {
   exitCode: number | null;
@@ -686,228 +1228,7 @@ export function runCommand(command: string, cwd: string, timeoutMs: number, sign
   });
 }
 
-// =============================================================================================
-// 5. P3 — the hooks around every call, the stops (Ctrl-C, steering, budgets), the session file
-
-// --- The hooks: the gate in front of every call, and the check of every result.
-
-/** Prevents a broken guard from waving a call through: a hook that throws or times out denies it.
- *  A ToolError is a deliberate refusal, and its message goes to the model as it is. */
-async function askHook(
-  hook: BeforeCallHook,
-  signal: AbortSignal,
-  check: () => Decision | Promise<Decision>,
-): Promise<Decision> {
-  try {
-    return await withTimeout(Promise.resolve().then(check), hook.timeoutMs ?? HOOK_TIMEOUT_MS);
-  } catch (error) {
-    if (error instanceof ToolError) return { action: 'deny', reason: error.message };
-    if (signal.aborted)
-      return { action: 'deny', reason: 'not run: the run was stopped while this call was being checked' };
-    return {
-      action: 'deny',
-      reason: `not run: the ${hook.name} check failed (${errorText(error)}), so the call was refused`,
-    };
-  }
-}
-
-const HOOK_TIMEOUT_MS = 10_000;
-const ALLOW: Decision = { action: 'allow' };
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  if (!Number.isFinite(ms)) return promise;
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-/** Prevents a tool from ever seeing input that breaks the schema the model was shown.
- *  Nothing is coerced: "5" is not 5, and an unknown key is an error, so the transcript never lies. */
-export const validateInput: BeforeCallHook = {
-  name: 'validate',
-  check: ({ tool, input }) => {
-    const problem = schemaProblem(tool, input);
-    return problem ? { action: 'deny', reason: problem } : ALLOW;
-  },
-};
-
-function schemaProblem(tool: Tool, input: unknown): string | null {
-  const parsed = tool.input.safeParse(input);
-  if (parsed.success) return null;
-  const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(input)'}: ${issue.message}`);
-  return `invalid arguments for ${tool.name}: ${problems.join('; ')}. You sent: ${JSON.stringify(input)}`;
-}
-
-const pathOf = (input: unknown): string | undefined =>
-  typeof input === 'object' && input !== null && 'path' in input && typeof input.path === 'string'
-    ? input.path
-    : undefined;
-
-/** Prevents any tool, a forker's included, from touching a path outside the project: every call whose
- *  arguments have a top-level `path` string (a forker's tool that takes paths under other names checks them itself). */
-export const safePathCheck: BeforeCallHook = {
-  name: 'safe_path',
-  async check({ input }, agent) {
-    const requested = pathOf(input);
-    if (requested !== undefined) await safe_path(agent.toolContext.root, requested);
-    return ALLOW;
-  },
-};
-
-/** Prevents "silent green": the model may not change the files it is judged by. */
-export function protectedFiles(globs: readonly string[]): BeforeCallHook {
-  return {
-    name: 'protect',
-    async check({ tool, input }, agent) {
-      const requested = pathOf(input);
-      if (tool.readOnly || requested === undefined || globs.length === 0) return ALLOW;
-      const relative = path.relative(agent.toolContext.root, await safe_path(agent.toolContext.root, requested));
-      const glob = globs.find((g) => minimatch(relative.split(path.sep).join('/'), g, { dot: true }));
-      if (glob === undefined) return ALLOW;
-      return {
-        action: 'deny',
-        reason: `${requested} is protected (--protect "${glob}"): change the code, not the files that check it`,
-      };
-    },
-  };
-}
-
-/** Prevents a model stuck in a loop from repeating itself forever: the third identical call in a row is refused. */
-export function runawayGuard(): BeforeCallHook {
-  let last = '';
-  let repeats = 0;
-  return {
-    name: 'runaway',
-    check({ call, input }) {
-      const key = JSON.stringify([call.name, input]);
-      repeats = key === last ? repeats + 1 : 1;
-      last = key;
-      if (repeats < 3) return ALLOW;
-      return {
-        action: 'deny',
-        reason: `not run: you made this exact call ${repeats} times in a row and its answer will not change; try something different`,
-      };
-    },
-  };
-}
-
-/** Prevents unreviewed changes: a call that changes something runs only once the user approved its preview. */
-export function approval(approve: Approver): BeforeCallHook {
-  let always = false;
-  return {
-    name: 'approval',
-    timeoutMs: Infinity,
-    async check({ tool, input }, agent, signal) {
-      if (tool.readOnly || always) return ALLOW;
-      const preview = tool.preview ? await tool.preview(input, agent.toolContext) : JSON.stringify(input, null, 2);
-      const answer = await approve({ tool: tool.name, preview, signal });
-      if (!answer.approved) {
-        return {
-          action: 'deny',
-          reason: `the user declined this ${tool.name} call${answer.reason ? `: ${answer.reason}` : ''}`,
-        };
-      }
-      always ||= answer.always === true;
-      return ALLOW;
-    },
-  };
-}
-
-export const approveAll: Approver = async () => ({ approved: true });
-
-/** Prevents one huge result from flooding the context, whatever tool produced it. */
-export const capToolOutput: AfterCallHook = {
-  name: 'output cap',
-  check: (_planned, outcome) => ({ ...outcome, content: capOutput(outcome.content) }),
-};
-
-// --- What stops a call or a run: a cut-off reply, Ctrl-C, a message typed meanwhile, a budget.
-
-/** Prevents calls from running when they must not: a cut-off reply's arguments may be truncated
- *  (the SDK drops them silently), the user pressed Ctrl-C, the time ran out, or the user spoke. */
-function notRunReason(agent: Agent, run: Run, reply: Anthropic.Message): string | null {
-  if (reply.stop_reason === 'max_tokens') {
-    return 'not executed: your reply was cut off at max_tokens, the arguments may be incomplete; issue the call again';
-  }
-  if (run.timeUp?.aborted) return 'not run: the time budget of this run ran out';
-  if (run.signal.aborted) return 'not run: the user interrupted';
-  if (agent.steering.length > 0) return 'skipped: the user sent a message; read it before going on';
-  return null;
-}
-
-/** The last check before a call runs: a Ctrl-C, a timeout or a message typed while the hooks (or
- *  the user, asked for approval) were deciding still stops a call that has not started. */
-async function runUnlessStopped(
-  agent: Agent,
-  run: Run,
-  reply: Anthropic.Message,
-  planned: PlannedCall,
-): Promise<ToolOutcome> {
-  const notRun = notRunReason(agent, run, reply);
-  return notRun ? { content: notRun, isError: true } : await execute(agent, run, planned);
-}
-
-/** What the user typed while the agent worked: it follows the results (or the gate's answer) in the
- *  same user turn, so the model reads it next. */
-function takeSteering(agent: Agent): Anthropic.TextBlockParam[] {
-  return agent.steering.splice(0).map((text) => ({ type: 'text', text }));
-}
-
-/** Runs a list of tasks, at most `limit` at a time; results come back in the list's order. */
-async function runConcurrently<T>(tasks: (() => Promise<T>)[], limit: number): Promise<T[]> {
-  const results: T[] = new Array(tasks.length);
-  let next = 0;
-  const worker = async () => {
-    for (let i = next++; i < tasks.length; i = next++) results[i] = await tasks[i]!();
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, tasks.length) }, worker));
-  return results;
-}
-
-/** What one run (one task) has used so far, and what stops it. */
-interface Run {
-  signal: AbortSignal;
-  userSignal: AbortSignal;
-  timeUp: AbortSignal | undefined;
-  /** The session's usage when the run started; a sub-agent's usage lands there too. */
-  usageAtStart: UsageTotals;
-}
-
-function startRun(agent: Agent, userSignal: AbortSignal): Run {
-  const { timeoutMs } = agent.config.budgets;
-  const timeUp = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs);
-  return {
-    signal: timeUp ? AbortSignal.any([userSignal, timeUp]) : userSignal,
-    userSignal,
-    timeUp,
-    usageAtStart: { ...agent.usage },
-  };
-}
-
-const totalTokens = (u: UsageTotals) => u.input + u.cacheWrite + u.cacheRead + u.output;
-
-function stoppedHalt(agent: Agent, run: Run): Halt {
-  if (run.timeUp?.aborted && !run.userSignal.aborted)
-    return { kind: 'budget', budget: 'time', limit: agent.config.budgets.timeoutMs ?? 0 };
-  return { kind: 'interrupted' };
-}
-
-/** Prevents runaway spending and lets Ctrl-C end a run: checked after every turn's calls were answered. */
-function stopCheck(agent: Agent, run: Run, turn: number): Halt | null {
-  const { maxTurns, maxTokens, maxCostUsd } = agent.config.budgets;
-  const { usage } = agent;
-  if (run.signal.aborted) return stoppedHalt(agent, run);
-  if (maxTokens !== undefined && totalTokens(usage) - totalTokens(run.usageAtStart) >= maxTokens)
-    return { kind: 'budget', budget: 'tokens', limit: maxTokens };
-  const cost =
-    usage.costUsd === null || run.usageAtStart.costUsd === null ? null : usage.costUsd - run.usageAtStart.costUsd;
-  if (maxCostUsd !== undefined && cost !== null && cost >= maxCostUsd)
-    return { kind: 'budget', budget: 'cost', limit: maxCostUsd };
-  if (turn >= maxTurns) return { kind: 'budget', budget: 'turns', limit: maxTurns };
-  return null;
-}
+// --- Prices: what a token costs, so a budget in dollars can be kept.
 
 /** Dollars per million tokens. A model missing here has an unknown cost, shown as such. */
 const PRICES: Record<string, { input: number; output: number }> = {
@@ -929,59 +1250,6 @@ export function costOf(model: string, usage: Anthropic.Usage): number | null {
   const inputLike =
     usage.input_tokens + 1.25 * (usage.cache_creation_input_tokens ?? 0) + 0.1 * (usage.cache_read_input_tokens ?? 0);
   return (inputLike * price.input + usage.output_tokens * price.output) / 1_000_000;
-}
-
-/** Adds one response's usage to the totals; unknown prices keep the cost unknown. */
-function addUsage(totals: UsageTotals, model: string, usage: Anthropic.Usage): void {
-  const cost = costOf(model, usage);
-  totals.input += usage.input_tokens;
-  totals.cacheWrite += usage.cache_creation_input_tokens ?? 0;
-  totals.cacheRead += usage.cache_read_input_tokens ?? 0;
-  totals.output += usage.output_tokens;
-  totals.costUsd = totals.costUsd === null || cost === null ? null : totals.costUsd + cost;
-}
-
-function countUsage(agent: Agent, reply: Anthropic.Message, turn: number): void {
-  const { usage } = reply;
-  addUsage(agent.usage, agent.config.model.name, usage);
-  const tokens =
-    usage.input_tokens +
-    (usage.cache_creation_input_tokens ?? 0) +
-    (usage.cache_read_input_tokens ?? 0) +
-    usage.output_tokens;
-  agent.lastRequest = { tokens, messages: agent.messages.length, keptFrom: agent.compaction?.keptFrom ?? 0 };
-  const calls = reply.content.filter((block) => block.type === 'tool_use').length;
-  agent.config.onEvent({
-    type: 'reply',
-    turn,
-    stopReason: reply.stop_reason,
-    calls,
-    usage,
-    totals: { ...agent.usage },
-  });
-}
-
-/** Fingerprints every protected file, so the gate can tell whether one changed by any means. */
-async function hashProtected(root: string, globs: readonly string[]): Promise<Map<string, string>> {
-  const hashes = new Map<string, string>();
-  if (globs.length === 0) return hashes;
-  for (const file of await walk(root)) {
-    if (!file.endsWith('/') && globs.some((g) => minimatch(file, g, { dot: true }))) {
-      // A link to a folder or an unreadable file still gets a fingerprint: the gate must not crash on it.
-      const bytes = await readFile(path.join(root, file)).catch(
-        (error: NodeJS.ErrnoException) => `unreadable: ${error.code}`,
-      );
-      hashes.set(file, createHash('sha256').update(bytes).digest('hex'));
-    }
-  }
-  return hashes;
-}
-
-function changedFiles(before: Map<string, string>, after: Map<string, string>): string[] {
-  const changed = [...before]
-    .filter(([file, hash]) => after.get(file) !== hash)
-    .map(([file]) => `${file} (${after.has(file) ? 'changed' : 'deleted'})`);
-  return [...changed, ...[...after.keys()].filter((file) => !before.has(file)).map((file) => `${file} (added)`)];
 }
 
 // --- The session file: the transcript on disk, one JSON line per entry, only ever appended.
@@ -1098,251 +1366,7 @@ export function resume(agent: Agent, loaded: LoadedSession): void {
   if (loaded.repair) append(agent, loaded.repair);
 }
 
-// =============================================================================================
-// 6. P4 — endurance: what the model is shown, and how a long session keeps fitting
-
-export const DEFAULT_CONTEXT_WINDOW = 200_000;
-const KEEP_VERBATIM_TOKENS = 20_000;
-
-/** Estimated tokens, rounded up: about 3.5 characters a token, so the estimate errs high. */
-export const estimateTokens = (value: unknown) =>
-  Math.ceil((typeof value === 'string' ? value : JSON.stringify(value)).length / 3.5);
-
-/** Runs every context hook on a copy of the transcript; what comes out is what the model sees. */
-async function contextView(agent: Agent, signal: AbortSignal): Promise<Anthropic.MessageParam[]> {
-  let view = [...agent.messages];
-  for (const hook of agent.contextHooks) view = await hook(view, agent, signal);
-  return view;
-}
-
-const summaryMessage = (summary: string): Anthropic.MessageParam => ({
-  role: 'user',
-  content: `[Summary of the earlier conversation, written when it no longer fitted the context window]\n\n${summary}`,
-});
-
-/** The messages as the model sees them now: the summary, then the recent part verbatim. */
-function compactedView(agent: Agent, messages: Anthropic.MessageParam[]): Anthropic.MessageParam[] {
-  return agent.compaction
-    ? [summaryMessage(agent.compaction.summary), ...messages.slice(agent.compaction.keptFrom)]
-    : messages;
-}
-
-/** The size of the next request: the last request's real size plus an estimate of what came since. */
-function estimateNextRequest(agent: Agent, view: Anthropic.MessageParam[]): number {
-  const last = agent.lastRequest;
-  if (last && last.keptFrom === (agent.compaction?.keptFrom ?? 0))
-    return last.tokens + estimateTokens(agent.messages.slice(last.messages));
-  return estimateTokens(agent.system) + estimateTokens(agent.toolDefinitions) + estimateTokens(view);
-}
-
-/** Prevents the session from dying when the window fills: before any request that would pass 75%
- *  of the window, the older part is summarised once, and only the summary plus the recent part is sent. */
-export const compaction: ContextHook = async (messages, agent, signal) => {
-  const threshold = (agent.config.compactAt ?? 0.75) * agent.contextWindow;
-  if (estimateNextRequest(agent, compactedView(agent, messages)) > threshold) await compact(agent, signal);
-  return compactedView(agent, messages);
-};
-
-/** Where the verbatim part starts: at an assistant message, so no tool_result is ever separated
- *  from its tool_use, and as early as the budget for the recent part allows. */
-export function chooseCut(messages: Anthropic.MessageParam[], from: number, keepTokens: number): number | null {
-  let cut: number | null = null;
-  let suffix = 0;
-  for (let i = messages.length - 1; i > from; i--) {
-    suffix += estimateTokens(messages[i]);
-    if (messages[i]!.role !== 'assistant') continue;
-    if (cut !== null && suffix > keepTokens) break;
-    cut = i;
-  }
-  return cut;
-}
-
-const SUMMARY_INSTRUCTIONS = [
-  'The conversation above no longer fits the context window. Write a summary that will replace it, so that you can carry on',
-  'from the summary alone. Use these headings: Goal; Constraints from the user; Done; In progress; Next steps; Exact details',
-  '(file names, function names, error messages, commands and values needed to carry on, copied exactly). Do not call tools.',
-].join('\n');
-
-/** Results longer than this are shortened before summarising, so the summary request itself fits. */
-const SUMMARY_RESULT_CHARS = 2_000;
-
-/** Prevents the summary request itself from overflowing the window: long results keep only head and tail. */
-function shortenResults(message: Anthropic.MessageParam): Anthropic.MessageParam {
-  if (typeof message.content === 'string') return message;
-  const content = message.content.map((block) => {
-    if (
-      block.type !== 'tool_result' ||
-      typeof block.content !== 'string' ||
-      block.content.length <= SUMMARY_RESULT_CHARS
-    )
-      return block;
-    const text = block.content;
-    return {
-      ...block,
-      content: `${text.slice(0, 1_500)}\n[... ${text.length - 2_000} characters left out ...]\n${text.slice(-500)}`,
-    };
-  });
-  return { ...message, content } as Anthropic.MessageParam;
-}
-
-/** Summarises everything before the cut point with one more model call. Nothing is deleted:
- *  the session file gets a compaction entry and keeps every message. Returns false if there is nothing to cut. */
-export async function compact(agent: Agent, signal: AbortSignal): Promise<boolean> {
-  const from = agent.compaction?.keptFrom ?? 0;
-  const cut = chooseCut(agent.messages, from, Math.min(KEEP_VERBATIM_TOKENS, agent.contextWindow / 4));
-  if (cut === null) return false;
-  const older = [
-    ...(agent.compaction ? [summaryMessage(agent.compaction.summary)] : []),
-    ...agent.messages.slice(from, cut),
-  ].map(shortenResults);
-  const before = estimateTokens(compactedView(agent, agent.messages));
-  const reply = await agent.config.model.complete(
-    {
-      system: agent.system,
-      tools: agent.toolDefinitions,
-      tool_choice: { type: 'none' },
-      messages: [...older, { role: 'user', content: SUMMARY_INSTRUCTIONS }],
-    },
-    { signal, onText: () => {}, onNotice: (text) => agent.config.onEvent({ type: 'notice', text }) },
-  );
-  const summary = reply.content
-    .map((block) => (block.type === 'text' ? block.text : ''))
-    .join('')
-    .trim();
-  if (summary === '') throw new Error('the summary came back empty');
-  addUsage(agent.usage, agent.config.model.name, reply.usage);
-  agent.compaction = { summary, keptFrom: cut };
-  agent.lastRequest = null;
-  const after = estimateTokens(compactedView(agent, agent.messages));
-  agent.config.onEvent({
-    type: 'compaction',
-    summary,
-    keptFrom: cut,
-    tokensBefore: before,
-    tokensAfter: after,
-    usage: reply.usage,
-  });
-  return true;
-}
-
-/** Where the window goes now: the numbers behind /context. */
-export function contextBreakdown(agent: Agent): ContextBreakdown {
-  const projectFiles = agent.contextFiles.reduce((sum, file) => sum + file.tokens, 0);
-  const systemPrompt = estimateTokens(agent.system[0]?.text ?? '') - projectFiles;
-  const toolDefinitions = estimateTokens(agent.toolDefinitions);
-  const messages = estimateTokens(compactedView(agent, agent.messages));
-  const used = systemPrompt + projectFiles + toolDefinitions + messages;
-  return {
-    window: agent.contextWindow,
-    systemPrompt,
-    toolDefinitions,
-    projectFiles,
-    messages,
-    free: Math.max(agent.contextWindow - used, 0),
-  };
-}
-
-// --- AGENTS.md: project context for the model, never instructions for the harness.
-
-export const CONTEXT_FILES_MAX_BYTES = 32 * 1024;
-
-/** AGENTS.md from the root up to the enclosing git repository's top, farthest first, so the
- *  nearest (most specific) file has the last word; capped, keeping the nearest. */
-export async function loadContextFiles(root: string): Promise<ContextFile[]> {
-  const folders = [root];
-  for (let dir = root; !(await exists(path.join(dir, '.git')));) {
-    const parent = path.dirname(dir);
-    if (parent === dir) {
-      folders.splice(1); // no git repository above: only the root's own file counts
-      break;
-    }
-    folders.push((dir = parent));
-  }
-  const files: ContextFile[] = [];
-  let room = CONTEXT_FILES_MAX_BYTES;
-  for (const dir of folders) {
-    const file = path.join(dir, 'AGENTS.md');
-    const text = await readFile(file, 'utf8').catch(() => null);
-    if (text === null || room <= 0) continue;
-    const kept =
-      Buffer.byteLength(text) <= room
-        ? text
-        : `${Buffer.from(text).subarray(0, room).toString('utf8')}\n[cut: AGENTS.md files are capped at ${CONTEXT_FILES_MAX_BYTES / 1024} KiB in all]`;
-    room -= Buffer.byteLength(text);
-    files.unshift({ path: file, text: kept, tokens: estimateTokens(kept) });
-  }
-  return files;
-}
-
-function systemPrompt(base: string, files: ContextFile[]): string {
-  if (files.length === 0) return base;
-  const sections = files.map((file) => `## ${file.path}\n\n${file.text}`);
-  return `${base}\n\n# Project context (AGENTS.md files: guidance from the project, farthest first)\n\n${sections.join('\n\n')}`;
-}
-
-// --- The sub-agent: the same loop again, with its own transcript and only the read-only tools.
-
-const SUBAGENT_PROMPT = [
-  'You are a research sub-agent inside one project folder. Answer the prompt using the read-only tools you are given;',
-  'all paths are relative to the project root. Your final reply is all that the agent who asked will see, so make it',
-  'complete and self-contained: name the files and lines it rests on. Do not ask questions back.',
-].join('\n');
-
-export const TASK_MAX_TURNS = 30;
-
-/** Lets a search that reads forty files cost the parent one tool result. The child's usage counts
- *  toward the parent's budgets, and its events (and so its session file) stay visible. */
-function taskTool(parent: Agent): Tool {
-  return defineTool({
-    name: 'task',
-    description:
-      'Hand a self-contained research question to a sub-agent that can list and read files (not edit them) and answers ' +
-      'with a report. Use it for searches that would read many files; several tasks may run at once. ' +
-      'Not for changing files, and not for one known file: use read_file.',
-    input: z.strictObject({
-      description: z.string().describe('A few words saying what the task is for, e.g. "find the config loader"'),
-      prompt: z.string().describe('The full question; the sub-agent sees nothing else of this conversation'),
-    }),
-    readOnly: true,
-    async run({ description, prompt }, ctx) {
-      const id = `task-${++parent.subAgentsStarted}`;
-      const model = parent.config.taskModel ?? parent.config.model;
-      const child = await createAgent({
-        ...parent.config,
-        model,
-        tools: parent.config.tools.filter((tool) => tool.readOnly && tool.name !== 'task'),
-        verify: undefined,
-        budgets: { maxTurns: TASK_MAX_TURNS },
-        protect: [],
-        subAgents: false,
-        contextFiles: false,
-        systemPrompt: SUBAGENT_PROMPT,
-        onEvent: (event) => {
-          if (event.type === 'reply' || event.type === 'compaction') addUsage(parent.usage, model.name, event.usage);
-          parent.config.onEvent({ type: 'subagent', id, description, event });
-        },
-      });
-      const ended = await runTask(child, prompt, ctx.signal);
-      const answer = finalText(child.messages);
-      return ended.kind === 'accepted'
-        ? answer || '(the sub-agent gave no answer)'
-        : `[the sub-agent stopped: ${describeHalt(ended)}]\n${answer}`;
-    },
-  });
-}
-
-function finalText(messages: Anthropic.MessageParam[]): string {
-  const last = messages.findLast((message) => message.role === 'assistant');
-  if (last === undefined) return '';
-  if (typeof last.content === 'string') return last.content;
-  return last.content
-    .map((block) => (block.type === 'text' ? block.text : ''))
-    .join('')
-    .trim();
-}
-
-// =============================================================================================
-// 7. The command line: options, the REPL, and the printers
+// --- The command line: exit codes, options, the REPL and the printers.
 
 export const EXIT = { accepted: 0, notAccepted: 1, usage: 2, interrupted: 130 } as const;
 
@@ -1367,40 +1391,65 @@ export function describeHalt(h: Halt): string {
   }
 }
 
-const HELP = `Usage: npx tsx agent.ts [options] [task]
+// --- The options: one table, from which both --help and the parser are built.
 
-With a task: one run, then exit. Without: a REPL (one task per line; /exit to leave).
-With no API key and no options: an offline demo of the verify-before-done gate.
+interface OptionSpec {
+  type: 'string' | 'boolean';
+  multiple?: boolean;
+  short?: string;
+  /** The argument's name in --help, e.g. DIR; a switch has none. */
+  arg?: string;
+  help: string;
+}
 
-Options:
-  --root DIR          project folder the tools work in (default: the current folder)
-  --verify CMD        shell command that must exit 0 before "done" is accepted
-  --verify-timeout S  seconds the verify command may run (default: 120)
-  --protect GLOB      files the agent may not change, e.g. "test/**" (repeatable)
-  --yes               approve every change without asking
-  --max-turns N       model calls per task (default: 25)
-  --max-tokens N      input + output tokens per task
-  --max-cost USD      dollars per task (needs a model with a known price)
-  --timeout S         wall-clock seconds per task
-  --model ID          model to use (default: $ANTHROPIC_MODEL or ${DEFAULT_MODEL})
-  --task-model ID     model for sub-agents started by the task tool (default: --model)
-  --context-window N  tokens, when the API does not say (default: ${DEFAULT_CONTEXT_WINDOW})
-  --no-context-files  do not read AGENTS.md files into the system prompt
-  --script FILE       replay canned replies from a JSON file instead of calling an API
-  --session FILE      where to append the session (default: .agent/sessions/<time>.jsonl)
-  --resume FILE       continue a saved session (and keep appending to it)
-  --json              print events as JSON lines instead of text
-  --trace             print each step tagged with the part of the loop doing it
-  -h, --help          show this help
+export const OPTIONS = {
+  root: { type: 'string', arg: 'DIR', help: 'project folder the tools work in (default: the current folder)' },
+  verify: { type: 'string', arg: 'CMD', help: 'shell command that must exit 0 before "done" is accepted' },
+  'verify-timeout': { type: 'string', arg: 'S', help: 'seconds the verify command may run (default: 120)' },
+  protect: { type: 'string', arg: 'GLOB', multiple: true, help: 'files the agent may not change, e.g. "test/**"' },
+  yes: { type: 'boolean', help: 'approve every change without asking' },
+  'max-turns': { type: 'string', arg: 'N', help: 'model calls per task (default: 25)' },
+  'max-tokens': { type: 'string', arg: 'N', help: 'input + output tokens per task' },
+  'max-cost': { type: 'string', arg: 'USD', help: 'dollars per task (needs a model with a known price)' },
+  timeout: { type: 'string', arg: 'S', help: 'wall-clock seconds per task' },
+  model: { type: 'string', arg: 'ID', help: `model to use (default: $ANTHROPIC_MODEL or ${DEFAULT_MODEL})` },
+  'task-model': { type: 'string', arg: 'ID', help: 'model for sub-agents started by the task tool (default: --model)' },
+  'context-window': { type: 'string', arg: 'N', help: `tokens, when the API does not say (default: 200000)` },
+  'no-context-files': { type: 'boolean', help: 'do not read AGENTS.md files into the system prompt' },
+  script: { type: 'string', arg: 'FILE', help: 'replay canned replies from a JSON file instead of calling an API' },
+  session: { type: 'string', arg: 'FILE', help: 'where to append the session (default: .agent/sessions/<time>.jsonl)' },
+  resume: { type: 'string', arg: 'FILE', help: 'continue a saved session (and keep appending to it)' },
+  json: { type: 'boolean', help: 'print events as JSON lines instead of text' },
+  trace: { type: 'boolean', help: 'print each step tagged with the part of the loop doing it' },
+  help: { type: 'boolean', short: 'h', help: 'show this help' },
+} as const satisfies Record<string, OptionSpec>;
 
-In the REPL: type while the agent works to steer it; Ctrl-C stops the run;
-/context, /compact, /resume FILE, /exit.
-Environment: ANTHROPIC_API_KEY, ANTHROPIC_MODEL, ANTHROPIC_BASE_URL (any Anthropic-compatible endpoint).
-Halts: accepted (verified | unverified), budget (turns | tokens | cost | time), interrupted, error.
-Exit codes: 0 accepted, 1 not accepted (budget, error), 2 usage error, 130 interrupted.`;
+function helpText(): string {
+  const rows = Object.entries(OPTIONS).map(([name, spec]: [string, OptionSpec]) => {
+    const flag = `${spec.short ? `-${spec.short}, ` : ''}--${name}${spec.arg ? ` ${spec.arg}` : ''}`;
+    return `  ${flag.padEnd(20)}${spec.help}${spec.multiple ? ' (repeatable)' : ''}`;
+  });
+  return [
+    'Usage: npx tsx agent.ts [options] [task]',
+    '',
+    'With a task: one run, then exit. Without: a REPL (one task per line; /exit to leave).',
+    'No API key? `npm start` plays the offline demo, and --script FILE runs on canned replies.',
+    '',
+    'Options:',
+    ...rows,
+    '',
+    'In the REPL: type while the agent works to steer it; Ctrl-C stops the run;',
+    '/context, /compact, /resume FILE, /exit.',
+    'Environment: ANTHROPIC_API_KEY, ANTHROPIC_MODEL, ANTHROPIC_BASE_URL (any Anthropic-compatible endpoint).',
+    'Halts: accepted (verified | unverified), budget (turns | tokens | cost | time), interrupted, error.',
+    'Exit codes: 0 accepted, 1 not accepted (budget, error), 2 usage error, 130 interrupted.',
+  ].join('\n');
+}
 
 /** A mistake on the command line: one line on stderr and exit code 2, never a stack trace. */
 class UsageError extends Error {}
+
+type ParsedValues = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
 
 export interface CliOptions {
   root: string;
@@ -1424,43 +1473,20 @@ export interface CliOptions {
 }
 
 export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
-  let parsed;
+  let values: ParsedValues;
+  let positionals: string[];
   try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        root: { type: 'string' },
-        verify: { type: 'string' },
-        'verify-timeout': { type: 'string' },
-        protect: { type: 'string', multiple: true },
-        yes: { type: 'boolean' },
-        'max-turns': { type: 'string' },
-        'max-tokens': { type: 'string' },
-        'max-cost': { type: 'string' },
-        timeout: { type: 'string' },
-        model: { type: 'string' },
-        'task-model': { type: 'string' },
-        'context-window': { type: 'string' },
-        'no-context-files': { type: 'boolean' },
-        script: { type: 'string' },
-        session: { type: 'string' },
-        resume: { type: 'string' },
-        json: { type: 'boolean' },
-        trace: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
+    ({ values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS }));
   } catch (error) {
     throw new UsageError(errorText(error));
   }
-  const { values, positionals } = parsed;
   const model = values.model ?? env.ANTHROPIC_MODEL;
   const maxCostUsd = positiveNumber('--max-cost', values['max-cost']);
   if (maxCostUsd !== undefined && values.script === undefined) {
     for (const priced of [model ?? DEFAULT_MODEL, values['task-model'] ?? model ?? DEFAULT_MODEL]) {
-      if (!priceOf(priced))
+      if (!priceOf(priced)) {
         throw new UsageError(`--max-cost needs a known price, and ${priced} has none in the price table (PRICES)`);
+      }
     }
   }
   if (positionals.length > 0 && positionals.join(' ').trim() === '') throw new UsageError('the task is empty');
@@ -1510,7 +1536,8 @@ async function chooseModel(options: CliOptions, env: NodeJS.ProcessEnv, name: st
     }
   }
   if (!env.ANTHROPIC_API_KEY && !env.ANTHROPIC_BASE_URL) {
-    throw new UsageError('ANTHROPIC_API_KEY is not set: set it, or use --script FILE to run offline');
+    const offline = 'use --script FILE to run offline, or `npm start` for the offline demo';
+    throw new UsageError(`ANTHROPIC_API_KEY is not set: set it, ${offline}`);
   }
   // A local Anthropic-compatible server may need no key; the SDK still wants one to send.
   const { default: Anthropic } = await import('@anthropic-ai/sdk');
@@ -1589,13 +1616,16 @@ export function terminalPrinter(out: Output = process.stdout): (event: AgentEven
         return line(
           colour(
             'yellow',
-            `compacted: ~${event.tokensBefore} → ~${event.tokensAfter} tokens; messages before #${event.keptFrom} are now a summary (still in the session file)`,
+            `compacted: ~${event.tokensBefore} → ~${event.tokensAfter} tokens; messages before ` +
+              `#${event.keptFrom} are now a summary (still in the session file)`,
             out,
           ),
         );
       case 'context': {
         const b = event.breakdown;
-        const parts = `system ${b.systemPrompt} · tools ${b.toolDefinitions} · AGENTS.md ${b.projectFiles} · messages ${b.messages} · free ${b.free}`;
+        const parts =
+          `system ${b.systemPrompt} · tools ${b.toolDefinitions} · AGENTS.md ${b.projectFiles} · ` +
+          `messages ${b.messages} · free ${b.free}`;
         return line(colour('dim', `context window ${b.window} tokens: ${parts}`, out));
       }
       case 'subagent':
@@ -1642,7 +1672,8 @@ export function tracePrinter(out: NodeJS.WritableStream = process.stdout, prefix
         text = '';
         say(
           'model',
-          `replied${said} (stop: ${event.stopReason}, ${event.usage.input_tokens} in / ${event.usage.output_tokens} out)`,
+          `replied${said} (stop: ${event.stopReason}, ` +
+            `${event.usage.input_tokens} in / ${event.usage.output_tokens} out)`,
         );
         if (event.stopReason === 'max_tokens')
           say(
@@ -1684,11 +1715,12 @@ export function tracePrinter(out: NodeJS.WritableStream = process.stdout, prefix
         if (results > 0)
           return say(
             'fold back',
-            `appended ${results} tool result(s) in call order${blocks.length > results ? ", then the user's message" : ''}`,
+            `appended ${results} tool result(s) in call order` +
+              (blocks.length > results ? ", then the user's message" : ''),
           );
         return say(
           turn === 0 ? 'state' : 'fold back',
-          `appended a user message: "${summarizeText(typeof event.message.content === 'string' ? event.message.content : JSON.stringify(blocks))}"`,
+          `appended a user message: "${summarizeText(textOfMessage(event.message))}"`,
         );
       }
       case 'gate':
@@ -1699,7 +1731,8 @@ export function tracePrinter(out: NodeJS.WritableStream = process.stdout, prefix
       case 'compaction':
         return say(
           'prompt builder',
-          `compacted ~${event.tokensBefore} → ~${event.tokensAfter} tokens: a summary, then messages from #${event.keptFrom}`,
+          `compacted ~${event.tokensBefore} → ~${event.tokensAfter} tokens: ` +
+            `a summary, then messages from #${event.keptFrom}`,
         );
       case 'notice':
         return say('note', event.text);
@@ -1859,12 +1892,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
   try {
     const options = parseCli(argv, env);
     if (options.help) {
-      out.write(`${HELP}\n`);
+      out.write(`${helpText()}\n`);
       return EXIT.accepted;
-    }
-    if (argv.length === 0 && !env.ANTHROPIC_API_KEY && !env.ANTHROPIC_BASE_URL) {
-      const { runDemo } = await import('./lessons/demo.ts');
-      return await runDemo();
     }
     const root = await realpath(options.root).catch(() => {
       throw new UsageError(`--root ${options.root}: no such folder`);
@@ -1887,19 +1916,13 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     rl?.pause();
     const printer = options.json ? jsonPrinter(out) : options.trace ? tracePrinter(out) : terminalPrinter(out);
     const secrets = [env.ANTHROPIC_API_KEY ?? ''];
-    const startSession = (file: string, fresh: boolean) =>
-      sessionRecorder(
-        file,
-        fresh
-          ? { type: 'session', version: SESSION_VERSION, model: model.name, root, startedAt: new Date().toISOString() }
-          : null,
-        secrets,
-      );
-    let sessionFile = path.resolve(
-      options.resume ??
-        options.session ??
-        path.join(root, '.agent', 'sessions', `${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`),
-    );
+    const startSession = (file: string, fresh: boolean) => {
+      const startedAt = new Date().toISOString();
+      const header = { type: 'session' as const, version: SESSION_VERSION, model: model.name, root, startedAt };
+      return sessionRecorder(file, fresh ? header : null, secrets);
+    };
+    const newSession = path.join(root, '.agent', 'sessions', `${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`);
+    let sessionFile = path.resolve(options.resume ?? options.session ?? newSession);
     const loaded =
       options.resume === undefined
         ? undefined
@@ -1907,28 +1930,19 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
             throw new UsageError(`--resume: ${errorText(error)}`);
           });
     let record = startSession(sessionFile, loaded === undefined);
-    const agent = await createAgent({
-      root,
-      model,
-      tools: TOOLS,
-      verify: options.verify,
-      verifyTimeoutMs: options.verifyTimeoutMs,
-      budgets: options.budgets,
-      protect: options.protect,
-      approve: options.yes ? approveAll : interactive && rl ? terminalApprover(rl, out) : denyWithoutTerminal,
-      contextWindow: options.contextWindow,
-      contextFiles: options.contextFiles,
-      taskModel,
-      onEvent: (event) => {
+    const approve = options.yes ? approveAll : interactive && rl ? terminalApprover(rl, out) : denyWithoutTerminal;
+    const agent = await createAgent(
+      configFromCli(options, { root, model, taskModel, approve }, (event) => {
         record(event);
         printer(event);
-      },
-    });
+      }),
+    );
     if (loaded) resume(agent, loaded);
     const notice = (text: string) => agent.config.onEvent({ type: 'notice', text });
     notice(`session: ${path.relative(process.cwd(), sessionFile) || sessionFile} (continue it with --resume)`);
-    for (const file of agent.contextFiles)
+    for (const file of agent.contextFiles) {
       notice(`context: ${path.relative(process.cwd(), file.path) || file.path} (~${file.tokens} tokens)`);
+    }
     agent.config.onEvent({ type: 'context', breakdown: contextBreakdown(agent) });
     if (options.verify === undefined) notice('no --verify command: "done" will be accepted unverified');
     if (!options.yes && !interactive) notice('no terminal and no --yes: every change (edit_file) will be denied');
@@ -1947,7 +1961,25 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
   }
 }
 
-// Not a top-level await: lessons/demo.ts imports this module, which must finish loading first.
+/** Where the command line builds the agent's configuration: a forker adds their own hooks or tools here. */
+export function configFromCli(
+  options: CliOptions,
+  made: { root: string; model: Model; taskModel: Model | undefined; approve: Approver },
+  onEvent: (event: AgentEvent) => void,
+): AgentConfig {
+  return {
+    ...made,
+    tools: TOOLS,
+    verify: options.verify,
+    verifyTimeoutMs: options.verifyTimeoutMs,
+    budgets: options.budgets,
+    protect: options.protect,
+    contextWindow: options.contextWindow,
+    contextFiles: options.contextFiles,
+    onEvent,
+  };
+}
+
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   void main(process.argv.slice(2), process.env).then((code) => {
     process.exitCode = code;

@@ -3,7 +3,8 @@
 // because it starts five copies of the suite (about 6 s); .ci/run runs it too.
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
 import { cp, mkdtemp, readdir, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -36,21 +37,29 @@ async function breakIts(): Promise<BreakIt[]> {
 
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
+/** The project's files: what git tracks plus untracked files it does not ignore; without git, every file but
+ *  node_modules, .git and .agent. */
+function projectFiles(project: string): string[] {
+  try {
+    const listed = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '-z'], {
+      cwd: project,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    return listed.split('\0').filter((file) => file !== '' && existsSync(path.join(project, file)));
+  } catch {
+    return readdirSync(project).filter((entry) => !['node_modules', '.git', '.agent'].includes(entry));
+  }
+}
+
 /** Runs one named test in a copy of the project with one guard removed; resolves to its output and exit code. */
 async function runBroken(exercise: BreakIt): Promise<{ code: number | null; output: string }> {
   const project = path.join(import.meta.dirname, '..');
   const copy = await realpath(await mkdtemp(path.join(os.tmpdir(), 'break-it-')));
   try {
-    for (const entry of [
-      'agent.ts',
-      'tools.ts',
-      'scripted-model.ts',
-      'package.json',
-      'tsconfig.json',
-      'lessons',
-      'test',
-    ]) {
-      await cp(path.join(project, entry), path.join(copy, entry), { recursive: true });
+    // The whole project as git sees it (a forker's new module included), so no import can go missing in the copy.
+    for (const file of projectFiles(project)) {
+      await cp(path.join(project, file), path.join(copy, file), { recursive: true });
     }
     await symlink(path.join(project, 'node_modules'), path.join(copy, 'node_modules'));
     const source = await readFile(path.join(copy, exercise.file), 'utf8');

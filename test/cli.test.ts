@@ -5,9 +5,11 @@ import assert from 'node:assert/strict';
 import { createInterface } from 'node:readline/promises';
 import { PassThrough } from 'node:stream';
 import { describe, test } from 'node:test';
-import { type AgentEvent, EXIT, main, repl, terminalPrinter } from '../agent.ts';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { type AgentEvent, EXIT, main, OPTIONS, repl, terminalPrinter } from '../agent.ts';
 import { call, say } from '../scripted-model.ts';
-import { scriptedAgent, tempProject, textOf, violationsOf } from './helpers.ts';
+import { runCli, scriptedAgent, tempProject, textOf, violationsOf } from './helpers.ts';
 
 /** A REPL fed by piped lines, as `main` sets it up: paused until the REPL listens. */
 async function pipedRepl(lines: string[], script: Parameters<typeof scriptedAgent>[1], root: string) {
@@ -84,5 +86,26 @@ describe('usage errors', () => {
     const args = ['--max-cost', '1', '--model', 'claude-sonnet-4-5', '--task-model', 'some-local-model', 'task'];
     assert.equal(await main(args, { ANTHROPIC_API_KEY: 'k' }), EXIT.usage);
     assert.match(String(printed.mock.calls[0]!.arguments[0]), /some-local-model has none in the price table/);
+  });
+});
+
+describe('one options table', () => {
+  test('--help lists every option of the table, so help and parser cannot drift apart', async () => {
+    const { status, stdout } = await runCli(['--help']);
+    assert.equal(status, EXIT.accepted);
+    for (const name of Object.keys(OPTIONS))
+      assert.match(stdout, new RegExp(`--${name}\\b`), `--${name} is not in --help`);
+  });
+
+  test("the README's options table names exactly the parser's options, so the docs cannot promise a missing flag", async () => {
+    const readme = await readFile(path.join(import.meta.dirname, '..', 'README.md'), 'utf8');
+    const documented = [...readme.matchAll(/^\| `--([a-z-]+)[^`]*` \|/gm)].map((match) => match[1]);
+    const parsed = Object.keys(OPTIONS).filter((name) => name !== 'help');
+    assert.deepEqual([...documented].sort(), [...parsed].sort());
+  });
+
+  test('an unknown flag is one usage line, not a stack trace', async () => {
+    const { status } = await runCli(['--no-such-flag']);
+    assert.equal(status, EXIT.usage);
   });
 });

@@ -26,7 +26,9 @@ import {
   type SessionEntry,
   sessionRecorder,
 } from '../agent.ts';
+import { z } from 'zod';
 import { call, reply, say, type ScriptedReply, ScriptedModel, toolUse } from '../scripted-model.ts';
+import { defineTool, TOOLS } from '../tools.ts';
 import { requestViolations } from './api-rules.ts';
 import { fakeMessage, startFakeApi } from './fake-api.ts';
 import { scriptedAgent, tempProject, textOf, unmarked } from './helpers.ts';
@@ -630,7 +632,7 @@ describe('the sub-agent (task tool)', () => {
     assert.equal(textOf(childModel.requests[0]!.messages[0]), PROMPT, 'the child starts from the prompt alone');
   });
 
-  test('a sub-agent cannot change files: it is offered only list_files and read_file, and an edit it tries is refused', async (t) => {
+  test('a sub-agent cannot change files: it is offered only the read-only tools, and an edit it tries is refused', async (t) => {
     const root = await project(t);
     const childModel = new ScriptedModel([
       call('edit_file', { path: 'PWNED.txt', old_str: '', new_str: 'x' }),
@@ -638,9 +640,30 @@ describe('the sub-agent (task tool)', () => {
     ]);
     const { agent, model } = await scriptedAgent(root, parentScript(), { taskModel: childModel });
     await runTask(agent, 'What is the answer?');
-    assert.deepEqual(toolNames(childModel.requests[0]!), ['list_files', 'read_file']);
+    const readOnly = agent.config.tools
+      .filter((tool) => tool.readOnly && tool.name !== 'task')
+      .map((tool) => tool.name);
+    assert.deepEqual(toolNames(childModel.requests[0]!), readOnly);
+    assert.ok(!toolNames(childModel.requests[0]!).includes('edit_file'));
     assert.ok(toolNames(model.requests[0]!).includes('edit_file'), 'the parent itself may edit');
     assert.equal(existsSync(path.join(root, 'PWNED.txt')), false);
+  });
+
+  test("a forker's read-only tool reaches the sub-agent too, and the sub-agent never gets `task` (no nesting)", async (t) => {
+    const root = await project(t);
+    const childModel = new ScriptedModel([say(FINAL)]);
+    const grep = defineTool({
+      name: 'grep',
+      description: "A forker's read-only search tool.",
+      input: z.strictObject({ pattern: z.string() }),
+      readOnly: true,
+      run: async () => 'no matches',
+    });
+    const { agent } = await scriptedAgent(root, parentScript(), { taskModel: childModel, tools: [...TOOLS, grep] });
+    await runTask(agent, 'What is the answer?');
+    const offered = toolNames(childModel.requests[0]!);
+    assert.ok(offered.includes('grep'), `the child was offered ${offered}`);
+    assert.ok(!offered.includes('task') && !offered.includes('edit_file'), `the child was offered ${offered}`);
   });
 
   test("the child's tokens count toward the parent's usage, so a token budget only the child exceeds halts the parent", async (t) => {
