@@ -1,0 +1,9 @@
+// The other half of `npm test`: see first-half.ts.
+
+import './endurance.test.ts';
+import './loop.test.ts';
+import './anthropic-model.test.ts';
+import './fake-api.test.ts';
+import './lessons.test.ts';
+import './paths.test.ts';
+import './suite.test.ts';
