@@ -17,11 +17,11 @@
 // Types only: the SDK itself (slow to load) is imported when a real model is first made, in chooseModel.
 import type Anthropic from '@anthropic-ai/sdk';
 import type { APIError } from '@anthropic-ai/sdk';
-import { minimatch } from 'minimatch';
+import { Minimatch } from 'minimatch';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { appendFileSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
-import { readFile, realpath } from 'node:fs/promises';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, type Stats, statSync } from 'node:fs';
+import { readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface, type Interface } from 'node:readline/promises';
 import { pathToFileURL } from 'node:url';
@@ -537,13 +537,14 @@ export const safePathCheck: BeforeCallHook = {
 
 /** Prevents "silent green": the model may not change the files it is judged by. */
 export function protectedFiles(globs: readonly string[]): BeforeCallHook {
+  const protectedBy = globMatcher(globs);
   return {
     name: 'protect',
     async check({ tool, input }, agent) {
       const requested = pathOf(input);
       if (tool.readOnly || requested === undefined || globs.length === 0) return ALLOW;
       const relative = path.relative(agent.toolContext.root, await safe_path(agent.toolContext.root, requested));
-      const glob = globs.find((g) => minimatch(relative.split(path.sep).join('/'), g, { dot: true }));
+      const glob = protectedBy(relative.split(path.sep).join('/'));
       if (glob === undefined) return ALLOW;
       const reason = `${requested} is protected (--protect "${glob}"): change the code, not the files that check it`;
       return { action: 'deny', reason };
@@ -1053,16 +1054,45 @@ export async function loadContextFiles(root: string): Promise<ContextFile[]> {
 async function hashProtected(root: string, globs: readonly string[]): Promise<Map<string, string>> {
   const hashes = new Map<string, string>();
   if (globs.length === 0) return hashes;
+  const protectedBy = globMatcher(globs);
   for (const file of await walk(root)) {
-    if (!file.endsWith('/') && globs.some((g) => minimatch(file, g, { dot: true }))) {
-      // A link to a folder or an unreadable file still gets a fingerprint: the gate must not crash on it.
-      const bytes = await readFile(path.join(root, file)).catch(
-        (error: NodeJS.ErrnoException) => `unreadable: ${error.code}`,
-      );
-      hashes.set(file, createHash('sha256').update(bytes).digest('hex'));
-    }
+    if (!file.endsWith('/') && protectedBy(file) !== undefined)
+      hashes.set(file, await fingerprint(path.join(root, file)));
   }
   return hashes;
+}
+
+const compiledGlobs = new WeakMap<readonly string[], (file: string) => string | undefined>();
+
+/** The --protect globs, compiled once per list (so once per session) rather than once per file: the gate tests every
+ *  file of the project. Returns the first glob a "/"-separated path matches; dotfiles match too (`.env`). */
+function globMatcher(globs: readonly string[]): (file: string) => string | undefined {
+  let matcher = compiledGlobs.get(globs);
+  if (matcher === undefined) {
+    const compiled = globs.map((glob) => ({ glob, pattern: new Minimatch(glob, { dot: true }) }));
+    matcher = (file) => compiled.find(({ pattern }) => pattern.match(file))?.glob;
+    compiledGlobs.set(globs, matcher);
+  }
+  return matcher;
+}
+
+/** Prevents a hang at startup or at the gate: only a regular file (or a link to one) is opened and hashed; anything
+ *  else is fingerprinted by its kind, so a named pipe, which blocks whoever opens it, is never opened. A link to a
+ *  folder or an unreadable file still gets a fingerprint: the gate must not crash on it. */
+async function fingerprint(file: string): Promise<string> {
+  const unreadable = (error: NodeJS.ErrnoException) => `unreadable: ${error.code}`;
+  const stats = await stat(file).catch(unreadable);
+  if (typeof stats === 'string') return stats;
+  if (!stats.isFile()) return `not a regular file: ${kindOf(stats)}`;
+  const bytes = await readFile(file).catch(unreadable);
+  return typeof bytes === 'string' ? bytes : createHash('sha256').update(bytes).digest('hex');
+}
+
+function kindOf(stats: Stats): string {
+  if (stats.isDirectory()) return 'folder';
+  if (stats.isFIFO()) return 'named pipe';
+  if (stats.isSocket()) return 'socket';
+  return stats.isCharacterDevice() || stats.isBlockDevice() ? 'device' : 'other';
 }
 
 /** The text of the last assistant message: a sub-agent's report, or a summary. */

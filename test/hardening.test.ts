@@ -5,7 +5,9 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import assert from 'node:assert/strict';
 import { getEventListeners } from 'node:events';
-import { readFile, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { constants } from 'node:fs';
+import { open, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, test } from 'node:test';
@@ -23,7 +25,7 @@ import {
 } from '../agent.ts';
 import { call, reply, say, ScriptedModel, text, toolUse } from '../scripted-model.ts';
 import { defineTool, type Tool, TOOLS } from '../tools.ts';
-import { deferred, runCli, scriptedAgent, tempProject, textOf, unmarked, violationsOf } from './helpers.ts';
+import { deferred, runCli, scriptedAgent, tempProject, textOf, unmarked, violationsOf, within } from './helpers.ts';
 
 /** Every tool_result in a transcript, in order. */
 const toolResults = (messages: Anthropic.MessageParam[]) =>
@@ -349,6 +351,40 @@ describe('protected files', () => {
     });
     assert.deepEqual(await runTask(agent, 'make the tests pass'), { kind: 'budget', budget: 'turns', limit: 2 });
     assert.deepEqual(await runTask(agent, 'keep going'), { kind: 'budget', budget: 'turns', limit: 2 });
+  });
+
+  test('a named pipe under --protect "**" hangs neither the start nor the gate: it is fingerprinted by its kind, never opened', async (t) => {
+    const root = await tempProject(t, { 'a.txt': 'alpha\n' });
+    const pipe = path.join(root, 'pipe');
+    execFileSync('mkfifo', [pipe]);
+    // Should a regression open the pipe after all, a writer releases it, so the test fails instead of hanging.
+    const release = () => open(pipe, constants.O_WRONLY | constants.O_NONBLOCK).then((handle) => handle.close());
+    const bounded = <T>(promise: Promise<T>, what: string) =>
+      within(promise, what).catch(async (error: unknown) => {
+        await release().catch(() => {});
+        throw error;
+      });
+    await symlink('a.txt', path.join(root, 'link.txt'));
+    const replacePipe = defineTool({
+      name: 'replace_pipe',
+      description: 'Replaces the pipe with a file and changes a.txt. A test tool.',
+      input: z.strictObject({}),
+      readOnly: false,
+      run: async () => {
+        await rm(pipe);
+        await writeFile(pipe, 'now a file\n');
+        await writeFile(path.join(root, 'a.txt'), 'ALPHA\n');
+        return 'replaced';
+      },
+    });
+    const script = [say('done'), call('replace_pipe', {}), say('done'), say('done')];
+    const started = scriptedAgent(root, script, { tools: [...TOOLS, replacePipe], protect: ['**'], verify: 'exit 0' });
+    const { agent } = await bounded(started, 'fingerprinting the project at the start');
+    const first = await bounded(runTask(agent, 'check'), 'the gate');
+    assert.deepEqual(first, { kind: 'accepted', verifiedBy: 'exit 0' }, 'an untouched pipe is no change');
+    await bounded(runTask(agent, 'replace the pipe'), 'the gate after the change');
+    const refusal = agent.messages.find((m) => m.role === 'user' && /^The task is not done/.test(textOf(m)));
+    assert.match(textOf(refusal), /a\.txt \(changed\), link\.txt \(changed\), pipe \(changed\)/);
   });
 });
 
