@@ -569,9 +569,10 @@ export function runawayGuard(): BeforeCallHook {
   };
 }
 
-/** Prevents unreviewed changes: a call that changes something runs only once the user approved its preview. */
+/** Prevents unreviewed changes: a call that changes something runs only once the user approved its preview.
+ *  With approveAll (--yes) nobody would read a preview, so none is built: an edit is planned once, by the tool. */
 export function approval(approve: Approver): BeforeCallHook {
-  let always = false;
+  let always = approve === approveAll;
   return {
     name: 'approval',
     timeoutMs: Infinity,

@@ -17,6 +17,7 @@ import {
   type AfterCallHook,
   type Agent,
   type AgentEvent,
+  approveAll,
   type Approver,
   type BeforeCallHook,
   jsonPrinter,
@@ -460,6 +461,25 @@ describe('approval', () => {
     await runTask(agent, 'look around');
     assert.equal(asked, 0);
     assert.ok(toolResults(agent.messages).every((r) => r.is_error !== true));
+  });
+
+  test('with approve-all (--yes) no preview is built: nobody would read it, and a big edit would be planned twice', async (t) => {
+    const root = await tempProject(t);
+    const previews: unknown[] = [];
+    const writes: unknown[] = [];
+    const write = defineTool({
+      name: 'write_note',
+      description: 'Writes a note. A test tool that records its previews and runs.',
+      input: z.strictObject({ note: z.string() }),
+      readOnly: false,
+      preview: async (input) => (previews.push(input), `would write ${input.note}`),
+      run: async (input) => (writes.push(input), 'written'),
+    });
+    const script = [call('write_note', { note: 'a' }), call('write_note', { note: 'b' }), say('done')];
+    const { agent } = await scriptedAgent(root, script, { tools: [write], approve: approveAll });
+    assert.equal((await runTask(agent, 'write two notes')).kind, 'accepted');
+    assert.deepEqual(writes, [{ note: 'a' }, { note: 'b' }]);
+    assert.deepEqual(previews, []);
   });
 });
 
