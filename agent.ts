@@ -41,7 +41,8 @@ export type ModelRequest = Pick<Anthropic.MessageCreateParamsNonStreaming, Reque
 type RequestPart = 'system' | 'tools' | 'messages' | 'tool_choice';
 
 /** A model takes the whole transcript and returns one assistant message; it remembers nothing between calls.
- *  Contract: the reply comes back exactly as the API sent it (thinking blocks included); a failed call throws. */
+ *  Contract: the reply comes back exactly as the API sent it (thinking blocks included); a failed call throws.
+ *  The request is lent for the call: the next request reuses its messages array, so copy what you keep. */
 export interface Model {
   readonly name: string;
   complete(request: ModelRequest, options: ModelCallOptions): Promise<Anthropic.Message>;
@@ -208,9 +209,11 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
   }
 }
 
-/** Marks the last block of the request (a copy: the transcript is never changed) so the next
- *  request can read everything before it from the prompt cache. With the system mark: 2 of 4. */
-function markCacheBreakpoint(messages: Anthropic.MessageParam[]): Anthropic.MessageParam[] {
+/** Marks the last block so the next request can read all before it from the prompt cache (with the system mark: 2
+ *  of 4), on a copy: the view [task, call, result] goes out as [task, call, result*]. The transcript is never changed,
+ *  nor copied whole: the next request extends the same array (requestCopy) to [task, call, result, call2, result2*]. */
+function markCacheBreakpoint(view: readonly Anthropic.MessageParam[]): Anthropic.MessageParam[] {
+  const messages = requestCopy(view);
   const last = messages.at(-1);
   if (last === undefined || last.role === 'system') return messages;
   const content: Anthropic.ContentBlockParam[] =
@@ -219,7 +222,8 @@ function markCacheBreakpoint(messages: Anthropic.MessageParam[]): Anthropic.Mess
   // The API takes no cache mark on a thinking block (and it must go back unmodified anyway).
   if (final === undefined || final.type === 'thinking' || final.type === 'redacted_thinking') return messages;
   content[content.length - 1] = { ...final, cache_control: { type: 'ephemeral' } };
-  return [...messages.slice(0, -1), { ...last, content }];
+  messages[messages.length - 1] = { ...last, content };
+  return messages;
 }
 
 /** Prevents a transcript the API rejects: empty text blocks are dropped; everything else is kept
@@ -569,8 +573,8 @@ export function runawayGuard(): BeforeCallHook {
   };
 }
 
-/** Prevents unreviewed changes: a call that changes something runs only once the user approved its preview.
- *  With approveAll (--yes) nobody would read a preview, so none is built: an edit is planned once, by the tool. */
+/** Prevents unreviewed changes: a call that changes something runs only once the user approved its preview (with
+ *  approveAll, --yes, nobody would read one, so none is built: an edit is planned once, by the tool). */
 export function approval(approve: Approver): BeforeCallHook {
   let always = approve === approveAll;
   return {
@@ -706,13 +710,14 @@ export type EnduranceEvent =
   | { type: 'context'; breakdown: ContextBreakdown }
   | { type: 'subagent'; id: string; description: string; event: AgentEvent };
 
-/** Gets a copy of the transcript before every request and returns what the model should see;
- *  the session keeps the original. Compaction is one; a forker might attach a git diff. */
+/** Gets the messages before every request and returns what the model should see: them as they are, or a new array
+ *  (never changed once returned). They are the session's own, uncopied and read-only: changing the array or a message
+ *  throws. Compaction is one; a forker might attach a git diff. */
 export type ContextHook = (
-  messages: Anthropic.MessageParam[],
+  messages: readonly Anthropic.MessageParam[],
   agent: Agent,
   signal: AbortSignal,
-) => Promise<Anthropic.MessageParam[]>;
+) => Promise<readonly Anthropic.MessageParam[]>;
 
 /** The model sees the summary, then the transcript from `keptFrom` on, word for word. */
 export interface Compaction {
@@ -744,31 +749,27 @@ const KEEP_VERBATIM_TOKENS = 20_000;
 export const estimateTokens = (value: unknown) =>
   Math.ceil((typeof value === 'string' ? value : JSON.stringify(value)).length / 3.5);
 
-/** Runs every context hook on a copy of the transcript; what comes out is what the model sees. */
-async function contextView(agent: Agent, signal: AbortSignal): Promise<Anthropic.MessageParam[]> {
-  let view = [...agent.messages];
-  for (const hook of agent.contextHooks) view = await hook(view, agent, signal);
+/** Runs every context hook on the transcript (read-only, uncopied); what comes out is what the model sees. */
+async function contextView(agent: Agent, signal: AbortSignal): Promise<readonly Anthropic.MessageParam[]> {
+  let view: readonly Anthropic.MessageParam[] = freezeNewMessages(agent.messages);
+  for (const hook of agent.contextHooks) view = await runReadOnly(view, (shown) => hook(shown, agent, signal));
   return view;
 }
 
-const summaryMessage = (summary: string): Anthropic.MessageParam => ({
-  role: 'user',
-  content: `[Summary of the earlier conversation, written when it no longer fitted the context window]\n\n${summary}`,
-});
-
-/** The messages as the model sees them now: the summary, then the recent part verbatim. */
-function compactedView(agent: Agent, messages: Anthropic.MessageParam[]): Anthropic.MessageParam[] {
-  if (!agent.compaction) return messages;
-  return [summaryMessage(agent.compaction.summary), ...messages.slice(agent.compaction.keptFrom)];
+/** The messages as the model sees them now: the summary, then the recent part verbatim, i.e.
+ *  [summary, ...messages.slice(keptFrom)], kept from one request to the next and extended by what is new. */
+function compactedView(agent: Agent, messages: readonly Anthropic.MessageParam[]): readonly Anthropic.MessageParam[] {
+  return agent.compaction ? compactedCopy(agent.compaction, messages) : messages;
 }
 
-/** The size of the next request: the last request's real size plus an estimate of what came since. */
-function estimateNextRequest(agent: Agent, view: Anthropic.MessageParam[]): number {
+/** The size of the next request: the last request's real size plus an estimate of what came since (each message is
+ *  measured once, by estimateMessages, so a long session or its first request after a resume is not re-measured). */
+function estimateNextRequest(agent: Agent, view: readonly Anthropic.MessageParam[]): number {
   const last = agent.lastRequest;
   if (last && last.keptFrom === (agent.compaction?.keptFrom ?? 0)) {
-    return last.tokens + estimateTokens(agent.messages.slice(last.messages));
+    return last.tokens + estimateMessages(agent.messages.slice(last.messages));
   }
-  return estimateTokens(agent.system) + estimateTokens(agent.toolDefinitions) + estimateTokens(view);
+  return estimateTokens(agent.system) + estimateTokens(agent.toolDefinitions) + estimateMessages(view);
 }
 
 /** Prevents the session from dying when the window fills: before any request that would pass 75%
@@ -993,6 +994,12 @@ const SUMMARY_INSTRUCTIONS = [
   'copied exactly). Do not call tools.',
 ].join('\n');
 
+/** What stands in for the summarised part of the transcript, first in every request after a compaction. */
+const summaryMessage = (summary: string): Anthropic.MessageParam => ({
+  role: 'user',
+  content: `[Summary of the earlier conversation, written when it no longer fitted the context window]\n\n${summary}`,
+});
+
 const SUBAGENT_PROMPT = [
   'You are a research sub-agent inside one project folder. Answer the prompt using the read-only tools you are',
   'given; all paths are relative to the project root. Your final reply is all that the agent who asked will see,',
@@ -1109,6 +1116,101 @@ function textOfMessage(message: Anthropic.MessageParam | Anthropic.Message): str
   return blocks.map((block) => (block.type === 'text' ? block.text : '')).join('');
 }
 
+// --- What keeps a trip's cost flat however long the session: nothing per request is proportional to the transcript.
+
+/** An array that follows a source which only grows, copying only what was added since the last update: `head` comes
+ *  first, then the source from `from` on. Its last item may be swapped for a stand-in (the request's marked copy)
+ *  until the next update puts the original back. It starts over when the source no longer extends what was copied,
+ *  as when a resume put another transcript in the same array. */
+class GrowingCopy {
+  readonly items: Anthropic.MessageParam[];
+  /** The source's item that items.at(-1) copies. */
+  private last: Anthropic.MessageParam | undefined;
+
+  constructor(
+    private readonly head: readonly Anthropic.MessageParam[] = [],
+    private readonly from = 0,
+  ) {
+    this.items = [...head];
+  }
+
+  update(source: readonly Anthropic.MessageParam[]): Anthropic.MessageParam[] {
+    let copied = this.items.length - this.head.length;
+    if (copied > 0 && source[this.from + copied - 1] !== this.last) {
+      this.items.length = this.head.length; // not the source copied so far: start over
+      copied = 0;
+    }
+    if (copied > 0) this.items[this.items.length - 1] = this.last!; // the original again, in place of a stand-in
+    for (let i = this.from + copied; i < source.length; i++) this.items.push(source[i]!);
+    this.last = this.items.length > this.head.length ? this.items.at(-1) : undefined;
+    return this.items;
+  }
+}
+
+const requestCopies = new WeakMap<readonly Anthropic.MessageParam[], GrowingCopy>();
+
+/** The array a request sends for `view`: one per view array (the transcript, or the compacted view), extended by
+ *  what the view gained since the last request; markCacheBreakpoint swaps its last message for a marked copy. */
+function requestCopy(view: readonly Anthropic.MessageParam[]): Anthropic.MessageParam[] {
+  let copy = requestCopies.get(view);
+  if (copy === undefined) requestCopies.set(view, (copy = new GrowingCopy()));
+  return copy.update(view);
+}
+
+const compactedCopies = new WeakMap<Compaction, GrowingCopy>();
+
+/** [summary, ...messages.slice(keptFrom)], built once per compaction and then only extended. */
+function compactedCopy(compaction: Compaction, messages: readonly Anthropic.MessageParam[]) {
+  let copy = compactedCopies.get(compaction);
+  if (copy === undefined) {
+    copy = new GrowingCopy([summaryMessage(compaction.summary)], compaction.keptFrom);
+    compactedCopies.set(compaction, copy);
+  }
+  return copy.update(messages);
+}
+
+const measuredChars = new WeakMap<Anthropic.MessageParam, number>();
+
+/** estimateTokens(messages), with each message's JSON measured once and remembered: a message never changes once
+ *  the model may have seen it (freezeNewMessages), so neither does its length. */
+function estimateMessages(messages: readonly Anthropic.MessageParam[]): number {
+  let chars = messages.length === 0 ? 2 : messages.length + 1; // "[", "]" and the commas between
+  for (const message of messages) {
+    let length = measuredChars.get(message);
+    if (length === undefined) measuredChars.set(message, (length = JSON.stringify(message).length));
+    chars += length;
+  }
+  return Math.ceil(chars / 3.5);
+}
+
+/** Prevents a context hook, or anything else, from changing a message the model may have seen: the prompt cache
+ *  would miss, and the session file would no longer hold what was sent. New messages are frozen, deeply, before
+ *  the hooks see them; the walk back stops at the first one already frozen, so it costs what was appended. */
+function freezeNewMessages(messages: Anthropic.MessageParam[]): Anthropic.MessageParam[] {
+  for (let i = messages.length - 1; i >= 0 && !Object.isFrozen(messages[i]); i--) deepFreeze(messages[i]);
+  return messages;
+}
+
+function deepFreeze(value: unknown): void {
+  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return;
+  Object.freeze(value);
+  for (const child of Object.values(value)) deepFreeze(child);
+}
+
+/** Prevents a context hook from changing the array it was shown (the transcript itself, uncopied): it gets a view
+ *  whose every write throws. If it returns that view unchanged, the array behind it goes on to the next hook. */
+async function runReadOnly(
+  messages: readonly Anthropic.MessageParam[],
+  hook: (shown: readonly Anthropic.MessageParam[]) => Promise<readonly Anthropic.MessageParam[]>,
+): Promise<readonly Anthropic.MessageParam[]> {
+  const refuse = (): never => {
+    throw new TypeError('a context hook may not change the messages it is shown: return a new array instead');
+  };
+  const shown = new Proxy(messages, { set: refuse, defineProperty: refuse, deleteProperty: refuse });
+  const returned = await hook(shown);
+  return returned === shown ? messages : returned;
+}
+
 // --- Small helpers the agent uses: tool schemas, timeouts, a bounded pool, token accounting, the /context numbers.
 
 /** A tool as the model is shown it: name, description, and the JSON Schema of its input. */
@@ -1137,7 +1239,7 @@ export function contextBreakdown(agent: Agent): ContextBreakdown {
   const projectFiles = agent.contextFiles.reduce((sum, file) => sum + file.tokens, 0);
   const systemPrompt = estimateTokens(agent.system[0]?.text ?? '') - projectFiles;
   const toolDefinitions = estimateTokens(agent.toolDefinitions);
-  const messages = estimateTokens(compactedView(agent, agent.messages));
+  const messages = estimateMessages(compactedView(agent, agent.messages));
   const free = Math.max(agent.contextWindow - (systemPrompt + projectFiles + toolDefinitions + messages), 0);
   return { window: agent.contextWindow, systemPrompt, toolDefinitions, projectFiles, messages, free };
 }

@@ -10,11 +10,13 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import {
+  type Agent,
   type AgentEvent,
   AnthropicModel,
   chooseCut,
   CONTEXT_FILES_MAX_BYTES,
   contextBreakdown,
+  type ContextHook,
   DEFAULT_CONTEXT_WINDOW,
   estimateTokens,
   loadSession,
@@ -455,6 +457,106 @@ describe('reactive compaction ("prompt is too long")', () => {
       5,
       'two turns, the refused turn, one summary, the refused retry',
     );
+  });
+});
+
+describe('a trip costs the same at any length', () => {
+  test('no request copies the transcript: each sends the same array, grown by the new messages, with only its last message a marked copy; a compaction starts one new array', async (t) => {
+    const files = generatedProject(30);
+    const root = await tempProject(t, files);
+    const { script, state } = readingScript(Object.keys(files));
+    const scripted = new ScriptedModel(script);
+    const sent: { array: Anthropic.MessageParam[]; sharesTranscript: boolean; lastIsCopy: boolean }[] = [];
+    let session: Agent | undefined;
+    const model: Model = {
+      name: 'watching',
+      complete(request, options) {
+        const { messages } = request;
+        const transcript = session!.messages;
+        const kept = session!.compaction;
+        // Where the request's messages come from in the transcript: all of it, or the summary and then keptFrom on.
+        const source = (i: number) =>
+          kept ? (i === 0 ? undefined : transcript[kept.keptFrom + i - 1]) : transcript[i];
+        if (!isSummaryRequest(request)) {
+          const sharesTranscript = messages.slice(0, -1).every((m, i) => (kept && i === 0) || m === source(i));
+          sent.push({ array: messages, sharesTranscript, lastIsCopy: messages.at(-1) !== source(messages.length - 1) });
+        }
+        return scripted.complete(request, options);
+      },
+    };
+    const { agent, events } = await scriptedAgent(root, [], {
+      model,
+      contextWindow: 20_000,
+      budgets: { maxTurns: 60 },
+    });
+    session = agent;
+    assert.equal((await runTask(agent, 'Read every file under src/.')).kind, 'accepted');
+    const compactions = events.filter((e) => e.type === 'compaction').length;
+    assert.ok(compactions >= 1 && state.summaries.size === compactions, 'the run compacted');
+    assert.equal(
+      new Set(sent.map((r) => r.array)).size,
+      1 + compactions,
+      'one array before the first compaction, one after each',
+    );
+    assert.ok(
+      sent.every((r) => r.sharesTranscript),
+      "every message but the last is the transcript's own",
+    );
+    assert.ok(
+      sent.every((r) => r.lastIsCopy),
+      'the last message is a copy, carrying the cache mark',
+    );
+    assert.equal(JSON.stringify(agent.messages).includes('cache_control'), false, 'the transcript holds no mark');
+  });
+
+  test("a forker's context hook cannot corrupt the transcript: changing the array or a message it is shown throws, and the transcript stays as it was", async (t) => {
+    const root = await tempProject(t);
+    const corrupt: Record<string, ContextHook> = {
+      'pushes onto the array': async (messages) => {
+        (messages as Anthropic.MessageParam[]).push({ role: 'user', content: 'injected' });
+        return messages;
+      },
+      'edits a message': async (messages) => {
+        (messages[0] as { content: unknown }).content = 'rewritten';
+        return messages;
+      },
+    };
+    for (const [what, hook] of Object.entries(corrupt)) {
+      const { agent } = await scriptedAgent(root, [say('never sent')], { contextHooks: [hook] });
+      const halt = await runTask(agent, 'hello');
+      assert.equal(halt.kind, 'error', `a hook that ${what}`);
+      assert.deepEqual(agent.messages, [{ role: 'user', content: [{ type: 'text', text: 'hello' }] }], what);
+    }
+    // A hook that returns a new array shows the model more than the transcript holds, and the transcript is unchanged.
+    const note: Anthropic.MessageParam = { role: 'user', content: 'a note from the hook' };
+    const { agent, model } = await scriptedAgent(root, [say('ok')], { contextHooks: [async (m) => [...m, note]] });
+    await runTask(agent, 'hello');
+    assert.deepEqual(unmarked(model.requests[0]!.messages).at(-1), {
+      role: 'user',
+      content: [{ type: 'text', text: 'a note from the hook' }],
+    });
+    assert.equal(agent.messages.length, 2);
+  });
+
+  test('each message is measured once: the first request of a resumed transcript, and /context after it, do not stringify it again', async (t) => {
+    const root = await tempProject(t);
+    let measured = 0;
+    const earlier = {
+      role: 'user',
+      content: 'an earlier task',
+      toJSON: () => (measured++, { role: 'user', content: 'an earlier task' }),
+    };
+    const answer: Anthropic.MessageParam = { role: 'assistant', content: [{ type: 'text', text: 'done before' }] };
+    const model: Model = {
+      name: 'silent',
+      complete: async () => fakeMessage([textBlock('ok')]),
+    };
+    const { agent } = await scriptedAgent(root, [], { model });
+    agent.messages.push(earlier as Anthropic.MessageParam, answer);
+    await runTask(agent, 'go on');
+    await runTask(agent, 'and again');
+    contextBreakdown(agent);
+    assert.equal(measured, 1);
   });
 });
 
