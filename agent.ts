@@ -1073,12 +1073,18 @@ async function hashProtected(root: string, globs: readonly string[]): Promise<Ma
 const compiledGlobs = new WeakMap<readonly string[], (file: string) => string | undefined>();
 
 /** The --protect globs, compiled once per list (so once per session) rather than once per file: the gate tests every
- *  file of the project. Returns the first glob a "/"-separated path matches; dotfiles match too (`.env`). */
+ *  file of the project. Returns the first glob a "/"-separated path matches; dotfiles match too (`.env`). A regular
+ *  expression turns most paths away at once; minimatch's own match() confirms the few it lets through, so the answer
+ *  is exactly minimatch's (the expression is looser: "test/**" also takes a file named "test"). */
 function globMatcher(globs: readonly string[]): (file: string) => string | undefined {
   let matcher = compiledGlobs.get(globs);
   if (matcher === undefined) {
-    const compiled = globs.map((glob) => ({ glob, pattern: new Minimatch(glob, { dot: true }) }));
-    matcher = (file) => compiled.find(({ pattern }) => pattern.match(file))?.glob;
+    const compiled = globs.map((glob) => {
+      const pattern = new Minimatch(glob, { dot: true });
+      const loose = pattern.negate || pattern.comment || pattern.empty ? false : pattern.makeRe();
+      return { glob, matches: (file: string) => (loose === false || loose.test(file)) && pattern.match(file) };
+    });
+    matcher = (file) => compiled.find(({ matches }) => matches(file))?.glob;
     compiledGlobs.set(globs, matcher);
   }
   return matcher;
