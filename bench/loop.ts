@@ -1,12 +1,13 @@
-// Benchmarks of the loop itself, all offline: parallel read-only calls, the harness's own cost
-// per trip, the prompt cache over a session, the fixed prompt size, and prefix stability.
-// Each function returns { value, note } for one row of bench/run.ts.
+// Benchmarks of the loop itself, all offline: parallel read-only calls, the harness's own cost per trip (bare, at
+// 40,000 messages, and with a real tool, the session file and the printer), the prompt cache over a session, the
+// fixed prompt size, and prefix stability. Each function returns a Measurement for one row of bench/run.ts.
 
 import type Anthropic from '@anthropic-ai/sdk';
 import { mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import {
@@ -17,14 +18,25 @@ import {
   MAX_PARALLEL_READS,
   type Model,
   runTask,
+  SESSION_VERSION,
+  sessionRecorder,
+  terminalPrinter,
 } from '../agent.ts';
 import { call, reply, say, ScriptedModel, toolUse } from '../scripted-model.ts';
 import { defineTool, type Tool, TOOLS } from '../tools.ts';
 import { callsReply, PrefixCacheModel, ReplayModel, textReply } from './replay-model.ts';
 
 export interface Measurement {
+  /** The figure: for one measured several times, the median. */
   value: number;
+  /** For a figure measured several times (each a pair, where it is a ratio): the lowest, the highest, how many. */
+  spread?: { min: number; max: number; runs: number };
   note?: string;
+}
+
+/** The median of several runs, with their spread. */
+export function spreadOf(values: number[]): Pick<Measurement, 'value' | 'spread'> {
+  return { value: median(values), spread: { min: Math.min(...values), max: Math.max(...values), runs: values.length } };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -134,18 +146,17 @@ export async function parallelReads(): Promise<Measurement> {
       maxRunning = Math.max(maxRunning, run.maxRunning);
     }
     return {
-      value: median(eight) / median(one),
+      ...spreadOf(eight.map((ms, i) => ms / one[i]!)),
       note:
-        `median of 5: 8 calls ${fixed(median(eight), 1)} ms, 1 call ${fixed(median(one), 1)} ms (tool: ${SLOW_READ_MS} ms timer); ` +
+        `5 pairs, 1 call then 8, alternated: medians 8 calls ${fixed(median(eight), 1)} ms, ` +
+        `1 call ${fixed(median(one), 1)} ms (tool: ${SLOW_READ_MS} ms timer); ` +
         `at most ${maxRunning} ran at once (MAX_PARALLEL_READS = ${MAX_PARALLEL_READS})`,
     };
   });
 }
 
 // ---------------------------------------------------------------------------------------------
-// Rows: harness overhead per trip (median, and trip 1,000 vs trip 10), from one shared session
-
-const TRIPS = 1000;
+// Rows: harness overhead per trip: the median, the same at 40,000 messages, and a realistic trip
 
 const noop = defineTool({
   name: 'noop',
@@ -155,68 +166,101 @@ const noop = defineTool({
   run: async ({ n }) => `ok ${n}`,
 });
 
-/** Times between consecutive request events over a session of TRIPS one-call replies;
- *  trips[k - 1] is trip k (request k to request k + 1). */
-async function tripTimes(root: string, model: Model): Promise<number[]> {
+const noopScript = (n: number) => Array.from({ length: n }, (_, i) => i);
+
+/** Times between consecutive request events over a session of `trips` one-call replies to a no-op tool, on a model
+ *  that answers at once; trips[k - 1] is trip k (request k to request k + 1). */
+async function tripTimes(root: string, trips: number): Promise<number[]> {
+  const replies = [...noopScript(trips).map((n) => callsReply(n + 1, 'noop', [{ n }])), textReply(trips + 1, 'done')];
   const events: AgentEvent[] = [];
   const requests: number[] = [];
-  const agent = await benchAgent(root, model, [noop], TRIPS + 1, (event) => {
+  const agent = await benchAgent(root, new ReplayModel(replies), [noop], trips + 1, (event) => {
     if (event.type === 'request') requests.push(performance.now());
     if (event.type === 'result' || event.type === 'compaction') events.push(event);
   });
-  await runChecked(agent, 'call noop a thousand times', events);
-  if (requests.length !== TRIPS + 1) throw new Error(`expected ${TRIPS + 1} requests, saw ${requests.length}`);
+  await runChecked(agent, `call noop ${trips} times`, events);
+  if (requests.length !== trips + 1) throw new Error(`expected ${trips + 1} requests, saw ${requests.length}`);
   return requests.slice(1).map((t, i) => t - requests[i]!);
 }
 
-const noopScript = (n: number) => Array.from({ length: n }, (_, i) => i);
-const replayModel = () =>
-  new ReplayModel([...noopScript(TRIPS).map((n) => callsReply(n + 1, 'noop', [{ n }])), textReply(TRIPS + 1, 'done')]);
+const mean = (values: number[]) => values.reduce((sum, v) => sum + v, 0) / values.length;
 
-interface TripStats {
-  median: number;
-  early: number;
-  late: number;
-}
-
-const tripStats = (trips: number[]): TripStats => ({
-  median: median(trips),
-  early: median(trips.slice(4, 15)), // trips 5–15
-  late: median(trips.slice(989, 1000)), // trips 990–1000
-});
-
-let tripSession: Promise<{ replay: TripStats; scripted: TripStats }> | undefined;
-
-/** One warm-up session, then the measured one; both rows read the same measurement. */
-function measureTrips() {
-  return (tripSession ??= withProject({}, async (root) => {
-    await tripTimes(root, replayModel());
-    const replay = tripStats(await tripTimes(root, replayModel()));
-    // For the note only: the same session on ScriptedModel, whose structuredClone of every request grows with the transcript.
-    const scripted = tripStats(
-      await tripTimes(root, new ScriptedModel([...noopScript(TRIPS).map((n) => call('noop', { n })), say('done')])),
-    );
-    return { replay, scripted };
-  }));
-}
-
+const TRIPS = 1000;
+const SESSIONS = 3;
 const TRIP_NOTE =
-  'ReplayModel returns prebuilt replies at once (not ScriptedModel: its structuredClone of every request is test instrumentation, not harness overhead); ' +
-  'one no-op read-only call per reply; trip = request event to the next';
+  'ReplayModel returns prebuilt replies at once (not ScriptedModel: its structuredClone of every request is test ' +
+  'instrumentation, not harness overhead); one no-op read-only call per reply; trip = request event to the next';
 
 export async function tripMedian(): Promise<Measurement> {
-  const { replay } = await measureTrips();
-  return { value: replay.median, note: `${TRIP_NOTE}; ${TRIPS} trips after a warm-up session` };
+  return withProject({}, async (root) => {
+    await tripTimes(root, TRIPS); // warm-up session: JIT
+    const medians: number[] = [];
+    for (let i = 0; i < SESSIONS; i++) medians.push(median(await tripTimes(root, TRIPS)));
+    return {
+      ...spreadOf(medians),
+      note: `${TRIP_NOTE}; median of ${TRIPS.toLocaleString('en')} trips, ${SESSIONS} sessions`,
+    };
+  });
 }
 
-export async function tripGrowth(): Promise<Measurement> {
-  const { replay, scripted } = await measureTrips();
-  return {
-    value: replay.late / replay.early,
-    note:
-      `median of trips 990–1000 ${fixed(replay.late, 3)} ms / trips 5–15 ${fixed(replay.early, 3)} ms; ` +
-      `on ScriptedModel for comparison: median ${fixed(scripted.median, 3)} ms, ${fixed(scripted.late, 3)} / ${fixed(scripted.early, 3)} ms = ${fixed(scripted.late / scripted.early)}×`,
-  };
+const LONG_TRIPS = 20_000;
+
+/** Each session pairs its own early and late trips, so the ratio never divides figures from different runs. */
+export async function tripRatioAt40k(): Promise<Measurement> {
+  return withProject({}, async (root) => {
+    await tripTimes(root, TRIPS); // warm-up session, so the early trips are not paying for the JIT
+    const early: number[] = [];
+    const late: number[] = [];
+    for (let i = 0; i < SESSIONS; i++) {
+      const trips = await tripTimes(root, LONG_TRIPS);
+      early.push(mean(trips.slice(499, 1000)));
+      late.push(mean(trips.slice(-500)));
+    }
+    return {
+      ...spreadOf(late.map((ms, i) => ms / early[i]!)),
+      note:
+        `mean of the last 500 of ${LONG_TRIPS.toLocaleString('en')} trips (~${(2 * LONG_TRIPS).toLocaleString('en')} messages) / mean of trips 500-1,000 ` +
+        `(1,000-2,000 messages), both from the same session, ${SESSIONS} sessions: late ` +
+        `${late.map((ms) => fixed(ms, 3)).join(', ')} ms, early ${early.map((ms) => fixed(ms, 3)).join(', ')} ms`,
+    };
+  });
+}
+
+const REALISTIC_TRIPS = 1000;
+
+/** A trip as a real run pays it: a read_file call on a small file, its session file line, the terminal printer. */
+export async function realisticTrip(): Promise<Measurement> {
+  return withProject(SMALL_FILES, async (root) => {
+    const session = async (n: number) => {
+      const replies = [
+        ...noopScript(REALISTIC_TRIPS).map((i) => callsReply(i + 1, 'read_file', [{ path: readPath(i) }])),
+        textReply(REALISTIC_TRIPS + 1, 'done'),
+      ];
+      const header = { type: 'session' as const, version: SESSION_VERSION, model: 'replay', root, startedAt: '' };
+      const record = sessionRecorder(path.join(root, '.agent', `trips-${n}.jsonl`), header, []);
+      const print = terminalPrinter(new Writable({ write: (_chunk, _encoding, done) => done() }));
+      const requests: number[] = [];
+      const results: AgentEvent[] = [];
+      const agent = await benchAgent(root, new ReplayModel(replies), TOOLS, REALISTIC_TRIPS + 1, (event) => {
+        if (event.type === 'request') requests.push(performance.now());
+        if (event.type === 'result') results.push(event);
+        record(event);
+        print(event);
+      });
+      await runChecked(agent, 'read the four files, over and over', results);
+      return median(requests.slice(1).map((t, i) => t - requests[i]!));
+    };
+    await session(0); // warm-up
+    const medians: number[] = [];
+    for (let i = 1; i <= SESSIONS; i++) medians.push(await session(i));
+    return {
+      ...spreadOf(medians),
+      note:
+        `read_file on one of four small files per trip (TOOLS, safe_path, hashing for read-before-edit), every ` +
+        `event to the session file (sessionRecorder, synchronous appends) and to the terminal printer; ` +
+        `ReplayModel; median of ${REALISTIC_TRIPS.toLocaleString('en')} trips, ${SESSIONS} sessions after a warm-up`,
+    };
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -247,18 +291,28 @@ async function readSession<M extends Model>(model: M): Promise<{ agent: Agent; m
 // ---------------------------------------------------------------------------------------------
 // Row: cached share of input tokens
 
+/** The fewest tokens a prefix needs before the API caches it: what the simulation assumes. Anthropic's prompt-caching
+ *  page did not say it for claude-sonnet-5-5 where we could read it (see the README); 1,024 is what it gives for the
+ *  Sonnet 4.x and Sonnet 5 models, and the larger of the figures found for Sonnet 5.5, so the share errs low. */
+export const MIN_CACHEABLE_TOKENS = 1024;
+
 export async function cachedShare(): Promise<Measurement> {
   const replies = [
     ...noopScript(READ_CALLS).map((i) => callsReply(i + 1, 'read_file', [{ path: readPath(i) }])),
     textReply(READ_CALLS + 1, 'done'),
   ];
-  const { agent } = await readSession(new PrefixCacheModel(replies));
-  const { input, cacheWrite, cacheRead } = agent.usage;
+  const usageWith = async (minimum: number) => (await readSession(new PrefixCacheModel(replies, minimum))).agent.usage;
+  const shareOf = ({ input, cacheWrite, cacheRead }: Agent['usage']) =>
+    (100 * cacheRead) / (input + cacheWrite + cacheRead);
+  const usage = await usageWith(MIN_CACHEABLE_TOKENS);
+  const others = [0, 512, 4096].map(async (minimum) => `${minimum}: ${fixed(shareOf(await usageWith(minimum)), 1)}%`);
   return {
-    value: (100 * cacheRead) / (input + cacheWrite + cacheRead),
+    value: shareOf(usage),
     note:
-      `${READ_CALLS + 1} requests (${READ_CALLS} read_file calls + the final reply) on PrefixCacheModel (bench/replay-model.ts): ` +
-      `cache read ${cacheRead}, cache write ${cacheWrite}, uncached ${input} tokens (chars / 4); no 1,024-token minimum modelled`,
+      `${READ_CALLS + 1} requests (${READ_CALLS} read_file calls + the final reply) on PrefixCacheModel ` +
+      `(bench/replay-model.ts), nothing cached under ${MIN_CACHEABLE_TOKENS} tokens: cache read ${usage.cacheRead}, ` +
+      `cache write ${usage.cacheWrite}, uncached ${usage.input} tokens (chars / 4); with other minimums: ` +
+      `${(await Promise.all(others)).join(', ')}`,
   };
 }
 

@@ -78,18 +78,26 @@ export class ReplayModel implements Model {
  *
  * A request is read as one sequence: tool definitions, then system blocks, then each message's
  * content blocks. A block marked with cache_control ends a cacheable prefix, and the request
- * writes (caches) every such prefix. The next request reads from the cache the longest prefix
- * written earlier that it starts with byte for byte; tokens are characters / 4:
+ * writes (caches) every such prefix at least `minimumTokens` long: the API caches nothing shorter.
+ * The next request reads from the cache the longest prefix written earlier that it starts with
+ * byte for byte; tokens are characters / 4:
  *   cache_read     = the longest earlier cached prefix this request starts with
- *   cache_creation = from there to this request's last mark (written now)
- *   input_tokens   = everything after the last mark
+ *   cache_creation = from there to this request's last cacheable mark (written now)
+ *   input_tokens   = everything after that
  * The marks themselves are left out of the bytes compared: the API keys the cache on content,
  * which is why moving the mark to the newest block each turn still reads the earlier prefix.
- * Not modelled: the 1,024-token minimum, the 5-minute lifetime, the 20-block lookback, and the
- * API treating a string `content` like one text block (here they differ byte for byte).
+ * Not modelled: the 5-minute lifetime, the 20-block lookback, and the API treating a string
+ * `content` like one text block (here they differ byte for byte).
  */
 export class PrefixCacheModel extends ReplayModel {
   private readonly cached = new Set<string>();
+
+  constructor(
+    replies: readonly Anthropic.Message[],
+    private readonly minimumTokens: number,
+  ) {
+    super(replies);
+  }
 
   protected override usageFor(request: ModelRequest): Anthropic.Usage {
     interface Entry {
@@ -115,11 +123,12 @@ export class PrefixCacheModel extends ReplayModel {
       bytes += JSON.stringify(block.json, (key, value: unknown) => (key === 'cache_control' ? undefined : value));
       if (block.marked) marks.push(bytes.length);
     }
+    const tokens = (chars: number) => Math.round(chars / 4);
     let read = 0;
     for (const prefix of this.cached) if (prefix.length > read && bytes.startsWith(prefix)) read = prefix.length;
-    const lastMark = marks.at(-1) ?? 0;
-    for (const mark of marks) this.cached.add(bytes.slice(0, mark));
-    const tokens = (chars: number) => Math.round(chars / 4);
+    const cacheable = marks.filter((mark) => tokens(mark) >= this.minimumTokens);
+    const lastMark = cacheable.at(-1) ?? 0;
+    for (const mark of cacheable) this.cached.add(bytes.slice(0, mark));
     return usage({
       cacheRead: tokens(read),
       cacheWrite: tokens(Math.max(lastMark - read, 0)),
