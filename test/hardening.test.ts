@@ -354,6 +354,18 @@ describe('protected files', () => {
     assert.deepEqual(await runTask(agent, 'keep going'), { kind: 'budget', budget: 'turns', limit: 2 });
   });
 
+  test('--protect matches exactly as minimatch does: dotfiles are protected ("config/*" takes config/.secret), and a file named "test" is not under "test/**"', async (t) => {
+    const root = await tempProject(t, { test: 'a file, not a folder\n', '.env': 'KEY=1\n', 'test2/x.js': 'x\n' });
+    const edits = ['test', '.env', '.github/ci.yml', 'config/.secret', 'test/new.js'].map((file) =>
+      call('edit_file', { path: file, old_str: '', new_str: 'changed\n' }),
+    );
+    const protect = ['test/**', '.env', '.github/**', 'config/*'];
+    const { agent } = await scriptedAgent(root, [...edits, say('done')], { protect });
+    await runTask(agent, 'try each');
+    const refused = toolResults(agent.messages).map((r) => /is protected/.test(String(r.content)));
+    assert.deepEqual(refused, [false, true, true, true, true]);
+  });
+
   test('a named pipe under --protect "**" hangs neither the start nor the gate: it is fingerprinted by its kind, never opened', async (t) => {
     const root = await tempProject(t, { 'a.txt': 'alpha\n' });
     const pipe = path.join(root, 'pipe');
