@@ -5,7 +5,6 @@
 
 import './property.test.ts';
 import './sessions.test.ts';
-import './tools.test.ts';
 import './hardening.test.ts';
 import './cli.test.ts';
 import './layout.test.ts';

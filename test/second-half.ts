@@ -6,4 +6,5 @@ import './anthropic-model.test.ts';
 import './fake-api.test.ts';
 import './lessons.test.ts';
 import './paths.test.ts';
+import './tools.test.ts';
 import './suite.test.ts';
