@@ -1169,7 +1169,7 @@ const compactedCopies = new WeakMap<Compaction, GrowingCopy>();
 function compactedCopy(compaction: Compaction, messages: readonly Anthropic.MessageParam[]) {
   let copy = compactedCopies.get(compaction);
   if (copy === undefined) {
-    copy = new GrowingCopy([summaryMessage(compaction.summary)], compaction.keptFrom);
+    copy = new GrowingCopy([deepFreeze(summaryMessage(compaction.summary))], compaction.keptFrom);
     compactedCopies.set(compaction, copy);
   }
   return copy.update(messages);
@@ -1197,10 +1197,11 @@ function freezeNewMessages(messages: Anthropic.MessageParam[]): Anthropic.Messag
   return messages;
 }
 
-function deepFreeze(value: unknown): void {
-  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return;
+function deepFreeze<T>(value: T): T {
+  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return value;
   Object.freeze(value);
   for (const child of Object.values(value)) deepFreeze(child);
+  return value;
 }
 
 /** Prevents a context hook from changing the array it was shown (the transcript itself, uncopied): it gets a view
