@@ -573,10 +573,9 @@ export function runawayGuard(): BeforeCallHook {
   };
 }
 
-/** Prevents unreviewed changes: a call that changes something runs only once the user approved its preview (with
- *  approveAll, --yes, nobody would read one, so none is built: an edit is planned once, by the tool). */
+/** Prevents unreviewed changes: a call that changes something runs only once the user approved its preview. */
 export function approval(approve: Approver): BeforeCallHook {
-  let always = approve === approveAll;
+  let always = approve === approveAll; // with --yes nobody would read a preview, so none is built
   return {
     name: 'approval',
     timeoutMs: Infinity,

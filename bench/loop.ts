@@ -294,7 +294,7 @@ async function readSession<M extends Model>(model: M): Promise<{ agent: Agent; m
 /** The fewest tokens a prefix needs before the API caches it: what the simulation assumes. Anthropic's prompt-caching
  *  page did not say it for claude-sonnet-5-5 where we could read it (see the README); 1,024 is what it gives for the
  *  Sonnet 4.x and Sonnet 5 models, and the larger of the figures found for Sonnet 5.5, so the share errs low. */
-export const MIN_CACHEABLE_TOKENS = 1024;
+const MIN_CACHEABLE_TOKENS = 1024;
 
 export async function cachedShare(): Promise<Measurement> {
   const replies = [

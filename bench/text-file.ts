@@ -6,7 +6,7 @@ import { open, mkdtemp, realpath, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 
-export const TEXT_FILE_BYTES = 1024 ** 3;
+const TEXT_FILE_BYTES = 1024 ** 3;
 const line = (n: number) => `line ${String(n).padStart(10, '0')}: the quick brown fox jumps over the lazy dog\n`;
 const LINE_BYTES = line(1).length;
 /** Whole lines only, so the file is a hair under 1 GiB. */
