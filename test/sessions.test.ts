@@ -195,7 +195,11 @@ describe('the session file', () => {
 
     const written = await readFile(file, 'utf8');
     assert.equal(written.includes(API_KEY), false);
-    assert.equal(written.split('[redacted]').length - 1, 3, 'task, tool result and reply each redacted');
+    assert.equal(
+      written.split('[redacted]').length - 1,
+      4,
+      'task, tool result, reply (as message and as reply) redacted',
+    );
     assert.equal(
       (await loadSession(file)).messages.length,
       agent.messages.length,
@@ -217,7 +221,7 @@ describe('the session file', () => {
     assert.equal(code, 0);
 
     const first = JSON.parse((await readFile(file, 'utf8')).split('\n')[0]!);
-    assert.deepEqual(Object.keys(first).sort(), ['model', 'root', 'startedAt', 'type', 'version']);
+    assert.deepEqual(Object.keys(first).sort(), ['model', 'options', 'root', 'startedAt', 'type', 'version']);
     assert.equal(first.type, 'session');
     assert.equal(first.version, SESSION_VERSION);
     assert.equal(first.model, 'claude-header-test');
@@ -230,7 +234,7 @@ describe('the session file', () => {
     const file = path.join(root, 'old.jsonl');
     await writeFile(file, `${JSON.stringify({ ...header(root), version: SESSION_VERSION + 1 })}\n`);
     await assert.rejects(loadSession(file), {
-      message: `${file}: session format ${SESSION_VERSION + 1}, this harness reads ${SESSION_VERSION}`,
+      message: `${file}: session format ${SESSION_VERSION + 1}, this harness reads 1 and ${SESSION_VERSION}`,
     });
   });
 });
