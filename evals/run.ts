@@ -102,7 +102,7 @@ async function protectedFiles(root: string, globs: readonly string[]): Promise<M
 }
 
 /** Protected files that differ between the original project and the copy: changed, deleted or added. */
-export async function protectedChanges(original: string, copy: string, globs: readonly string[]): Promise<string[]> {
+async function protectedChanges(original: string, copy: string, globs: readonly string[]): Promise<string[]> {
   const [before, after] = await Promise.all([protectedFiles(original, globs), protectedFiles(copy, globs)]);
   const changes = [...before].flatMap(([file, bytes]) => {
     const now = after.get(file);
@@ -310,17 +310,25 @@ export async function evaluate(task: Task, runFolder: string, options: RunOption
  *  must end accepted on its last reply, not earlier (a wrong fix that was meant to fail passed, say). */
 export function trajectoryMismatch(task: ReadyTask, halt: string, turns: number): string | null {
   if (task.replies === null || (halt === 'accepted' && turns === task.replies)) return null;
-  return `the trajectory has ${task.replies} replies, and the run ended ${halt} after ${turns}: it no longer plays out as written`;
+  return (
+    `the trajectory has ${task.replies} replies, and the run ended ${halt} after ${turns}: ` +
+    'it no longer plays out as written'
+  );
 }
 
 // =============================================================================================
 // The table, and comparing two runs
 
-const WIDTHS = { task: 24, halt: 14, resolved: 8, turns: 5, input: 9, output: 8, cached: 6, cost: 9, wall: 8 };
+const WIDTHS = { task: 22, halt: 13, resolved: 10, turns: 5, input: 10, output: 9, cached: 6, cost: 9, wall: 8 };
 
 const thousands = (n: number) => n.toLocaleString('en-US');
+/** Token counts: exact up to ten million, then in millions, so a column never overflows. */
+const tokens = (n: number) => (Math.abs(n) < 10_000_000 ? thousands(n) : `${(n / 1_000_000).toFixed(1)}M`);
+/** Four decimals, since one task often costs less than a cent; two from $100 up, to keep the column. */
 const dollars = (usd: number | null, sign = false) =>
-  usd === null ? 'unknown' : `${sign && usd >= 0 ? '+' : usd < 0 ? '-' : ''}$${Math.abs(usd).toFixed(4)}`;
+  usd === null
+    ? 'unknown'
+    : `${sign && usd >= 0 ? '+' : usd < 0 ? '-' : ''}$${Math.abs(usd).toFixed(Math.abs(usd) >= 100 ? 2 : 4)}`;
 const share = (part: number, whole: number) => (whole === 0 ? '0%' : `${Math.round((100 * part) / whole)}%`);
 const fit = (text: string, width: number) => (text.length > width ? `${text.slice(0, width - 1)}…` : text);
 
@@ -350,8 +358,8 @@ export function tableRow(result: EvalResult): string {
     halt: result.halt,
     resolved: result.resolved ? 'yes' : 'no',
     turns: String(result.turns),
-    input: thousands(result.inputTokens),
-    output: thousands(result.outputTokens),
+    input: tokens(result.inputTokens),
+    output: tokens(result.outputTokens),
     cached: share(result.cachedTokens, result.inputTokens),
     cost: dollars(result.costUsd),
     wall: `${(result.wallMs / 1000).toFixed(1)} s`,
@@ -363,12 +371,12 @@ export function totalsRow(results: readonly EvalResult[]): string {
   const resolved = results.filter((result) => result.resolved).length;
   const costs = results.map((result) => result.costUsd);
   return row({
-    task: `total (${results.length} tasks)`,
+    task: 'total',
     halt: '',
-    resolved: `${resolved} ${share(resolved, results.length)}`,
+    resolved: `${resolved}/${results.length} ${share(resolved, results.length)}`,
     turns: String(sum((r) => r.turns)),
-    input: thousands(sum((r) => r.inputTokens)),
-    output: thousands(sum((r) => r.outputTokens)),
+    input: tokens(sum((r) => r.inputTokens)),
+    output: tokens(sum((r) => r.outputTokens)),
     cached: share(
       sum((r) => r.cachedTokens),
       sum((r) => r.inputTokens),
@@ -391,7 +399,7 @@ const resultLine = z.object({
 type ResultLine = z.infer<typeof resultLine>;
 
 /** Reads a `--json` run: one result per line. A line that is not one is a usage error naming the line. */
-export async function readResults(file: string): Promise<ResultLine[]> {
+async function readResults(file: string): Promise<ResultLine[]> {
   const text = await readFile(file, 'utf8').catch((error: unknown) => {
     throw new UsageError(`--compare: cannot read ${file}: ${errorText(error)}`);
   });
@@ -409,7 +417,8 @@ export async function readResults(file: string): Promise<ResultLine[]> {
       const result = resultLine.safeParse(parsed);
       if (!result.success)
         throw new UsageError(
-          `--compare: ${file}:${number} is not a result line of \`npm run -s eval -- --json\` (npm's own banner? use -s)`,
+          `--compare: ${file}:${number} is not a result line of \`npm run -s eval -- --json\` ` +
+            "(npm's own banner? use -s)",
         );
       return result.data;
     });
@@ -426,7 +435,7 @@ export function compareRuns(a: readonly ResultLine[], b: readonly ResultLine[]):
       )
       .join(' ')
       .trimEnd();
-  const signed = (n: number) => `${n > 0 ? '+' : ''}${thousands(n)}`;
+  const signed = (n: number) => `${n > 0 ? '+' : ''}${tokens(n)}`;
   const yesNo = (resolved: boolean) => (resolved ? 'yes' : 'no');
   const lines = [line(['task', 'resolved', 'change', 'turns', 'input Δ', 'output Δ', 'cost Δ'])];
   const names = [...new Set([...a, ...b].map((result) => result.task))].sort();
@@ -462,7 +471,7 @@ export function compareRuns(a: readonly ResultLine[], b: readonly ResultLine[]):
     both(run).reduce((sum, result) => sum + pick(result), 0);
   const percent = (from: number, to: number) =>
     from === 0 ? '' : ` (${to >= from ? '+' : ''}${((100 * (to - from)) / from).toFixed(1)}%)`;
-  const tokens = (what: string, pick: (result: ResultLine) => number) => {
+  const totalLine = (what: string, pick: (result: ResultLine) => number) => {
     const [from, to] = [total(a, pick), total(b, pick)];
     return `${what}: ${thousands(from)} → ${thousands(to)}${percent(from, to)}`;
   };
@@ -473,8 +482,8 @@ export function compareRuns(a: readonly ResultLine[], b: readonly ResultLine[]):
     ...lines,
     '',
     `resolved: ${resolvedOf(a)} → ${resolvedOf(b)} (${fixed} fixed, ${broken} broken)`,
-    `${tokens('input tokens', (result) => result.inputTokens)}, on the tasks in both runs`,
-    tokens('output tokens', (result) => result.outputTokens),
+    `${totalLine('input tokens', (result) => result.inputTokens)}, on the tasks in both runs`,
+    totalLine('output tokens', (result) => result.outputTokens),
     `cost: ${dollars(costOf(a))} → ${dollars(costOf(b))}`,
   ];
 }
@@ -503,7 +512,7 @@ Exit codes: 0 every task resolved, 1 some task not (or malformed), 2 usage error
 /** A mistake on the command line: one line on stderr and exit code 2. */
 class UsageError extends Error {}
 
-export interface EvalOptions {
+interface EvalOptions {
   tasksDir: string;
   names: string[];
   model: string | undefined;
@@ -515,7 +524,7 @@ export interface EvalOptions {
   help: boolean;
 }
 
-export function parseEvalArgs(argv: string[], env: NodeJS.ProcessEnv): EvalOptions {
+function parseEvalArgs(argv: string[], env: NodeJS.ProcessEnv): EvalOptions {
   let parsed;
   try {
     parsed = parseArgs({
