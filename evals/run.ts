@@ -628,7 +628,7 @@ async function runEval(options: EvalOptions, env: NodeJS.ProcessEnv, out: NodeJS
   };
   const who =
     options.model === undefined
-      ? 'scripted trajectories (no --model: each task replays its trajectory.json)'
+      ? 'scripted (no --model: each task replays its trajectory.json)'
       : `model ${options.model}`;
   say(`eval: ${tasks.length} task(s), ${who}, ${options.jobs} at a time`);
   say(tableHeader());

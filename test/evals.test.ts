@@ -48,13 +48,13 @@ async function taskFolder(t: Parameters<typeof tempProject>[0], tasks: Record<st
   return { root, tasksDir: path.join(root, 'tasks') };
 }
 
-const sumTask = (test: string, extra: Record<string, string> = {}) => ({
+/** A task whose add.js subtracts, with `test` as its test. */
+const sumTask = (test: string) => ({
   'task.json': JSON.stringify(TASK_JSON),
   'trajectory.json': '[]',
   'project/package.json': '{ "type": "commonjs" }',
   'project/add.js': 'exports.add = (a, b) => a - b;\n',
   'project/test.js': test,
-  ...extra,
 });
 
 function ready(task: Task | undefined): Extract<Task, { problem: null }> {
@@ -159,6 +159,16 @@ describe('malformed tasks', () => {
     assert.equal(problems['no-trajectory'], 'no trajectory.json (a run without --model needs one)');
     const withModel = await loadTasks(tasksDir, false);
     assert.equal(withModel.find((task) => task.name === 'no-trajectory')?.problem, null);
+  });
+
+  test('a malformed task shows in the table as malformed, says why, and fails the run', async (t) => {
+    const { tasksDir } = await taskFolder(t, { green: sumTask(PASSING_TEST) });
+    const { status, stdout } = await runMain(['--tasks', tasksDir]);
+    assert.equal(status, 1);
+    assert.match(stdout, /^eval: 1 task\(s\), scripted \(no --model/);
+    assert.match(stdout, /\ngreen +malformed +no +0 /);
+    assert.match(stdout, /\ngreen: malformed: the test passes before the run\n/);
+    assert.match(stdout, /\neval: 0 passed, 1 failed\n$/);
   });
 });
 
