@@ -174,3 +174,53 @@ describe('what the person did is played back at the same point', () => {
     assert.match(stdout, /identical: \d+ messages, 2 task\(s\)/);
   });
 });
+
+test("a sub-agent's replies are replayed from its own linked file, matched to the child by its prompt", async (t) => {
+  const root = await project(t);
+  const file = path.join(root, '.agent', 'parent.jsonl');
+  const options: RecordedOptions = {
+    verify: undefined,
+    verifyTimeoutMs: 30_000,
+    protect: [],
+    budgets: { maxTurns: 25 },
+    approval: 'yes',
+    tools: TOOLS.map((tool) => tool.name),
+    contextWindow: undefined,
+    contextFiles: false,
+    taskModel: undefined,
+  };
+  const header = {
+    type: 'session' as const,
+    version: SESSION_VERSION,
+    model: 'scripted',
+    root,
+    startedAt: '',
+    options,
+  };
+  const record = sessionRecorder(file, header, []);
+  const agent = await createAgent({
+    root,
+    model: new ScriptedModel([
+      reply(
+        toolUse('task', { description: 'a', prompt: 'What does add.js export?' }),
+        toolUse('task', { description: 'b', prompt: 'What does test.js check?' }),
+      ),
+      say('add is exported and checked for 2 + 3.'),
+    ]),
+    taskModel: new ScriptedModel([
+      call('read_file', { path: 'add.js' }),
+      call('read_file', { path: 'test.js' }),
+      say('It exports add.'),
+      say('It checks add(2, 3) === 5.'),
+    ]),
+    tools: TOOLS,
+    contextFiles: false,
+    onEvent: record,
+  });
+  agent.config.onEvent({ type: 'task', text: 'What is in this project?' });
+  assert.equal((await runTask(agent, 'What is in this project?')).kind, 'accepted');
+  const linked = (await readdir(path.dirname(file))).filter((f) => f.includes('.task-'));
+  assert.equal(linked.length, 2, `linked files: ${linked}`);
+  const { status, stdout } = await replay(file, await project(t));
+  assert.equal(status, EXIT.accepted, stdout);
+});
