@@ -21,7 +21,8 @@ export interface ChartOptions {
 const PLOT_HEIGHT = 220;
 const TOP = 24;
 const LEFT = 72;
-const RIGHT = 72;
+/** Room for the running cost's label at the end of its line. */
+const RIGHT = 110;
 const BOTTOM = 28;
 /** Bars get narrower as requests get more, down to a width that still takes a pointer; then the chart scrolls. */
 const SLOT = { max: 32, min: 6, room: 960 };
@@ -91,10 +92,10 @@ export function renderChart(requests: Request[], options: ChartOptions): Html {
         aria-label="${requests.length} model requests"
       >
         ${axis(yMax, y, options.contextWindow, width)} ${limitLines(options, y, width)} ${bars}
-        ${priced && costLine(priced, slot, width)} ${xLabels(requests.length, slot, height)}
+        ${priced && costLine(priced, slot)} ${xLabels(requests.length, slot, height)}
       </svg>
     </div>
-    <figcaption>${legend()} ${totals(requests, priced, options.model)}</figcaption>
+    <figcaption>${legend(priced !== null)} ${totals(requests, priced, options.model)}</figcaption>
   </figure>`;
 }
 
@@ -162,14 +163,16 @@ function limitLines(options: ChartOptions, y: (tokens: number) => number, width:
 }
 
 /** The running cost, scaled to the plot's height, with its final value at the right edge. */
-function costLine(priced: { sum: number }[], slot: number, width: number): Html {
+/** The running cost on a scale of its own (its total at the top), labelled where it ends. */
+function costLine(priced: { sum: number }[], slot: number): Html {
   const total = priced.at(-1)!.sum;
   if (total === 0) return html``;
   const points = priced.map(
     ({ sum }, i) => `${LEFT + i * slot + slot / 2},${round(TOP + PLOT_HEIGHT * (1 - sum / total))}`,
   );
+  const end = LEFT + priced.length * slot;
   return html`<polyline class="cost" points="${points.join(' ')}" />
-    <text class="cost-label" x="${width - RIGHT + 4}" y="${TOP + 4}">${dollars(total)} in all</text>`;
+    <text class="cost-label" x="${end + 4}" y="${TOP + 4}">${dollars(total)} in all</text>`;
 }
 
 /** Request numbers under the bars, thinned out so they never overlap. */
@@ -181,7 +184,7 @@ function xLabels(n: number, slot: number, height: number): Html {
   return html`<g class="axis">${labels}</g>`;
 }
 
-function legend(): Html {
+function legend(priced: boolean): Html {
   const items = SEGMENTS.map(
     ({ key, label }) =>
       html`<span class="key"
@@ -189,7 +192,8 @@ function legend(): Html {
       >`,
   );
   return html`<span class="legend"
-    >${items}<span class="key"><span class="cut-key">✂</span> compaction</span></span
+    >${items}<span class="key"><span class="cut-key">✂</span> compaction</span
+    >${priced && html`<span class="key"><span class="cost-key">┈</span> cost so far (its own scale)</span>`}</span
   >`;
 }
 

@@ -9,7 +9,7 @@ import { pathToFileURL } from 'node:url';
 import { playStory, STORIES } from '../lessons/stories.ts';
 import { exportSession } from './export.ts';
 
-export const P4_STORY = STORIES.find((story) => story.lesson === 'p4')!;
+const P4_STORY = STORIES.find((story) => story.lesson === 'p4')!;
 
 /** Records the P4 story into `dir/p4.jsonl` (its sub-agent beside it) and exports `dir/p4.html`. */
 export async function exportP4(dir: string): Promise<{ session: string; out: string; warnings: string[] }> {

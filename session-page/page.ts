@@ -310,7 +310,7 @@ const sha256 = (text: string) => `'sha256-${createHash('sha256').update(text).di
 
 /** Prevents anything but the page's own stylesheet and script from running or loading, even if an escape
  *  were ever missed: no other script, style, image, frame, font, form target or connection is allowed. */
-export const CSP = [
+const CSP = [
   "default-src 'none'",
   `style-src ${sha256(STYLE)}`,
   `script-src ${sha256(SCRIPT)}`,

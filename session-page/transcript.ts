@@ -257,7 +257,8 @@ function renderArguments(input: unknown, ctx: Context): Html {
   if (typeof input !== 'object' || input === null || Array.isArray(input))
     return html`<pre class="args">${clip(JSON.stringify(input) ?? String(input), ctx.textCap)}</pre>`;
   const rows = Object.entries(input).map(([name, value]) => {
-    const text = typeof value === 'string' ? value : JSON.stringify(value);
+    // An empty string shows as "", so that it does not look like a missing argument.
+    const text = typeof value === 'string' && value !== '' ? value : JSON.stringify(value);
     const shown =
       typeof value === 'string' && (value.includes('\n') || value.length > 80)
         ? foldable(value, name, ctx)
