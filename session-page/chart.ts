@@ -2,7 +2,7 @@
 // cache write and cache read, the output on top; the context window and the compaction threshold as lines;
 // the cumulative cost as a line when the model's price is known. Each bar is a link to its request in the
 // transcript, and carries its numbers for the tooltip (`data-tip`, shown by the page's script) and for
-// screen readers and pages without script (`<title>`, `aria-label`).
+// screen readers (`<title>`, which also makes the browser's own tooltip).
 
 import type Anthropic from '@anthropic-ai/sdk';
 import { costOf } from '../agent.ts';
@@ -74,7 +74,7 @@ export function renderChart(requests: Request[], options: ChartOptions): Html {
   if (requests.length === 0) return html`<p class="muted">No model requests were recorded.</p>`;
   const priced = costs(options.model, requests);
   const slot = Math.max(SLOT.min, Math.min(SLOT.max, Math.floor(SLOT.room / requests.length)));
-  const yMax = Math.max(options.contextWindow, ...requests.map((r) => totalOf(r.tokens))) * 1.08;
+  const yMax = requests.reduce((max, r) => Math.max(max, totalOf(r.tokens)), options.contextWindow) * 1.08;
   const y = (tokens: number) => round(TOP + PLOT_HEIGHT * (1 - tokens / yMax));
   const width = LEFT + Math.max(requests.length * slot, MIN_PLOT_WIDTH) + RIGHT;
   const height = TOP + PLOT_HEIGHT + BOTTOM;
@@ -123,13 +123,12 @@ function renderBar(
     href="#${options.idPrefix}r-${request.number}"
     tabindex="0"
     data-tip="${tip}"
-    aria-label="${tip}"
     ><title>${tip}</title> <rect class="hit" x="${x}" y="${TOP}" width="${slot}" height="${PLOT_HEIGHT}" />${segments}
     ${marked && html`<text class="cut-mark" x="${x + barWidth / 2}" y="${y(base) - 4}">✂</text>`}</a
   >`;
 }
 
-/** The numbers of one request, one fact a line: the tooltip, the title and the label share them. */
+/** The numbers of one request, one fact a line: the tooltip and the title share them. */
 function tipOf(request: Request, cost: { each: number; sum: number } | null, model: string): string {
   const t = request.tokens;
   return [

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { DEFAULT_CONTEXT_WINDOW, describeHalt, exitCodeFor } from '../agent.ts';
 import { renderChart } from './chart.ts';
-import { clip, count, html, type Html, trusted } from './html.ts';
+import { count, html, type Html, trusted } from './html.ts';
 import type { SessionRecord } from './read.ts';
 import { renderTranscript, tasksOf, textOf } from './transcript.ts';
 
@@ -63,7 +63,7 @@ interface RenderOptions extends PageOptions {
 function renderWithCap(session: SessionRecord, options: RenderOptions): string {
   const name = path.basename(session.file);
   const firstTask = tasksOf(session)[0];
-  const title = `Session ${name}${firstTask ? ` — ${clip(textOf(firstTask.message), 80)}` : ''}`;
+  const title = `Session ${name}${firstTask ? ` — ${headline(textOf(firstTask.message), 80)}` : ''}`;
   const body = html`<header class="page-head">
       <h1>Session <code>${name}</code></h1>
       ${renderMeta(session, windowOf(session, options))}
@@ -132,10 +132,8 @@ function renderSessionBody(session: SessionRecord, idPrefix: string, options: Re
     })}`;
 }
 
-/** The start of a task, for the list at the top; the transcript has it whole. */
-const TASK_HEADLINE_CHARS = 300;
-const headline = (text: string) =>
-  text.length > TASK_HEADLINE_CHARS ? `${text.slice(0, TASK_HEADLINE_CHARS)}…` : text;
+/** The start of a task, for the title and the list at the top; the transcript has it whole. */
+const headline = (text: string, chars: number) => (text.length > chars ? `${text.slice(0, chars)}…` : text);
 
 /** Each task: the first user message, linked to its place, and how it ended with the exit code it gave. */
 function renderTasks(session: SessionRecord, idPrefix: string): Html {
@@ -144,7 +142,7 @@ function renderTasks(session: SessionRecord, idPrefix: string): Html {
   const items = tasks.map(
     ({ message, halt }) =>
       html`<li>
-        <a href="#${idPrefix}m-${message.index}">${headline(textOf(message))}</a> ${
+        <a href="#${idPrefix}m-${message.index}">${headline(textOf(message), 300)}</a> ${
           halt
             ? html`<span class="halt ${halt.kind}">${describeHalt(halt)} · exit code ${exitCodeFor(halt)}</span>`
             : html`<span class="halt none">no halt recorded: the process ended before the task did</span>`
