@@ -1281,6 +1281,8 @@ export interface SessionHeader {
   model: string;
   root: string;
   startedAt: string;
+  /** Since version 2: the window the agent worked with, from the model's metadata or --context-window. */
+  contextWindow?: number;
   /** Since version 2: the options that change what a run does, so a replay can use them again. */
   options?: RecordedOptions;
 }
@@ -1721,6 +1723,8 @@ export const OPTIONS = {
   script: { type: 'string', arg: 'FILE', help: 'replay canned replies from a JSON file instead of calling an API' },
   session: { type: 'string', arg: 'FILE', help: 'where to append the session (default: .agent/sessions/<time>.jsonl)' },
   resume: { type: 'string', arg: 'FILE', help: 'continue a saved session (and keep appending to it)' },
+  export: { type: 'string', arg: 'FILE', help: 'write a session file as one self-contained web page, then exit' },
+  out: { type: 'string', arg: 'FILE', help: 'where --export writes the page (default: beside the session, .html)' },
   replay: { type: 'string', arg: 'FILE', help: 're-run a recorded session offline in --root and compare each message' },
   json: { type: 'boolean', help: 'print events as JSON lines instead of text' },
   trace: { type: 'boolean', help: 'print each step tagged with the part of the loop doing it' },
@@ -1770,6 +1774,8 @@ export interface CliOptions {
   session: string | undefined;
   resume: string | undefined;
   replay: string | undefined;
+  export: string | undefined;
+  out: string | undefined;
   /** The options given on the command line, by name: a replay lets them replace the recorded ones. */
   given: string[];
   json: boolean;
@@ -1817,6 +1823,8 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
     session: values.session,
     resume: values.resume,
     replay: values.replay,
+    export: values.export,
+    out: values.out,
     given: Object.keys(values),
     json: values.json ?? false,
     trace: values.trace ?? false,
@@ -2213,6 +2221,12 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       out.write(`${helpText()}\n`);
       return EXIT.accepted;
     }
+    if (options.export !== undefined) {
+      // The page lives apart from the agent (session-page/): the command line only hands the file over.
+      const { cli } = await import('./session-page/export.ts');
+      const window = options.contextWindow === undefined ? [] : ['--context-window', String(options.contextWindow)];
+      return await cli([options.export, ...(options.out === undefined ? [] : ['--out', options.out]), ...window]);
+    }
     const root = await realpath(options.root).catch(() => {
       throw new UsageError(`--root ${options.root}: no such folder`);
     });
@@ -2235,11 +2249,11 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     rl?.pause();
     const printer = options.json ? jsonPrinter(out) : options.trace ? tracePrinter(out) : terminalPrinter(out);
     const secrets = [env.ANTHROPIC_API_KEY ?? ''];
-    const startSession = (file: string, fresh: boolean) => {
+    const startSession = (file: string, fresh: boolean, contextWindow: number) => {
       const startedAt = new Date().toISOString();
       const recorded = recordedOptions(options, interactive, taskModel);
       const header = { type: 'session' as const, version: SESSION_VERSION, model: model.name, root, startedAt };
-      return sessionRecorder(file, fresh ? { ...header, options: recorded } : null, secrets);
+      return sessionRecorder(file, fresh ? { ...header, contextWindow, options: recorded } : null, secrets);
     };
     const newSession = path.join(root, '.agent', 'sessions', `${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`);
     let sessionFile = path.resolve(options.resume ?? options.session ?? newSession);
@@ -2249,7 +2263,6 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
         : await loadSession(sessionFile).catch((error: unknown) => {
             throw new UsageError(`--resume: ${errorText(error)}`);
           });
-    let record = startSession(sessionFile, loaded === undefined);
     const asking =
       interactive && rl ? recordAnswers(terminalApprover(rl, out), (event) => agent.config.onEvent(event)) : null;
     const approve = options.yes ? approveAll : (asking ?? denyWithoutTerminal);
@@ -2259,6 +2272,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
         printer(event);
       }),
     );
+    // Started once the agent knows its window (from the model's metadata), which the header records.
+    let record = startSession(sessionFile, loaded === undefined, agent.contextWindow);
     if (loaded) resume(agent, loaded);
     const notice = (text: string) => agent.config.onEvent({ type: 'notice', text });
     notice(`session: ${path.relative(process.cwd(), sessionFile) || sessionFile} (continue it with --resume)`);
@@ -2272,7 +2287,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     return await repl(agent, rl!, interactive, async (file) => {
       const next = await loadSession(file);
       sessionFile = path.resolve(file);
-      record = startSession(sessionFile, false);
+      record = startSession(sessionFile, false, agent.contextWindow);
       resume(agent, next);
       notice(`resumed ${file}: ${next.messages.length} messages`);
     });

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { read_file } from '../tools.ts';
 import { listFilesVsFind } from './file-tree.ts';
 import { cachedShare, fixedPromptTokens, parallelReads, prefixStability, tripGrowth, tripMedian } from './loop.ts';
+import { exportTime } from './session-page.ts';
 import { withSparseFile } from './sparse-file.ts';
 
 interface Measurement {
@@ -120,6 +121,13 @@ const ROWS: Row[] = [
     target: { op: '<=', limit: 2 },
     how: 'listFilesVsFind() in bench/file-tree.ts: list_files.run({}) vs find DIR -mindepth 1',
     measure: listFilesVsFind,
+  },
+  {
+    name: 'session page export, 1,000 messages, median of 5',
+    unit: 'ms',
+    target: { op: '<', limit: 1000 },
+    how: 'exportTime() in bench/session-page.ts: exportSession',
+    measure: exportTime,
   },
 ];
 

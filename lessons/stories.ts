@@ -16,6 +16,8 @@ import {
   type Halt,
   type ModelRequest,
   runTask,
+  SESSION_VERSION,
+  sessionRecorder,
 } from '../agent.ts';
 import {
   call,
@@ -287,13 +289,19 @@ export async function scriptedAgent(root: string, script: readonly ScriptEntry[]
   return { agent, model, events };
 }
 
-/** Plays a story in a fresh temporary project; `onEvent` sees everything (for --trace). */
-export async function playStory(story: Story, onEvent: (event: AgentEvent) => void = () => {}): Promise<string | null> {
+/** Plays a story in a fresh temporary project; `onEvent` sees everything (for --trace). With `sessionFile`,
+ *  the run is also recorded there, as the CLI's --session records one. */
+export async function playStory(
+  story: Story,
+  onEvent: (event: AgentEvent) => void = () => {},
+  sessionFile?: string,
+): Promise<string | null> {
   const root = await realpath(await mkdtemp(path.join(os.tmpdir(), `lesson-${story.lesson}-`)));
   try {
     if (story.project === 'example') await cp(EXAMPLE_PROJECT, root, { recursive: true });
     else await writeFiles(root, story.project);
     const events: AgentEvent[] = [];
+    let record: (event: AgentEvent) => void = () => {};
     const { agent, model } = await scriptedAgent(root, await story.script(), {
       budgets: { maxTurns: 60 },
       contextFiles: false,
@@ -301,8 +309,17 @@ export async function playStory(story: Story, onEvent: (event: AgentEvent) => vo
       onEvent: (event) => {
         events.push(event);
         onEvent(event);
+        record(event);
       },
     });
+    if (sessionFile !== undefined) {
+      const startedAt = new Date().toISOString();
+      record = sessionRecorder(
+        sessionFile,
+        { type: 'session', version: SESSION_VERSION, model: model.name, root, startedAt },
+        [],
+      );
+    }
     const halts: Halt[] = [];
     for (const task of story.tasks) halts.push(await runTask(agent, task));
     return await story.check({ halts, messages: agent.messages, requests: model.requests, events, root });

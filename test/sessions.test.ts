@@ -221,7 +221,15 @@ describe('the session file', () => {
     assert.equal(code, 0);
 
     const first = JSON.parse((await readFile(file, 'utf8')).split('\n')[0]!);
-    assert.deepEqual(Object.keys(first).sort(), ['model', 'options', 'root', 'startedAt', 'type', 'version']);
+    assert.deepEqual(Object.keys(first).sort(), [
+      'contextWindow',
+      'model',
+      'options',
+      'root',
+      'startedAt',
+      'type',
+      'version',
+    ]);
     assert.equal(first.type, 'session');
     assert.equal(first.version, SESSION_VERSION);
     assert.equal(first.model, 'claude-header-test');
