@@ -6,6 +6,7 @@ import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import * as agentTs from '../agent.ts';
 import { playStory, STORIES } from '../lessons/stories.ts';
 import { exportSession } from './export.ts';
 
@@ -16,9 +17,22 @@ export async function exportP4(dir: string): Promise<{ session: string; out: str
   const session = path.join(dir, 'p4.jsonl');
   // A session file is only ever appended to: a second run into the same file would be two sessions in one.
   if (existsSync(session)) throw new Error(`${session} already exists; give an empty folder`);
-  const problem = await playStory(P4_STORY, () => {}, session);
+  const problem = await playStory(agentTs, P4_STORY, {
+    listen: (root) =>
+      agentTs.sessionRecorder(
+        session,
+        {
+          type: 'session',
+          version: agentTs.SESSION_VERSION,
+          model: 'scripted',
+          root,
+          startedAt: new Date().toISOString(),
+        },
+        [],
+      ),
+  });
   if (problem !== null) throw new Error(`the P4 story failed: ${problem}`);
-  const { contextWindow } = P4_STORY.config?.(dir) ?? {};
+  const { contextWindow } = P4_STORY.options?.() ?? {};
   return { session, ...(await exportSession(session, undefined, { contextWindow })) };
 }
 
