@@ -32,6 +32,8 @@ interface Implementation {
   notYet: string[];
 }
 
+const agentHarness: Harness<agentTs.AgentEvent> = agentTs;
+
 const IMPLEMENTATIONS: Implementation[] = [
   {
     file: 'lessons/p0.ts',
@@ -41,7 +43,7 @@ const IMPLEMENTATIONS: Implementation[] = [
   },
   { file: 'lessons/p1.ts', harness: p1, reaches: 'p1', notYet: ['the gate'] },
   { file: 'lessons/p2.ts', harness: p2, reaches: 'p2', notYet: ['guards that fail closed'] },
-  { file: 'agent.ts', harness: agentTs, reaches: 'p4', notYet: [] },
+  { file: 'agent.ts', harness: agentHarness, reaches: 'p4', notYet: [] },
 ];
 
 function story(name: string): Story {
