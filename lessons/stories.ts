@@ -170,8 +170,10 @@ export const STORIES: Story[] = [
     script: async () => [reply(thinking, text(''), text('Nice to meet you, Ada.')), say('Your name is Ada.')],
     check: async ({ requests }) => {
       const sent = (requests[1]?.messages ?? []).flatMap(blocksOf);
-      if (!sent.some((b) => JSON.stringify(b) === JSON.stringify(thinking)))
-        return `the thinking block did not go back unchanged; the second request sent ${JSON.stringify(sent)}`;
+      if (!sent.some((b) => JSON.stringify(b) === JSON.stringify(thinking))) {
+        const reply = requests[1]?.messages.find((m) => m.role === 'assistant');
+        return `the thinking block did not go back unchanged: the reply went back as ${shown(reply?.content)}`;
+      }
       return failIf(
         sent.some((b) => b.type === 'text' && b.text.trim() === ''),
         'an empty text block was sent back: drop empty text blocks from the reply before appending it',
