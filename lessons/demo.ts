@@ -199,7 +199,7 @@ export async function runDemo(out: Output = process.stdout, env: NodeJS.ProcessE
 }
 
 /** What went differently from the script, in words: empty when the demo showed what it should. */
-function demoProblems(trusting: StoryRun, verifying: StoryRun): string[] {
+export function demoProblems(trusting: StoryRun, verifying: StoryRun): string[] {
   const problems: string[] = [];
   if (trusting.halt.kind !== 'accepted') problems.push(`the trusting harness halted ${trusting.halt.kind}`);
   if (trusting.testReallyPasses) problems.push('the test passed in the trusting run, so the project was not pristine');

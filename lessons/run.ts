@@ -118,6 +118,10 @@ function loadError(error: unknown): string {
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  // A promise the checked harness forgot to await may fail later: one line, not a crash with a stack trace.
+  process.on('unhandledRejection', (reason) => {
+    process.stdout.write(`(a promise the harness did not await was rejected: ${oneLine(reason)})\n`);
+  });
   // Exit without waiting: a checked harness whose loop never ended may still be running.
   void runLesson(process.argv.slice(2)).then((code) => process.exit(code));
 }

@@ -169,6 +169,14 @@ describe('a broken harness fails its story with one line saying why', () => {
     );
   });
 
+  test('a transcript that is not made of messages fails its story instead of crashing the check', async () => {
+    const garbled: Harness = {
+      createAgent: () => ({ messages: [42] }),
+      runTask: async () => ({ kind: 'accepted', verifiedBy: null }),
+    };
+    assert.match((await playStory(garbled, story('every call answered'))) ?? '', /^the transcript could not be read: /);
+  });
+
   test('an agent without a messages array is told where the transcript must be', async () => {
     const noTranscript: Harness = {
       createAgent: () => ({}),

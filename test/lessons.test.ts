@@ -12,7 +12,7 @@ import { PassThrough } from 'node:stream';
 import { describe, test } from 'node:test';
 import * as demo from '../lessons/demo.ts';
 import { runLesson } from '../lessons/run.ts';
-import { runTask } from '../agent.ts';
+import { type Halt, runTask } from '../agent.ts';
 import { loadScript, say, ScriptedModel, type ScriptedReply } from '../scripted-model.ts';
 import { scriptedAgent, tempProject, within } from './helpers.ts';
 
@@ -134,6 +134,22 @@ describe('the offline demo (npm start)', () => {
     assert.doesNotMatch(text(), ANSI);
     assert.match(text(), /checked: exit 1: fail, refused/);
     assert.match(text(), /checked: exit 0: pass → ACCEPTED/);
+  });
+
+  test('a demo that did not go as scripted says why', () => {
+    const run = (halt: Halt, testReallyPasses: boolean): demo.StoryRun => ({
+      halt,
+      turns: 5,
+      steps: [],
+      testReallyPasses,
+    });
+    const accepted: Halt = { kind: 'accepted', verifiedBy: null };
+    assert.deepEqual(demo.demoProblems(run(accepted, false), run(accepted, true)), []);
+    assert.deepEqual(demo.demoProblems(run(accepted, true), run({ kind: 'interrupted' }, false)), [
+      'the test passed in the trusting run, so the project was not pristine',
+      'the verifying harness halted interrupted',
+      'the test still fails after the verifying run',
+    ]);
   });
 
   test('colour only on a terminal without NO_COLOR', () => {
