@@ -88,7 +88,7 @@ const resultsOf = (message: Anthropic.MessageParam | undefined) =>
 const toolCalls = (messages: Anthropic.MessageParam[]) =>
   messages.flatMap((m) => (m.role === 'assistant' ? blocksOf(m).filter((b) => b.type === 'tool_use') : []));
 const failIf = (broken: boolean, why: string) => (broken ? why : null);
-const calls = (n: number) => `${n} model call${n === 1 ? '' : 's'}`;
+const modelCalls = (n: number) => `${n} model call${n === 1 ? '' : 's'}`;
 const typeOf = (event: unknown) =>
   typeof event === 'object' && event !== null && 'type' in event ? event.type : undefined;
 
@@ -154,7 +154,7 @@ export const STORIES: Story[] = [
     script: async () => [say('Nice to meet you, Ada.'), say('Your name is Ada.')],
     check: async ({ requests }) => {
       const second = JSON.stringify(requests[1]?.messages ?? []);
-      if (requests.length !== 2) return `two tasks made ${calls(requests.length)}, not 2`;
+      if (requests.length !== 2) return `two tasks made ${modelCalls(requests.length)}, not 2`;
       return failIf(
         !second.includes('My name is Ada.') || !second.includes('Nice to meet you, Ada.'),
         `the second request sent only ${second}: the model cannot know the name`,
@@ -221,7 +221,7 @@ export const STORIES: Story[] = [
       if (notErrors.length > 0) return `the results of ${notErrors.join(', ')} are not marked is_error: true`;
       return failIf(
         requests.length !== 2 || halts[0]?.kind !== 'accepted',
-        `after the errors: ${calls(requests.length)}, halted ${haltText(halts[0])}; the model should have been asked again`,
+        `after the errors: ${modelCalls(requests.length)}, halted ${haltText(halts[0])}; the model should have been asked again`,
       );
     },
   },
@@ -236,7 +236,7 @@ export const STORIES: Story[] = [
     check: async ({ messages, requests, halts }) => {
       const halt = halts[0];
       if (halt?.kind !== 'budget' || halt.budget !== 'turns')
-        return `halted ${haltText(halt)} after ${calls(requests.length)}, not with kind budget (turns)`;
+        return `halted ${haltText(halt)} after ${modelCalls(requests.length)}, not with kind budget (turns)`;
       if (requests.length !== halt.limit)
         return `the limit was ${halt.limit}, but the model was called ${requests.length} times`;
       return failIf(
@@ -293,13 +293,13 @@ export const STORIES: Story[] = [
       const halt = halts[0];
       const fixed = (await readFile(path.join(root, 'add.js'), 'utf8')).includes('a + b');
       if (halt?.kind === 'accepted' && !fixed)
-        return `claimed done while the test fails: no gate (accepted after ${calls(requests.length)}, add(2, 3) still -1)`;
-      if (halt?.kind !== 'accepted') return `halted ${haltText(halt)} after ${calls(requests.length)}`;
+        return `claimed done while the test fails: no gate (accepted after ${modelCalls(requests.length)}, add(2, 3) still -1)`;
+      if (halt?.kind !== 'accepted') return `halted ${haltText(halt)} after ${modelCalls(requests.length)}`;
       if (halt.verifiedBy !== SEED_STORY_VERIFY)
         return `accepted with verifiedBy ${JSON.stringify(halt.verifiedBy)}: it should name the command that passed`;
       return failIf(
         requests.length !== 8,
-        `accepted after ${calls(requests.length)}; the script's fix passes the test at call 8`,
+        `accepted after ${modelCalls(requests.length)}; the script's fix passes the test at call 8`,
       );
     },
   },
