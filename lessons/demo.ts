@@ -94,7 +94,7 @@ function record(steps: StoryStep[], event: AgentEvent): void {
       return;
     case 'halt':
       if (current && event.halt.kind === 'accepted')
-        current.outcome += `${current.outcome ? ' → ' : ''}ACCEPTED${event.halt.verifiedBy === null ? ', unchecked' : ''}`;
+        current.outcome += `${current.outcome ? ' → ' : ''}ACCEPTED${event.halt.verifiedBy ? '' : ', unchecked'}`;
       return;
     default:
       return;

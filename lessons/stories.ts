@@ -221,7 +221,8 @@ export const STORIES: Story[] = [
       if (notErrors.length > 0) return `the results of ${notErrors.join(', ')} are not marked is_error: true`;
       return failIf(
         requests.length !== 2 || halts[0]?.kind !== 'accepted',
-        `after the errors: ${modelCalls(requests.length)}, halted ${haltText(halts[0])}; the model should have been asked again`,
+        `after the errors: ${modelCalls(requests.length)}, halted ${haltText(halts[0])}; ` +
+          'the model should have been asked again',
       );
     },
   },
@@ -293,7 +294,10 @@ export const STORIES: Story[] = [
       const halt = halts[0];
       const fixed = (await readFile(path.join(root, 'add.js'), 'utf8')).includes('a + b');
       if (halt?.kind === 'accepted' && !fixed)
-        return `claimed done while the test fails: no gate (accepted after ${modelCalls(requests.length)}, add(2, 3) still -1)`;
+        return (
+          'claimed done while the test fails: no gate ' +
+          `(accepted after ${modelCalls(requests.length)}, add(2, 3) still -1)`
+        );
       if (halt?.kind !== 'accepted') return `halted ${haltText(halt)} after ${modelCalls(requests.length)}`;
       if (halt.verifiedBy !== SEED_STORY_VERIFY)
         return `accepted with verifiedBy ${JSON.stringify(halt.verifiedBy)}: it should name the command that passed`;
@@ -394,7 +398,8 @@ export const STORIES: Story[] = [
       const made = toolCalls(messages).length;
       return failIf(
         halts[0]?.kind !== 'accepted' || compactions < 1 || largest > 20_000 || made < 45,
-        `halted ${haltText(halts[0])}, ${compactions} compactions, largest request ~${largest} tokens, ${made} calls kept`,
+        `halted ${haltText(halts[0])}, ${compactions} compactions, ` +
+          `largest request ~${largest} tokens, ${made} calls kept`,
       );
     },
   },

@@ -34,7 +34,7 @@ async function lesson(args: string[], timeoutMs?: number): Promise<{ code: numbe
 const ANSI = /\x1b\[/;
 const STACK_TRACE = /^\s+at .*:\d+:\d+\)?$/m;
 
-test('npm run lesson -- p2 plays the stories through agent.ts, naming every part of the loop, and ends with PASS', async () => {
+test('npm run lesson -- p2 traces every part of the loop through agent.ts, and ends with PASS', async () => {
   const { code, output } = await lesson(['p2']);
   assert.equal(code, 0, output.slice(-2000));
   assert.doesNotMatch(output, /verdict: FAIL/);
@@ -61,7 +61,7 @@ test('an unknown lesson or a stray argument is a usage error, not a crash', asyn
 });
 
 describe('--check FILE: what a learner sees (the acceptance of our own harnesses is test/acceptance.test.ts)', () => {
-  test('a P1 harness checked for P2 fails the gate story, saying that there is no gate, without a stack trace', async () => {
+  test('a P1 harness checked for P2 fails the gate story: no gate, and no stack trace', async () => {
     const { code, output } = await lesson(['p2', '--check', 'lessons/p1.ts']);
     assert.equal(code, 1);
     assert.match(
@@ -112,7 +112,7 @@ describe('--check FILE: what a learner sees (the acceptance of our own harnesses
 });
 
 describe('the offline demo (npm start)', () => {
-  test('piped, it fits 100 columns without colour, and plays its own pristine project: it passes even in a copy of the repository whose lessons/example/add.js was fixed', async (t) => {
+  test('piped, it fits 100 columns in plain text, and passes even where lessons/example/add.js is fixed', async (t) => {
     const repo = path.join(import.meta.dirname, '..');
     const copy = await tempProject(t, { 'lessons/example/add.js': 'export const add = (a, b) => a + b;\n' });
     for (const file of [
@@ -182,7 +182,7 @@ function slowOnce(said: string): () => ScriptedReply {
   return () => ({ ...say(said), delayMs: asked++ === 0 ? 60_000 : 0 });
 }
 
-describe('the slow story: scripted replies that take their time, so Ctrl-C and steering can be practised offline (P3)', () => {
+describe('scripted replies that take their time: Ctrl-C and steering, practised offline (P3)', () => {
   test('a scripted delay waits before the reply arrives', async () => {
     const model = new ScriptedModel([{ ...say('thought about it'), delayMs: 30 }]);
     const started = performance.now();
@@ -191,7 +191,7 @@ describe('the slow story: scripted replies that take their time, so Ctrl-C and s
     assert.deepEqual(reply.content, [{ type: 'text', text: 'thought about it', citations: null }]);
   });
 
-  test('an abort ends a scripted delay at once, rejecting like a real aborted call, and the reply waits for the next request', async () => {
+  test('an abort ends a scripted delay at once, like a real call; the next request gets the reply', async () => {
     const model = new ScriptedModel([slowOnce('the answer')]);
     const controller = new AbortController();
     const pending = model.complete(request, { signal: controller.signal, onText: noop, onNotice: noop });
