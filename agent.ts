@@ -246,6 +246,8 @@ async function answerCalls(agent: Agent, run: Run, reply: Anthropic.Message, cal
     batch = [];
   };
   for (const [index, call] of calls.entries()) {
+    // A call that may change something is decided after the reads before it ran, so its checks see what they did.
+    if (!agent.config.tools.find((tool) => tool.name === call.name)?.readOnly) await flush();
     agent.config.onEvent({ type: 'call', call });
     const notRun = notRunReason(agent, run, reply);
     const decided = notRun ? { content: notRun, isError: true } : await decide(agent, run, call);
@@ -255,7 +257,6 @@ async function answerCalls(agent: Agent, run: Run, reply: Anthropic.Message, cal
       batch.push({ planned: decided, index });
       if (batch.length === MAX_PARALLEL_READS) await flush();
     } else {
-      await flush();
       results[index] = answer(agent, call, await runUnlessStopped(agent, run, reply, decided));
     }
   }

@@ -312,6 +312,25 @@ describe('parallel read-only calls', () => {
     ]);
   });
 
+  test('a read and an edit of the same file in one reply: the edit is decided after the read ran, so it is not refused as unread', async (t) => {
+    const root = await tempProject(t, { 'a.txt': 'one\n' });
+    const asked: string[] = [];
+    const { agent } = await scriptedAgent(
+      root,
+      [
+        reply(
+          toolUse('read_file', { path: 'a.txt' }),
+          toolUse('edit_file', { path: 'a.txt', old_str: 'one', new_str: 'two' }),
+        ),
+        say('done'),
+      ],
+      { approve: async ({ preview }) => (asked.push(preview), { approved: true }) },
+    );
+    await runTask(agent, 'read a.txt, then change one to two');
+    assert.equal(readFileSync(path.join(root, 'a.txt'), 'utf8'), 'two\n', JSON.stringify(agent.messages[2]));
+    assert.equal(asked.length, 1, 'the person was shown the edit once, with its diff');
+  });
+
   test('a call that changes something never overlaps a read: the reads before it end first, the reads after it start later', async (t) => {
     const root = await tempProject(t);
     const log: string[] = [];
