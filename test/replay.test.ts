@@ -29,6 +29,21 @@ async function project(t: TestContext): Promise<string> {
   return root;
 }
 
+/** The options a session file's header records, as the CLI would for these choices. */
+function recordedOptions(chosen: Partial<RecordedOptions>): RecordedOptions {
+  const tools = TOOLS.map((tool) => tool.name);
+  const defaults = { verify: undefined, verifyTimeoutMs: 30_000, protect: [], budgets: { maxTurns: 25 } };
+  return {
+    ...defaults,
+    approval: 'yes',
+    tools,
+    contextWindow: undefined,
+    contextFiles: false,
+    taskModel: undefined,
+    ...chosen,
+  };
+}
+
 const replay = (file: string, root: string, ...args: string[]) => runCli(['--replay', file, '--root', root, ...args]);
 
 describe('recorded sessions replay as regression tests', async () => {
@@ -107,17 +122,7 @@ describe('what the person did is played back at the same point', () => {
   async function recordPersonSession(t: TestContext): Promise<{ file: string; halts: string[] }> {
     const root = await project(t);
     const file = path.join(root, '.agent', 'person.jsonl');
-    const options: RecordedOptions = {
-      verify: 'node test.js',
-      verifyTimeoutMs: 30_000,
-      protect: [],
-      budgets: { maxTurns: 25 },
-      approval: 'ask',
-      tools: TOOLS.map((tool) => tool.name),
-      contextWindow: undefined,
-      contextFiles: false,
-      taskModel: undefined,
-    };
+    const options = recordedOptions({ verify: 'node test.js', approval: 'ask' });
     const startedAt = new Date().toISOString();
     const header = { type: 'session' as const, version: SESSION_VERSION, model: 'scripted', root, startedAt, options };
     const record = sessionRecorder(file, header, []);
@@ -178,17 +183,7 @@ describe('what the person did is played back at the same point', () => {
 test("a sub-agent's replies are replayed from its own linked file, matched to the child by its prompt", async (t) => {
   const root = await project(t);
   const file = path.join(root, '.agent', 'parent.jsonl');
-  const options: RecordedOptions = {
-    verify: undefined,
-    verifyTimeoutMs: 30_000,
-    protect: [],
-    budgets: { maxTurns: 25 },
-    approval: 'yes',
-    tools: TOOLS.map((tool) => tool.name),
-    contextWindow: undefined,
-    contextFiles: false,
-    taskModel: undefined,
-  };
+  const options = recordedOptions({ approval: 'yes' });
   const header = {
     type: 'session' as const,
     version: SESSION_VERSION,
