@@ -673,17 +673,20 @@ describe('the sub-agent (task tool)', () => {
     assert.equal(counted.agent.usage.input, 10 + 10 + 400 + 400);
     assert.equal(counted.agent.usage.output, 5 + 5 + 100 + 100);
 
-    // The parent's own turn costs 15 tokens; the child's 1,000 take it past 500.
+    // The parent's own turn costs 15 tokens; the child's first 500 take it past 500, so its second call never starts.
+    const childModel = new ScriptedModel(childScript());
     const budgeted = await scriptedAgent(root, parentScript(), {
-      taskModel: new ScriptedModel(childScript()),
+      taskModel: childModel,
       budgets: { maxTurns: 25, maxTokens: 500 },
     });
     assert.deepEqual(await runTask(budgeted.agent, 'What is the answer?'), {
       kind: 'budget',
       budget: 'tokens',
       limit: 500,
+      spent: { tokens: 515, costUsd: null },
     });
     assert.equal(budgeted.model.requests.length, 1);
+    assert.equal(childModel.requests.length, 1);
   });
 
   test("the child's events reach the parent as subagent events, and the session file links a child file holding the child's transcript", async (t) => {
@@ -810,7 +813,8 @@ describe('usage', () => {
       { ...say('never'), usage: USAGE },
     ];
     const { agent, model } = await scriptedAgent(root, script, { budgets: { maxTurns: 25, maxTokens: 1000 } });
-    assert.deepEqual(await runTask(agent, 'list'), { kind: 'budget', budget: 'tokens', limit: 1000 });
+    const spent = { tokens: 1115, costUsd: null };
+    assert.deepEqual(await runTask(agent, 'list'), { kind: 'budget', budget: 'tokens', limit: 1000, spent });
     assert.equal(model.requests.length, 1);
   });
 });

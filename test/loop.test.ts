@@ -11,7 +11,7 @@ import { EXIT, exitCodeFor, type Halt, main, runCommand, runTask } from '../agen
 import { EXAMPLE_PROJECT, runSeedStory } from '../lessons/demo.ts';
 import { call, reply, say, text, toolUse } from '../scripted-model.ts';
 import { defineTool, TOOLS } from '../tools.ts';
-import { runCli, scriptedAgent, tempProject, textOf, unmarked } from './helpers.ts';
+import { runCli, scriptedAgent, tempProject, textOf, tokensSpent, unmarked } from './helpers.ts';
 
 const lastMessage = (messages: Anthropic.MessageParam[]) => unmarked(messages).at(-1)!;
 const blocks = (message: Anthropic.MessageParam) => (typeof message.content === 'string' ? [] : message.content);
@@ -161,9 +161,14 @@ describe('guards in the loop', () => {
   test("the turn budget halts the run, after the last turn's calls are answered", async (t) => {
     const root = await tempProject(t, { 'a.txt': 'a\n' });
     const script = [call('read_file', { path: 'a.txt' }), call('list_files', {}), call('read_file', { path: 'a.txt' })];
-    const { agent } = await scriptedAgent(root, script, { budgets: { maxTurns: 2 } });
+    const { agent, events } = await scriptedAgent(root, script, { budgets: { maxTurns: 2 } });
     const halt = await runTask(agent, 'loop forever');
-    assert.deepEqual(halt, { kind: 'budget', budget: 'turns', limit: 2 });
+    assert.deepEqual(halt, {
+      kind: 'budget',
+      budget: 'turns',
+      limit: 2,
+      spent: { tokens: tokensSpent(events), costUsd: null },
+    });
     const [result] = blocks(lastMessage(agent.messages));
     assert.ok(result?.type === 'tool_result' && result.tool_use_id === 'toolu_s2_0');
   });
@@ -206,7 +211,7 @@ describe('command line', () => {
     const cases: [Halt, number][] = [
       [{ kind: 'accepted', verifiedBy: 'npm test' }, 0],
       [{ kind: 'accepted', verifiedBy: null }, 0],
-      [{ kind: 'budget', budget: 'turns', limit: 3 }, 1],
+      [{ kind: 'budget', budget: 'turns', limit: 3, spent: { tokens: 0, costUsd: null } }, 1],
       [{ kind: 'error', message: 'x' }, 1],
       [{ kind: 'interrupted' }, 130],
     ];
