@@ -823,9 +823,9 @@ export async function compact(agent: Agent, signal: AbortSignal): Promise<boolea
   };
   const onNotice = (text: string) => agent.config.onEvent({ type: 'notice', text });
   const reply = await agent.config.model.complete(request, { signal, onText: () => {}, onNotice });
-  spend(agent, reply.usage); // counted even if it is of no use: the tokens were spent
   const summary = finalText([reply]);
   if (summary === '') throw new Error('the summary came back empty');
+  spend(agent, reply.usage);
   agent.compaction = { summary, keptFrom: cut };
   agent.lastRequest = null;
   const after = estimateTokens(compactedView(agent, agent.messages));
