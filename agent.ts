@@ -158,7 +158,7 @@ export async function runTask(agent: Agent, task: string, userSignal?: AbortSign
 /** Every run ends in exactly one of these, and says which. Halts are values, never exceptions. */
 export type Halt =
   | { kind: 'accepted'; verifiedBy: string | null }
-  | { kind: 'budget'; budget: BudgetName; limit: number; spent: Spent }
+  | { kind: 'budget'; budget: BudgetName; limit: number; spent?: Spent } // spent: missing only in older session files
   | { kind: 'interrupted' }
   | { kind: 'error'; message: string };
 
@@ -650,8 +650,8 @@ function stoppedHalt(agent: Agent, run: Run): Halt {
   return { kind: 'interrupted' };
 }
 
-/** Lets Ctrl-C, the time or the turns end a run, and catches what the turn's sub-agents spent: checked after
- *  every turn's calls were answered, so the transcript stays valid. */
+/** Prevents a run from going on past Ctrl-C, its time, its turns, or what its sub-agents spent: checked after every
+ *  turn's calls were answered, so the transcript stays valid. */
 function stopCheck(agent: Agent, run: Run, turn: number): Halt | null {
   const { maxTurns } = agent.config.budgets;
   if (run.signal.aborted) return stoppedHalt(agent, run);
@@ -1429,9 +1429,10 @@ export function describeHalt(h: Halt): string {
         ? 'accepted (unverified: no --verify command was given)'
         : `accepted (verified by \`${h.verifiedBy}\`)`;
     case 'budget': {
+      const reached = `${h.budget}: the limit of ${describeLimit(h.budget, h.limit)} was reached`;
+      if (h.spent === undefined) return `budget (${reached})`;
       const cost = h.spent.costUsd === null ? '' : `, $${h.spent.costUsd.toFixed(4)}`;
-      const spent = `spent ${h.spent.tokens} tokens${cost}`;
-      return `budget (${h.budget}: the limit of ${describeLimit(h.budget, h.limit)} was reached; ${spent})`;
+      return `budget (${reached}; spent ${h.spent.tokens} tokens${cost})`;
     }
     case 'interrupted':
       return 'interrupted';
@@ -1461,8 +1462,8 @@ export const OPTIONS = {
   protect: { type: 'string', arg: 'GLOB', multiple: true, help: 'files the agent may not change, e.g. "test/**"' },
   yes: { type: 'boolean', help: 'approve every change without asking' },
   'max-turns': { type: 'string', arg: 'N', help: 'model calls per task (default: 25)' },
-  'max-tokens': { type: 'string', arg: 'N', help: 'input + output tokens per task' },
-  'max-cost': { type: 'string', arg: 'USD', help: 'dollars per task (needs a model with a known price)' },
+  'max-tokens': { type: 'string', arg: 'N', help: 'input + output tokens per task, sub-agents included' },
+  'max-cost': { type: 'string', arg: 'USD', help: 'dollars per task, sub-agents included (needs a known price)' },
   timeout: { type: 'string', arg: 'S', help: 'wall-clock seconds per task' },
   model: { type: 'string', arg: 'ID', help: `model to use (default: $ANTHROPIC_MODEL or ${DEFAULT_MODEL})` },
   'task-model': { type: 'string', arg: 'ID', help: 'model for sub-agents started by the task tool (default: --model)' },

@@ -895,7 +895,10 @@ describe('budgets shared with sub-agents', () => {
     // The fourth child call started at $0.046, under the limit, and ended at $0.061; no fifth one started.
     assert.equal(childModel.requests.length, 4);
     assert.ok(halt.kind === 'budget');
-    const rounded = { ...halt, spent: { ...halt.spent, costUsd: Number(halt.spent.costUsd?.toFixed(9)) } };
+    const rounded = {
+      ...halt,
+      spent: { tokens: halt.spent?.tokens, costUsd: Number(halt.spent?.costUsd?.toFixed(9)) },
+    };
     assert.deepEqual(rounded, {
       kind: 'budget',
       budget: 'cost',

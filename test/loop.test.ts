@@ -7,7 +7,7 @@ import { cp, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { z } from 'zod';
-import { EXIT, exitCodeFor, type Halt, main, runCommand, runTask } from '../agent.ts';
+import { describeHalt, EXIT, exitCodeFor, type Halt, main, runCommand, runTask } from '../agent.ts';
 import { EXAMPLE_PROJECT, runSeedStory } from '../lessons/demo.ts';
 import { call, reply, say, text, toolUse } from '../scripted-model.ts';
 import { defineTool, TOOLS } from '../tools.ts';
@@ -211,12 +211,28 @@ describe('command line', () => {
     const cases: [Halt, number][] = [
       [{ kind: 'accepted', verifiedBy: 'npm test' }, 0],
       [{ kind: 'accepted', verifiedBy: null }, 0],
-      [{ kind: 'budget', budget: 'turns', limit: 3, spent: { tokens: 0, costUsd: null } }, 1],
+      [{ kind: 'budget', budget: 'turns', limit: 3 }, 1],
       [{ kind: 'error', message: 'x' }, 1],
       [{ kind: 'interrupted' }, 130],
     ];
     for (const [h, code] of cases) assert.equal(exitCodeFor(h), code);
     assert.equal(EXIT.usage, 2);
+  });
+
+  test('a budget halt says the limit and what was spent, and one from an older session file, without it, still reads', () => {
+    const spent = { tokens: 20_894, costUsd: 0.0627 };
+    assert.equal(
+      describeHalt({ kind: 'budget', budget: 'tokens', limit: 20_000, spent }),
+      'budget (tokens: the limit of 20000 tokens was reached; spent 20894 tokens, $0.0627)',
+    );
+    assert.equal(
+      describeHalt({ kind: 'budget', budget: 'time', limit: 60_000, spent: { tokens: 5, costUsd: null } }),
+      'budget (time: the limit of 60 s was reached; spent 5 tokens)',
+    );
+    assert.equal(
+      describeHalt({ kind: 'budget', budget: 'turns', limit: 25 }),
+      'budget (turns: the limit of 25 turns was reached)',
+    );
   });
 
   test('a bad flag is a one-line error and exit code 2, not a stack trace', async (t) => {

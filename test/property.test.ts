@@ -535,8 +535,8 @@ async function runSession(s: Session): Promise<void> {
   if (s.maxCostUsd !== undefined)
     assert.ok(spent.costUsd <= s.maxCostUsd + loops * largestCall.costUsd, `$${spent.costUsd} spent`);
   if (halt.kind === 'budget') {
-    assert.equal(halt.spent.tokens, spent.tokens, 'the halt says what was spent');
-    assert.ok(Math.abs(halt.spent.costUsd! - spent.costUsd) < 1e-12, 'the halt says what was spent, in dollars');
+    assert.equal(halt.spent?.tokens, spent.tokens, 'the halt says what was spent');
+    assert.ok(Math.abs(halt.spent!.costUsd! - spent.costUsd) < 1e-12, 'the halt says what was spent, in dollars');
   }
   // A sub-agent stopped by the run's budget: the parent halts on a budget too, right after answering its calls.
   const childStoppedBySpend = events.some(
