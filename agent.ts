@@ -85,6 +85,8 @@ export interface Agent {
   readonly afterCall: readonly AfterCallHook[];
   readonly steering: string[]; // what the user typed while the agent worked, sent with the next results
   readonly usage: UsageTotals;
+  /** The run in progress: what it and its sub-agents spent, against its limits (P3). */
+  ledger: Ledger;
   /** Hashes of the protected files when the session started: a later run cannot launder a change. */
   readonly protectedAtStart: Map<string, string>;
   // P4 — endurance: the window, what fills it, and the summary of what no longer fits.
@@ -129,9 +131,10 @@ function append(agent: Agent, message: Anthropic.MessageParam): void {
 // ---------------------------------------------------------------------------------------------------------------------
 // P1 — the loop: call the model, append its reply, answer every call, and go round until a halt.
 
-/** Runs one task to a halt: call the model, append its reply, answer its calls, until a halt. */
-export async function runTask(agent: Agent, task: string, userSignal = new AbortController().signal): Promise<Halt> {
-  const run = startRun(agent, userSignal);
+/** Runs one task to a halt: call the model, append its reply, answer its calls, until a halt.
+ *  A sub-agent's run is given its parent's ledger, so the two spend from one budget. */
+export async function runTask(agent: Agent, task: string, userSignal?: AbortSignal, ledger?: Ledger): Promise<Halt> {
+  const run = startRun(agent, userSignal, ledger);
   append(agent, userText(task));
   for (let turn = 1; ; turn++) {
     const reply = await callModel(agent, run, turn);
@@ -155,7 +158,7 @@ export async function runTask(agent: Agent, task: string, userSignal = new Abort
 /** Every run ends in exactly one of these, and says which. Halts are values, never exceptions. */
 export type Halt =
   | { kind: 'accepted'; verifiedBy: string | null }
-  | { kind: 'budget'; budget: BudgetName; limit: number }
+  | { kind: 'budget'; budget: BudgetName; limit: number; spent?: Spent } // spent: missing only in older session files
   | { kind: 'interrupted' }
   | { kind: 'error'; message: string };
 
@@ -197,13 +200,16 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
   for (let attempt = 1; ; attempt++) {
     try {
       const view = await contextView(agent, run.signal);
+      const overspent = overBudget(agent); // after any compaction, right before the call
+      if (overspent) return overspent;
       const estimatedTokens = estimateNextRequest(agent, view);
       config.onEvent({ type: 'request', turn, messages: view.length, estimatedTokens });
       const messages = markCacheBreakpoint(view);
       return await config.model.complete({ system: agent.system, tools: agent.toolDefinitions, messages }, options);
     } catch (error) {
       if (run.signal.aborted) return stoppedHalt(agent, run);
-      if (attempt === 1 && isPromptTooLong(error) && (await compact(agent, run.signal).catch(() => false))) continue;
+      const retry = attempt === 1 && isPromptTooLong(error) && !overBudget(agent); // a summary is a call too
+      if (retry && (await compact(agent, run.signal).catch(() => false))) continue;
       return { kind: 'error', message: describeModelError(error) };
     }
   }
@@ -396,6 +402,7 @@ export interface GuardOptions {
   afterCall?: readonly AfterCallHook[];
 }
 
+/** A run's limits. Tokens and dollars count every model call of the run, its sub-agents' and summaries included. */
 export interface Budgets {
   /** A turn is one model call. */
   maxTurns: number;
@@ -446,7 +453,7 @@ export type Approver = (request: { tool: string; preview: string; signal: AbortS
 
 export const approveAll: Approver = async () => ({ approved: true });
 
-type GuardState = Pick<Agent, 'beforeCall' | 'afterCall' | 'steering' | 'usage' | 'protectedAtStart'>;
+type GuardState = Pick<Agent, 'beforeCall' | 'afterCall' | 'steering' | 'usage' | 'ledger' | 'protectedAtStart'>;
 
 /** P3's part of a session: the hooks in their order, the counters the budgets read, the protected files' hashes. */
 async function guardState(settings: Settings): Promise<GuardState> {
@@ -463,7 +470,8 @@ async function guardState(settings: Settings): Promise<GuardState> {
     ],
     afterCall: [capToolOutput, ...(settings.afterCall ?? [])],
     steering: [],
-    usage: { input: 0, cacheWrite: 0, cacheRead: 0, output: 0, costUsd: priceOf(settings.model.name) ? 0 : null },
+    usage: noUsage(settings.model.name),
+    ledger: openLedger(settings),
     protectedAtStart: await hashProtected(settings.root, settings.protect),
   };
 }
@@ -623,55 +631,42 @@ function takeSteering(agent: Agent): Anthropic.TextBlockParam[] {
   return agent.steering.splice(0).map((text) => ({ type: 'text', text }));
 }
 
-/** What one run (one task) has used so far, and what stops it. */
+/** What stops one run (one task): Ctrl-C, or its time running out. Its spending is in `agent.ledger`. */
 interface Run {
   signal: AbortSignal;
   userSignal: AbortSignal;
   timeUp: AbortSignal | undefined;
-  /** The session's usage when the run started; a sub-agent's usage lands there too. */
-  usageAtStart: UsageTotals;
 }
 
-function startRun(agent: Agent, userSignal: AbortSignal): Run {
+/** A run opens a new ledger, unless it is a sub-agent's, which spends from its parent's. */
+function startRun(agent: Agent, userSignal = new AbortController().signal, ledger = openLedger(agent.config)): Run {
   const { timeoutMs } = agent.config.budgets;
   const timeUp = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs);
   const signal = timeUp ? AbortSignal.any([userSignal, timeUp]) : userSignal;
-  return { signal, userSignal, timeUp, usageAtStart: { ...agent.usage } };
+  agent.ledger = ledger;
+  return { signal, userSignal, timeUp };
 }
 
 function stoppedHalt(agent: Agent, run: Run): Halt {
-  if (run.timeUp?.aborted && !run.userSignal.aborted) {
-    return { kind: 'budget', budget: 'time', limit: agent.config.budgets.timeoutMs ?? 0 };
-  }
+  if (run.timeUp?.aborted && !run.userSignal.aborted) return budgetHalt(agent, 'time', agent.config.budgets.timeoutMs);
   return { kind: 'interrupted' };
 }
 
-/** Prevents runaway spending and lets Ctrl-C end a run: checked after every turn's calls were answered. */
+/** Prevents a run from going on past Ctrl-C, its time, its turns, or what its sub-agents spent: checked after every
+ *  turn's calls were answered, so the transcript stays valid. */
 function stopCheck(agent: Agent, run: Run, turn: number): Halt | null {
-  const { maxTurns, maxTokens, maxCostUsd } = agent.config.budgets;
-  const { usage } = agent;
+  const { maxTurns } = agent.config.budgets;
   if (run.signal.aborted) return stoppedHalt(agent, run);
-  const tokens = totalTokens(usage) - totalTokens(run.usageAtStart);
-  if (maxTokens !== undefined && tokens >= maxTokens) return { kind: 'budget', budget: 'tokens', limit: maxTokens };
-  const atStart = run.usageAtStart.costUsd;
-  const cost = usage.costUsd === null || atStart === null ? null : usage.costUsd - atStart;
-  if (maxCostUsd !== undefined && cost !== null && cost >= maxCostUsd) {
-    return { kind: 'budget', budget: 'cost', limit: maxCostUsd };
-  }
-  if (turn >= maxTurns) return { kind: 'budget', budget: 'turns', limit: maxTurns };
-  return null;
+  return overBudget(agent) ?? (turn >= maxTurns ? budgetHalt(agent, 'turns', maxTurns) : null);
 }
 
-/** Adds a reply's usage to the session's totals (budgets read them) and reports it. */
-function countUsage(agent: Agent, reply: Anthropic.Message, turn: number): void {
-  const { usage, content } = reply;
-  addUsage(agent.usage, agent.config.model.name, usage);
-  const cached = (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
-  const tokens = usage.input_tokens + cached + usage.output_tokens;
-  agent.lastRequest = { tokens, messages: agent.messages.length, keptFrom: agent.compaction?.keptFrom ?? 0 };
-  const calls = content.filter((block) => block.type === 'tool_use').length;
-  const totals = { ...agent.usage };
-  agent.config.onEvent({ type: 'reply', turn, stopReason: reply.stop_reason, calls, content, usage, totals });
+/** Prevents runaway spending, by one loop or by sub-agents running side by side: checked before every model
+ *  call (a summary's too), so a run overshoots by at most the one call each of its loops has under way. */
+function overBudget(agent: Agent): Halt | null {
+  const { maxTokens, maxCostUsd, spent } = agent.ledger;
+  if (maxTokens !== undefined && totalTokens(spent) >= maxTokens) return budgetHalt(agent, 'tokens', maxTokens);
+  const costUsd = spent.costUsd ?? 0; // an unknown price cannot be budgeted: --max-cost refuses it
+  return maxCostUsd !== undefined && costUsd >= maxCostUsd ? budgetHalt(agent, 'cost', maxCostUsd) : null;
 }
 
 /** What changed between two fingerprints: `changedFiles({a: 1, b: 2}, {a: 1, b: 3, c: 4})` is
@@ -775,7 +770,8 @@ function estimateNextRequest(agent: Agent, view: Anthropic.MessageParam[]): numb
  *  of the window, the older part is summarised once, and only the summary plus the recent part is sent. */
 export const compaction: ContextHook = async (messages, agent, signal) => {
   const threshold = (agent.config.compactAt ?? 0.75) * agent.contextWindow;
-  if (estimateNextRequest(agent, compactedView(agent, messages)) > threshold) await compact(agent, signal);
+  const tooBig = estimateNextRequest(agent, compactedView(agent, messages)) > threshold;
+  if (tooBig && !overBudget(agent)) await compact(agent, signal); // spent: the loop halts before its call anyway
   return compactedView(agent, messages);
 };
 
@@ -831,7 +827,7 @@ export async function compact(agent: Agent, signal: AbortSignal): Promise<boolea
   const reply = await agent.config.model.complete(request, { signal, onText: () => {}, onNotice });
   const summary = finalText([reply]);
   if (summary === '') throw new Error('the summary came back empty');
-  addUsage(agent.usage, agent.config.model.name, reply.usage);
+  spend(agent, reply.usage);
   agent.compaction = { summary, keptFrom: cut };
   agent.lastRequest = null;
   const after = estimateTokens(compactedView(agent, agent.messages));
@@ -855,8 +851,8 @@ function systemPrompt(settings: Settings, files: ContextFile[]): string {
 export const TASK_MAX_TURNS = 30;
 
 /** Lets a search that reads forty files cost the parent one tool result. The child gets every read-only tool
- *  but `task` (a forker's read-only tool included); its usage counts toward the parent's budgets, and its events
- *  (and so its session file) stay visible. */
+ *  but `task` (a forker's read-only tool included). It spends from the parent's ledger, so it stops when the parent's
+ *  tokens or dollars run out, and its events (and so its session file) stay visible. */
 function taskTool(parent: Agent): Tool {
   return defineTool({
     name: 'task',
@@ -887,7 +883,7 @@ function taskTool(parent: Agent): Tool {
           parent.config.onEvent({ type: 'subagent', id, description, event });
         },
       });
-      const ended = await runTask(child, prompt, ctx.signal);
+      const ended = await runTask(child, prompt, ctx.signal, parent.ledger); // within what is left of the parent's
       const report = finalText(child.messages);
       if (ended.kind === 'accepted') return report || '(the sub-agent gave no answer)';
       return `[the sub-agent stopped: ${describeHalt(ended)}]\n${report}`;
@@ -1067,10 +1063,11 @@ async function hashProtected(root: string, globs: readonly string[]): Promise<Ma
   return hashes;
 }
 
-/** The text of the last assistant message: a sub-agent's report, or a summary. */
+/** The text of the last assistant message that has any: a sub-agent's report (or its last words, if it was
+ *  stopped while it was calling tools), or a summary. */
 function finalText(messages: readonly (Anthropic.MessageParam | Anthropic.Message)[]): string {
-  const last = messages.findLast((message) => message.role === 'assistant');
-  return last === undefined ? '' : textOfMessage(last).trim();
+  const said = messages.filter((message) => message.role === 'assistant').map((message) => textOfMessage(message));
+  return said.findLast((text) => text.trim() !== '')?.trim() ?? '';
 }
 
 /** The text blocks of a message, joined; a message may hold a plain string instead. */
@@ -1159,6 +1156,55 @@ export interface UsageTotals {
 }
 
 const totalTokens = (u: UsageTotals) => u.input + u.cacheWrite + u.cacheRead + u.output;
+
+/** What a run spent, its sub-agents included, when it halted: dollars are null when a price is unknown. */
+export type Spent = { tokens: number; costUsd: number | null };
+
+/** A run's spending against its token and dollar limits, shared by every loop in the run (the parent's and its
+ *  sub-agents'): each adds its usage as it comes in, and checks what is left before each model call. */
+export interface Ledger {
+  readonly maxTokens: number | undefined;
+  readonly maxCostUsd: number | undefined;
+  readonly spent: UsageTotals;
+}
+
+/** Nothing used yet: the cost starts at zero only if the model has a price. */
+const noUsage = (model: string): UsageTotals => ({
+  input: 0,
+  cacheWrite: 0,
+  cacheRead: 0,
+  output: 0,
+  costUsd: priceOf(model) ? 0 : null,
+});
+
+/** A new run's ledger: nothing spent yet, against the budgets' token and dollar limits. */
+function openLedger({ budgets, model }: Settings): Ledger {
+  return { maxTokens: budgets.maxTokens, maxCostUsd: budgets.maxCostUsd, spent: noUsage(model.name) };
+}
+
+/** One model call's usage goes to the session's totals and to the ledger of the run in progress. */
+function spend(agent: Agent, usage: Anthropic.Usage): void {
+  addUsage(agent.usage, agent.config.model.name, usage);
+  addUsage(agent.ledger.spent, agent.config.model.name, usage);
+}
+
+/** Adds a reply's usage to the session's totals and the run's ledger (budgets read it), and reports it. */
+function countUsage(agent: Agent, reply: Anthropic.Message, turn: number): void {
+  const { usage, content } = reply;
+  spend(agent, usage);
+  const cached = (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
+  const tokens = usage.input_tokens + cached + usage.output_tokens;
+  agent.lastRequest = { tokens, messages: agent.messages.length, keptFrom: agent.compaction?.keptFrom ?? 0 };
+  const calls = content.filter((block) => block.type === 'tool_use').length;
+  const totals = { ...agent.usage };
+  agent.config.onEvent({ type: 'reply', turn, stopReason: reply.stop_reason, calls, content, usage, totals });
+}
+
+/** A budget halt says which limit ran out and what the run, sub-agents included, had spent by then. */
+function budgetHalt(agent: Agent, budget: BudgetName, limit = 0): Halt {
+  const spent = { tokens: totalTokens(agent.ledger.spent), costUsd: agent.ledger.spent.costUsd };
+  return { kind: 'budget', budget, limit, spent };
+}
 
 /** Adds one response's usage to the totals; unknown prices keep the cost unknown. */
 function addUsage(totals: UsageTotals, model: string, usage: Anthropic.Usage): void {
@@ -1687,14 +1733,21 @@ export function describeHalt(h: Halt): string {
       return h.verifiedBy === null
         ? 'accepted (unverified: no --verify command was given)'
         : `accepted (verified by \`${h.verifiedBy}\`)`;
-    case 'budget':
-      return `budget (${h.budget}: the limit of ${h.budget === 'time' ? `${h.limit / 1000} s` : h.limit} was reached)`;
+    case 'budget': {
+      const reached = `${h.budget}: the limit of ${describeLimit(h.budget, h.limit)} was reached`;
+      if (h.spent === undefined) return `budget (${reached})`;
+      const cost = h.spent.costUsd === null ? '' : `, $${h.spent.costUsd.toFixed(4)}`;
+      return `budget (${reached}; spent ${h.spent.tokens} tokens${cost})`;
+    }
     case 'interrupted':
       return 'interrupted';
     case 'error':
       return `error: ${h.message}`;
   }
 }
+
+const describeLimit = (budget: BudgetName, limit: number) =>
+  ({ turns: `${limit} turns`, tokens: `${limit} tokens`, cost: `$${limit}`, time: `${limit / 1000} s` })[budget];
 
 // --- The options: one table, from which both --help and the parser are built.
 
@@ -1714,8 +1767,8 @@ export const OPTIONS = {
   protect: { type: 'string', arg: 'GLOB', multiple: true, help: 'files the agent may not change, e.g. "test/**"' },
   yes: { type: 'boolean', help: 'approve every change without asking' },
   'max-turns': { type: 'string', arg: 'N', help: 'model calls per task (default: 25)' },
-  'max-tokens': { type: 'string', arg: 'N', help: 'input + output tokens per task' },
-  'max-cost': { type: 'string', arg: 'USD', help: 'dollars per task (needs a model with a known price)' },
+  'max-tokens': { type: 'string', arg: 'N', help: 'input + output tokens per task, sub-agents included' },
+  'max-cost': { type: 'string', arg: 'USD', help: 'dollars per task, sub-agents included (needs a known price)' },
   timeout: { type: 'string', arg: 'S', help: 'wall-clock seconds per task' },
   model: { type: 'string', arg: 'ID', help: `model to use (default: $ANTHROPIC_MODEL or ${DEFAULT_MODEL})` },
   'task-model': { type: 'string', arg: 'ID', help: 'model for sub-agents started by the task tool (default: --model)' },
