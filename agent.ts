@@ -27,7 +27,7 @@ import { createInterface, type Interface } from 'node:readline/promises';
 import { pathToFileURL } from 'node:url';
 import { parseArgs, styleText } from 'node:util';
 import { z } from 'zod';
-import { loadScript, ScriptedModel } from './scripted-model.ts';
+import { loadScript, say, type ScriptedBlock, ScriptedModel, type ScriptedReply } from './scripted-model.ts';
 import { capOutput, defineTool, exists, safe_path, ToolError, TOOLS, walk } from './tools.ts';
 import type { Tool, ToolContext } from './tools.ts';
 
@@ -70,8 +70,8 @@ export interface AgentConfig extends Partial<GateOptions>, Partial<GuardOptions>
 /** The configuration as the loop reads it: the root resolved through symlinks, every default filled in. */
 export type Settings = AgentConfig & GateOptions & GuardOptions & { onEvent: (event: AgentEvent) => void };
 
-/** What the loop reports; each lesson adds its own kinds of event. */
-export type AgentEvent = LoopEvent | GateEvent | GuardEvent | EnduranceEvent;
+/** What the loop reports; each lesson adds its own kinds of event (and Part II the person's own actions). */
+export type AgentEvent = LoopEvent | GateEvent | GuardEvent | EnduranceEvent | ProgramEvent;
 
 /** A session: the configuration, the transcript, and what the guards remember between calls. */
 export interface Agent {
@@ -86,6 +86,8 @@ export interface Agent {
   readonly afterCall: readonly AfterCallHook[];
   readonly steering: string[]; // what the user typed while the agent worked, sent with the next results
   readonly usage: UsageTotals;
+  /** The run in progress: what it and its sub-agents spent, against its limits (P3). */
+  ledger: Ledger;
   /** Hashes of the protected files when the session started: a later run cannot launder a change. */
   readonly protectedAtStart: Map<string, string>;
   // P4 — endurance: the window, what fills it, and the summary of what no longer fits.
@@ -130,9 +132,10 @@ function append(agent: Agent, message: Anthropic.MessageParam): void {
 // ---------------------------------------------------------------------------------------------------------------------
 // P1 — the loop: call the model, append its reply, answer every call, and go round until a halt.
 
-/** Runs one task to a halt: call the model, append its reply, answer its calls, until a halt. */
-export async function runTask(agent: Agent, task: string, userSignal = new AbortController().signal): Promise<Halt> {
-  const run = startRun(agent, userSignal);
+/** Runs one task to a halt: call the model, append its reply, answer its calls, until a halt.
+ *  A sub-agent's run is given its parent's ledger, so the two spend from one budget. */
+export async function runTask(agent: Agent, task: string, userSignal?: AbortSignal, ledger?: Ledger): Promise<Halt> {
+  const run = startRun(agent, userSignal, ledger);
   append(agent, userText(task));
   for (let turn = 1; ; turn++) {
     const reply = await callModel(agent, run, turn);
@@ -156,7 +159,7 @@ export async function runTask(agent: Agent, task: string, userSignal = new Abort
 /** Every run ends in exactly one of these, and says which. Halts are values, never exceptions. */
 export type Halt =
   | { kind: 'accepted'; verifiedBy: string | null }
-  | { kind: 'budget'; budget: BudgetName; limit: number }
+  | { kind: 'budget'; budget: BudgetName; limit: number; spent?: Spent } // spent: missing only in older session files
   | { kind: 'interrupted' }
   | { kind: 'error'; message: string };
 
@@ -169,6 +172,7 @@ export type LoopEvent =
       turn: number;
       stopReason: Anthropic.StopReason | null;
       calls: number;
+      content: Anthropic.ContentBlock[]; // the reply as received: what a replay answers with
       usage: Anthropic.Usage;
       totals: UsageTotals;
     }
@@ -197,13 +201,16 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
   for (let attempt = 1; ; attempt++) {
     try {
       const view = await contextView(agent, run.signal);
+      const overspent = overBudget(agent); // after any compaction, right before the call
+      if (overspent) return overspent;
       const estimatedTokens = estimateNextRequest(agent, view);
       config.onEvent({ type: 'request', turn, messages: view.length, estimatedTokens });
       const messages = markCacheBreakpoint(view);
       return await config.model.complete({ system: agent.system, tools: agent.toolDefinitions, messages }, options);
     } catch (error) {
       if (run.signal.aborted) return stoppedHalt(agent, run);
-      if (attempt === 1 && isPromptTooLong(error) && (await compact(agent, run.signal).catch(() => false))) continue;
+      const retry = attempt === 1 && isPromptTooLong(error) && !overBudget(agent); // a summary is a call too
+      if (retry && (await compact(agent, run.signal).catch(() => false))) continue;
       return { kind: 'error', message: describeModelError(error) };
     }
   }
@@ -249,6 +256,8 @@ async function answerCalls(agent: Agent, run: Run, reply: Anthropic.Message, cal
     batch = [];
   };
   for (const [index, call] of calls.entries()) {
+    // A call that may change something is decided after the reads before it ran, so its checks see what they did.
+    if (!agent.config.tools.find((tool) => tool.name === call.name)?.readOnly) await flush();
     agent.config.onEvent({ type: 'call', call });
     const notRun = notRunReason(agent, run, reply);
     const decided = notRun ? { content: notRun, isError: true } : await decide(agent, run, call);
@@ -258,7 +267,6 @@ async function answerCalls(agent: Agent, run: Run, reply: Anthropic.Message, cal
       batch.push({ planned: decided, index });
       if (batch.length === MAX_PARALLEL_READS) await flush();
     } else {
-      await flush();
       results[index] = answer(agent, call, await runUnlessStopped(agent, run, reply, decided));
     }
   }
@@ -398,6 +406,7 @@ export interface GuardOptions {
   afterCall?: readonly AfterCallHook[];
 }
 
+/** A run's limits. Tokens and dollars count every model call of the run, its sub-agents' and summaries included. */
 export interface Budgets {
   /** A turn is one model call. */
   maxTurns: number;
@@ -448,7 +457,7 @@ export type Approver = (request: { tool: string; preview: string; signal: AbortS
 
 export const approveAll: Approver = async () => ({ approved: true });
 
-type GuardState = Pick<Agent, 'beforeCall' | 'afterCall' | 'steering' | 'usage' | 'protectedAtStart'>;
+type GuardState = Pick<Agent, 'beforeCall' | 'afterCall' | 'steering' | 'usage' | 'ledger' | 'protectedAtStart'>;
 
 /** P3's part of a session: the hooks in their order, the counters the budgets read, the protected files' hashes. */
 async function guardState(settings: Settings): Promise<GuardState> {
@@ -465,7 +474,8 @@ async function guardState(settings: Settings): Promise<GuardState> {
     ],
     afterCall: [capToolOutput, ...(settings.afterCall ?? [])],
     steering: [],
-    usage: { input: 0, cacheWrite: 0, cacheRead: 0, output: 0, costUsd: priceOf(settings.model.name) ? 0 : null },
+    usage: noUsage(settings.model.name),
+    ledger: openLedger(settings),
     protectedAtStart: await hashProtected(settings.root, settings.protect),
   };
 }
@@ -626,55 +636,42 @@ function takeSteering(agent: Agent): Anthropic.TextBlockParam[] {
   return agent.steering.splice(0).map((text) => ({ type: 'text', text }));
 }
 
-/** What one run (one task) has used so far, and what stops it. */
+/** What stops one run (one task): Ctrl-C, or its time running out. Its spending is in `agent.ledger`. */
 interface Run {
   signal: AbortSignal;
   userSignal: AbortSignal;
   timeUp: AbortSignal | undefined;
-  /** The session's usage when the run started; a sub-agent's usage lands there too. */
-  usageAtStart: UsageTotals;
 }
 
-function startRun(agent: Agent, userSignal: AbortSignal): Run {
+/** A run opens a new ledger, unless it is a sub-agent's, which spends from its parent's. */
+function startRun(agent: Agent, userSignal = new AbortController().signal, ledger = openLedger(agent.config)): Run {
   const { timeoutMs } = agent.config.budgets;
   const timeUp = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs);
   const signal = timeUp ? AbortSignal.any([userSignal, timeUp]) : userSignal;
-  return { signal, userSignal, timeUp, usageAtStart: { ...agent.usage } };
+  agent.ledger = ledger;
+  return { signal, userSignal, timeUp };
 }
 
 function stoppedHalt(agent: Agent, run: Run): Halt {
-  if (run.timeUp?.aborted && !run.userSignal.aborted) {
-    return { kind: 'budget', budget: 'time', limit: agent.config.budgets.timeoutMs ?? 0 };
-  }
+  if (run.timeUp?.aborted && !run.userSignal.aborted) return budgetHalt(agent, 'time', agent.config.budgets.timeoutMs);
   return { kind: 'interrupted' };
 }
 
-/** Prevents runaway spending and lets Ctrl-C end a run: checked after every turn's calls were answered. */
+/** Prevents a run from going on past Ctrl-C, its time, its turns, or what its sub-agents spent: checked after every
+ *  turn's calls were answered, so the transcript stays valid. */
 function stopCheck(agent: Agent, run: Run, turn: number): Halt | null {
-  const { maxTurns, maxTokens, maxCostUsd } = agent.config.budgets;
-  const { usage } = agent;
+  const { maxTurns } = agent.config.budgets;
   if (run.signal.aborted) return stoppedHalt(agent, run);
-  const tokens = totalTokens(usage) - totalTokens(run.usageAtStart);
-  if (maxTokens !== undefined && tokens >= maxTokens) return { kind: 'budget', budget: 'tokens', limit: maxTokens };
-  const atStart = run.usageAtStart.costUsd;
-  const cost = usage.costUsd === null || atStart === null ? null : usage.costUsd - atStart;
-  if (maxCostUsd !== undefined && cost !== null && cost >= maxCostUsd) {
-    return { kind: 'budget', budget: 'cost', limit: maxCostUsd };
-  }
-  if (turn >= maxTurns) return { kind: 'budget', budget: 'turns', limit: maxTurns };
-  return null;
+  return overBudget(agent) ?? (turn >= maxTurns ? budgetHalt(agent, 'turns', maxTurns) : null);
 }
 
-/** Adds a reply's usage to the session's totals (budgets read them) and reports it. */
-function countUsage(agent: Agent, reply: Anthropic.Message, turn: number): void {
-  const { usage } = reply;
-  addUsage(agent.usage, agent.config.model.name, usage);
-  const cached = (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
-  const tokens = usage.input_tokens + cached + usage.output_tokens;
-  agent.lastRequest = { tokens, messages: agent.messages.length, keptFrom: agent.compaction?.keptFrom ?? 0 };
-  const calls = reply.content.filter((block) => block.type === 'tool_use').length;
-  const totals = { ...agent.usage };
-  agent.config.onEvent({ type: 'reply', turn, stopReason: reply.stop_reason, calls, usage, totals });
+/** Prevents runaway spending, by one loop or by sub-agents running side by side: checked before every model
+ *  call (a summary's too), so a run overshoots by at most the one call each of its loops has under way. */
+function overBudget(agent: Agent): Halt | null {
+  const { maxTokens, maxCostUsd, spent } = agent.ledger;
+  if (maxTokens !== undefined && totalTokens(spent) >= maxTokens) return budgetHalt(agent, 'tokens', maxTokens);
+  const costUsd = spent.costUsd ?? 0; // an unknown price cannot be budgeted: --max-cost refuses it
+  return maxCostUsd !== undefined && costUsd >= maxCostUsd ? budgetHalt(agent, 'cost', maxCostUsd) : null;
 }
 
 /** What changed between two fingerprints: `changedFiles({a: 1, b: 2}, {a: 1, b: 3, c: 4})` is
@@ -775,7 +772,8 @@ function estimateNextRequest(agent: Agent, view: readonly Anthropic.MessageParam
  *  of the window, the older part is summarised once, and only the summary plus the recent part is sent. */
 export const compaction: ContextHook = async (messages, agent, signal) => {
   const threshold = (agent.config.compactAt ?? 0.75) * agent.contextWindow;
-  if (estimateNextRequest(agent, compactedView(agent, messages)) > threshold) await compact(agent, signal);
+  const tooBig = estimateNextRequest(agent, compactedView(agent, messages)) > threshold;
+  if (tooBig && !overBudget(agent)) await compact(agent, signal); // spent: the loop halts before its call anyway
   return compactedView(agent, messages);
 };
 
@@ -831,7 +829,7 @@ export async function compact(agent: Agent, signal: AbortSignal): Promise<boolea
   const reply = await agent.config.model.complete(request, { signal, onText: () => {}, onNotice });
   const summary = finalText([reply]);
   if (summary === '') throw new Error('the summary came back empty');
-  addUsage(agent.usage, agent.config.model.name, reply.usage);
+  spend(agent, reply.usage);
   agent.compaction = { summary, keptFrom: cut };
   agent.lastRequest = null;
   const after = estimateTokens(compactedView(agent, agent.messages));
@@ -855,8 +853,8 @@ function systemPrompt(settings: Settings, files: ContextFile[]): string {
 export const TASK_MAX_TURNS = 30;
 
 /** Lets a search that reads forty files cost the parent one tool result. The child gets every read-only tool
- *  but `task` (a forker's read-only tool included); its usage counts toward the parent's budgets, and its events
- *  (and so its session file) stay visible. */
+ *  but `task` (a forker's read-only tool included). It spends from the parent's ledger, so it stops when the parent's
+ *  tokens or dollars run out, and its events (and so its session file) stay visible. */
 function taskTool(parent: Agent): Tool {
   return defineTool({
     name: 'task',
@@ -887,7 +885,7 @@ function taskTool(parent: Agent): Tool {
           parent.config.onEvent({ type: 'subagent', id, description, event });
         },
       });
-      const ended = await runTask(child, prompt, ctx.signal);
+      const ended = await runTask(child, prompt, ctx.signal, parent.ledger); // within what is left of the parent's
       const report = finalText(child.messages);
       if (ended.kind === 'accepted') return report || '(the sub-agent gave no answer)';
       return `[the sub-agent stopped: ${describeHalt(ended)}]\n${report}`;
@@ -1108,10 +1106,11 @@ function kindOf(stats: Stats): string {
   return stats.isCharacterDevice() || stats.isBlockDevice() ? 'device' : 'other';
 }
 
-/** The text of the last assistant message: a sub-agent's report, or a summary. */
+/** The text of the last assistant message that has any: a sub-agent's report (or its last words, if it was
+ *  stopped while it was calling tools), or a summary. */
 function finalText(messages: readonly (Anthropic.MessageParam | Anthropic.Message)[]): string {
-  const last = messages.findLast((message) => message.role === 'assistant');
-  return last === undefined ? '' : textOfMessage(last).trim();
+  const said = messages.filter((message) => message.role === 'assistant').map((message) => textOfMessage(message));
+  return said.findLast((text) => text.trim() !== '')?.trim() ?? '';
 }
 
 /** The text blocks of a message, joined; a message may hold a plain string instead. */
@@ -1297,6 +1296,55 @@ export interface UsageTotals {
 
 const totalTokens = (u: UsageTotals) => u.input + u.cacheWrite + u.cacheRead + u.output;
 
+/** What a run spent, its sub-agents included, when it halted: dollars are null when a price is unknown. */
+export type Spent = { tokens: number; costUsd: number | null };
+
+/** A run's spending against its token and dollar limits, shared by every loop in the run (the parent's and its
+ *  sub-agents'): each adds its usage as it comes in, and checks what is left before each model call. */
+export interface Ledger {
+  readonly maxTokens: number | undefined;
+  readonly maxCostUsd: number | undefined;
+  readonly spent: UsageTotals;
+}
+
+/** Nothing used yet: the cost starts at zero only if the model has a price. */
+const noUsage = (model: string): UsageTotals => ({
+  input: 0,
+  cacheWrite: 0,
+  cacheRead: 0,
+  output: 0,
+  costUsd: priceOf(model) ? 0 : null,
+});
+
+/** A new run's ledger: nothing spent yet, against the budgets' token and dollar limits. */
+function openLedger({ budgets, model }: Settings): Ledger {
+  return { maxTokens: budgets.maxTokens, maxCostUsd: budgets.maxCostUsd, spent: noUsage(model.name) };
+}
+
+/** One model call's usage goes to the session's totals and to the ledger of the run in progress. */
+function spend(agent: Agent, usage: Anthropic.Usage): void {
+  addUsage(agent.usage, agent.config.model.name, usage);
+  addUsage(agent.ledger.spent, agent.config.model.name, usage);
+}
+
+/** Adds a reply's usage to the session's totals and the run's ledger (budgets read it), and reports it. */
+function countUsage(agent: Agent, reply: Anthropic.Message, turn: number): void {
+  const { usage, content } = reply;
+  spend(agent, usage);
+  const cached = (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
+  const tokens = usage.input_tokens + cached + usage.output_tokens;
+  agent.lastRequest = { tokens, messages: agent.messages.length, keptFrom: agent.compaction?.keptFrom ?? 0 };
+  const calls = content.filter((block) => block.type === 'tool_use').length;
+  const totals = { ...agent.usage };
+  agent.config.onEvent({ type: 'reply', turn, stopReason: reply.stop_reason, calls, content, usage, totals });
+}
+
+/** A budget halt says which limit ran out and what the run, sub-agents included, had spent by then. */
+function budgetHalt(agent: Agent, budget: BudgetName, limit = 0): Halt {
+  const spent = { tokens: totalTokens(agent.ledger.spent), costUsd: agent.ledger.spent.costUsd };
+  return { kind: 'budget', budget, limit, spent };
+}
+
 /** Adds one response's usage to the totals; unknown prices keep the cost unknown. */
 function addUsage(totals: UsageTotals, model: string, usage: Anthropic.Usage): void {
   const cost = costOf(model, usage);
@@ -1393,21 +1441,78 @@ export function costOf(model: string, usage: Anthropic.Usage): number | null {
 
 // --- The session file: the transcript on disk, one JSON line per entry, only ever appended.
 
-export const SESSION_VERSION = 1;
+/** Version 2 adds what a replay needs: the options, every reply as received, and what the person did. */
+export const SESSION_VERSION = 2;
+/** Version 1 files still resume; they cannot be replayed. */
+const RESUMABLE_VERSIONS = [1, 2];
 
 export type SessionEntry =
-  | { type: 'session'; version: number; model: string; root: string; startedAt: string }
+  | SessionHeader
   | { type: 'message'; message: Anthropic.MessageParam }
   | { type: 'usage'; turn: number; usage: Anthropic.Usage }
+  | { type: 'reply'; turn: number; stopReason: StopReason; content: Anthropic.ContentBlock[]; usage: Anthropic.Usage }
   | { type: 'compaction'; summary: string; keptFrom: number; usage: Anthropic.Usage }
   | { type: 'subagent'; id: string; description: string; file: string }
-  | { type: 'halt'; halt: Halt };
+  | { type: 'halt'; halt: Halt }
+  | { type: 'task'; text: string }
+  | { type: 'approval'; tool: string; preview: string; answer: ApprovalAnswer }
+  | { type: 'steer'; text: string; afterEvents: number }
+  | { type: 'interrupt'; afterEvents: number };
+
+type StopReason = Anthropic.StopReason | null;
+
+export interface SessionHeader {
+  type: 'session';
+  version: number;
+  model: string;
+  root: string;
+  startedAt: string;
+  /** Since version 2: the window the agent worked with, from the model's metadata or --context-window. */
+  contextWindow?: number;
+  /** Since version 2: the options that change what a run does, so a replay can use them again. */
+  options?: RecordedOptions;
+}
+
+export interface RecordedOptions {
+  verify: string | undefined;
+  verifyTimeoutMs: number;
+  protect: string[];
+  budgets: Budgets;
+  /** yes: --yes; ask: a person was asked (the answers are recorded); deny: nobody could be asked. */
+  approval: 'yes' | 'ask' | 'deny';
+  tools: string[];
+  contextWindow: number | undefined;
+  contextFiles: boolean;
+  taskModel: string | undefined;
+}
+
+/** What the person did, told to the session file so a replay can do the same at the same point. */
+export type ProgramEvent =
+  | { type: 'task'; text: string }
+  | { type: 'approval'; tool: string; preview: string; answer: ApprovalAnswer }
+  | { type: 'steer'; text: string }
+  | { type: 'interrupt' };
+
+/** The events a replay sees again in the same order; a steer or an interrupt is placed after the Nth of them.
+ *  Streamed text and notices are left out: their number depends on the network, not on the harness. */
+const REPLAYED_EVENTS = new Set<AgentEvent['type']>([
+  'request',
+  'reply',
+  'message',
+  'call',
+  'running',
+  'result',
+  'decision',
+  'gate',
+  'compaction',
+  'halt',
+]);
 
 /** Writes each event worth keeping as it happens, synchronously, so a crash loses nothing appended.
  *  A sub-agent's events go to a file of their own, linked from this one. */
 export function sessionRecorder(
   file: string,
-  header: Extract<SessionEntry, { type: 'session' }> | null,
+  header: SessionHeader | null,
   secrets: string[],
 ): (event: AgentEvent) => void {
   mkdirSync(path.dirname(file), { recursive: true });
@@ -1421,9 +1526,18 @@ export function sessionRecorder(
   };
   if (header) write(header);
   const children = new Map<string, (event: AgentEvent) => void>();
+  let events = 0; // of the current task, counted as a replay counts them
   return (event) => {
+    if (REPLAYED_EVENTS.has(event.type)) events++;
+    if (event.type === 'task') events = 0;
+    if (event.type === 'task' || event.type === 'approval') write(event);
+    if (event.type === 'steer' || event.type === 'interrupt') write({ ...event, afterEvents: events });
     if (event.type === 'message') write({ type: 'message', message: event.message });
-    if (event.type === 'reply') write({ type: 'usage', turn: event.turn, usage: event.usage });
+    if (event.type === 'reply') {
+      const { turn, stopReason, content, usage } = event;
+      write({ type: 'usage', turn, usage });
+      write({ type: 'reply', turn, stopReason, content, usage });
+    }
     if (event.type === 'compaction')
       write({ type: 'compaction', summary: event.summary, keptFrom: event.keptFrom, usage: event.usage });
     if (event.type === 'halt') write({ type: 'halt', halt: event.halt });
@@ -1466,8 +1580,10 @@ export async function loadSession(file: string): Promise<LoadedSession> {
       warnings.push(`${file}:${i + 1} was cut off (the process died while writing it); the line was dropped`);
       continue;
     }
-    if (entry.type === 'session' && entry.version !== SESSION_VERSION)
-      throw new Error(`${file}: session format ${entry.version}, this harness reads ${SESSION_VERSION}`);
+    if (entry.type === 'session' && !RESUMABLE_VERSIONS.includes(entry.version))
+      throw new Error(
+        `${file}: session format ${entry.version}, this harness reads ${RESUMABLE_VERSIONS.join(' and ')}`,
+      );
     if (entry.type === 'message') messages.push(entry.message);
     if (entry.type === 'compaction') compaction = { summary: entry.summary, keptFrom: entry.keptFrom };
     if (entry.type === 'subagent') subAgents++;
@@ -1505,6 +1621,241 @@ export function resume(agent: Agent, loaded: LoadedSession): void {
   if (loaded.repair) append(agent, loaded.repair);
 }
 
+// --- Replay: a recorded session run again through this harness, offline, and compared message by message.
+
+/** Everything a replay plays back: the tasks, each model reply in call order, and what the person did. */
+interface Recording {
+  header: SessionHeader & { options: RecordedOptions };
+  tasks: { text: string; actions: RecordedAction[] }[];
+  /** The parent's model calls in order, compaction summaries included. */
+  replies: ScriptedReply[];
+  /** Each sub-agent's calls, found again by the prompt it was started with. */
+  children: { prompt: string; replies: ScriptedReply[] }[];
+  approvals: Extract<SessionEntry, { type: 'approval' }>[];
+  messages: Anthropic.MessageParam[];
+  halts: Halt[];
+}
+
+type RecordedAction = Extract<SessionEntry, { type: 'steer' | 'interrupt' }>;
+
+/** Reads a session for replay. Anything that makes it unreplayable (a torn line, version 1, a missing linked file,
+ *  a block type the scripted model cannot play) is an error that names the file and the line. */
+async function readRecording(file: string): Promise<Recording> {
+  const entries = await readEntries(file);
+  const header = entries[0];
+  if (header?.type !== 'session') throw new Error(`${file}: the first line is not a session header`);
+  if (header.version !== SESSION_VERSION || header.options === undefined) {
+    throw new Error(`${file}: session format ${header.version} records no replies; it can be resumed, not replayed`);
+  }
+  const recording: Recording = {
+    header: { ...header, options: header.options },
+    tasks: [],
+    replies: [],
+    children: [],
+    approvals: [],
+    messages: [],
+    halts: [],
+  };
+  for (const entry of entries) {
+    if (entry.type === 'message') recording.messages.push(entry.message);
+    if (entry.type === 'reply' || entry.type === 'compaction') recording.replies.push(scriptedReply(entry));
+    if (entry.type === 'task') recording.tasks.push({ text: entry.text, actions: [] });
+    if (entry.type === 'steer' || entry.type === 'interrupt') recording.tasks.at(-1)?.actions.push(entry);
+    if (entry.type === 'approval') recording.approvals.push(entry);
+    if (entry.type === 'halt') recording.halts.push(entry.halt);
+    if (entry.type === 'subagent') {
+      const child = await readEntries(path.join(path.dirname(file), entry.file));
+      const first = child.find((e) => e.type === 'message');
+      const prompt = first?.type === 'message' ? textOfMessage(first.message) : '';
+      const replies = child.flatMap((e) => (e.type === 'reply' || e.type === 'compaction' ? [scriptedReply(e)] : []));
+      recording.children.push({ prompt, replies });
+    }
+  }
+  if (recording.tasks.length === 0) throw new Error(`${file}: the session records no task`);
+  return recording;
+}
+
+/** Every line of a session file as an entry; a line that is not JSON is an error naming it. */
+async function readEntries(file: string): Promise<SessionEntry[]> {
+  const text = await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {
+    throw new Error(`${file}: cannot be read (${error.code ?? error.message})`);
+  });
+  return text.split('\n').flatMap((line, i) => {
+    if (line.trim() === '') return [];
+    try {
+      return [JSON.parse(line) as SessionEntry];
+    } catch {
+      throw new Error(`${file}:${i + 1} is not a whole JSON line (torn or corrupted)`);
+    }
+  });
+}
+
+/** A recorded reply in the scripted model's terms: the same blocks, ids, stop reason and usage. */
+function scriptedReply(entry: Extract<SessionEntry, { type: 'reply' | 'compaction' }>): ScriptedReply {
+  const { input_tokens, output_tokens, cache_creation_input_tokens, cache_read_input_tokens } = entry.usage;
+  const usage = { input_tokens, output_tokens, cache_creation_input_tokens, cache_read_input_tokens };
+  if (entry.type === 'compaction') return { content: [{ type: 'text', text: entry.summary }], usage };
+  const content = entry.content.map((block): ScriptedBlock => {
+    if (block.type === 'text') return { type: 'text', text: block.text };
+    if (block.type === 'tool_use') return { type: 'tool_use', name: block.name, input: block.input, id: block.id };
+    if (block.type === 'thinking') return { type: 'thinking', thinking: block.thinking, signature: block.signature };
+    throw new Error(`a reply holds a ${block.type} block, which a replay cannot play back`);
+  });
+  return { content, stop_reason: entry.stopReason ?? 'end_turn', usage };
+}
+
+/** The sub-agents' model: each call is answered from the recording of the child started with the same prompt. */
+function childReplayModel(children: Recording['children'], name: string): ScriptedModel {
+  const answer = (request: ModelRequest): ScriptedReply => {
+    const prompt = request.messages[0] ? textOfMessage(request.messages[0]) : '';
+    const turn = request.messages.filter((message) => message.role === 'assistant').length;
+    const child = children.find((c) => c.prompt === prompt && c.replies[turn] !== undefined);
+    return child?.replies[turn] ?? say('(the recording has no reply for this sub-agent call)');
+  };
+  return new ScriptedModel(
+    Array.from({ length: children.reduce((n, c) => n + c.replies.length + 1, 0) }, () => answer),
+    name,
+  );
+}
+
+/** Where a replayed message first differs from the recorded one, in a line; null when they are the same. */
+export function firstDifference(
+  index: number,
+  expected: Anthropic.MessageParam | undefined,
+  got: Anthropic.MessageParam,
+): string | null {
+  if (expected === undefined) return `message #${index} (${got.role}): the recording ends before it`;
+  if (expected.role !== got.role)
+    return `message #${index}: expected a ${expected.role} message, got a ${got.role} one`;
+  const blocks = (m: Anthropic.MessageParam) => (typeof m.content === 'string' ? [m.content] : m.content);
+  const [want, have] = [blocks(expected), blocks(got)];
+  for (let i = 0; i < Math.max(want.length, have.length); i++) {
+    const [a, b] = [canonical(want[i]), canonical(have[i])];
+    if (a === b) continue;
+    const kind = (block: unknown) =>
+      typeof block === 'object' && block !== null && 'type' in block ? block.type : 'text';
+    let at = 0;
+    while (a[at] === b[at]) at++;
+    const around = (text: string) => JSON.stringify(text.slice(Math.max(at - 20, 0), at + 40));
+    const where = `message #${index} (${got.role}), block ${i} (${String(kind(want[i] ?? have[i]))})`;
+    return `${where}: expected …${around(a)}…, got …${around(b)}…`;
+  }
+  return null;
+}
+
+/** JSON with every object's keys sorted: the same block, whichever order its fields arrived in. */
+function canonical(value: unknown): string {
+  if (value === undefined) return '(none)';
+  return JSON.stringify(value, (_key, v: unknown) =>
+    typeof v === 'object' && v !== null && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([x], [y]) => (x < y ? -1 : 1)))
+      : v,
+  );
+}
+
+/** --replay: runs the recorded tasks through this harness with the recorded replies and answers, and stops at the
+ *  first message that differs from the recording. Exit 0: identical; 1: it differs; 2: it cannot be replayed. */
+async function replaySession(file: string, options: CliOptions, out: Output): Promise<number> {
+  const tell = (text: string) => out.write(`replay: ${text}\n`);
+  let recording: Recording;
+  try {
+    recording = await readRecording(path.resolve(file));
+  } catch (error) {
+    tell(errorText(error));
+    return EXIT.usage;
+  }
+  const recorded = recording.header.options;
+  const overridden = REPLAY_OVERRIDES.filter((flag) => options.given.includes(flag));
+  for (const flag of overridden) tell(`--${flag} from the command line replaces the recorded value`);
+  const pick = <T>(flags: string[], mine: T, theirs: T) => (flags.some((f) => overridden.includes(f)) ? mine : theirs);
+  const answers = [...recording.approvals];
+  const root = await realpath(options.root);
+  const replayedApprover: Approver = async ({ tool, preview }) => {
+    const hash = previewHash(preview);
+    const at = answers.findIndex((a) => a.tool === tool && a.preview === hash);
+    return at < 0
+      ? { approved: false, reason: 'the recording has no answer to this question' }
+      : answers.splice(at, 1)[0]!.answer;
+  };
+  const approval = pick(['yes'], options.yes ? 'yes' : recorded.approval, recorded.approval);
+  let expected = 0;
+  let difference: string | null = null;
+  let counted = 0;
+  let run = new AbortController();
+  let pending: RecordedAction[] = [];
+  const agent: Agent = await createAgent({
+    root: options.root,
+    model: new ScriptedModel(recording.replies, recording.header.model),
+    taskModel: childReplayModel(recording.children, recorded.taskModel ?? recording.header.model),
+    tools: TOOLS,
+    verify: pick(['verify'], options.verify, recorded.verify),
+    verifyTimeoutMs: pick(['verify-timeout'], options.verifyTimeoutMs, recorded.verifyTimeoutMs),
+    protect: pick(['protect'], options.protect, recorded.protect),
+    budgets: pick(['max-turns', 'max-tokens', 'max-cost', 'timeout'], options.budgets, recorded.budgets),
+    approve: approval === 'yes' ? approveAll : approval === 'ask' ? replayedApprover : denyWithoutTerminal,
+    contextWindow: pick(['context-window'], options.contextWindow, recorded.contextWindow),
+    contextFiles: pick(['no-context-files'], options.contextFiles, recorded.contextFiles),
+    onEvent: (event) => {
+      if (event.type === 'message' && difference === null) {
+        const recorded = recording.messages[expected];
+        difference = firstDifference(
+          expected,
+          recorded && rebased(recorded, recording.header.root, root),
+          event.message,
+        );
+        expected++;
+        if (difference !== null) run.abort();
+      }
+      if (!REPLAYED_EVENTS.has(event.type)) return;
+      counted++;
+      for (const action of pending.filter((a) => a.afterEvents === counted)) {
+        if (action.type === 'steer') agent.steering.push(action.text);
+        else run.abort();
+      }
+    },
+  });
+  for (const [i, task] of recording.tasks.entries()) {
+    [run, counted, pending] = [new AbortController(), 0, task.actions];
+    const halt = await runTask(agent, task.text, run.signal);
+    if (difference === null && canonical(halt) !== canonical(recording.halts[i])) {
+      difference = `the halt of task ${i + 1}: expected ${canonical(recording.halts[i])}, got ${canonical(halt)}`;
+    }
+    if (difference !== null) break;
+  }
+  if (difference === null && expected < recording.messages.length) {
+    difference = `the replay ended after ${expected} messages; the recording has ${recording.messages.length}`;
+  }
+  if (difference !== null) {
+    tell(`differs at ${difference}`);
+    return EXIT.notAccepted;
+  }
+  tell(`identical: ${expected} messages, ${recording.tasks.length} task(s), ${recording.replies.length} model replies`);
+  return EXIT.accepted;
+}
+
+/** A recorded message as if the session had run in `to`: tools name the project root in some answers. */
+function rebased(message: Anthropic.MessageParam, from: string, to: string): Anthropic.MessageParam {
+  const json = JSON.stringify;
+  return JSON.parse(json(message).split(json(from).slice(1, -1)).join(json(to).slice(1, -1))) as Anthropic.MessageParam;
+}
+
+/** The options a replay takes from the recording unless the command line gives them. */
+const REPLAY_OVERRIDES = [
+  'verify',
+  'verify-timeout',
+  'protect',
+  'yes',
+  'max-turns',
+  'max-tokens',
+  'max-cost',
+  'timeout',
+  'context-window',
+  'no-context-files',
+];
+
+/** A short fingerprint of an approval's preview: a replay gives each recorded answer to the same question. */
+const previewHash = (preview: string) => createHash('sha256').update(preview).digest('hex').slice(0, 16);
+
 // --- The command line: exit codes, options, the REPL and the printers.
 
 export const EXIT = { accepted: 0, notAccepted: 1, usage: 2, interrupted: 130 } as const;
@@ -1521,14 +1872,21 @@ export function describeHalt(h: Halt): string {
       return h.verifiedBy === null
         ? 'accepted (unverified: no --verify command was given)'
         : `accepted (verified by \`${h.verifiedBy}\`)`;
-    case 'budget':
-      return `budget (${h.budget}: the limit of ${h.budget === 'time' ? `${h.limit / 1000} s` : h.limit} was reached)`;
+    case 'budget': {
+      const reached = `${h.budget}: the limit of ${describeLimit(h.budget, h.limit)} was reached`;
+      if (h.spent === undefined) return `budget (${reached})`;
+      const cost = h.spent.costUsd === null ? '' : `, $${h.spent.costUsd.toFixed(4)}`;
+      return `budget (${reached}; spent ${h.spent.tokens} tokens${cost})`;
+    }
     case 'interrupted':
       return 'interrupted';
     case 'error':
       return `error: ${h.message}`;
   }
 }
+
+const describeLimit = (budget: BudgetName, limit: number) =>
+  ({ turns: `${limit} turns`, tokens: `${limit} tokens`, cost: `$${limit}`, time: `${limit / 1000} s` })[budget];
 
 // --- The options: one table, from which both --help and the parser are built.
 
@@ -1548,8 +1906,8 @@ export const OPTIONS = {
   protect: { type: 'string', arg: 'GLOB', multiple: true, help: 'files the agent may not change, e.g. "test/**"' },
   yes: { type: 'boolean', help: 'approve every change without asking' },
   'max-turns': { type: 'string', arg: 'N', help: 'model calls per task (default: 25)' },
-  'max-tokens': { type: 'string', arg: 'N', help: 'input + output tokens per task' },
-  'max-cost': { type: 'string', arg: 'USD', help: 'dollars per task (needs a model with a known price)' },
+  'max-tokens': { type: 'string', arg: 'N', help: 'input + output tokens per task, sub-agents included' },
+  'max-cost': { type: 'string', arg: 'USD', help: 'dollars per task, sub-agents included (needs a known price)' },
   timeout: { type: 'string', arg: 'S', help: 'wall-clock seconds per task' },
   model: { type: 'string', arg: 'ID', help: `model to use (default: $ANTHROPIC_MODEL or ${DEFAULT_MODEL})` },
   'task-model': { type: 'string', arg: 'ID', help: 'model for sub-agents started by the task tool (default: --model)' },
@@ -1558,6 +1916,9 @@ export const OPTIONS = {
   script: { type: 'string', arg: 'FILE', help: 'replay canned replies from a JSON file instead of calling an API' },
   session: { type: 'string', arg: 'FILE', help: 'where to append the session (default: .agent/sessions/<time>.jsonl)' },
   resume: { type: 'string', arg: 'FILE', help: 'continue a saved session (and keep appending to it)' },
+  export: { type: 'string', arg: 'FILE', help: 'write a session file as one self-contained web page, then exit' },
+  out: { type: 'string', arg: 'FILE', help: 'where --export writes the page (default: beside the session, .html)' },
+  replay: { type: 'string', arg: 'FILE', help: 're-run a recorded session offline in --root and compare each message' },
   json: { type: 'boolean', help: 'print events as JSON lines instead of text' },
   trace: { type: 'boolean', help: 'print each step tagged with the part of the loop doing it' },
   help: { type: 'boolean', short: 'h', help: 'show this help' },
@@ -1605,6 +1966,11 @@ export interface CliOptions {
   script: string | undefined;
   session: string | undefined;
   resume: string | undefined;
+  replay: string | undefined;
+  export: string | undefined;
+  out: string | undefined;
+  /** The options given on the command line, by name: a replay lets them replace the recorded ones. */
+  given: string[];
   json: boolean;
   trace: boolean;
   task: string | undefined;
@@ -1649,6 +2015,10 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
     script: values.script,
     session: values.session,
     resume: values.resume,
+    replay: values.replay,
+    export: values.export,
+    out: values.out,
+    given: Object.keys(values),
     json: values.json ?? false,
     trace: values.trace ?? false,
     task: positionals.length > 0 ? positionals.join(' ') : undefined,
@@ -1680,7 +2050,11 @@ async function chooseModel(options: CliOptions, env: NodeJS.ProcessEnv, name: st
   }
   // A local Anthropic-compatible server may need no key; the SDK still wants one to send.
   const { default: Anthropic } = await import('@anthropic-ai/sdk');
-  return new AnthropicModel(name ?? DEFAULT_MODEL, new Anthropic({ apiKey: env.ANTHROPIC_API_KEY || 'no-key' }));
+  const client = new Anthropic({
+    apiKey: env.ANTHROPIC_API_KEY || 'no-key',
+    baseURL: env.ANTHROPIC_BASE_URL || undefined,
+  });
+  return new AnthropicModel(name ?? DEFAULT_MODEL, client);
 }
 
 /** Where the printers write: stdout, or any stream (a test's). Colour only on a terminal. */
@@ -1976,7 +2350,7 @@ export function repl(
           await command(input);
         } else {
           running = new AbortController();
-          last = await runTask(agent, input, running.signal);
+          last = await runGivenTask(agent, input, running.signal);
           running = null;
         }
       }
@@ -1988,6 +2362,7 @@ export function repl(
       const text = line.trim();
       if (running && interactive && text !== '' && !text.startsWith('/')) {
         agent.steering.push(text);
+        agent.config.onEvent({ type: 'steer', text });
         return notice('queued: the agent reads this before its next tool call');
       }
       if (text !== '') pending.push(text);
@@ -1999,6 +2374,7 @@ export function repl(
       if (!running) return busy ? undefined : rl.close();
       if (running.signal.aborted) process.exit(EXIT.interrupted);
       running.abort();
+      agent.config.onEvent({ type: 'interrupt' });
     }
     rl.on('SIGINT', interrupt); // a terminal: readline turns Ctrl-C into this event
     if (!interactive) process.on('SIGINT', interrupt);
@@ -2015,12 +2391,16 @@ export function repl(
 /** One run, then exit. Ctrl-C stops it like in the REPL; a second one exits at once. */
 async function headless(agent: Agent, task: string, rl: Interface | undefined): Promise<number> {
   const controller = new AbortController();
-  const onSigint = () => (controller.signal.aborted ? process.exit(EXIT.interrupted) : controller.abort());
+  const onSigint = () => {
+    if (controller.signal.aborted) process.exit(EXIT.interrupted);
+    controller.abort();
+    agent.config.onEvent({ type: 'interrupt' });
+  };
   process.on('SIGINT', onSigint);
   // In a terminal the readline that asks for approvals stays open, and it receives the Ctrl-C.
   rl?.on('SIGINT', onSigint);
   try {
-    return exitCodeFor(await runTask(agent, task, controller.signal));
+    return exitCodeFor(await runGivenTask(agent, task, controller.signal));
   } finally {
     process.off('SIGINT', onSigint);
     rl?.close();
@@ -2034,9 +2414,16 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       out.write(`${helpText()}\n`);
       return EXIT.accepted;
     }
+    if (options.export !== undefined) {
+      // The page lives apart from the agent (session-page/): the command line only hands the file over.
+      const { cli } = await import('./session-page/export.ts');
+      const window = options.contextWindow === undefined ? [] : ['--context-window', String(options.contextWindow)];
+      return await cli([options.export, ...(options.out === undefined ? [] : ['--out', options.out]), ...window]);
+    }
     const root = await realpath(options.root).catch(() => {
       throw new UsageError(`--root ${options.root}: no such folder`);
     });
+    if (options.replay !== undefined) return await replaySession(options.replay, { ...options, root }, out);
     const model = await chooseModel(options, env, options.model);
     const taskModel =
       options.taskModel === undefined || options.script !== undefined
@@ -2055,10 +2442,11 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     rl?.pause();
     const printer = options.json ? jsonPrinter(out) : options.trace ? tracePrinter(out) : terminalPrinter(out);
     const secrets = [env.ANTHROPIC_API_KEY ?? ''];
-    const startSession = (file: string, fresh: boolean) => {
+    const startSession = (file: string, fresh: boolean, contextWindow: number) => {
       const startedAt = new Date().toISOString();
+      const recorded = recordedOptions(options, interactive, taskModel);
       const header = { type: 'session' as const, version: SESSION_VERSION, model: model.name, root, startedAt };
-      return sessionRecorder(file, fresh ? header : null, secrets);
+      return sessionRecorder(file, fresh ? { ...header, contextWindow, options: recorded } : null, secrets);
     };
     const newSession = path.join(root, '.agent', 'sessions', `${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`);
     let sessionFile = path.resolve(options.resume ?? options.session ?? newSession);
@@ -2068,14 +2456,17 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
         : await loadSession(sessionFile).catch((error: unknown) => {
             throw new UsageError(`--resume: ${errorText(error)}`);
           });
-    let record = startSession(sessionFile, loaded === undefined);
-    const approve = options.yes ? approveAll : interactive && rl ? terminalApprover(rl, out) : denyWithoutTerminal;
+    const asking =
+      interactive && rl ? recordAnswers(terminalApprover(rl, out), (event) => agent.config.onEvent(event)) : null;
+    const approve = options.yes ? approveAll : (asking ?? denyWithoutTerminal);
     const agent = await createAgent(
       configFromCli(options, { root, model, taskModel, approve }, (event) => {
         record(event);
         printer(event);
       }),
     );
+    // Started once the agent knows its window (from the model's metadata), which the header records.
+    let record = startSession(sessionFile, loaded === undefined, agent.contextWindow);
     if (loaded) resume(agent, loaded);
     const notice = (text: string) => agent.config.onEvent({ type: 'notice', text });
     notice(`session: ${path.relative(process.cwd(), sessionFile) || sessionFile} (continue it with --resume)`);
@@ -2089,7 +2480,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     return await repl(agent, rl!, interactive, async (file) => {
       const next = await loadSession(file);
       sessionFile = path.resolve(file);
-      record = startSession(sessionFile, false);
+      record = startSession(sessionFile, false, agent.contextWindow);
       resume(agent, next);
       notice(`resumed ${file}: ${next.messages.length} messages`);
     });
@@ -2098,6 +2489,39 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     console.error(`agent: ${error.message} (see --help)`);
     return EXIT.usage;
   }
+}
+
+/** The options a replay needs to run the session the same way, for the session file's header. */
+function recordedOptions(options: CliOptions, interactive: boolean, taskModel: Model | undefined): RecordedOptions {
+  const { verify, verifyTimeoutMs, protect, budgets, contextWindow, contextFiles } = options;
+  const approval = options.yes ? 'yes' : interactive ? 'ask' : 'deny';
+  const tools = [...TOOLS.map((tool) => tool.name), 'task'];
+  return {
+    verify,
+    verifyTimeoutMs,
+    protect,
+    budgets,
+    approval,
+    tools,
+    contextWindow,
+    contextFiles,
+    taskModel: taskModel?.name,
+  };
+}
+
+/** Tells the session file each answer the person gave, so a replay can give it again to the same question. */
+export function recordAnswers(approver: Approver, tell: (event: ProgramEvent) => void): Approver {
+  return async (request) => {
+    const answer = await approver(request);
+    tell({ type: 'approval', tool: request.tool, preview: previewHash(request.preview), answer });
+    return answer;
+  };
+}
+
+/** Runs a task typed or given on the command line, telling the session file first (a replay gives it again). */
+function runGivenTask(agent: Agent, task: string, signal: AbortSignal): Promise<Halt> {
+  agent.config.onEvent({ type: 'task', text: task });
+  return runTask(agent, task, signal);
 }
 
 /** Where the command line builds the agent's configuration: a forker adds their own hooks or tools here. */

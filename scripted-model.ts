@@ -3,6 +3,7 @@
 
 import type Anthropic from '@anthropic-ai/sdk';
 import { readFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import type { Model, ModelCallOptions, ModelRequest } from './agent.ts';
 
@@ -14,6 +15,9 @@ export interface ScriptedReply {
   usage?: Partial<
     Pick<Anthropic.Usage, 'input_tokens' | 'output_tokens' | 'cache_creation_input_tokens' | 'cache_read_input_tokens'>
   >;
+  /** How long the model "thinks" before it answers (`delay_ms` in a script file), so that Ctrl-C and
+   *  steering can be practised offline. An abort ends the wait early and rejects, like a real call. */
+  delayMs?: number;
 }
 
 export type ScriptedBlock =
@@ -35,6 +39,8 @@ export const call = (name: string, input: unknown): ScriptedReply => reply(toolU
 export class ScriptedModel implements Model {
   /** Every request received, deep-copied, so a test can check exactly what the model was sent. */
   readonly requests: ModelRequest[] = [];
+  /** Replies given so far: an aborted request gives none, and its reply answers the next request. */
+  private answered = 0;
 
   constructor(
     private readonly script: readonly ScriptEntry[],
@@ -45,11 +51,13 @@ export class ScriptedModel implements Model {
     signal.throwIfAborted();
     this.requests.push(structuredClone(request));
     const turn = this.requests.length;
-    const entry = this.script[turn - 1];
+    const entry = this.script[this.answered];
     if (entry === undefined) {
       throw new Error(`scripted model: the script has ${this.script.length} replies and request ${turn} has none`);
     }
     const scripted = typeof entry === 'function' ? entry(request) : entry;
+    if (scripted.delayMs !== undefined) await sleep(scripted.delayMs, undefined, { signal });
+    this.answered++;
     const message = toMessage(scripted, turn, request);
     for (const block of message.content) if (block.type === 'text') onText(block.text);
     return message;
@@ -115,6 +123,7 @@ const scriptFile = z.array(
         z.strictObject({ type: z.literal('thinking'), thinking: z.string(), signature: z.string() }),
       ]),
     ),
+    delay_ms: z.number().int().nonnegative().optional(),
     stop_reason: z
       .enum([
         'end_turn',
@@ -133,5 +142,7 @@ const scriptFile = z.array(
 export async function loadScript(file: string): Promise<ScriptedReply[]> {
   const parsed = scriptFile.safeParse(JSON.parse(await readFile(file, 'utf8')));
   if (!parsed.success) throw new Error(`${file} is not a script of replies: ${z.prettifyError(parsed.error)}`);
-  return parsed.data;
+  return parsed.data.map(({ delay_ms, ...scripted }) =>
+    delay_ms === undefined ? scripted : { ...scripted, delayMs: delay_ms },
+  );
 }

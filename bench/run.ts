@@ -25,6 +25,7 @@ import {
   tripRatioAt40k,
 } from './loop.ts';
 import { SESSION_FILE_BYTES, withSessionFile } from './session-file.ts';
+import { exportTime } from './session-page.ts';
 import { TEXT_FILE_LINES, withTextFile } from './text-file.ts';
 
 interface Row {
@@ -157,6 +158,13 @@ const ROWS: Row[] = [
     target: { op: '<=', limit: 2 },
     how: 'listFilesVsFind() in bench/file-tree.ts: list_files.run({}) vs find DIR -mindepth 1',
     measure: listFilesVsFind,
+  },
+  {
+    name: 'session page export, 1,000 messages, median of 5',
+    unit: 'ms',
+    target: { op: '<', limit: 1000 },
+    how: 'exportTime() in bench/session-page.ts: exportSession',
+    measure: exportTime,
   },
   {
     name: `resume a ${SESSION_FILE_BYTES / 1e9} GB session file: loadSession + resume`,

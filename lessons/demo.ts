@@ -1,18 +1,29 @@
-// The offline demo that `npm start` shows without an API key: the same eight scripted replies go
-// through a trusting harness (no --verify) and a verifying one (--verify "node test.js"), each in a
-// temporary copy of lessons/example, and the two runs are printed side by side, step by step.
+// npm start: the offline demo, no API key needed. The same eight scripted replies go through a
+// trusting harness (no --verify) and a verifying one (--verify "node test.js"), each in a fresh
+// temporary project written from the constants below, and the two runs are shown side by side.
 
-import { cp, mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { type AgentEvent, approveAll, createAgent, describeHalt, type Halt, runCommand, runTask } from '../agent.ts';
+import { pathToFileURL } from 'node:url';
+import { styleText } from 'node:util';
+import type Anthropic from '@anthropic-ai/sdk';
+import { type AgentEvent, approveAll, createAgent, type Halt, runCommand, runTask } from '../agent.ts';
 import { loadScript, ScriptedModel } from '../scripted-model.ts';
 import { TOOLS } from '../tools.ts';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-export const EXAMPLE_PROJECT = path.join(here, 'example');
-export const SEED_STORY_SCRIPT = path.join(here, 'scripts', 'seed-story.json');
+/** The example project as the demo and the lesson stories use it: written fresh for every run, so a
+ *  change to lessons/example (say, someone ran the agent on it and fixed add.js) changes nothing here. */
+export const EXAMPLE_FILES: Readonly<Record<string, string>> = {
+  'add.js': 'export function add(a, b) {\n  return a - b;\n}\n',
+  'package.json': '{ "name": "add-example", "version": "1.0.0", "type": "module", "private": true }\n',
+  'test.js':
+    "import assert from 'node:assert/strict';\nimport { add } from './add.js';\n\n" +
+    "assert.equal(add(2, 3), 5);\nconsole.log('ok: add(2, 3) === 5');\n",
+};
+/** The same project on disk, to run the agent on (a copy of it) by hand. */
+export const EXAMPLE_PROJECT = path.join(import.meta.dirname, 'example');
+export const SEED_STORY_SCRIPT = path.join(import.meta.dirname, 'scripts', 'seed-story.json');
 export const SEED_STORY_TASK = 'make add(2, 3) == 5';
 export const SEED_STORY_VERIFY = 'node test.js';
 
@@ -33,7 +44,7 @@ export interface StoryRun {
 export async function runSeedStory(verify: boolean): Promise<StoryRun> {
   const root = await mkdtemp(path.join(os.tmpdir(), 'seed-story-'));
   try {
-    await cp(EXAMPLE_PROJECT, root, { recursive: true });
+    for (const [name, text] of Object.entries(EXAMPLE_FILES)) await writeFile(path.join(root, name), text);
     const steps: StoryStep[] = [];
     let turns = 0;
     const agent = await createAgent({
@@ -73,66 +84,132 @@ function record(steps: StoryStep[], event: AgentEvent): void {
         current.outcome = 'cut off: asked to go on';
       return;
     case 'call':
-      if (current) current.reply = `${event.call.name} ${JSON.stringify(event.call.input)}`;
+      if (current) current.reply = describeCall(event.call.name, event.call.input);
       return;
     case 'result':
-      if (current) {
-        const text = typeof event.result.content === 'string' ? event.result.content : '';
-        const firstLine = (text.split('\n')[0] ?? '').replace(/\s+/g, ' ').trim();
-        current.outcome = event.result.is_error ? `refused: ${text.split(';')[0]}` : `ok: ${firstLine}`;
-      }
+      if (current) current.outcome = describeResult(event.call.name, event.result);
       return;
     case 'gate':
-      if (current)
-        current.outcome = `\`${event.command}\` exit ${event.exitCode}: ${event.passed ? 'pass' : 'fail, refused'}`;
+      if (current) current.outcome = `checked: exit ${event.exitCode}: ${event.passed ? 'pass' : 'fail, refused'}`;
       return;
     case 'halt':
-      if (current && event.halt.kind === 'accepted') current.outcome += `${current.outcome ? ' → ' : ''}ACCEPTED`;
+      if (current && event.halt.kind === 'accepted')
+        current.outcome += `${current.outcome ? ' → ' : ''}ACCEPTED${event.halt.verifiedBy ? '' : ', unchecked'}`;
       return;
     default:
       return;
   }
 }
 
-const cell = (text: string, width: number) =>
-  text.length > width ? `${text.slice(0, width - 1)}…` : text.padEnd(width);
+/** "read_file add.js" rather than the call's JSON: the tool and what it points at. */
+function describeCall(name: string, input: unknown): string {
+  const fields = typeof input === 'object' && input !== null ? Object.values(input) : [];
+  const first = fields.find((value) => typeof value === 'string');
+  return first === undefined ? name : `${name} ${first}`;
+}
 
-export async function runDemo(): Promise<number> {
-  console.log('No ANTHROPIC_API_KEY: showing the offline demo (set a key, or run with --help, for the real agent).\n');
-  console.log(`Task: "${SEED_STORY_TASK}" in a tiny project whose add(2, 3) returns -1.`);
-  console.log('The same eight scripted replies go through two harnesses; only the second checks "done".\n');
-  const [trusting, verifying] = [await runSeedStory(false), await runSeedStory(true)];
-  const widths = [3, 44, 34, 40];
-  console.log(
-    [
-      cell('#', widths[0]!),
-      cell("model's reply", widths[1]!),
-      cell('trusting harness', widths[2]!),
-      `verifying harness (${SEED_STORY_VERIFY})`,
-    ].join(' '),
-  );
-  for (let i = 0; i < verifying.steps.length; i++) {
-    const step = verifying.steps[i]!;
-    const trusted = trusting.steps[i]?.outcome ?? '(run over)';
-    console.log(
+/** "ok: 3 lines read", "refused: outside the project": what became of a call, in a few words. */
+function describeResult(tool: string, result: Anthropic.ToolResultBlockParam): string {
+  const text = typeof result.content === 'string' ? result.content : '';
+  if (result.is_error) {
+    const reason = (text.split(';')[0] ?? '').replace(/^path ".*?" is /, '').split(' (')[0];
+    return `refused: ${reason}`;
+  }
+  if (tool === 'read_file') return `ok: ${text.split('\n').length} lines read`;
+  return `ok: ${text.split(':')[0]}`;
+}
+
+/** Where the demo writes: stdout, or a test's stream. */
+export type Output = NodeJS.WritableStream & { isTTY?: boolean };
+
+/** The demo fits a 100-column terminal: # | the model's reply | trusting | verifying. */
+const COLUMNS = [2, 33, 29, 32] as const;
+
+const cell = (text: string, width: number) => {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > width ? `${flat.slice(0, width - 1)}…` : flat.padEnd(width);
+};
+
+/** Colour only on a terminal, and never with NO_COLOR: piped output stays plain text. */
+export function painter(out: { isTTY?: boolean }, env: NodeJS.ProcessEnv) {
+  const inColour = out.isTTY === true && !env.NO_COLOR;
+  return (format: 'green' | 'yellow' | 'red' | 'dim' | 'bold', text: string) =>
+    inColour ? styleText(format, text, { validateStream: false }) : text;
+}
+
+/** Green for a checked "done", yellow for an unchecked one, red for refused and failing, dim for the rest. */
+const toneOf = (outcome: string) =>
+  /unchecked/.test(outcome)
+    ? 'yellow'
+    : /ACCEPTED|: pass/.test(outcome)
+      ? 'green'
+      : /refused|fail/.test(outcome)
+        ? 'red'
+        : 'dim';
+
+export async function runDemo(out: Output = process.stdout, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const paint = painter(out, env);
+  const say = (line = '') => out.write(`${line.trimEnd()}\n`);
+  say(paint('bold', 'The verify-before-done gate, offline: no API key needed.'));
+  say(`Task: "${SEED_STORY_TASK}" in a tiny project whose add(2, 3) returns -1.`);
+  say('The same eight scripted replies go through two harnesses. The trusting one believes the');
+  say(`model's "done"; the verifying one first runs \`${SEED_STORY_VERIFY}\`, and only exit code 0 counts.`);
+  say();
+  let trusting: StoryRun;
+  let verifying: StoryRun;
+  try {
+    [trusting, verifying] = [await runSeedStory(false), await runSeedStory(true)];
+  } catch (error) {
+    say(paint('red', `The demo could not run: ${error instanceof Error ? error.message : String(error)}`));
+    return 1;
+  }
+  const headings = ['#', "the model's reply", 'trusting harness', `verifying (${SEED_STORY_VERIFY})`];
+  say(paint('bold', headings.map((heading, i) => cell(heading, COLUMNS[i]!)).join(' ')));
+  for (const [i, step] of verifying.steps.entries()) {
+    const trusted = trusting.steps[i]?.outcome ?? '(already stopped)';
+    say(
       [
-        cell(String(i + 1), widths[0]!),
-        cell(step.reply.trim(), widths[1]!),
-        cell(trusted, widths[2]!),
-        step.outcome,
+        cell(String(i + 1), COLUMNS[0]),
+        paint('dim', cell(step.reply, COLUMNS[1])),
+        paint(toneOf(trusted), cell(trusted, COLUMNS[2])),
+        paint(toneOf(step.outcome), cell(step.outcome, COLUMNS[3])),
       ].join(' '),
     );
   }
+  say();
   for (const [name, run] of [
-    ['trusting', trusting],
+    ['trusting ', trusting],
     ['verifying', verifying],
   ] as const) {
-    const verdict = run.testReallyPasses ? 'the test really passes' : 'the test still FAILS';
-    console.log(`\n${name}: ${describeHalt(run.halt)} at step ${run.turns}; ${verdict}`);
+    const ended = run.halt.kind === 'accepted' ? `said "done" at step ${run.turns}` : `halted: ${run.halt.kind}`;
+    const truth = run.testReallyPasses
+      ? paint('green', 'and the test really passes')
+      : paint('red', 'but the test still FAILS');
+    say(`${name} harness: ${ended}, ${truth}.`);
   }
-  const ok = !trusting.testReallyPasses && verifying.testReallyPasses && verifying.halt.kind === 'accepted';
-  console.log(
-    ok ? '\nSame model, same replies: only checking "done" made it true.' : '\nThe demo did not go as scripted.',
-  );
-  return ok ? 0 : 1;
+  const problems = demoProblems(trusting, verifying);
+  say();
+  if (problems.length > 0) {
+    say(paint('red', `The demo did not go as scripted: ${problems.join('; ')}.`));
+    return 1;
+  }
+  say('Same model, same replies: only checking "done" made it true.');
+  say(paint('dim', 'Next: npm run lesson -- p0 (the lessons), or npx tsx agent.ts --help (the real agent).'));
+  return 0;
+}
+
+/** What went differently from the script, in words: empty when the demo showed what it should. */
+export function demoProblems(trusting: StoryRun, verifying: StoryRun): string[] {
+  const problems: string[] = [];
+  if (trusting.halt.kind !== 'accepted') problems.push(`the trusting harness halted ${trusting.halt.kind}`);
+  if (trusting.testReallyPasses) problems.push('the test passed in the trusting run, so the project was not pristine');
+  if (verifying.halt.kind !== 'accepted') problems.push(`the verifying harness halted ${verifying.halt.kind}`);
+  if (!verifying.testReallyPasses) problems.push('the test still fails after the verifying run');
+  return problems;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  void runDemo().then((code) => {
+    process.exitCode = code;
+  });
 }

@@ -1,20 +1,54 @@
-// npm run lesson -- <p0|p1|p2|p3|p4>: replays the lesson's scripted stories in a temporary copy of
-// a small project, with --trace on, and ends with the lesson's acceptance verdict.
+// npm run lesson -- pN              plays lesson N's stories through agent.ts, each step traced (--trace)
+// npm run lesson -- pN --check FILE  plays the stories of P0 to PN against your own harness, FILE, and says
+//                                    story by story whether it passes, and if not, what happened instead
 
-import { tracePrinter } from '../agent.ts';
-import { type Lesson, playStory, STORIES } from './stories.ts';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import * as agentTs from '../agent.ts';
+import {
+  type Harness,
+  type Lesson,
+  LESSONS,
+  oneLine,
+  playStory,
+  STORIES,
+  STORY_TIMEOUT_MS,
+  storiesUpTo,
+} from './stories.ts';
 
-const LESSONS: Lesson[] = ['p0', 'p1', 'p2', 'p3', 'p4'];
+const USAGE = `usage: npm run lesson -- <${LESSONS.join('|')}> [--check FILE]`;
 
-export async function runLesson(lesson: string, out: NodeJS.WritableStream = process.stdout): Promise<number> {
-  if (!LESSONS.includes(lesson as Lesson)) {
-    out.write(`usage: npm run lesson -- <${LESSONS.join('|')}>\n`);
+export async function runLesson(
+  args: string[],
+  out: NodeJS.WritableStream = process.stdout,
+  timeoutMs = STORY_TIMEOUT_MS,
+): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args, allowPositionals: true, options: { check: { type: 'string' } } });
+  } catch (error) {
+    out.write(`${oneLine(error)}\n${USAGE}\n`);
     return 2;
   }
+  const [lesson, ...extra] = parsed.positionals;
+  if (!isLesson(lesson) || extra.length > 0) {
+    out.write(`${USAGE}\n`);
+    return 2;
+  }
+  const file = parsed.values.check;
+  return file === undefined ? await play(lesson, out) : await check(lesson, file, out, timeoutMs);
+}
+
+const isLesson = (name: string | undefined): name is Lesson => LESSONS.some((lesson) => lesson === name);
+
+/** Plays the lesson's own stories through agent.ts, with every step tagged by the part of the loop doing it. */
+async function play(lesson: Lesson, out: NodeJS.WritableStream): Promise<number> {
   let failed = 0;
   for (const story of STORIES.filter((s) => s.lesson === lesson)) {
-    out.write(`\n=== ${lesson}: ${story.name}\n\n`);
-    const problem = await playStory(story, tracePrinter(out));
+    out.write(`\n=== ${lesson}: ${story.name}: ${story.expected}\n\n`);
+    const problem = await playStory(agentTs, story, { listen: () => agentTs.tracePrinter(out) });
     out.write(
       problem === null ? `\nverdict: PASS, the acceptance of ${lesson} holds\n` : `\nverdict: FAIL, ${problem}\n`,
     );
@@ -23,8 +57,71 @@ export async function runLesson(lesson: string, out: NodeJS.WritableStream = pro
   return failed === 0 ? 0 : 1;
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  void runLesson(process.argv[2] ?? '').then((code) => {
-    process.exitCode = code;
+/** Plays every story up to `lesson` against the harness in `file`. Exit code 0: all pass; 1: some
+ *  fail; 2: the file cannot be used at all. */
+async function check(lesson: Lesson, file: string, out: NodeJS.WritableStream, timeoutMs: number): Promise<number> {
+  const harness = await loadHarness(file);
+  if (typeof harness === 'string') {
+    out.write(`${harness}\n`);
+    return 2;
+  }
+  const stories = storiesUpTo(lesson);
+  const reached = LESSONS.slice(0, LESSONS.indexOf(lesson) + 1);
+  out.write(`Checking ${file} against the stories of ${reached.join(', ')}.\n\n`);
+  const failing: Lesson[] = [];
+  for (const story of stories) {
+    const problem = await playStory(harness, story, { timeoutMs });
+    if (problem === null) {
+      out.write(`PASS  ${story.lesson}  ${story.name}\n`);
+    } else {
+      out.write(`FAIL  ${story.lesson}  ${story.name}\n`);
+      out.write(`        expected: ${story.expected}\n        happened: ${problem}\n`);
+      failing.push(story.lesson);
+    }
+  }
+  const passed = stories.length - failing.length;
+  out.write(
+    failing.length === 0
+      ? `\nAll ${stories.length} stories pass: ${file} reaches ${lesson}.\n`
+      : `\n${passed} of ${stories.length} stories pass: ${file} does not reach ${failing[0]} yet ` +
+          '(hints: lessons/build.md).\n',
+  );
+  return failing.length === 0 ? 0 : 1;
+}
+
+/** Imports a harness file; a file that cannot be used is one line saying why, never a stack trace. */
+async function loadHarness(file: string): Promise<Harness | string> {
+  const resolved = path.resolve(file);
+  if (!existsSync(resolved)) return `--check ${file}: no such file`;
+  let loaded: unknown;
+  try {
+    loaded = await import(pathToFileURL(resolved).href);
+  } catch (error) {
+    return `--check ${file}: the file does not load: ${loadError(error)}`;
+  }
+  if (!isHarness(loaded)) {
+    const missing = ENTRY_POINTS.filter((name) => !exportsFunction(loaded, name));
+    return `--check ${file}: it does not export ${missing.join(' and ')} as a function (see lessons/build.md)`;
+  }
+  return loaded;
+}
+
+const ENTRY_POINTS = ['createAgent', 'runTask'] as const;
+const exportsFunction = (module: unknown, name: string) =>
+  typeof module === 'object' && module !== null && typeof Reflect.get(module, name) === 'function';
+const isHarness = (module: unknown): module is Harness => ENTRY_POINTS.every((name) => exportsFunction(module, name));
+
+/** A compile error's message starts with "Transform failed"; the line that says what and where comes after. */
+function loadError(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.split('\n').find((line) => line.includes('ERROR:')) ?? oneLine(error);
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  // A promise the checked harness forgot to await may fail later: one line, not a crash with a stack trace.
+  process.on('unhandledRejection', (reason) => {
+    process.stdout.write(`(a promise the harness did not await was rejected: ${oneLine(reason)})\n`);
   });
+  // Exit without waiting: a checked harness whose loop never ended may still be running.
+  void runLesson(process.argv.slice(2)).then((code) => process.exit(code));
 }

@@ -6,19 +6,24 @@
 import Anthropic from '@anthropic-ai/sdk';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { PassThrough } from 'node:stream';
 import { describe, test, type TestContext } from 'node:test';
 import {
   type Agent,
   type AgentEvent,
   AnthropicModel,
+  type Budgets,
   chooseCut,
+  compaction,
   CONTEXT_FILES_MAX_BYTES,
   contextBreakdown,
   type ContextHook,
   DEFAULT_CONTEXT_WINDOW,
+  describeHalt,
   estimateTokens,
+  type Ledger,
   loadSession,
   type Model,
   type ModelRequest,
@@ -27,13 +32,23 @@ import {
   SESSION_VERSION,
   type SessionEntry,
   sessionRecorder,
+  terminalPrinter,
 } from '../agent.ts';
 import { z } from 'zod';
-import { call, reply, say, type ScriptedReply, ScriptedModel, toolUse } from '../scripted-model.ts';
+import {
+  call,
+  reply,
+  say,
+  type ScriptEntry,
+  type ScriptedReply,
+  ScriptedModel,
+  text,
+  toolUse,
+} from '../scripted-model.ts';
 import { defineTool, TOOLS } from '../tools.ts';
 import { requestViolations } from './api-rules.ts';
 import { fakeMessage, startFakeApi } from './fake-api.ts';
-import { scriptedAgent, tempProject, textOf, unmarked } from './helpers.ts';
+import { deferred, runCli, scriptedAgent, tempProject, textOf, tokensSpent, unmarked } from './helpers.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Shared scaffolding
@@ -775,17 +790,20 @@ describe('the sub-agent (task tool)', () => {
     assert.equal(counted.agent.usage.input, 10 + 10 + 400 + 400);
     assert.equal(counted.agent.usage.output, 5 + 5 + 100 + 100);
 
-    // The parent's own turn costs 15 tokens; the child's 1,000 take it past 500.
+    // The parent's own turn costs 15 tokens; the child's first 500 take it past 500, so its second call never starts.
+    const childModel = new ScriptedModel(childScript());
     const budgeted = await scriptedAgent(root, parentScript(), {
-      taskModel: new ScriptedModel(childScript()),
+      taskModel: childModel,
       budgets: { maxTurns: 25, maxTokens: 500 },
     });
     assert.deepEqual(await runTask(budgeted.agent, 'What is the answer?'), {
       kind: 'budget',
       budget: 'tokens',
       limit: 500,
+      spent: { tokens: 515, costUsd: null },
     });
     assert.equal(budgeted.model.requests.length, 1);
+    assert.equal(childModel.requests.length, 1);
   });
 
   test("the child's events reach the parent as subagent events, and the session file links a child file holding the child's transcript", async (t) => {
@@ -912,7 +930,253 @@ describe('usage', () => {
       { ...say('never'), usage: USAGE },
     ];
     const { agent, model } = await scriptedAgent(root, script, { budgets: { maxTurns: 25, maxTokens: 1000 } });
-    assert.deepEqual(await runTask(agent, 'list'), { kind: 'budget', budget: 'tokens', limit: 1000 });
+    const spent = { tokens: 1115, costUsd: null };
+    assert.deepEqual(await runTask(agent, 'list'), { kind: 'budget', budget: 'tokens', limit: 1000, spent });
     assert.equal(model.requests.length, 1);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// 9. Budgets are promises: sub-agents spend from their parent's run, and every model call is checked first
+
+describe('budgets shared with sub-agents', () => {
+  const TASKS = ['a', 'b', 'c', 'd'].map((name) => toolUse('task', { description: name, prompt: `Search ${name}.` }));
+  /** A sub-agent that never finishes: each reply says what it found so far, then lists the files again. */
+  const endlessSearch = (usage: ScriptedReply['usage']) =>
+    Array.from({ length: 200 }, (_, i) => ({ ...reply(text(`Found ${i} so far.`), toolUse('list_files', {})), usage }));
+  /** The parent's last message: the answers to its calls. */
+  const lastResults = (messages: Anthropic.MessageParam[]) => {
+    const last = messages.at(-1)!;
+    const blocks = Array.isArray(last.content) ? last.content : [];
+    return blocks.filter((block): block is Anthropic.ToolResultBlockParam => block.type === 'tool_result');
+  };
+  const STOPPED_FOR_TOKENS = /^\[the sub-agent stopped: budget \(tokens: the limit of \d+ tokens was reached; spent/;
+
+  test('four sub-agents started at once under a token budget share what is left: the run halts within one model call per running loop', async (t) => {
+    const root = await tempProject(t, { 'a.txt': 'alpha\n' });
+    const CALL = 1_000;
+    const childModel = new ScriptedModel(endlessSearch({ input_tokens: 900, output_tokens: 100 }));
+    const { agent, model, events } = await scriptedAgent(
+      root,
+      [{ ...reply(...TASKS), usage: { input_tokens: 400, output_tokens: 100 } }],
+      { taskModel: childModel, budgets: { maxTurns: 25, maxTokens: 20_000 } },
+    );
+    const halt = await runTask(agent, 'Search everything.');
+
+    const spent = tokensSpent(events);
+    assert.deepEqual(halt, {
+      kind: 'budget',
+      budget: 'tokens',
+      limit: 20_000,
+      spent: { tokens: spent, costUsd: null },
+    });
+    assert.ok(spent >= 20_000 && spent <= 20_000 + TASKS.length * CALL, `${spent} tokens spent`);
+    assert.equal(childModel.requests.length, (spent - 500) / CALL, 'every child call was counted');
+    assert.equal(model.requests.length, 1, 'the parent halted right after answering its calls');
+    const results = lastResults(agent.messages);
+    assert.equal(results.length, 4, 'every task call is answered');
+    for (const result of results) {
+      assert.match(String(result.content), STOPPED_FOR_TOKENS);
+      assert.match(String(result.content), /\nFound \d+ so far\.$/, 'with what the sub-agent found so far');
+    }
+    assert.deepEqual(violations({ messages: agent.messages }), [], 'the transcript can be resumed');
+  });
+
+  test('a sub-agent stopped by the cost budget answers its task call with what it found, and the parent halts on cost', async (t) => {
+    const root = await tempProject(t, { 'a.txt': 'alpha\n' });
+    // claude-haiku-4-5 costs $1 in and $5 out per million tokens: $0.001 for the parent's turn, $0.015 a child call.
+    const priced = (script: ScriptEntry[]) => new ScriptedModel(script, 'claude-haiku-4-5');
+    const childModel = priced(endlessSearch({ input_tokens: 10_000, output_tokens: 1_000 }));
+    const { agent } = await scriptedAgent(root, [], {
+      model: priced([{ ...reply(TASKS[0]!), usage: { input_tokens: 1_000, output_tokens: 0 } }]),
+      taskModel: childModel,
+      budgets: { maxTurns: 25, maxCostUsd: 0.05 },
+    });
+    const halt = await runTask(agent, 'Search a.');
+
+    // The fourth child call started at $0.046, under the limit, and ended at $0.061; no fifth one started.
+    assert.equal(childModel.requests.length, 4);
+    assert.ok(halt.kind === 'budget');
+    const rounded = {
+      ...halt,
+      spent: { tokens: halt.spent?.tokens, costUsd: Number(halt.spent?.costUsd?.toFixed(9)) },
+    };
+    assert.deepEqual(rounded, {
+      kind: 'budget',
+      budget: 'cost',
+      limit: 0.05,
+      spent: { tokens: 45_000, costUsd: 0.061 },
+    });
+    const [result] = lastResults(agent.messages);
+    assert.equal(
+      result?.content,
+      '[the sub-agent stopped: budget (cost: the limit of $0.05 was reached; spent 45000 tokens, $0.0610)]\n' +
+        'Found 3 so far.',
+    );
+    assert.equal(describeHalt(halt), 'budget (cost: the limit of $0.05 was reached; spent 45000 tokens, $0.0610)');
+  });
+
+  test('a sub-agent started after the budget ran out makes no model call: its task is answered at once', async (t) => {
+    const root = await tempProject(t);
+    // Sub-agent a spends the whole budget in one call; b only starts after the edit between them, when none is left.
+    const childModel = new ScriptedModel(endlessSearch({ input_tokens: 5_000, output_tokens: 0 }));
+    const edit = toolUse('edit_file', { path: 'notes.txt', old_str: '', new_str: 'notes\n' });
+    const { agent } = await scriptedAgent(root, [reply(TASKS[0]!, edit, TASKS[1]!)], {
+      taskModel: childModel,
+      budgets: { maxTurns: 25, maxTokens: 1_000 },
+    });
+    const halt = await runTask(agent, 'Search a, take notes, search b.');
+
+    assert.equal(childModel.requests.length, 1, 'only sub-agent a called the model');
+    assert.ok(halt.kind === 'budget' && halt.budget === 'tokens');
+    const [a, , b] = lastResults(agent.messages);
+    assert.match(String(a?.content), STOPPED_FOR_TOKENS);
+    assert.match(String(b?.content), STOPPED_FOR_TOKENS);
+  });
+
+  test("a budget that runs out during a sub-agent's compaction stops it before its next call, and the parent halts", async (t) => {
+    const files = generatedProject(8, 150);
+    const root = await tempProject(t, files);
+    const parentScript = [{ ...reply(TASKS[0]!), usage: { input_tokens: 10, output_tokens: 5 } }];
+    const run = async (budgets: Budgets) => {
+      const childModel = new ScriptedModel(readingScript(Object.keys(files), { usage: { output_tokens: 10 } }).script);
+      const made = await scriptedAgent(root, parentScript, { taskModel: childModel, contextWindow: 20_000, budgets });
+      return { ...made, childModel, halt: await runTask(made.agent, 'Read everything.') };
+    };
+    // Once without a token budget, to learn what had been spent when the child compacted, and what its summary cost.
+    const free = await run({ maxTurns: 25 });
+    const at = free.events.findIndex((e) => e.type === 'subagent' && e.event.type === 'compaction');
+    assert.ok(at > 0, 'the child compacted');
+    const before = tokensSpent(free.events.slice(0, at));
+    const summary = tokensSpent([free.events[at]!]);
+
+    // Then with a limit the summary crosses: it starts under the limit, and the call after it never starts.
+    const limit = before + Math.floor(summary / 2);
+    const budgeted = await run({ maxTurns: 25, maxTokens: limit });
+    const spent = { tokens: before + summary, costUsd: null };
+    assert.deepEqual(budgeted.halt, { kind: 'budget', budget: 'tokens', limit, spent });
+    assert.ok(isSummaryRequest(budgeted.childModel.requests.at(-1)!), "the child's last model call was its summary");
+    assert.equal(budgeted.model.requests.length, 1);
+    assert.match(String(lastResults(budgeted.agent.messages)[0]?.content), STOPPED_FOR_TOKENS);
+  });
+
+  test('a spent budget buys no summary: the compaction hook leaves the view as it is, for the loop to halt', async (t) => {
+    const root = await tempProject(t);
+    const make = async () => {
+      const made = await scriptedAgent(root, [say('SUMMARY: nothing.')], { contextWindow: 2_000 });
+      const older = Array.from({ length: 6 }, (_, i): Anthropic.MessageParam => ({
+        role: i % 2 ? 'assistant' : 'user',
+        content: `${'filler '.repeat(200)}${i}`,
+      }));
+      made.agent.messages.push(...older);
+      return made;
+    };
+    const spentOut = (limit: number): Ledger => ({
+      maxTokens: limit,
+      maxCostUsd: undefined,
+      spent: { input: limit, cacheWrite: 0, cacheRead: 0, output: 0, costUsd: null },
+    });
+    const signal = new AbortController().signal;
+
+    const control = await make();
+    await compaction(control.agent.messages, control.agent, signal);
+    assert.equal(control.model.requests.length, 1, 'with budget left, this transcript is summarised');
+
+    const spent = await make();
+    spent.agent.ledger = spentOut(1_000);
+    const view = await compaction(spent.agent.messages, spent.agent, signal);
+    assert.equal(spent.model.requests.length, 0, 'no summary was bought');
+    assert.deepEqual(view, spent.agent.messages);
+  });
+
+  test('a "prompt is too long" answer that comes after the budget ran out buys no summary', async (t) => {
+    const root = await tempProject(t, { 'a.txt': 'alpha\n' });
+    // Sub-agent a reads once; its second call waits until sub-agent b has spent the budget, then is refused as too
+    // long. A summary now would be a model call made with the budget spent.
+    const aModel = new ScriptedModel([{ ...call('list_files', {}), usage: { input_tokens: 100, output_tokens: 10 } }]);
+    const bModel = new ScriptedModel([{ ...say('Found it.'), usage: { input_tokens: 50_000, output_tokens: 10 } }]);
+    const aCalled = deferred();
+    const tooLong = Object.assign(new Error('400 prompt is too long: 250000 tokens > 200000 maximum'), {
+      status: 400,
+      apiMessage: 'prompt is too long: 250000 tokens > 200000 maximum',
+    });
+    const childModel: Model = {
+      name: 'scripted',
+      async complete(request, options) {
+        if (textOf(request.messages[0]) === 'Search b.') {
+          await aCalled.promise;
+          return await bModel.complete(request, options);
+        }
+        if (aModel.requests.length === 0) return await aModel.complete(request, options);
+        aModel.requests.push(request);
+        aCalled.resolve();
+        await new Promise((resolve) => setImmediate(resolve)); // b's reply has come back and been counted
+        throw tooLong;
+      },
+    };
+    const { agent } = await scriptedAgent(root, [reply(TASKS[0]!, TASKS[1]!)], {
+      taskModel: childModel,
+      budgets: { maxTurns: 25, maxTokens: 10_000 },
+    });
+    const halt = await runTask(agent, 'Search a and b.');
+
+    assert.deepEqual(
+      aModel.requests.map((request) => isSummaryRequest(request)),
+      [false, false],
+      'a made its two calls and no summary',
+    );
+    assert.ok(halt.kind === 'budget' && halt.budget === 'tokens');
+    const [a, b] = lastResults(agent.messages);
+    assert.match(
+      String(a?.content),
+      /^\[the sub-agent stopped: error: model call failed: HTTP 400 .*prompt is too long/,
+    );
+    assert.equal(b?.content, 'Found it.');
+  });
+
+  test('on the command line, one reply starting four never-ending sub-agents under --max-tokens 20000 halts on tokens, exit 1, within one model call per loop', async (t) => {
+    const root = await tempProject(t, { 'a.txt': 'alpha\n' });
+    // --script plays one script for the parent and its sub-agents alike: four tasks, then file listings forever.
+    const script = path.join(root, 'script.json');
+    await writeFile(
+      script,
+      JSON.stringify([reply(...TASKS), ...Array.from({ length: 300 }, () => call('list_files', {}))]),
+    );
+    const session = path.join(root, 'session.jsonl');
+    const args = ['--script', script, '--root', root, '--max-tokens', '20000', '--json', '--session', session];
+    const run = await runCli([...args, 'Search everything.']);
+
+    assert.equal(run.status, 1);
+    const events = run.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as AgentEvent);
+    // Walk the run as it happened: no model call (the parent's or a child's) starts once 20,000 tokens are spent.
+    let spent = 0;
+    let largestCall = 0;
+    for (const event of events) {
+      const inner = event.type === 'subagent' ? event.event : event;
+      if (inner.type === 'request') assert.ok(spent < 20_000, `a model call started with ${spent} tokens spent`);
+      const tokens = tokensSpent([event]);
+      spent += tokens;
+      largestCall = Math.max(largestCall, tokens);
+    }
+    assert.ok(spent >= 20_000 && spent <= 20_000 + TASKS.length * largestCall, `${spent} tokens spent`);
+    const halt = { kind: 'budget', budget: 'tokens', limit: 20_000, spent: { tokens: spent, costUsd: null } } as const;
+    assert.deepEqual(events.at(-1), { type: 'halt', halt, turns: 1 }, 'the --json halt event says what was spent');
+    const entries = await entriesOf(session);
+    assert.deepEqual(entries.at(-1), { type: 'halt', halt }, 'and so does the session file');
+    assert.equal((await loadSession(session)).repair, null, 'every call in the session file is answered');
+
+    let printed = '';
+    terminalPrinter(Object.assign(new PassThrough(), { write: (chunk: string) => ((printed += chunk), true) }))({
+      type: 'halt',
+      halt,
+      turns: 1,
+    });
+    assert.equal(
+      printed,
+      `halt: budget (tokens: the limit of 20000 tokens was reached; spent ${spent} tokens) after 1 turn(s)\n`,
+    );
   });
 });

@@ -26,7 +26,17 @@ import {
 } from '../agent.ts';
 import { call, reply, say, ScriptedModel, text, toolUse } from '../scripted-model.ts';
 import { defineTool, type Tool, TOOLS } from '../tools.ts';
-import { deferred, runCli, scriptedAgent, tempProject, textOf, unmarked, violationsOf, within } from './helpers.ts';
+import {
+  deferred,
+  runCli,
+  scriptedAgent,
+  tempProject,
+  textOf,
+  tokensSpent,
+  unmarked,
+  violationsOf,
+  within,
+} from './helpers.ts';
 
 /** Every tool_result in a transcript, in order. */
 const toolResults = (messages: Anthropic.MessageParam[]) =>
@@ -320,7 +330,8 @@ describe('protected files', () => {
       budgets: { maxTurns: 3 },
     });
     const halt = await runTask(agent, 'make the tests pass');
-    assert.deepEqual(halt, { kind: 'budget', budget: 'turns', limit: 3 });
+    const spent = { tokens: tokensSpent(events), costUsd: null };
+    assert.deepEqual(halt, { kind: 'budget', budget: 'turns', limit: 3, spent });
     const refusals = agent.messages.filter((m) => m.role === 'user' && /^The task is not done/.test(textOf(m)));
     assert.equal(refusals.length, 2);
     for (const refusal of refusals)
@@ -344,14 +355,17 @@ describe('protected files', () => {
   test('a protected file changed in one run is not laundered by the next run ("keep going")', async (t) => {
     const root = await tempProject(t, { 'test/x.test.js': TEST_FILE });
     const script = [call('run_script', {}), say('done'), say('done'), say('done')];
-    const { agent } = await scriptedAgent(root, script, {
+    const { agent, events } = await scriptedAgent(root, script, {
       tools: [...TOOLS, tamperTool(root, 'pass();\n')],
       protect: ['test/**'],
       verify: 'exit 0',
       budgets: { maxTurns: 2 },
     });
-    assert.deepEqual(await runTask(agent, 'make the tests pass'), { kind: 'budget', budget: 'turns', limit: 2 });
-    assert.deepEqual(await runTask(agent, 'keep going'), { kind: 'budget', budget: 'turns', limit: 2 });
+    for (const task of ['make the tests pass', 'keep going']) {
+      const halt = await runTask(agent, task);
+      const spent = { tokens: tokensSpent(events.splice(0)), costUsd: null }; // each run's own
+      assert.deepEqual(halt, { kind: 'budget', budget: 'turns', limit: 2, spent });
+    }
   });
 
   test('--protect matches exactly as minimatch does: dotfiles are protected ("config/*" takes config/.secret), and a file named "test" is not under "test/**"', async (t) => {
@@ -549,8 +563,14 @@ describe('budgets', () => {
       reply(toolUse('echo', { text: 'c' }), toolUse('echo', { text: 'd' })),
       say('never'),
     ];
-    const { agent, model } = await scriptedAgent(root, script, { tools: [tool], budgets: { maxTurns: 2 } });
-    assert.deepEqual(await runTask(agent, 'loop'), { kind: 'budget', budget: 'turns', limit: 2 });
+    const { agent, model, events } = await scriptedAgent(root, script, { tools: [tool], budgets: { maxTurns: 2 } });
+    const halt = await runTask(agent, 'loop');
+    assert.deepEqual(halt, {
+      kind: 'budget',
+      budget: 'turns',
+      limit: 2,
+      spent: { tokens: tokensSpent(events), costUsd: null },
+    });
     assert.equal(model.requests.length, 2);
     assert.deepEqual(violationsOf({ messages: agent.messages }), []);
     assert.equal(agent.messages.at(-1)?.role, 'user');
@@ -564,7 +584,8 @@ describe('budgets', () => {
       tools: [tool],
       budgets: { maxTurns: 25, maxTokens: 1000 },
     });
-    assert.deepEqual(await runTask(agent, 'spend'), { kind: 'budget', budget: 'tokens', limit: 1000 });
+    const spent = { tokens: 1100, costUsd: null };
+    assert.deepEqual(await runTask(agent, 'spend'), { kind: 'budget', budget: 'tokens', limit: 1000, spent });
     assert.equal(model.requests.length, 1);
     assert.deepEqual(violationsOf({ messages: agent.messages }), []);
     assert.equal(toolResults(agent.messages).length, 1);
@@ -582,7 +603,8 @@ describe('budgets', () => {
       tools: [tool],
       budgets: { maxTurns: 25, maxCostUsd: 0.5 },
     });
-    assert.deepEqual(await runTask(agent, 'spend'), { kind: 'budget', budget: 'cost', limit: 0.5 });
+    const spent = { tokens: 220_000, costUsd: 0.9 };
+    assert.deepEqual(await runTask(agent, 'spend'), { kind: 'budget', budget: 'cost', limit: 0.5, spent });
     assert.equal(model.requests.length, 2);
     assert.ok(Math.abs(agent.usage.costUsd! - 0.9) < 1e-9, String(agent.usage.costUsd));
     assert.deepEqual(violationsOf({ messages: agent.messages }), []);
@@ -605,11 +627,17 @@ describe('budgets', () => {
       },
     });
     const script = [reply(toolUse('slow', {}), toolUse('echo', { text: 'later' })), say('never')];
-    const { agent, model } = await scriptedAgent(root, script, {
+    const { agent, model, events } = await scriptedAgent(root, script, {
       tools: [slow, tool],
       budgets: { maxTurns: 25, timeoutMs: 200 },
     });
-    assert.deepEqual(await runTask(agent, 'be slow'), { kind: 'budget', budget: 'time', limit: 200 });
+    const halt = await runTask(agent, 'be slow');
+    assert.deepEqual(halt, {
+      kind: 'budget',
+      budget: 'time',
+      limit: 200,
+      spent: { tokens: tokensSpent(events), costUsd: null },
+    });
     assert.equal(model.requests.length, 1);
     assert.deepEqual(runs, []);
     const [first, second] = toolResults(agent.messages);

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import type { TestContext } from 'node:test';
-import { main, type ModelRequest } from '../agent.ts';
+import { type AgentEvent, main, type ModelRequest } from '../agent.ts';
 import { scriptedAgent, writeFiles } from '../lessons/stories.ts';
 import { requestViolations } from './api-rules.ts';
 
@@ -36,6 +36,16 @@ export function textOf(message: Anthropic.MessageParam | undefined): string {
  *  A model receives no `model` or `max_tokens`, so valid ones are filled in. */
 export function violationsOf(request: Pick<ModelRequest, 'messages'> & Partial<ModelRequest>): string[] {
   return requestViolations({ model: 'claude-test', max_tokens: 1024, ...request });
+}
+
+/** The tokens of every model call these events report, sub-agents' and summaries included: what a run spent. */
+export function tokensSpent(events: readonly AgentEvent[]): number {
+  return events.reduce((sum, event) => {
+    const inner = event.type === 'subagent' ? event.event : event;
+    if (inner.type !== 'reply' && inner.type !== 'compaction') return sum;
+    const { input_tokens, output_tokens, cache_creation_input_tokens, cache_read_input_tokens } = inner.usage;
+    return sum + input_tokens + output_tokens + (cache_creation_input_tokens ?? 0) + (cache_read_input_tokens ?? 0);
+  }, 0);
 }
 
 /** A promise to settle from outside: "b has started", "eight calls are running". */

@@ -7,11 +7,11 @@ import { cp, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { z } from 'zod';
-import { EXIT, exitCodeFor, type Halt, main, runCommand, runTask } from '../agent.ts';
+import { describeHalt, EXIT, exitCodeFor, type Halt, main, runCommand, runTask } from '../agent.ts';
 import { EXAMPLE_PROJECT, runSeedStory } from '../lessons/demo.ts';
 import { call, reply, say, text, toolUse } from '../scripted-model.ts';
 import { defineTool, TOOLS } from '../tools.ts';
-import { runCli, scriptedAgent, tempProject, textOf, unmarked } from './helpers.ts';
+import { runCli, scriptedAgent, tempProject, textOf, tokensSpent, unmarked } from './helpers.ts';
 
 const lastMessage = (messages: Anthropic.MessageParam[]) => unmarked(messages).at(-1)!;
 const blocks = (message: Anthropic.MessageParam) => (typeof message.content === 'string' ? [] : message.content);
@@ -161,9 +161,14 @@ describe('guards in the loop', () => {
   test("the turn budget halts the run, after the last turn's calls are answered", async (t) => {
     const root = await tempProject(t, { 'a.txt': 'a\n' });
     const script = [call('read_file', { path: 'a.txt' }), call('list_files', {}), call('read_file', { path: 'a.txt' })];
-    const { agent } = await scriptedAgent(root, script, { budgets: { maxTurns: 2 } });
+    const { agent, events } = await scriptedAgent(root, script, { budgets: { maxTurns: 2 } });
     const halt = await runTask(agent, 'loop forever');
-    assert.deepEqual(halt, { kind: 'budget', budget: 'turns', limit: 2 });
+    assert.deepEqual(halt, {
+      kind: 'budget',
+      budget: 'turns',
+      limit: 2,
+      spent: { tokens: tokensSpent(events), costUsd: null },
+    });
     const [result] = blocks(lastMessage(agent.messages));
     assert.ok(result?.type === 'tool_result' && result.tool_use_id === 'toolu_s2_0');
   });
@@ -212,6 +217,22 @@ describe('command line', () => {
     ];
     for (const [h, code] of cases) assert.equal(exitCodeFor(h), code);
     assert.equal(EXIT.usage, 2);
+  });
+
+  test('a budget halt says the limit and what was spent, and one from an older session file, without it, still reads', () => {
+    const spent = { tokens: 20_894, costUsd: 0.0627 };
+    assert.equal(
+      describeHalt({ kind: 'budget', budget: 'tokens', limit: 20_000, spent }),
+      'budget (tokens: the limit of 20000 tokens was reached; spent 20894 tokens, $0.0627)',
+    );
+    assert.equal(
+      describeHalt({ kind: 'budget', budget: 'time', limit: 60_000, spent: { tokens: 5, costUsd: null } }),
+      'budget (time: the limit of 60 s was reached; spent 5 tokens)',
+    );
+    assert.equal(
+      describeHalt({ kind: 'budget', budget: 'turns', limit: 25 }),
+      'budget (turns: the limit of 25 turns was reached)',
+    );
   });
 
   test('a bad flag is a one-line error and exit code 2, not a stack trace', async (t) => {

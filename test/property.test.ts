@@ -1,7 +1,9 @@
 // The loop's invariants, checked on random sessions (fast-check): whatever a model replies, in
 // whatever order, the harness only ever sends requests the API accepts, never touches anything
 // outside the project, always ends in a halt (never an exception) with the matching exit code,
-// never runs a call after Ctrl-C, and delivers every steering message exactly once.
+// never runs a call after Ctrl-C, delivers every steering message exactly once, and never starts a
+// model call (its own, a sub-agent's or a summary) once a token or dollar budget is spent, so no run
+// overshoots by more than one model call per loop running at the time.
 //
 // Reproducible: the seed is printed, and a failure prints the seed, the path and the shrunk session.
 //   FUZZ_SEED=123 FUZZ_RUNS=10000 node --import tsx --test test/property.test.ts
@@ -20,9 +22,11 @@ import {
   type Agent,
   type AgentEvent,
   type ApprovalAnswer,
+  costOf,
   createAgent,
   exitCodeFor,
   type Halt,
+  type Model,
   runTask,
 } from '../agent.ts';
 import { say, type ScriptedBlock, type ScriptedReply, type ScriptEntry, ScriptedModel } from '../scripted-model.ts';
@@ -134,6 +138,9 @@ interface Session {
   steps: Step[];
   maxTurns: number;
   maxTokens: number | undefined;
+  maxCostUsd: number | undefined;
+  /** After its steps, the model never says done: it keeps reading until a budget (or the script's end) stops it. */
+  endless: boolean;
   verify: boolean;
   protect: readonly string[];
   /** The approver's answers, used in turn (cycling): seeded like everything else. */
@@ -229,7 +236,8 @@ const escape = fc
     return call('edit_file', { path: p, old_str: 'SENTINEL', new_str: 'PWNED' });
   });
 
-const taskCall = fc.constantFrom(call('task', { description: 'look around', prompt: 'Which files hold "alpha"?' }));
+const TASK = call('task', { description: 'look around', prompt: 'Which files hold "alpha"?' });
+const taskCall = fc.constant(TASK);
 
 const anyCall: fc.Arbitrary<Call> = fc.oneof(
   { weight: 10, arbitrary: validCall },
@@ -298,7 +306,13 @@ const during = fc.oneof(
   { weight: 12, arbitrary: fc.constant(undefined) },
   { weight: 1, arbitrary: fc.constantFrom('abort' as const, 'steer' as const) },
 );
+/** A reply that starts several sub-agents at once: they run side by side, on one budget. */
+const fanOut: fc.Arbitrary<Step[]> = fc
+  .integer({ min: 2, max: 4 })
+  .map((n) => [{ reply: { content: Array.from({ length: n }, () => toBlock(TASK)) } }]);
+
 const step: fc.Arbitrary<Step[]> = fc.oneof(
+  { weight: 2, arbitrary: fanOut },
   {
     weight: 8,
     arbitrary: fc
@@ -312,38 +326,101 @@ const step: fc.Arbitrary<Step[]> = fc.oneof(
 const sometimes = <T>(arbitrary: fc.Arbitrary<T>, weight = 1, otherwise = 4) =>
   fc.oneof({ weight: otherwise, arbitrary: fc.constant(undefined) }, { weight, arbitrary });
 
-const sessionArb: fc.Arbitrary<Session> = fc.record({
-  steps: fc
-    .record({ body: fc.array(step, { maxLength: 4 }), finish: fc.boolean() })
-    .map(({ body, finish }) => [
-      ...body.flat(),
-      ...(finish ? [{ reply: { content: [{ type: 'text' as const, text: 'Done.' }] } }] : []),
-    ]),
-  maxTurns: fc.integer({ min: 1, max: 12 }),
-  maxTokens: sometimes(fc.integer({ min: 500, max: 30_000 })),
-  // Each gate spawns a shell, ~10 ms of CPU to fork this process: on in one session out of fifty,
-  // that is ~16 gates per 1,000 sessions (~0.15 s), and ~160 in a `npm run fuzz`.
-  verify: fc.oneof({ weight: 49, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
-  // A protected run walks the project when the agent is made and at every gate.
-  protect: fc.oneof(
-    { weight: 8, arbitrary: fc.constant([]) },
-    { weight: 1, arbitrary: fc.constantFrom(['ok'], ['src/**'], ['a.txt']) },
-  ),
-  approvals: fc.array(fc.constantFrom('yes' as const, 'no' as const, 'always' as const), {
-    minLength: 1,
-    maxLength: 6,
-  }),
-  abortBeforeStart: fc.oneof(
-    { weight: 40, arbitrary: fc.constant(false) },
-    { weight: 1, arbitrary: fc.constant(true) },
-  ),
-  // A small window makes the loop compact: one more model call, and a different view of the transcript.
-  contextWindow: sometimes(fc.constantFrom(1_000, 1_500, 2_500), 1, 6),
-  subAgents: fc.oneof({ weight: 7, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
-});
+const sessionArb: fc.Arbitrary<Session> = fc
+  .record({
+    steps: fc
+      .record({ body: fc.array(step, { maxLength: 4 }), finish: fc.boolean() })
+      .map(({ body, finish }) => [
+        ...body.flat(),
+        ...(finish ? [{ reply: { content: [{ type: 'text' as const, text: 'Done.' }] } }] : []),
+      ]),
+    maxTurns: fc.integer({ min: 1, max: 12 }),
+    maxTokens: sometimes(fc.integer({ min: 500, max: 30_000 })),
+    // claude-haiku-4-5 prices a scripted call of ~1,000 tokens at about $0.001.
+    maxCostUsd: sometimes(fc.integer({ min: 500, max: 20_000 }).map((micro) => micro / 1e6)),
+    endless: fc.boolean(),
+    // Each gate spawns a shell, ~10 ms of CPU to fork this process: on in one session out of fifty,
+    // that is ~16 gates per 1,000 sessions (~0.15 s), and ~160 in a `npm run fuzz`.
+    verify: fc.oneof({ weight: 49, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
+    // A protected run walks the project when the agent is made and at every gate.
+    protect: fc.oneof(
+      { weight: 8, arbitrary: fc.constant([]) },
+      { weight: 1, arbitrary: fc.constantFrom(['ok'], ['src/**'], ['a.txt']) },
+    ),
+    approvals: fc.array(fc.constantFrom('yes' as const, 'no' as const, 'always' as const), {
+      minLength: 1,
+      maxLength: 6,
+    }),
+    abortBeforeStart: fc.oneof(
+      { weight: 40, arbitrary: fc.constant(false) },
+      { weight: 1, arbitrary: fc.constant(true) },
+    ),
+    // A small window makes the loop compact: one more model call, and a different view of the transcript.
+    contextWindow: sometimes(fc.constantFrom(1_000, 1_500, 2_500), 1, 6),
+    subAgents: fc.oneof({ weight: 3, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
+  })
+  // A model that never says done only under a token or dollar budget: the budget must end it, and it stays cheap.
+  .map((s) => ({ ...s, endless: s.endless && (s.maxTokens !== undefined || s.maxCostUsd !== undefined) }));
 
 // ---------------------------------------------------------------------------------------------
 // One session through the real loop, then every invariant.
+
+/** Every session runs on a priced model, so a dollar budget can be kept. */
+const PRICED = 'claude-haiku-4-5';
+/** What an endless model does after its steps: cheap reads, forever (until the script runs out). */
+const ENDLESS: ScriptedReply[] = Array.from({ length: 16 }, (_, i) => ({
+  content: [
+    toBlock(
+      [call('list_files', {}), call('read_file', { path: 'a.txt' }), call('list_files', { path: 'src' })][i % 3]!,
+    ),
+  ],
+}));
+
+/** Watches the spending as the loop counts it (every usage its events report, sub-agents' and summaries included)
+ *  and every model call as it starts: none may start once a limit is reached, and no loop may have two under way
+ *  (the loops: the sub-agents running, or else the parent). */
+function watchSpending(inner: Model, limits: { maxTokens?: number; maxCostUsd?: number }) {
+  const spent = { tokens: 0, costUsd: 0 };
+  const largestCall = { tokens: 0, costUsd: 0 };
+  const problems: string[] = [];
+  const children = new Set<string>(); // the parent's task calls that are running
+  let underWay = 0; // model calls started and not returned yet
+  let mostLoops = 1;
+  const model: Model = {
+    name: inner.name,
+    async complete(request, options) {
+      const { maxTokens, maxCostUsd } = limits;
+      if (maxTokens !== undefined && spent.tokens >= maxTokens)
+        problems.push(`a model call started with ${spent.tokens} of ${maxTokens} tokens spent`);
+      if (maxCostUsd !== undefined && spent.costUsd >= maxCostUsd)
+        problems.push(`a model call started with $${spent.costUsd} of $${maxCostUsd} spent`);
+      const loops = Math.max(children.size, 1);
+      if (underWay >= loops) problems.push(`${underWay + 1} model calls under way with ${loops} loop(s)`);
+      underWay++;
+      try {
+        return await inner.complete(request, options);
+      } finally {
+        underWay--;
+      }
+    },
+  };
+  const onEvent = (event: AgentEvent) => {
+    if (event.type === 'running' && event.call.name === 'task') children.add(event.call.id);
+    if (event.type === 'result') children.delete(event.call.id);
+    mostLoops = Math.max(mostLoops, children.size);
+    const counted = event.type === 'subagent' ? event.event : event;
+    if (counted.type !== 'reply' && counted.type !== 'compaction') return;
+    const { usage } = counted;
+    const cached = (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
+    const tokens = usage.input_tokens + usage.output_tokens + cached;
+    const costUsd = costOf(PRICED, usage)!;
+    spent.tokens += tokens;
+    spent.costUsd += costUsd;
+    largestCall.tokens = Math.max(largestCall.tokens, tokens);
+    largestCall.costUsd = Math.max(largestCall.costUsd, costUsd);
+  };
+  return { model, onEvent, spent, largestCall, problems, mostLoops: () => mostLoops };
+}
 
 const HALT_EXIT: Record<Halt['kind'], number> = { accepted: 0, budget: 1, interrupted: 130, error: 1 };
 const stats = new Map<string, number>();
@@ -380,24 +457,34 @@ async function runSession(s: Session): Promise<void> {
       return reply;
     };
   });
-  const model = new ScriptedModel(script);
+  const model = new ScriptedModel(s.endless ? [...script, ...ENDLESS] : script, PRICED);
+  const limits = {
+    ...(s.maxTokens === undefined ? {} : { maxTokens: s.maxTokens }),
+    ...(s.maxCostUsd === undefined ? {} : { maxCostUsd: s.maxCostUsd }),
+  };
+  const spending = watchSpending(model, limits);
+  const validated = new Set<string>(); // the calls that passed validation, as a forker's hook sees them
   let asked = 0;
   const agent = await createAgent({
     root,
-    model,
+    model: spending.model,
     tools: FUZZ_TOOLS,
     verify: s.verify ? VERIFY : undefined,
     verifyTimeoutMs: 10_000,
-    budgets: { maxTurns: s.maxTurns, ...(s.maxTokens === undefined ? {} : { maxTokens: s.maxTokens }) },
+    budgets: { maxTurns: s.maxTurns, ...limits },
     protect: s.protect,
     approve: async (): Promise<ApprovalAnswer> => {
       const answer = s.approvals[asked++ % s.approvals.length]!;
       return answer === 'no' ? { approved: false, reason: 'not now' } : { approved: true, always: answer === 'always' };
     },
     contextFiles: false,
+    beforeCall: [{ name: 'spy', check: ({ call }) => (validated.add(call.id), { action: 'allow' }) }],
     subAgents: s.subAgents,
     ...(s.contextWindow === undefined ? {} : { contextWindow: s.contextWindow }),
-    onEvent: (event) => events.push(event),
+    onEvent: (event) => {
+      events.push(event);
+      spending.onEvent(event);
+    },
   });
   live.agent = agent;
   if (s.abortBeforeStart) live.abort();
@@ -438,6 +525,30 @@ async function runSession(s: Session): Promise<void> {
   assert.ok(top <= s.maxTurns, `${top} model calls with --max-turns ${s.maxTurns}`);
   if (halt.kind === 'budget' && halt.budget === 'turns') assert.equal(top, s.maxTurns);
 
+  // No model call started once a budget was spent, and no loop had two under way: so whatever the sub-agents
+  // did side by side, the run overshot by at most one call per loop running at the time. The halt says so.
+  assert.deepEqual(spending.problems, []);
+  const { spent, largestCall } = spending;
+  const loops = spending.mostLoops();
+  if (s.maxTokens !== undefined)
+    assert.ok(spent.tokens <= s.maxTokens + loops * largestCall.tokens, `${spent.tokens} tokens spent`);
+  if (s.maxCostUsd !== undefined)
+    assert.ok(spent.costUsd <= s.maxCostUsd + loops * largestCall.costUsd, `$${spent.costUsd} spent`);
+  if (halt.kind === 'budget') {
+    assert.equal(halt.spent?.tokens, spent.tokens, 'the halt says what was spent');
+    assert.ok(Math.abs(halt.spent!.costUsd! - spent.costUsd) < 1e-12, 'the halt says what was spent, in dollars');
+  }
+  // A sub-agent stopped by the run's budget: the parent halts on a budget too, right after answering its calls.
+  const childStoppedBySpend = events.some(
+    (e) => e.type === 'result' && /^\[the sub-agent stopped: budget \((tokens|cost)/.test(String(e.result.content)),
+  );
+  if (childStoppedBySpend) {
+    count('sub-agent stopped by the budget');
+    const onSpend = halt.kind === 'budget' && (halt.budget === 'tokens' || halt.budget === 'cost');
+    assert.ok(onSpend || halt.kind === 'interrupted', `a sub-agent ran out of budget, then ${JSON.stringify(halt)}`);
+  }
+  if (loops > 1) count('sub-agents side by side');
+
   // Nothing outside the project was changed or read.
   assertOutsideUntouched();
   assert.ok(
@@ -458,11 +569,14 @@ async function runSession(s: Session): Promise<void> {
   // A reply cut off at max_tokens may carry truncated arguments: none of its calls runs.
   // The runaway guard refuses the third identical call in a row (counting only calls that reached it).
   const ran = new Set(events.flatMap((e) => (e.type === 'running' ? [e.call.id] : [])));
-  const reachedRunaway = new Set(
+  // A call reached it if it passed validation (the spy hook saw it) and neither safe_path nor protect refused it:
+  // one that then was skipped (the user spoke meanwhile) still counts, though it never ran.
+  const refusedEarly = new Set(
     events.flatMap((e) =>
-      e.type === 'decision' && (e.hook === 'approval' || e.hook === 'runaway') ? [e.call.id] : [],
+      e.type === 'decision' && (e.hook === 'safe_path' || e.hook === 'protect') ? [e.call.id] : [],
     ),
   );
+  const reachedRunaway = new Set([...validated].filter((id) => !refusedEarly.has(id)));
   let lastAssistant: Anthropic.ContentBlockParam[] = [];
   let [lastKey, repeats] = ['', 0];
   for (const e of events) {

@@ -1,10 +1,12 @@
 // The other half of `npm test`: see first-half.ts.
 
 import './endurance.test.ts';
+import './acceptance.test.ts';
 import './loop.test.ts';
+import './lessons.test.ts';
 import './anthropic-model.test.ts';
 import './fake-api.test.ts';
-import './lessons.test.ts';
+import './replay.test.ts';
 import './paths.test.ts';
-import './tools.test.ts';
+import './hardening.test.ts';
 import './suite.test.ts';

@@ -195,7 +195,11 @@ describe('the session file', () => {
 
     const written = await readFile(file, 'utf8');
     assert.equal(written.includes(API_KEY), false);
-    assert.equal(written.split('[redacted]').length - 1, 3, 'task, tool result and reply each redacted');
+    assert.equal(
+      written.split('[redacted]').length - 1,
+      4,
+      'task, tool result, reply (as message and as reply) redacted',
+    );
     assert.equal(
       (await loadSession(file)).messages.length,
       agent.messages.length,
@@ -217,7 +221,15 @@ describe('the session file', () => {
     assert.equal(code, 0);
 
     const first = JSON.parse((await readFile(file, 'utf8')).split('\n')[0]!);
-    assert.deepEqual(Object.keys(first).sort(), ['model', 'root', 'startedAt', 'type', 'version']);
+    assert.deepEqual(Object.keys(first).sort(), [
+      'contextWindow',
+      'model',
+      'options',
+      'root',
+      'startedAt',
+      'type',
+      'version',
+    ]);
     assert.equal(first.type, 'session');
     assert.equal(first.version, SESSION_VERSION);
     assert.equal(first.model, 'claude-header-test');
@@ -230,7 +242,7 @@ describe('the session file', () => {
     const file = path.join(root, 'old.jsonl');
     await writeFile(file, `${JSON.stringify({ ...header(root), version: SESSION_VERSION + 1 })}\n`);
     await assert.rejects(loadSession(file), {
-      message: `${file}: session format ${SESSION_VERSION + 1}, this harness reads ${SESSION_VERSION}`,
+      message: `${file}: session format ${SESSION_VERSION + 1}, this harness reads 1 and ${SESSION_VERSION}`,
     });
   });
 });
@@ -298,6 +310,25 @@ describe('parallel read-only calls', () => {
       ['toolu_s1_0', 'a finished', false],
       ['toolu_s1_1', 'b finished', false],
     ]);
+  });
+
+  test('a read and an edit of the same file in one reply: the edit is decided after the read ran, so it is not refused as unread', async (t) => {
+    const root = await tempProject(t, { 'a.txt': 'one\n' });
+    const asked: string[] = [];
+    const { agent } = await scriptedAgent(
+      root,
+      [
+        reply(
+          toolUse('read_file', { path: 'a.txt' }),
+          toolUse('edit_file', { path: 'a.txt', old_str: 'one', new_str: 'two' }),
+        ),
+        say('done'),
+      ],
+      { approve: async ({ preview }) => (asked.push(preview), { approved: true }) },
+    );
+    await runTask(agent, 'read a.txt, then change one to two');
+    assert.equal(readFileSync(path.join(root, 'a.txt'), 'utf8'), 'two\n', JSON.stringify(agent.messages[2]));
+    assert.equal(asked.length, 1, 'the person was shown the edit once, with its diff');
   });
 
   test('a call that changes something never overlaps a read: the reads before it end first, the reads after it start later', async (t) => {

@@ -1,0 +1,2 @@
+'use strict';
+module.exports = { ...require('./cart.js'), ...require('./checkout.js') };

@@ -1,0 +1,49 @@
+// npm run page:p4 [-- DIR]: plays lesson P4's story (a sub-agent, 45 reads, a compaction) offline with a session
+// file, exports its page, and prints the page's path. DIR defaults to a new temporary folder.
+
+import { existsSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import * as agentTs from '../agent.ts';
+import { playStory, STORIES } from '../lessons/stories.ts';
+import { exportSession } from './export.ts';
+
+const P4_STORY = STORIES.find((story) => story.lesson === 'p4')!;
+
+/** Records the P4 story into `dir/p4.jsonl` (its sub-agent beside it) and exports `dir/p4.html`. */
+export async function exportP4(dir: string): Promise<{ session: string; out: string; warnings: string[] }> {
+  const session = path.join(dir, 'p4.jsonl');
+  // A session file is only ever appended to: a second run into the same file would be two sessions in one.
+  if (existsSync(session)) throw new Error(`${session} already exists; give an empty folder`);
+  const problem = await playStory(agentTs, P4_STORY, {
+    listen: (root) =>
+      agentTs.sessionRecorder(
+        session,
+        {
+          type: 'session',
+          version: agentTs.SESSION_VERSION,
+          model: 'scripted',
+          root,
+          startedAt: new Date().toISOString(),
+        },
+        [],
+      ),
+  });
+  if (problem !== null) throw new Error(`the P4 story failed: ${problem}`);
+  const { contextWindow } = P4_STORY.options?.() ?? {};
+  return { session, ...(await exportSession(session, undefined, { contextWindow })) };
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const dir = process.argv[2] ?? (await mkdtemp(path.join(os.tmpdir(), 'page-p4-')));
+  try {
+    const { session, out, warnings } = await exportP4(dir);
+    for (const warning of warnings) console.error(`warning: ${warning}`);
+    console.log(`session: ${session}\npage:    ${out}\nopen it: ${pathToFileURL(out).href}`);
+  } catch (error) {
+    console.error(`page:p4: ${error instanceof Error ? error.message : String(error)}`);
+    process.exitCode = 2;
+  }
+}

@@ -1,0 +1,221 @@
+// Record, replay: a session file holds what a replay needs (the options, every reply as received, what the person
+// did), and --replay runs it again offline, stopping at the first message that differs. The recorded sessions in
+// test/recordings are regression tests of this harness: each must replay identically on a fresh copy of its project.
+
+import assert from 'node:assert/strict';
+import { cp, readdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, test, type TestContext } from 'node:test';
+import {
+  type Approver,
+  createAgent,
+  EXIT,
+  recordAnswers,
+  type RecordedOptions,
+  runTask,
+  SESSION_VERSION,
+  sessionRecorder,
+} from '../agent.ts';
+import { call, reply, say, ScriptedModel, toolUse } from '../scripted-model.ts';
+import { TOOLS } from '../tools.ts';
+import { runCli, tempProject } from './helpers.ts';
+
+const RECORDINGS = path.join(import.meta.dirname, 'recordings');
+
+/** A fresh copy of the project the recordings were made in. */
+async function project(t: TestContext): Promise<string> {
+  const root = await tempProject(t);
+  await cp(path.join(RECORDINGS, 'projects', 'add'), root, { recursive: true });
+  return root;
+}
+
+/** The options a session file's header records, as the CLI would for these choices. */
+function recordedOptions(chosen: Partial<RecordedOptions>): RecordedOptions {
+  const tools = TOOLS.map((tool) => tool.name);
+  const defaults = { verify: undefined, verifyTimeoutMs: 30_000, protect: [], budgets: { maxTurns: 25 } };
+  return {
+    ...defaults,
+    approval: 'yes',
+    tools,
+    contextWindow: undefined,
+    contextFiles: false,
+    taskModel: undefined,
+    ...chosen,
+  };
+}
+
+const replay = (file: string, root: string, ...args: string[]) => runCli(['--replay', file, '--root', root, ...args]);
+
+describe('recorded sessions replay as regression tests', async () => {
+  const recordings = (await readdir(RECORDINGS)).filter((file) => file.endsWith('.jsonl'));
+
+  test('the folder holds a scripted recording and one made through the real SDK path', () => {
+    assert.ok(recordings.includes('seed-story.jsonl') && recordings.includes('local-endpoint.jsonl'), `${recordings}`);
+  });
+
+  for (const file of recordings) {
+    test(`${file} replays identically on a fresh copy of its project, offline`, async (t) => {
+      const { status, stdout } = await replay(path.join(RECORDINGS, file), await project(t));
+      assert.equal(status, EXIT.accepted, stdout);
+      assert.match(stdout, /replay: identical: \d+ messages/);
+    });
+  }
+
+  test('a project whose source differs is caught: exit 1, naming the first message that differs', async (t) => {
+    const root = await project(t);
+    await writeFile(path.join(root, 'add.js'), 'export function add(a, b) {\n  return a * b;\n}\n');
+    const { status, stdout } = await replay(path.join(RECORDINGS, 'local-endpoint.jsonl'), root);
+    assert.equal(status, EXIT.notAccepted);
+    assert.match(stdout, /differs at message #2 \(user\), block 0 \(tool_result\): expected .*a - b.*, got .*a \* b/);
+  });
+
+  test('an option given on the command line replaces the recorded one, and the replay says so', async (t) => {
+    const file = path.join(RECORDINGS, 'seed-story.jsonl');
+    const { status, stdout } = await replay(file, await project(t), '--verify', 'exit 3');
+    assert.match(stdout, /--verify from the command line replaces the recorded value/);
+    assert.equal(status, EXIT.notAccepted, 'the gate now answers differently, so the transcript differs');
+  });
+});
+
+describe('a session that cannot be replayed is one clear line and exit 2', () => {
+  const header = { type: 'session', version: 1, model: 'scripted', root: '/x', startedAt: '2026-01-01T00:00:00Z' };
+
+  test('a version 1 session (no replies recorded) is refused as unreplayable, not replayed wrongly', async (t) => {
+    const root = await project(t);
+    await writeFile(path.join(root, 'old.jsonl'), `${JSON.stringify(header)}\n`);
+    const { status, stdout } = await replay(path.join(root, 'old.jsonl'), root);
+    assert.equal(status, EXIT.usage);
+    assert.match(
+      stdout,
+      /^replay: .*old\.jsonl: session format 1 records no replies; it can be resumed, not replayed\n$/,
+    );
+  });
+
+  test('a torn line is refused with its line number, not played as if the session were shorter', async (t) => {
+    const root = await project(t);
+    const recorded = await readFile(path.join(RECORDINGS, 'seed-story.jsonl'), 'utf8');
+    const lines = recorded.split('\n');
+    lines[3] = lines[3]!.slice(0, 20);
+    await writeFile(path.join(root, 'torn.jsonl'), lines.join('\n'));
+    const { status, stdout } = await replay(path.join(root, 'torn.jsonl'), root);
+    assert.equal(status, EXIT.usage);
+    assert.match(stdout, /torn\.jsonl:4 is not a whole JSON line/);
+  });
+
+  test("a missing sub-agent file is refused, naming it, so a child's replies are never guessed", async (t) => {
+    const root = await project(t);
+    const v2 = { ...header, version: SESSION_VERSION, options: {} };
+    const link = { type: 'subagent', id: 'task-1', description: 'look', file: 'gone.task-1.jsonl' };
+    await writeFile(
+      path.join(root, 's.jsonl'),
+      [v2, { type: 'task', text: 'x' }, link].map((e) => JSON.stringify(e)).join('\n'),
+    );
+    const { status, stdout } = await replay(path.join(root, 's.jsonl'), root);
+    assert.equal(status, EXIT.usage);
+    assert.match(stdout, /gone\.task-1\.jsonl: cannot be read \(ENOENT\)/);
+  });
+});
+
+describe('what the person did is played back at the same point', () => {
+  /** Records two tasks in-process the way the REPL would: a message typed while a call runs, two approval
+   *  answers (one no, with a reason), and a Ctrl-C during the second task. */
+  async function recordPersonSession(t: TestContext): Promise<{ file: string; halts: string[] }> {
+    const root = await project(t);
+    const file = path.join(root, '.agent', 'person.jsonl');
+    const options = recordedOptions({ verify: 'node test.js', approval: 'ask' });
+    const startedAt = new Date().toISOString();
+    const header = { type: 'session' as const, version: SESSION_VERSION, model: 'scripted', root, startedAt, options };
+    const record = sessionRecorder(file, header, []);
+    const answers = [{ approved: false as const, reason: 'keep it minimal' }, { approved: true as const }];
+    const person: Approver = async () => answers.shift() ?? { approved: true };
+    let controller = new AbortController();
+    let running = 0;
+    const agent = await createAgent({
+      root,
+      model: new ScriptedModel([
+        reply(toolUse('read_file', { path: 'add.js' }), toolUse('read_file', { path: 'test.js' })),
+        call('read_file', { path: 'add.js' }),
+        call('edit_file', { path: 'add.js', old_str: 'return a - b;', new_str: '// TODO\n  return b + a;' }),
+        call('edit_file', { path: 'add.js', old_str: 'a - b', new_str: 'a + b' }),
+        say('Done.'),
+        call('read_file', { path: 'test.js' }),
+      ]),
+      tools: TOOLS,
+      verify: options.verify,
+      contextFiles: false,
+      approve: recordAnswers(person, (event) => agent.config.onEvent(event)),
+      onEvent: (event) => {
+        record(event);
+        if (event.type !== 'running') return;
+        running++;
+        if (running === 1) {
+          // The person types while the first read runs: the second read is skipped for it.
+          agent.steering.push('check test.js last');
+          agent.config.onEvent({ type: 'steer', text: 'check test.js last' });
+        }
+        if (running === 4) {
+          controller.abort();
+          agent.config.onEvent({ type: 'interrupt' });
+        }
+      },
+    });
+    const halts: string[] = [];
+    for (const task of ['make add(2, 3) == 5', 'read the test again']) {
+      controller = new AbortController();
+      agent.config.onEvent({ type: 'task', text: task });
+      halts.push((await runTask(agent, task, controller.signal)).kind);
+    }
+    return { file, halts };
+  }
+
+  test('steering, approval answers and Ctrl-C replay identically, so a session with a person in it is a test too', async (t) => {
+    const { file, halts } = await recordPersonSession(t);
+    assert.deepEqual(halts, ['accepted', 'interrupted']);
+    const recorded = await readFile(file, 'utf8');
+    for (const kind of ['"steer"', '"approval"', '"interrupt"']) assert.ok(recorded.includes(kind), `no ${kind} entry`);
+    assert.ok(recorded.includes('skipped: the user sent a message'), 'the steering skipped a call when recorded');
+    const { status, stdout } = await replay(file, await project(t));
+    assert.equal(status, EXIT.accepted, stdout);
+    assert.match(stdout, /identical: \d+ messages, 2 task\(s\)/);
+  });
+});
+
+test("a sub-agent's replies are replayed from its own linked file, matched to the child by its prompt", async (t) => {
+  const root = await project(t);
+  const file = path.join(root, '.agent', 'parent.jsonl');
+  const options = recordedOptions({ approval: 'yes' });
+  const header = {
+    type: 'session' as const,
+    version: SESSION_VERSION,
+    model: 'scripted',
+    root,
+    startedAt: '',
+    options,
+  };
+  const record = sessionRecorder(file, header, []);
+  const agent = await createAgent({
+    root,
+    model: new ScriptedModel([
+      reply(
+        toolUse('task', { description: 'a', prompt: 'What does add.js export?' }),
+        toolUse('task', { description: 'b', prompt: 'What does test.js check?' }),
+      ),
+      say('add is exported and checked for 2 + 3.'),
+    ]),
+    taskModel: new ScriptedModel([
+      call('read_file', { path: 'add.js' }),
+      call('read_file', { path: 'test.js' }),
+      say('It exports add.'),
+      say('It checks add(2, 3) === 5.'),
+    ]),
+    tools: TOOLS,
+    contextFiles: false,
+    onEvent: record,
+  });
+  agent.config.onEvent({ type: 'task', text: 'What is in this project?' });
+  assert.equal((await runTask(agent, 'What is in this project?')).kind, 'accepted');
+  const linked = (await readdir(path.dirname(file))).filter((f) => f.includes('.task-'));
+  assert.equal(linked.length, 2, `linked files: ${linked}`);
+  const { status, stdout } = await replay(file, await project(t));
+  assert.equal(status, EXIT.accepted, stdout);
+});
