@@ -44,6 +44,8 @@ type RequestPart = 'system' | 'tools' | 'messages' | 'tool_choice';
  *  Contract: the reply comes back exactly as the API sent it (thinking blocks included); a failed call throws. */
 export interface Model {
   readonly name: string;
+  /** Dollars per million tokens, if known here; otherwise the price table in Part II is asked by name. */
+  readonly price?: Price;
   complete(request: ModelRequest, options: ModelCallOptions): Promise<Anthropic.Message>;
   /** The context window in tokens, if the provider says; null if it does not. */
   contextWindow?(): Promise<number | null>;
@@ -456,12 +458,12 @@ async function guardState(settings: Settings): Promise<GuardState> {
       ...(settings.beforeCall ?? []),
       safePathCheck,
       protectedFiles(settings.protect),
-      runawayGuard(),
+      runawayGuard,
       approval(settings.approve),
     ],
     afterCall: [capToolOutput, ...(settings.afterCall ?? [])],
     steering: [],
-    usage: { input: 0, cacheWrite: 0, cacheRead: 0, output: 0, costUsd: priceOf(settings.model.name) ? 0 : null },
+    usage: { input: 0, cacheWrite: 0, cacheRead: 0, output: 0, costUsd: priceOf(settings.model) ? 0 : null },
     protectedAtStart: await hashProtected(settings.root, settings.protect),
   };
 }
@@ -551,21 +553,35 @@ export function protectedFiles(globs: readonly string[]): BeforeCallHook {
   };
 }
 
-/** Prevents a model stuck in a loop from repeating itself forever: the third identical call in a row is refused. */
-export function runawayGuard(): BeforeCallHook {
-  let last = '';
-  let repeats = 0;
-  return {
-    name: 'runaway',
-    check({ call, input }) {
-      const key = JSON.stringify([call.name, input]);
-      repeats = key === last ? repeats + 1 : 1;
-      last = key;
-      if (repeats < 3) return ALLOW;
-      const reason = `not run: you made this exact call ${repeats} times in a row and its answer will not change`;
-      return { action: 'deny', reason: `${reason}; try something different` };
-    },
-  };
+/** Prevents a model stuck in a loop from repeating itself forever: the third identical call in a row is refused.
+ *  "In a row" is in the calls the model made, as the transcript holds them: one refused, skipped or cut off still
+ *  counts, and a different one in between breaks the row, whatever became of it. */
+export const runawayGuard: BeforeCallHook = {
+  name: 'runaway',
+  check({ call }, agent) {
+    const repeats = timesInARow(agent.messages, call);
+    if (repeats < 3) return ALLOW;
+    const reason = `not run: you made this exact call ${repeats} times in a row and its answer will not change`;
+    return { action: 'deny', reason: `${reason}; try something different` };
+  },
+};
+
+/** How many calls in a row, ending with `call`, had its name and arguments: read back through the transcript from
+ *  `call` until a different call (only as far back as the row goes, so a long session costs no more). */
+function timesInARow(messages: readonly Anthropic.MessageParam[], call: Anthropic.ToolUseBlock): number {
+  const key = JSON.stringify([call.name, call.input]);
+  let [repeats, reached] = [0, false];
+  for (let m = messages.length - 1; m >= 0; m--) {
+    const { role, content } = messages[m]!;
+    if (role !== 'assistant' || typeof content === 'string') continue;
+    for (let b = content.length - 1; b >= 0; b--) {
+      const block = content[b]!;
+      if (block.type !== 'tool_use' || !(reached ||= block.id === call.id)) continue;
+      if (JSON.stringify([block.name, block.input]) !== key) return repeats;
+      repeats++;
+    }
+  }
+  return repeats;
 }
 
 /** Prevents unreviewed changes: a call that changes something runs only once the user approved its preview. */
@@ -663,7 +679,7 @@ function stopCheck(agent: Agent, run: Run, turn: number): Halt | null {
 /** Adds a reply's usage to the session's totals (budgets read them) and reports it. */
 function countUsage(agent: Agent, reply: Anthropic.Message, turn: number): void {
   const { usage } = reply;
-  addUsage(agent.usage, agent.config.model.name, usage);
+  addUsage(agent.usage, agent.config.model, usage);
   const cached = (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
   const tokens = usage.input_tokens + cached + usage.output_tokens;
   agent.lastRequest = { tokens, messages: agent.messages.length, keptFrom: agent.compaction?.keptFrom ?? 0 };
@@ -829,7 +845,7 @@ export async function compact(agent: Agent, signal: AbortSignal): Promise<boolea
   const reply = await agent.config.model.complete(request, { signal, onText: () => {}, onNotice });
   const summary = finalText([reply]);
   if (summary === '') throw new Error('the summary came back empty');
-  addUsage(agent.usage, agent.config.model.name, reply.usage);
+  addUsage(agent.usage, agent.config.model, reply.usage);
   agent.compaction = { summary, keptFrom: cut };
   agent.lastRequest = null;
   const after = estimateTokens(compactedView(agent, agent.messages));
@@ -881,7 +897,7 @@ function taskTool(parent: Agent): Tool {
         contextFiles: false,
         systemPrompt: SUBAGENT_PROMPT,
         onEvent: (event) => {
-          if (event.type === 'reply' || event.type === 'compaction') addUsage(parent.usage, model.name, event.usage);
+          if (event.type === 'reply' || event.type === 'compaction') addUsage(parent.usage, model, event.usage);
           parent.config.onEvent({ type: 'subagent', id, description, event });
         },
       });
@@ -914,12 +930,19 @@ export class AnthropicModel implements Model {
   ) {}
 
   async complete(request: ModelRequest, { signal, onText, onNotice }: ModelCallOptions): Promise<Anthropic.Message> {
-    // The SDK retries 408/409/429/5xx itself; this only makes each retry visible.
-    const showRetries: Middleware = async (req, next) => {
-      const response = await next(req);
-      if (response.status === 429 || response.status >= 500)
-        onNotice(`API answered ${response.status}; the SDK retries while it has attempts left…`);
-      return response;
+    // The SDK retries by itself; this only says, for each failed attempt, what the SDK will do next.
+    const showRetries: Middleware = async (request, next, context) => {
+      const retried = Number(request.headers.get('x-stainless-retry-count') ?? 0);
+      const attempts = { left: (context.options?.maxRetries ?? this.client.maxRetries) - retried, retried };
+      try {
+        const response = await next(request);
+        const notice = response.ok ? null : retryNotice(response.status, response.headers, attempts);
+        if (notice) onNotice(notice);
+        return response;
+      } catch (error) {
+        if (!signal.aborted) onNotice(retryNotice(null, new Headers(), attempts, errorText(error)) ?? errorText(error));
+        throw error;
+      }
     };
     const stream = this.client.messages.stream(
       { model: this.name, max_tokens: MAX_OUTPUT_TOKENS, ...request },
@@ -957,6 +980,25 @@ export class AnthropicModel implements Model {
 }
 
 type Middleware = NonNullable<Anthropic.RequestOptions['middleware']>[number];
+
+/** Mirrors the SDK's own rule (client.js, shouldRetry): the server's x-should-retry header decides if present, else
+ *  408, 409, 429 and 5xx are retried, and a connection that failed (status null) is too; all while retries are left. */
+export function retryNotice(
+  status: number | null,
+  headers: Headers,
+  { left, retried }: { left: number; retried: number },
+  failure?: string,
+): string | null {
+  const said = headers.get('x-should-retry');
+  const retryable =
+    said === null ? status === null || [408, 409, 429].includes(status) || status >= 500 : said === 'true';
+  const what = status === null ? `the connection failed (${failure})` : `the API answered ${status}`;
+  if (!retryable) return said === 'false' ? `${what}, and said not to retry (x-should-retry: false)` : null;
+  if (left <= 0) return `${what}; no retries left (${retried} made), so the call fails`;
+  const seconds = Number(headers.get('retry-after-ms') ?? NaN) / 1000 || Number(headers.get('retry-after') ?? NaN);
+  const when = !(seconds > 0) ? 'shortly' : seconds < 1 ? 'in under a second' : `in ${Math.round(seconds)} s`;
+  return `${what}; the SDK retries ${when} (retry ${retried + 1}, ${left - 1} more left)…`;
+}
 
 /** The SDK's API errors carry the HTTP status, the API's own message and the request id; they are
  *  recognised by that shape, so that an offline run never has to load the SDK. */
@@ -1159,8 +1201,8 @@ export interface UsageTotals {
 const totalTokens = (u: UsageTotals) => u.input + u.cacheWrite + u.cacheRead + u.output;
 
 /** Adds one response's usage to the totals; unknown prices keep the cost unknown. */
-function addUsage(totals: UsageTotals, model: string, usage: Anthropic.Usage): void {
-  const cost = costOf(model, usage);
+function addUsage(totals: UsageTotals, model: Model, usage: Anthropic.Usage): void {
+  const cost = costOf(priceOf(model), usage);
   totals.input += usage.input_tokens;
   totals.cacheWrite += usage.cache_creation_input_tokens ?? 0;
   totals.cacheRead += usage.cache_read_input_tokens ?? 0;
@@ -1230,8 +1272,14 @@ export function runCommand(command: string, cwd: string, timeoutMs: number, sign
 
 // --- Prices: what a token costs, so a budget in dollars can be kept.
 
-/** Dollars per million tokens. A model missing here has an unknown cost, shown as such. */
-const PRICES: Record<string, { input: number; output: number }> = {
+/** Dollars per million tokens of input and of output. */
+export interface Price {
+  input: number;
+  output: number;
+}
+
+/** A model missing here, and given no --price, has an unknown cost, shown as such. */
+const PRICES: Record<string, Price> = {
   'claude-opus-4-5': { input: 5, output: 25 },
   'claude-opus-4-6': { input: 5, output: 25 },
   'claude-sonnet-4-5': { input: 3, output: 15 },
@@ -1239,17 +1287,27 @@ const PRICES: Record<string, { input: number; output: number }> = {
   'claude-haiku-4-5': { input: 1, output: 5 },
 };
 
-export function priceOf(model: string): { input: number; output: number } | undefined {
-  return PRICES[model.replace(/-\d{8}$/, '')];
+/** The model's own price (--price), else the table's for its name (a dated name is priced as its family). */
+export function priceOf(model: Pick<Model, 'name' | 'price'>): Price | undefined {
+  return model.price ?? PRICES[model.name.replace(/-\d{8}$/, '')];
 }
 
 /** Cache writes cost 1.25× input, cache reads 0.1×: why byte-stable requests matter. */
-export function costOf(model: string, usage: Anthropic.Usage): number | null {
-  const price = priceOf(model);
+export function costOf(price: Price | undefined, usage: Anthropic.Usage): number | null {
   if (!price) return null;
   const inputLike =
     usage.input_tokens + 1.25 * (usage.cache_creation_input_tokens ?? 0) + 0.1 * (usage.cache_read_input_tokens ?? 0);
   return (inputLike * price.input + usage.output_tokens * price.output) / 1_000_000;
+}
+
+/** The same model with the price --price gave it. */
+export function withPrice(model: Model, price: Price): Model {
+  return {
+    name: model.name,
+    price,
+    complete: (request, options) => model.complete(request, options),
+    ...(model.contextWindow && { contextWindow: model.contextWindow.bind(model) }),
+  };
 }
 
 // --- The session file: the transcript on disk, one JSON line per entry, only ever appended.
@@ -1411,6 +1469,7 @@ export const OPTIONS = {
   'max-turns': { type: 'string', arg: 'N', help: 'model calls per task (default: 25)' },
   'max-tokens': { type: 'string', arg: 'N', help: 'input + output tokens per task' },
   'max-cost': { type: 'string', arg: 'USD', help: 'dollars per task (needs a model with a known price)' },
+  price: { type: 'string', arg: 'IN,OUT', help: 'dollars per million input and output tokens of --model' },
   timeout: { type: 'string', arg: 'S', help: 'wall-clock seconds per task' },
   model: { type: 'string', arg: 'ID', help: `model to use (default: $ANTHROPIC_MODEL or ${DEFAULT_MODEL})` },
   'task-model': { type: 'string', arg: 'ID', help: 'model for sub-agents started by the task tool (default: --model)' },
@@ -1458,6 +1517,8 @@ export interface CliOptions {
   protect: string[];
   yes: boolean;
   budgets: Budgets;
+  /** --price: what --model costs, when the price table does not know it (or knows it wrong). */
+  price: Price | undefined;
   /** Undefined: the default model, or "scripted" for --script. */
   model: string | undefined;
   taskModel: string | undefined;
@@ -1478,14 +1539,19 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
   try {
     ({ values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS }));
   } catch (error) {
-    throw new UsageError(errorText(error));
+    throw new UsageError(describeCliError(errorText(error)));
   }
   const model = values.model ?? env.ANTHROPIC_MODEL;
+  const price = parsePrice(values.price);
   const maxCostUsd = positiveNumber('--max-cost', values['max-cost']);
-  if (maxCostUsd !== undefined && values.script === undefined) {
-    for (const priced of [model ?? DEFAULT_MODEL, values['task-model'] ?? model ?? DEFAULT_MODEL]) {
+  if (maxCostUsd !== undefined) {
+    const main = { name: model ?? (values.script === undefined ? DEFAULT_MODEL : 'scripted'), price };
+    const task =
+      values['task-model'] === undefined || values.script !== undefined ? main : { name: values['task-model'] };
+    for (const priced of [main, task]) {
       if (!priceOf(priced)) {
-        throw new UsageError(`--max-cost needs a known price, and ${priced} has none in the price table (PRICES)`);
+        const fix = priced === main ? 'give one with --price IN,OUT' : 'add it to the price table (PRICES)';
+        throw new UsageError(`--max-cost needs a known price, and ${priced.name} has none: ${fix}`);
       }
     }
   }
@@ -1503,6 +1569,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
       maxCostUsd,
       timeoutMs: timeout === undefined ? undefined : timeout * 1000,
     },
+    price,
     model,
     taskModel: values['task-model'],
     contextWindow: positiveNumber('--context-window', values['context-window'], true),
@@ -1515,6 +1582,29 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
     task: positionals.length > 0 ? positionals.join(' ') : undefined,
     help: values.help ?? false,
   };
+}
+
+/** parseArgs says each mistake in up to three lines of its own; this says it in one, in the terms of --help. */
+function describeCliError(message: string): string {
+  const flag = /'(-[^' ]+)/.exec(message)?.[1] ?? '';
+  const arg = (OPTIONS as Record<string, OptionSpec>)[flag.replace(/^--/, '')]?.arg ?? 'VALUE';
+  if (message.startsWith('Unknown option'))
+    return `unknown option ${flag} (a task that starts with "-" goes after --, as in: -- "${flag}")`;
+  if (message.includes('argument missing')) return `${flag} needs a value: ${flag} ${arg}`;
+  if (message.includes('ambiguous')) return `${flag} needs a value; one that starts with "-" is written ${flag}=${arg}`;
+  if (message.includes('does not take an argument')) return `${flag} takes no value`;
+  return message.split('\n')[0]!;
+}
+
+/** "3,15": dollars per million input tokens, then output tokens (cache writes and reads are priced from input). */
+function parsePrice(value: string | undefined): Price | undefined {
+  if (value === undefined) return undefined;
+  const parts = value.split(',').map((part) => (part.trim() === '' ? NaN : Number(part)));
+  if (parts.length !== 2 || !parts.every((n) => n >= 0 && Number.isFinite(n)))
+    throw new UsageError(
+      `--price needs IN,OUT: dollars per million input and output tokens, e.g. 3,15; got "${value}"`,
+    );
+  return { input: parts[0]!, output: parts[1]! };
 }
 
 /** Prevents a budget of NaN or -1 from silently switching a limit off: a bad number is a usage error. */
@@ -1541,7 +1631,8 @@ async function chooseModel(options: CliOptions, env: NodeJS.ProcessEnv, name: st
   }
   // A local Anthropic-compatible server may need no key; the SDK still wants one to send.
   const { default: Anthropic } = await import('@anthropic-ai/sdk');
-  return new AnthropicModel(name ?? DEFAULT_MODEL, new Anthropic({ apiKey: env.ANTHROPIC_API_KEY || 'no-key' }));
+  const client = new Anthropic({ apiKey: env.ANTHROPIC_API_KEY || 'no-key', baseURL: env.ANTHROPIC_BASE_URL });
+  return new AnthropicModel(name ?? DEFAULT_MODEL, client);
 }
 
 /** Where the printers write: stdout, or any stream (a test's). Colour only on a terminal. */
@@ -1898,7 +1989,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     const root = await realpath(options.root).catch(() => {
       throw new UsageError(`--root ${options.root}: no such folder`);
     });
-    const model = await chooseModel(options, env, options.model);
+    const chosen = await chooseModel(options, env, options.model);
+    const model = options.price ? withPrice(chosen, options.price) : chosen;
     const taskModel =
       options.taskModel === undefined || options.script !== undefined
         ? undefined

@@ -9,6 +9,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { type AgentEvent, EXIT, main, OPTIONS, repl, terminalPrinter } from '../agent.ts';
 import { call, say } from '../scripted-model.ts';
+import { fakeMessage, startFakeApi } from './fake-api.ts';
 import { runCli, scriptedAgent, tempProject, textOf, violationsOf } from './helpers.ts';
 
 /** A REPL fed by piped lines, as `main` sets it up: paused until the REPL listens. */
@@ -85,7 +86,46 @@ describe('usage errors', () => {
     const printed = t.mock.method(console, 'error', () => {});
     const args = ['--max-cost', '1', '--model', 'claude-sonnet-4-5', '--task-model', 'some-local-model', 'task'];
     assert.equal(await main(args, { ANTHROPIC_API_KEY: 'k' }), EXIT.usage);
-    assert.match(String(printed.mock.calls[0]!.arguments[0]), /some-local-model has none in the price table/);
+    assert.match(String(printed.mock.calls[0]!.arguments[0]), /some-local-model has none: add it to the price table/);
+  });
+});
+
+describe('--price', () => {
+  test('--max-cost works on a model the price table does not know once --price gives its price: a cost halt after turn 1', async (t) => {
+    const root = await tempProject(t);
+    const listFiles = {
+      type: 'tool_use',
+      id: 'toolu_1',
+      name: 'list_files',
+      input: {},
+      caller: { type: 'direct' },
+    } as const;
+    const api = await startFakeApi([{ kind: 'reply', message: fakeMessage([listFiles], 'tool_use') }]);
+    t.after(() => api.close());
+    const env = { ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: api.baseURL };
+    // The default model: 100 tokens in and 20 out at $3 and $15 a million is $0.0006, over the $0.0001 budget.
+    const { status, stdout } = await runCli(['--root', root, '--max-cost', '0.0001', '--price', '3,15', 'list'], env);
+    assert.match(stdout, /halt: budget \(cost: the limit of 0\.0001 was reached\) after 1 turn/);
+    assert.match(stdout, /\$0\.0006 so far/);
+    assert.equal(status, EXIT.notAccepted);
+    assert.equal(api.requests.filter((r) => r.path === '/v1/messages').length, 1);
+  });
+
+  test('--max-cost without a known price is refused and names --price, rather than a budget that can never trip', async (t) => {
+    const printed = t.mock.method(console, 'error', () => {});
+    assert.equal(await main(['--max-cost', '1', 'task'], { ANTHROPIC_API_KEY: 'k' }), EXIT.usage);
+    assert.match(
+      String(printed.mock.calls[0]!.arguments[0]),
+      /claude-sonnet-5-5 has none: give one with --price IN,OUT/,
+    );
+  });
+
+  test('a malformed --price is one usage line, not a price of NaN', async (t) => {
+    const printed = t.mock.method(console, 'error', () => {});
+    for (const bad of ['3', '3,x', '-1,2', '3,15,1', ',']) {
+      assert.equal(await main([`--price=${bad}`, 'task'], { ANTHROPIC_API_KEY: 'k' }), EXIT.usage);
+      assert.match(String(printed.mock.calls.at(-1)!.arguments[0]), /--price needs IN,OUT/);
+    }
   });
 });
 
@@ -107,5 +147,29 @@ describe('one options table', () => {
   test('an unknown flag is one usage line, not a stack trace', async () => {
     const { status } = await runCli(['--no-such-flag']);
     assert.equal(status, EXIT.usage);
+  });
+
+  test("a mistake on the command line is one line in --help's terms, with balanced quotes, not parseArgs' three", async (t) => {
+    const printed = t.mock.method(console, 'error', () => {});
+    const said = async (args: string[]) => {
+      assert.equal(await main(args, { ANTHROPIC_API_KEY: 'k' }), EXIT.usage);
+      return String(printed.mock.calls.at(-1)!.arguments[0]);
+    };
+    const unknown = await said(['--no-such-flag']);
+    assert.equal(
+      unknown,
+      'agent: unknown option --no-such-flag (a task that starts with "-" goes after --, as in: -- "--no-such-flag") (see --help)',
+    );
+    assert.equal(await said(['--root']), 'agent: --root needs a value: --root DIR (see --help)');
+    assert.equal(
+      await said(['--max-turns', '-3']),
+      'agent: --max-turns needs a value; one that starts with "-" is written --max-turns=N (see --help)',
+    );
+    assert.equal(await said(['--yes=no']), 'agent: --yes takes no value (see --help)');
+    for (const line of printed.mock.calls.map((c) => String(c.arguments[0]))) {
+      assert.doesNotMatch(line, /\n/);
+      assert.equal((line.match(/"/g) ?? []).length % 2, 0, `unbalanced quotes: ${line}`);
+      assert.equal((line.match(/'/g) ?? []).length % 2, 0, `unbalanced quotes: ${line}`);
+    }
   });
 });

@@ -456,13 +456,9 @@ async function runSession(s: Session): Promise<void> {
   }
 
   // A reply cut off at max_tokens may carry truncated arguments: none of its calls runs.
-  // The runaway guard refuses the third identical call in a row (counting only calls that reached it).
+  // The runaway guard refuses the third identical call in a row, "in a row" meaning in the calls the model made,
+  // whatever became of them: a call skipped, refused or cut off still breaks a row (and still counts in one).
   const ran = new Set(events.flatMap((e) => (e.type === 'running' ? [e.call.id] : [])));
-  const reachedRunaway = new Set(
-    events.flatMap((e) =>
-      e.type === 'decision' && (e.hook === 'approval' || e.hook === 'runaway') ? [e.call.id] : [],
-    ),
-  );
   let lastAssistant: Anthropic.ContentBlockParam[] = [];
   let [lastKey, repeats] = ['', 0];
   for (const e of events) {
@@ -474,7 +470,7 @@ async function runSession(s: Session): Promise<void> {
         if (block.type === 'tool_use')
           assert.ok(!ran.has(block.id), `${block.name} ran from a reply cut off at max_tokens`);
     }
-    if (e.type === 'call' && (ran.has(e.call.id) || reachedRunaway.has(e.call.id))) {
+    if (e.type === 'call') {
       const key = JSON.stringify([e.call.name, e.call.input]);
       repeats = key === lastKey ? repeats + 1 : 1;
       lastKey = key;
