@@ -1622,7 +1622,7 @@ async function chooseModel(options: CliOptions, env: NodeJS.ProcessEnv, name: st
     try {
       return new ScriptedModel(await loadScript(options.script), name ?? 'scripted');
     } catch (error) {
-      throw new UsageError(`--script: ${errorText(error)}`);
+      throw new UsageError(`--script ${errorText(error)}`);
     }
   }
   if (!env.ANTHROPIC_API_KEY && !env.ANTHROPIC_BASE_URL) {

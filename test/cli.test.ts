@@ -90,6 +90,36 @@ describe('usage errors', () => {
   });
 });
 
+describe('a malformed --script', () => {
+  test('is one usage line naming the file and where it is wrong, not a JSON parser or validator report', async (t) => {
+    const root = await tempProject(t, {
+      'typo.json': '[{"content": [{"type": "txt", "text": "hi"}]}]',
+      'broken.json': '[\n  {"content": []},\n  {"content": [] x\n]',
+      'object.json': '{"content": []}',
+    });
+    const printed = t.mock.method(console, 'error', () => {});
+    const said = async (file: string) => {
+      assert.equal(await main(['--script', path.join(root, file), 'task'], {}), EXIT.usage);
+      return String(printed.mock.calls.at(-1)!.arguments[0]).replace(`${root}/`, '');
+    };
+    assert.equal(
+      await said('typo.json'),
+      'agent: --script typo.json is not a script of replies: at [0].content[0].type: Invalid discriminator value. ' +
+        "Expected 'text' | 'tool_use' | 'thinking' (see --help)",
+    );
+    assert.equal(
+      await said('broken.json'),
+      "agent: --script broken.json is not valid JSON: Expected ',' or '}' after property value (line 3, column 18) " +
+        '(see --help)',
+    );
+    assert.match(
+      await said('object.json'),
+      /^agent: --script object\.json is not a script of replies: the file: .*array/,
+    );
+    assert.equal(await said('missing.json'), 'agent: --script missing.json: no such file (see --help)');
+  });
+});
+
 describe('--price', () => {
   test('--max-cost works on a model the price table does not know once --price gives its price: a cost halt after turn 1', async (t) => {
     const root = await tempProject(t);
