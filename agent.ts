@@ -1737,34 +1737,48 @@ export function terminalPrinter(out: Output = process.stdout): (event: AgentEven
   };
 }
 
-/** --trace: each step tagged with the part of the loop doing it (seed 002's table), one line a part. */
+/** --trace: each step tagged with the part of the loop doing it (seed 002's table), one line a part. A turn opens
+ *  with its prompt (or the compaction before it), after the previous turn's halt check; each task after the first
+ *  gets a heading, since turns count from 1 again. */
 export function tracePrinter(out: NodeJS.WritableStream = process.stdout, prefix = ''): (event: AgentEvent) => void {
-  let turn = 0;
+  let [task, turn, running, replied] = [0, 0, false, false];
   let text = '';
+  /** What the API counted for the last request and its reply: the exact part of the next estimate. */
+  let counted: number | null = null;
   const ran = new Set<string>();
   const decided = new Set<string>();
   const children = new Map<string, (event: AgentEvent) => void>();
   const say = (part: string, what: string) => out.write(`${prefix}[${turn}] ${part.padEnd(14)} ${what}\n`);
+  /** The previous turn passed its halt check, since the loop goes round again. */
+  const nextTurn = () => {
+    if (!replied) return;
+    say('halt check', 'no halt: go round again');
+    [turn, replied] = [turn + 1, false];
+  };
   return (event) => {
     switch (event.type) {
-      case 'request':
-        if (event.turn > 1) say('halt check', 'no halt: go round again');
+      case 'request': {
+        nextTurn();
         turn = event.turn;
-        say('state', `the transcript holds ${event.messages} message(s) the model will see`);
-        return say(
-          'prompt builder',
-          `sends system prompt + tools + ${event.messages} message(s), ~${event.estimatedTokens} tokens`,
-        );
+        say('state', `the model will see ${event.messages} message(s) of the transcript`);
+        const exact = counted !== null && event.estimatedTokens >= counted;
+        const how = exact ? `${counted} counted last turn + ~${event.estimatedTokens - counted!} new` : 'by characters';
+        const what = `system prompt + tools + ${event.messages} message(s)`;
+        return say('prompt builder', `sends ${what}: ~${event.estimatedTokens} tokens (${how})`);
+      }
       case 'text':
         text += event.delta;
         return;
       case 'reply': {
         const said = text.trim() === '' ? '' : ` "${summarizeText(text)}"`;
+        const { usage } = event;
         text = '';
+        replied = true;
+        counted = usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
+        counted += usage.output_tokens;
         say(
           'model',
-          `replied${said} (stop: ${event.stopReason}, ` +
-            `${event.usage.input_tokens} in / ${event.usage.output_tokens} out)`,
+          `replied${said} (stop: ${event.stopReason}, ${usage.input_tokens} in / ${usage.output_tokens} out)`,
         );
         if (event.stopReason === 'max_tokens')
           say(
@@ -1800,19 +1814,18 @@ export function tracePrinter(out: NodeJS.WritableStream = process.stdout, prefix
         );
       }
       case 'message': {
+        if (event.message.role === 'assistant') return; // told with the reply, after what the model said
         const blocks = typeof event.message.content === 'string' ? [] : event.message.content;
         const results = blocks.filter((b) => b.type === 'tool_result').length;
-        if (event.message.role === 'assistant') return; // told with the reply, after what the model said
+        const said = summarizeText(textOfMessage(event.message));
         if (results > 0)
-          return say(
-            'fold back',
-            `appended ${results} tool result(s) in call order` +
-              (blocks.length > results ? ", then the user's message" : ''),
-          );
-        return say(
-          turn === 0 ? 'state' : 'fold back',
-          `appended a user message: "${summarizeText(textOfMessage(event.message))}"`,
-        );
+          return say('fold back', `appended ${results} tool result(s) in call order${said ? `, then "${said}"` : ''}`);
+        if (running) return say('fold back', `appended a user message: "${said}"`);
+        // A user message while no task runs is the next task.
+        [task, turn, running, replied] = [task + 1, 0, true, false];
+        if (task > 1)
+          out.write(`${prefix}\n${prefix}--- task ${task}: the transcript carries on, and turns count from 1\n`);
+        return say('state', `appended a user message: "${said}"`);
       }
       case 'gate':
         return say(
@@ -1820,11 +1833,20 @@ export function tracePrinter(out: NodeJS.WritableStream = process.stdout, prefix
           `verify \`${event.command}\` ${event.reason}: ${event.passed ? 'passed' : 'not done, go on'}`,
         );
       case 'compaction':
+        nextTurn();
+        counted = null;
         return say(
           'prompt builder',
-          `compacted ~${event.tokensBefore} → ~${event.tokensAfter} tokens: ` +
-            `a summary, then messages from #${event.keptFrom}`,
+          `${running ? '' : '/compact: '}compacted the messages, ~${event.tokensBefore} → ~${event.tokensAfter} ` +
+            `tokens by characters: a summary, then messages from #${event.keptFrom}`,
         );
+      case 'context': {
+        const b = event.breakdown;
+        const parts =
+          `system ${b.systemPrompt} · tools ${b.toolDefinitions} · AGENTS.md ${b.projectFiles} · ` +
+          `messages ${b.messages} · free ${b.free}`;
+        return say('prompt builder', `context window ${b.window} tokens (estimated): ${parts}`);
+      }
       case 'notice':
         return say('note', event.text);
       case 'subagent': {
@@ -1833,6 +1855,7 @@ export function tracePrinter(out: NodeJS.WritableStream = process.stdout, prefix
         return child(event.event);
       }
       case 'halt':
+        [running, replied] = [false, false];
         return say('halt check', `HALT: ${describeHalt(event.halt)}`);
       default:
         return;

@@ -3,23 +3,39 @@
 
 import assert from 'node:assert/strict';
 import { createInterface } from 'node:readline/promises';
-import { PassThrough } from 'node:stream';
+import { PassThrough, Writable } from 'node:stream';
 import { describe, test } from 'node:test';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { type AgentEvent, EXIT, main, OPTIONS, repl, terminalPrinter } from '../agent.ts';
-import { call, say } from '../scripted-model.ts';
+import {
+  type Agent,
+  type AgentEvent,
+  EXIT,
+  main,
+  type ModelRequest,
+  OPTIONS,
+  repl,
+  runTask,
+  terminalPrinter,
+  tracePrinter,
+} from '../agent.ts';
+import { call, say, type ScriptedReply } from '../scripted-model.ts';
 import { fakeMessage, startFakeApi } from './fake-api.ts';
 import { runCli, scriptedAgent, tempProject, textOf, violationsOf } from './helpers.ts';
 
 /** A REPL fed by piped lines, as `main` sets it up: paused until the REPL listens. */
-async function pipedRepl(lines: string[], script: Parameters<typeof scriptedAgent>[1], root: string) {
+async function pipedRepl(
+  lines: string[],
+  script: Parameters<typeof scriptedAgent>[1],
+  root: string,
+  config: Parameters<typeof scriptedAgent>[2] = {},
+) {
   const input = new PassThrough();
   const rl = createInterface({ input, terminal: false });
   rl.pause();
   input.end(lines.map((line) => `${line}\n`).join(''));
   await new Promise((resolve) => setImmediate(resolve));
-  const { agent, model, events } = await scriptedAgent(root, script);
+  const { agent, model, events } = await scriptedAgent(root, script, config);
   const code = await repl(agent, rl, false, async () => {});
   return { agent, model, events, code };
 }
@@ -53,6 +69,107 @@ describe('the REPL', () => {
       notices.filter((n) => n.includes('the commands are /context, /compact, /resume FILE, /exit')).length,
       2,
     );
+  });
+});
+
+/** A stream that keeps what is written to it, synchronously. */
+function screen(isTTY = false) {
+  let written = '';
+  const out = Object.assign(
+    new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        written += chunk.toString('utf8');
+        done();
+      },
+    }),
+    { isTTY },
+  );
+  return { out, text: () => written, lines: () => written.split('\n').filter((line) => line !== '') };
+}
+
+describe('--trace', () => {
+  test('--trace shows the context breakdown, at startup and for /context, instead of dropping it', async (t) => {
+    const root = await tempProject(t, { 'AGENTS.md': 'Use tabs.\n' });
+    const { out, lines } = screen();
+    await pipedRepl(['/context'], [], root, { onEvent: tracePrinter(out) });
+    assert.match(
+      lines()[0] ?? '',
+      /^\[0\] prompt builder +context window 200000 tokens \(estimated\): system \d+ · tools \d+ · AGENTS\.md \d+ · messages \d+ · free \d+$/,
+    );
+    const started = await runCli([
+      '--trace',
+      '--script',
+      path.join(import.meta.dirname, '..', 'lessons', 'scripts', 'fizzbuzz.json'),
+      '--root',
+      root,
+      '--yes',
+      'fizzbuzz',
+    ]);
+    assert.match(started.stdout, /^\[0\] prompt builder +context window/m);
+  });
+
+  test('a second task gets its own heading and starts at turn 0, not as a "fold back" under the last task\'s turn', async (t) => {
+    const root = await tempProject(t);
+    const { out, lines } = screen();
+    const { agent } = await scriptedAgent(root, [say('Hello, Ada.'), say('Ada.')], { onEvent: tracePrinter(out) });
+    await runTask(agent, 'My name is Ada.');
+    await runTask(agent, 'What is my name?');
+    const second = lines().findIndex((line) => line.includes('"What is my name?"'));
+    assert.equal(lines()[second - 1], '--- task 2: the transcript carries on, and turns count from 1');
+    assert.equal(lines()[second], '[0] state          appended a user message: "What is my name?"');
+    assert.ok(lines().every((line) => !/fold back +appended a user message/.test(line)));
+  });
+
+  test('a compaction is traced in the turn it opens, after the previous turn passed its halt check', async (t) => {
+    const root = await tempProject(t, { 'a.txt': 'a\n'.repeat(400), 'b.txt': 'b\n'.repeat(400) });
+    const { out, lines } = screen();
+    const summariseOr = (then: ScriptedReply) => (request: ModelRequest) =>
+      JSON.stringify(request.messages).includes('Write a summary') ? say('SUMMARY: read a and b.') : then;
+    const script = [call('read_file', { path: 'a.txt' }), call('read_file', { path: 'b.txt' }), say('done')];
+    const { agent } = await scriptedAgent(
+      root,
+      script.map(summariseOr).flatMap((e) => [e, e]),
+      {
+        onEvent: tracePrinter(out),
+        contextWindow: 4_000,
+      },
+    );
+    await runTask(agent, 'read a and b');
+    const at = lines().findIndex((line) => line.includes('compacted the messages'));
+    assert.ok(at > 0, lines().join('\n'));
+    const turnOf = (line: string | undefined) => Number(/^\[(\d+)\]/.exec(line ?? '')?.[1]);
+    assert.match(lines()[at - 1]!, /halt check +no halt: go round again/);
+    assert.equal(turnOf(lines()[at]), turnOf(lines()[at - 1]) + 1, 'the compaction opens the next turn');
+    assert.equal(turnOf(lines()[at + 2]), turnOf(lines()[at]), "that turn's request follows it");
+    assert.match(lines()[at]!, /~\d+ → ~\d+ tokens by characters/);
+  });
+
+  test("the prompt's size shows the counted part, which never goes down as the transcript grows, and user messages as text", async (t) => {
+    const root = await tempProject(t, { 'a.txt': 'alpha\n' });
+    const { out, lines } = screen();
+    let live: Agent | undefined;
+    const steer = (reply: ScriptedReply) => () => (live!.steering.push('Use tabs, please.'), reply);
+    const script = [
+      call('read_file', { path: 'a.txt' }),
+      steer(call('list_files', {})),
+      call('list_files', {}),
+      say('ok'),
+    ];
+    const { agent } = await scriptedAgent(root, script, { onEvent: tracePrinter(out) });
+    live = agent;
+    await runTask(agent, 'look around');
+    const counted = lines()
+      .flatMap((line) => /\((\d+) counted last turn/.exec(line)?.[1] ?? [])
+      .map(Number);
+    assert.equal(counted.length, 3);
+    assert.deepEqual(
+      counted,
+      [...counted].sort((a, b) => a - b),
+    );
+    assert.ok(
+      lines().some((line) => line.endsWith('appended 1 tool result(s) in call order, then "Use tabs, please."')),
+    );
+    assert.ok(lines().every((line) => !line.includes('{"type"')));
   });
 });
 
