@@ -21,8 +21,9 @@ import { minimatch } from 'minimatch';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
-import { readFile, realpath } from 'node:fs/promises';
+import { readdir, readFile, realpath } from 'node:fs/promises';
 import path from 'node:path';
+import { clearScreenDown, cursorTo, moveCursor } from 'node:readline';
 import { createInterface, type Interface } from 'node:readline/promises';
 import { pathToFileURL } from 'node:url';
 import { parseArgs, styleText } from 'node:util';
@@ -565,24 +566,6 @@ export const runawayGuard: BeforeCallHook = {
     return { action: 'deny', reason: `${reason}; try something different` };
   },
 };
-
-/** How many calls in a row, ending with `call`, had its name and arguments: read back through the transcript from
- *  `call` until a different call (only as far back as the row goes, so a long session costs no more). */
-function timesInARow(messages: readonly Anthropic.MessageParam[], call: Anthropic.ToolUseBlock): number {
-  const key = JSON.stringify([call.name, call.input]);
-  let [repeats, reached] = [0, false];
-  for (let m = messages.length - 1; m >= 0; m--) {
-    const { role, content } = messages[m]!;
-    if (role !== 'assistant' || typeof content === 'string') continue;
-    for (let b = content.length - 1; b >= 0; b--) {
-      const block = content[b]!;
-      if (block.type !== 'tool_use' || !(reached ||= block.id === call.id)) continue;
-      if (JSON.stringify([block.name, block.input]) !== key) return repeats;
-      repeats++;
-    }
-  }
-  return repeats;
-}
 
 /** Prevents unreviewed changes: a call that changes something runs only once the user approved its preview. */
 export function approval(approve: Approver): BeforeCallHook {
@@ -1143,6 +1126,24 @@ async function settleOrAbandon<T>(work: Promise<T>, signal: AbortSignal, graceMs
   }
 }
 
+/** How many calls in a row, ending with `call`, had its name and arguments: read back through the transcript from
+ *  `call` until a different call (only as far back as the row goes, so a long session costs no more). */
+function timesInARow(messages: readonly Anthropic.MessageParam[], call: Anthropic.ToolUseBlock): number {
+  const key = JSON.stringify([call.name, call.input]);
+  let [repeats, reached] = [0, false];
+  for (let m = messages.length - 1; m >= 0; m--) {
+    const { role, content } = messages[m]!;
+    if (role !== 'assistant' || typeof content === 'string') continue;
+    for (let b = content.length - 1; b >= 0; b--) {
+      const block = content[b]!;
+      if (block.type !== 'tool_use' || !(reached ||= block.id === call.id)) continue;
+      if (JSON.stringify([block.name, block.input]) !== key) return repeats;
+      repeats++;
+    }
+  }
+  return repeats;
+}
+
 /** Where the window goes now: the numbers behind /context. */
 export function contextBreakdown(agent: Agent): ContextBreakdown {
   const projectFiles = agent.contextFiles.reduce((sum, file) => sum + file.tokens, 0);
@@ -1636,100 +1637,276 @@ async function chooseModel(options: CliOptions, env: NodeJS.ProcessEnv, name: st
 }
 
 /** Where the printers write: stdout, or any stream (a test's). Colour only on a terminal. */
-export type Output = NodeJS.WritableStream & { isTTY?: boolean };
+export type Output = NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
 
 const colour = (format: Parameters<typeof styleText>[0], text: string, out: Output) =>
   out.isTTY && !process.env.NO_COLOR ? styleText(format, text) : text;
 
-/** The terminal view of the event stream: streamed text, one line per call and its outcome,
- *  an elapsed counter on slow calls, and a footer per turn with tokens and cost. */
-export function terminalPrinter(out: Output = process.stdout): (event: AgentEvent) => void {
-  let midLine = false;
-  let ticker: NodeJS.Timeout | undefined;
-  const stopTicker = () => {
-    if (ticker === undefined) return;
-    clearInterval(ticker);
-    ticker = undefined;
-    out.write('\r\x1b[K');
-  };
-  const line = (text: string) => {
-    stopTicker();
-    out.write(`${midLine ? '\n' : ''}${text}\n`);
-    midLine = false;
-  };
+/** Empties the line being typed, through readline (Ctrl-E, Ctrl-U), so it redraws what it knows it drew. */
+function clearInput(rl: Interface): void {
+  rl.write('', { ctrl: true, name: 'e' });
+  rl.write('', { ctrl: true, name: 'u' });
+}
+
+const SPINNER = '⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏';
+const TICK_MS = 250;
+/** Shorter waits show nothing, so a fast call does not flicker. */
+const QUIET_MS = 400;
+
+/** The bottom of a terminal while a run works: what the agent waits for and for how long, redrawn four times a
+ *  second; and once the user types, their line below it. Everything printed goes above both. With the REPL's
+ *  readline the two are readline's prompt, so readline, which echoes what is typed, always knows where they are.
+ *  Nothing of it reaches piped output. */
+export class StatusLine {
+  /** A run is under way: what the user types steers it, on a line of its own. */
+  private active = false;
+  private waitingFor: string | null = null;
+  private since = 0;
+  private lastOutput = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private shown = false;
+  private typing = false;
+  private held = false;
+  private midLine = false;
+  /** Model text held back while the user types, so the line being typed stays whole: printed line by line. */
+  private heldText = '';
+  /** Rows readline still thinks its prompt spans after hide(); written as blank lines before it draws again. */
+  private pad = 0;
+
+  private readonly rl: Interface | undefined;
+
+  /** `terminal`: the REPL's readline and the keyboard it reads, when there is one. */
+  constructor(
+    private readonly out: Output,
+    terminal?: { rl: Interface; input: NodeJS.ReadableStream },
+  ) {
+    this.rl = terminal?.rl;
+    // Before readline sees the key: a first character opens the input line, Enter closes it into the scrollback.
+    terminal?.input.prependListener('keypress', (typed: string | undefined, key: { name?: string; ctrl?: boolean }) => {
+      if (!this.active || this.held) return;
+      if (key.name === 'return' || key.name === 'enter') {
+        if (this.typing || this.shown) this.redraw(terminal.rl.line === '' ? '' : '» ');
+        [this.typing, this.shown, this.midLine] = [false, false, false]; // readline ends the line
+      } else if (!this.typing && typed !== undefined && !key.ctrl && typed >= ' ') {
+        this.typing = true;
+        this.show();
+      }
+    });
+  }
+
+  get enabled(): boolean {
+    return this.out.isTTY === true;
+  }
+
+  /** What the agent now waits for (null: nothing worth showing); the clock restarts with each new wait. */
+  wait(what: string | null): void {
+    if (what !== this.waitingFor) this.since = Date.now();
+    this.waitingFor = what;
+    this.active = true;
+    if (what !== null && this.timer === undefined && this.enabled) {
+      // unref: the status line must never be what keeps the process alive after a halt.
+      this.timer = setInterval(() => this.tick(), TICK_MS).unref();
+    }
+    if (what === null && this.shown && !this.typing) this.hide();
+  }
+
+  /** The run is over: the status line goes, and what the user was typing waits at the next prompt. */
+  done(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    this.waitingFor = null;
+    [this.active, this.typing] = [false, false];
+    if (this.shown) this.hide();
+    if (this.heldText !== '') this.text(this.heldText.replace(/\n?$/, '\n'));
+  }
+
+  /** Whole lines, above the status line. */
+  line(text: string): void {
+    if (this.shown) this.hide();
+    if (this.midLine) this.out.write('\n');
+    this.out.write(`${text}\n`);
+    this.midLine = false;
+    this.lastOutput = Date.now();
+    if (this.typing) this.show();
+  }
+
+  /** Text as it streams; held back line by line while the user types. */
+  text(delta: string): void {
+    if (this.typing) {
+      this.heldText += delta;
+      const end = this.heldText.lastIndexOf('\n');
+      if (end >= 0) {
+        const whole = this.heldText.slice(0, end);
+        this.heldText = this.heldText.slice(end + 1);
+        this.line(whole);
+      }
+      return;
+    }
+    if (this.shown) this.hide();
+    this.out.write(delta);
+    this.midLine = !delta.endsWith('\n');
+    this.lastOutput = Date.now();
+  }
+
+  /** A question at the terminal (an approval), with no status line in the way; readline's own if there is one. */
+  async ask(query: string, signal: AbortSignal): Promise<string> {
+    // A line half typed to steer is put aside, or it would become the start of the answer.
+    const typed = this.typing && this.shown ? (this.rl?.line ?? '') : '';
+    if (typed !== '') clearInput(this.rl!);
+    this.held = true;
+    if (this.shown) this.hide();
+    if (this.midLine) this.line('');
+    const rl = this.rl ?? createInterface({ input: process.stdin, output: process.stdout, terminal: true });
+    // A lone question's readline holds the terminal raw, where Ctrl-C is a key: pass it on as the signal it means.
+    if (!this.rl) rl.on('SIGINT', () => process.kill(process.pid, 'SIGINT'));
+    try {
+      this.out.write('\n'.repeat(this.pad));
+      this.pad = 0;
+      return await rl.question(query, { signal });
+    } finally {
+      if (!this.rl) rl.close();
+      this.held = false;
+      this.lastOutput = Date.now();
+      if (typed !== '') {
+        this.show();
+        this.rl?.write(typed);
+      }
+    }
+  }
+
+  /** The REPL's prompt, drawn where readline expects it. */
+  prompt(text: string): void {
+    this.redraw(text);
+  }
+
+  private tick(): void {
+    if (this.held || this.waitingFor === null || !this.active) return;
+    if (this.shown || Date.now() - this.lastOutput >= QUIET_MS) this.show();
+  }
+
+  /** The status line, then (while the user types) their line. */
+  private show(): void {
+    if (!this.enabled) return;
+    if (this.midLine) {
+      this.out.write('\n');
+      this.midLine = false;
+    }
+    const seconds = Math.floor((Date.now() - this.since) / 1000);
+    const frame = SPINNER[Math.floor(Date.now() / TICK_MS) % SPINNER.length];
+    const width = Math.max((this.out.columns ?? 80) - 1, 20);
+    const status = this.waitingFor === null ? '' : `  ${frame} ${this.waitingFor} · ${seconds} s`.slice(0, width);
+    const painted = colour('dim', status, this.out);
+    if (!this.rl) {
+      this.out.write(`\r\x1b[K${painted}`);
+    } else {
+      this.redraw(this.typing ? `${status === '' ? '' : `${painted}\n`}» ` : painted);
+    }
+    this.shown = true;
+  }
+
+  /** Draws `prompt` and the typed line through readline, first giving back the rows hide() took from under it. */
+  private redraw(prompt: string): void {
+    if (!this.rl) return;
+    this.out.write('\n'.repeat(this.pad));
+    this.pad = 0;
+    this.rl.setPrompt(prompt);
+    this.rl.prompt(true);
+  }
+
+  private hide(): void {
+    if (this.rl) {
+      const rows = this.rl.getCursorPos().rows;
+      moveCursor(this.out, 0, -rows);
+      cursorTo(this.out, 0);
+      clearScreenDown(this.out);
+      this.pad = rows;
+    } else {
+      this.out.write('\r\x1b[K');
+    }
+    this.shown = false;
+  }
+}
+
+/** The terminal view of the event stream: streamed text, one line per call and what came of it, a status line
+ *  while the agent waits (model, tools, the verify command), and a footer per turn with tokens and cost. */
+export function terminalPrinter(
+  out: Output = process.stdout,
+  { screen = new StatusLine(out), verify }: { screen?: StatusLine; verify?: string } = {},
+): (event: AgentEvent) => void {
+  const line = (format: Parameters<typeof styleText>[0], text: string) => screen.line(colour(format, text, out));
+  const running = new Map<string, string>();
   return (event) => {
     switch (event.type) {
+      case 'request':
+        screen.wait('waiting for the model');
+        return;
       case 'text':
-        out.write(event.delta);
-        midLine = !event.delta.endsWith('\n');
-        return;
-      case 'call':
-        return line(colour('cyan', `→ ${event.call.name} ${summarize(event.call.input)}`, out));
-      case 'running':
-        if (out.isTTY && ticker === undefined) {
-          const started = Date.now();
-          // unref: a ticker must never be what keeps the process alive after the halt.
-          ticker = setInterval(() => out.write(`\r  … ${Math.round((Date.now() - started) / 1000)} s`), 1000).unref();
-        }
-        return;
-      case 'decision':
-        if (event.decision.action === 'deny') return;
-        return line(colour('dim', `  ${event.hook}: ${event.decision.action}`, out));
-      case 'result': {
-        const content = typeof event.result.content === 'string' ? event.result.content : '';
-        if (event.result.is_error) return line(colour('red', `  ✗ ${content.split('\n')[0]}`, out));
-        return line(colour('dim', `  ✓ ${content.length} chars`, out));
-      }
+        return screen.text(event.delta);
       case 'reply': {
         const { input, cacheRead, cacheWrite, output, costUsd } = event.totals;
         const allInput = input + cacheRead + cacheWrite;
         const cached = allInput > 0 ? Math.round((100 * cacheRead) / allInput) : 0;
         const cost = costUsd === null ? 'cost unknown' : `$${costUsd.toFixed(4)}`;
-        return line(
-          colour(
-            'dim',
-            `  [turn ${event.turn} · in ${allInput} (${cached}% cached) · out ${output} · ${cost} so far]`,
-            out,
-          ),
-        );
+        if (event.stopReason === 'max_tokens') {
+          const calls = event.calls === 0 ? '' : `; its ${event.calls} call(s) will not run`;
+          line('yellow', `  (the reply was cut off at the output limit${calls}: the model is asked to go on)`);
+        }
+        line('dim', `  [turn ${event.turn} · in ${allInput} (${cached}% cached) · out ${output} · ${cost} so far]`);
+        const judged = event.calls === 0 && !['max_tokens', 'pause_turn'].includes(event.stopReason ?? '');
+        return screen.wait(judged ? (verify === undefined ? 'checking "done"' : `checking "done": ${verify}`) : null);
+      }
+      case 'call':
+        screen.wait(null); // the hooks decide, and approval may ask
+        return line('cyan', `→ ${event.call.name} ${summarize(event.call.input)}`);
+      case 'running': {
+        running.set(event.call.id, event.call.name);
+        const names = [...running.values()];
+        return screen.wait(names.length === 1 ? `${names[0]} running` : `${names.length} calls running`);
+      }
+      case 'decision':
+        if (event.decision.action === 'deny') return;
+        return line('dim', `  ${event.hook}: ${event.decision.action}`);
+      case 'result': {
+        const content = typeof event.result.content === 'string' ? event.result.content : '';
+        if (running.delete(event.call.id) && running.size === 0) screen.wait('preparing the next request');
+        if (event.result.is_error) return line('red', `  ✗ ${content.split('\n')[0]}`);
+        // A one-line result is a tool's own summary ("edited add.js: replaced 1 line(s) at line 2 …"); of a longer
+        // one (what was read), its size and how it starts.
+        const lines = content.split('\n').length;
+        const first = summarizeText(content.split('\n')[0]!);
+        return line('dim', `  ✓ ${lines === 1 ? first : `${lines} lines: ${first}`}`);
       }
       case 'gate':
+        screen.wait(event.passed ? null : 'preparing the next request');
         return line(
-          colour(
-            event.passed ? 'green' : 'yellow',
-            `gate: \`${event.command}\` ${event.reason}: ${event.passed ? 'pass' : 'not done'}`,
-            out,
-          ),
+          event.passed ? 'green' : 'yellow',
+          `gate: \`${event.command}\` ${event.reason}: ${event.passed ? 'pass' : 'not done'}`,
         );
       case 'notice':
-        return line(colour('yellow', event.text, out));
+        return line('yellow', event.text);
       case 'compaction':
         return line(
-          colour(
-            'yellow',
-            `compacted: ~${event.tokensBefore} → ~${event.tokensAfter} tokens; messages before ` +
-              `#${event.keptFrom} are now a summary (still in the session file)`,
-            out,
-          ),
+          'yellow',
+          `compacted: ~${event.tokensBefore} → ~${event.tokensAfter} tokens; messages before ` +
+            `#${event.keptFrom} are now a summary (still in the session file)`,
         );
       case 'context': {
         const b = event.breakdown;
         const parts =
           `system ${b.systemPrompt} · tools ${b.toolDefinitions} · AGENTS.md ${b.projectFiles} · ` +
           `messages ${b.messages} · free ${b.free}`;
-        return line(colour('dim', `context window ${b.window} tokens: ${parts}`, out));
+        return line('dim', `context window ${b.window} tokens: ${parts}`);
       }
       case 'subagent':
         if (event.event.type === 'call')
-          line(colour('dim', `  [${event.id}] → ${event.event.call.name} ${summarize(event.event.call.input)}`, out));
+          line('dim', `  [${event.id}] → ${event.event.call.name} ${summarize(event.event.call.input)}`);
         return;
       case 'halt':
+        running.clear();
+        screen.done();
         return line(
-          colour(
-            event.halt.kind === 'accepted' ? 'green' : 'red',
-            `halt: ${describeHalt(event.halt)} after ${event.turns} turn(s)`,
-            out,
-          ),
+          event.halt.kind === 'accepted' ? 'green' : 'red',
+          `halt: ${describeHalt(event.halt)} after ${event.turns} turn(s)`,
         );
       default:
         return;
@@ -1881,35 +2058,87 @@ function summarize(input: unknown): string {
   return json.length > 80 ? `${json.slice(0, 77)}...` : json;
 }
 
-function terminalApprover(rl: Interface, out: Output): Approver {
+/** Asks about one change at the terminal. Enter means no; y, yes, n, no, a, always are understood in any case, and
+ *  anything else is asked again rather than taken for an answer. */
+function terminalApprover(screen: StatusLine, out: Output): Approver {
   return async ({ tool, preview, signal }) => {
     const painted = preview
       .split('\n')
       .map((l) => (l.startsWith('+') ? colour('green', l, out) : l.startsWith('-') ? colour('red', l, out) : l));
-    out.write(`${painted.join('\n')}\n`);
-    const answer = (await rl.question(`Allow this ${tool}? [y]es / [n]o / [a]lways this session: `, { signal }))
-      .trim()
-      .toLowerCase();
-    if (answer === 'a' || answer === 'always') return { approved: true, always: true };
-    if (answer === 'y' || answer === 'yes') return { approved: true };
-    const reason = (await rl.question('Why not? (optional, Enter to skip): ', { signal })).trim();
+    screen.line(painted.join('\n'));
+    const question = `Allow this ${tool}? [y]es, [N]o, [a]lways this session (Enter: no) `;
+    let answer = APPROVAL_ANSWERS[(await screen.ask(question, signal)).trim().toLowerCase()];
+    while (answer === undefined)
+      answer =
+        APPROVAL_ANSWERS[(await screen.ask('Please answer y, n or a (Enter: no) ', signal)).trim().toLowerCase()];
+    if (answer !== 'no') return { approved: true, always: answer === 'always' };
+    const reason = (await screen.ask('Why not? (optional, Enter to skip) ', signal)).trim();
     return reason === '' ? { approved: false } : { approved: false, reason };
   };
 }
 
-/** Prevents a headless run from hanging on a question nobody can answer: with no terminal, changes are denied. */
-const denyWithoutTerminal: Approver = async () => ({
-  approved: false,
-  reason: 'there is no terminal to ask for approval, and --yes was not given',
-});
+const APPROVAL_ANSWERS: Record<string, 'yes' | 'no' | 'always'> = {
+  ...{ '': 'no', n: 'no', no: 'no', nope: 'no' },
+  ...{ y: 'yes', yes: 'yes', ok: 'yes', a: 'always', always: 'always' },
+};
 
-/** One task per line, handled one at a time and in order. Text typed while a run works steers it;
- *  Ctrl-C stops the run, not the program; lines that start with "/" are commands. */
+/** Prevents a headless run from hanging on a question nobody can answer, and says truthfully why: with no terminal
+ *  and no --yes, a call that would change something is refused, and nobody is said to have declined it. */
+const changesNeedATerminal: BeforeCallHook = {
+  name: 'no terminal',
+  check: ({ tool }) =>
+    tool.readOnly
+      ? { action: 'allow' }
+      : {
+          action: 'deny',
+          reason: 'not run: changes need approval, and there is no terminal to ask (--yes allows them)',
+        },
+};
+
+/** Prevents /compact from making the view bigger: the summary is made on a copy of the session, and kept only if
+ *  it is smaller than what it replaces. Returns why nothing changed, or null. */
+async function compactOnRequest(agent: Agent, signal: AbortSignal): Promise<string | null> {
+  const events: AgentEvent[] = [];
+  const trial: Agent = { ...agent, config: { ...agent.config, onEvent: (event) => events.push(event) } };
+  const compacted = await compact(trial, signal).catch((error: unknown) => errorText(error));
+  const made = events.find((event) => event.type === 'compaction');
+  const smaller = made !== undefined && made.tokensAfter < made.tokensBefore;
+  for (const event of events) if (event !== made || smaller) agent.config.onEvent(event);
+  if (compacted !== true) return compacted === false ? 'nothing old enough to summarise yet' : compacted;
+  if (!smaller) {
+    const sizes = made ? ` (~${made.tokensAfter} tokens, against ~${made.tokensBefore} now)` : '';
+    return `declined: the summary${sizes} would not make what the model sees smaller; nothing changed`;
+  }
+  [agent.compaction, agent.lastRequest] = [trial.compaction, null];
+  return null;
+}
+
+/** The latest session file in the project, to suggest to /resume. */
+async function latestSession(root: string): Promise<string | null> {
+  const folder = path.join(root, '.agent', 'sessions');
+  const files = await readdir(folder).catch(() => []);
+  const latest = files
+    .filter((file) => /^[^.]+\.jsonl$/.test(file))
+    .sort()
+    .at(-1);
+  return latest === undefined ? null : path.relative(process.cwd(), path.join(folder, latest));
+}
+
+export interface ReplOptions {
+  /** A person at a terminal: prompts, steering, Ctrl-C as a key. Otherwise lines are piped in, one task each. */
+  interactive: boolean;
+  switchSession: (file: string) => Promise<void>;
+  /** The terminal printer's status line, which also draws the prompt; without it, readline's plain prompt. */
+  screen?: StatusLine;
+}
+
+/** One task per line, handled one at a time and in order. Text typed while a run works steers it; Ctrl-C stops the
+ *  run, not the program, and nothing starts by itself afterwards; lines that start with "/" are commands. Leaving a
+ *  terminal's REPL (/exit, Ctrl-D, Ctrl-C at an empty prompt) exits 0; piped, the exit code is the last task's. */
 export function repl(
   agent: Agent,
   rl: Interface,
-  interactive: boolean,
-  switchSession: (file: string) => Promise<void>,
+  { interactive, switchSession, screen }: ReplOptions,
 ): Promise<number> {
   let last: Halt | undefined;
   let running: AbortController | null = null;
@@ -1918,42 +2147,51 @@ export function repl(
   const pending: string[] = [];
   const notice = (text: string) => agent.config.onEvent({ type: 'notice', text });
   // Piped input gets no prompt: it would land in the middle of the output (and break --json).
-  const prompt = () => interactive && rl.prompt();
-  const command = async (input: string): Promise<void> => {
+  const prompt = () => interactive && (screen ? screen.prompt(PROMPT) : rl.prompt(true));
+  const command = async (input: string, signal: AbortSignal): Promise<void> => {
     const [name = '', ...rest] = input.split(/\s+/);
     const argument = rest.join(' ');
     if (name === '/context') return agent.config.onEvent({ type: 'context', breakdown: contextBreakdown(agent) });
     if (name === '/compact') {
-      const compacted = await compact(agent, new AbortController().signal).catch((error: unknown) => errorText(error));
-      if (compacted !== true)
-        notice(`/compact: ${compacted === false ? 'nothing old enough to summarise yet' : compacted}`);
+      const declined = await compactOnRequest(agent, signal);
+      if (declined !== null) notice(`/compact: ${declined}`);
       return;
     }
-    if (name === '/resume' && argument !== '')
+    if (name === '/resume' && argument === '') {
+      const latest = await latestSession(agent.config.root);
+      return notice(`/resume needs a session file: /resume FILE${latest ? `, e.g. /resume ${latest}` : ''}`);
+    }
+    if (name === '/resume')
       return await switchSession(argument).catch((error: unknown) => notice(`/resume: ${errorText(error)}`));
     notice(`unknown command "${input}"; the commands are /context, /compact, /resume FILE, /exit`);
+  };
+  /** Prevents text typed during a run from starting a run by itself: what the agent did not read is shown back,
+   *  not sent; after Ctrl-C, lines queued behind the run are dropped too, and the REPL waits at its prompt. */
+  const unsent = (stopped: boolean) => {
+    const dropped = [...agent.steering.splice(0), ...(stopped ? pending.splice(0) : [])];
+    if (dropped.length === 0) return;
+    const why = stopped ? 'the run was stopped' : 'the run ended before the agent read it';
+    notice(`not sent (${why}): ${dropped.map((text) => `"${text}"`).join(', ')}; type it again to send it`);
   };
   return new Promise((resolve) => {
     const finish = () => {
       process.off('SIGINT', interrupt);
-      resolve(last === undefined ? EXIT.accepted : exitCodeFor(last));
+      resolve(interactive || last === undefined ? EXIT.accepted : exitCodeFor(last));
     };
     const work = async () => {
       busy = true;
-      // Steering typed during the last run that no tool call picked up becomes the next task.
-      const nextInput = () =>
-        pending.shift() ?? (agent.steering.length > 0 ? agent.steering.splice(0).join('\n') : undefined);
-      for (let input = nextInput(); input !== undefined; input = nextInput()) {
+      for (let input = pending.shift(); input !== undefined; input = pending.shift()) {
+        running = new AbortController();
         if (input === '/exit') {
           pending.length = 0;
           rl.close();
         } else if (input.startsWith('/')) {
-          await command(input);
+          await command(input, running.signal);
         } else {
-          running = new AbortController();
           last = await runTask(agent, input, running.signal);
-          running = null;
+          unsent(running.signal.aborted);
         }
+        running = null;
       }
       busy = false;
       if (closed) finish();
@@ -1971,9 +2209,10 @@ export function repl(
       else prompt();
     });
     function interrupt() {
-      if (!running) return busy ? undefined : rl.close();
-      if (running.signal.aborted) process.exit(EXIT.interrupted);
-      running.abort();
+      if (running) return running.signal.aborted ? process.exit(EXIT.interrupted) : running.abort();
+      if (busy) return;
+      if (interactive && rl.line !== '') return clearInput(rl);
+      rl.close();
     }
     rl.on('SIGINT', interrupt); // a terminal: readline turns Ctrl-C into this event
     if (!interactive) process.on('SIGINT', interrupt);
@@ -1981,24 +2220,23 @@ export function repl(
       closed = true;
       if (!busy) finish();
     });
-    rl.setPrompt('\nyou> ');
+    rl.setPrompt(PROMPT);
     rl.resume();
     prompt();
   });
 }
 
+const PROMPT = '\nyou> ';
+
 /** One run, then exit. Ctrl-C stops it like in the REPL; a second one exits at once. */
-async function headless(agent: Agent, task: string, rl: Interface | undefined): Promise<number> {
+async function headless(agent: Agent, task: string): Promise<number> {
   const controller = new AbortController();
   const onSigint = () => (controller.signal.aborted ? process.exit(EXIT.interrupted) : controller.abort());
   process.on('SIGINT', onSigint);
-  // In a terminal the readline that asks for approvals stays open, and it receives the Ctrl-C.
-  rl?.on('SIGINT', onSigint);
   try {
     return exitCodeFor(await runTask(agent, task, controller.signal));
   } finally {
     process.off('SIGINT', onSigint);
-    rl?.close();
   }
 }
 
@@ -2019,9 +2257,10 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
         ? undefined
         : await chooseModel(options, env, options.taskModel);
     const interactive = process.stdin.isTTY === true;
-    // Paused until someone listens, so no piped line is read before the REPL is ready for it.
+    // The REPL's; paused until it listens, so no piped line is read before it is ready for it. A headless run in a
+    // terminal leaves the terminal as it is (Ctrl-C a signal) until an approval asks, with a readline of its own.
     const rl =
-      interactive || options.task === undefined
+      options.task === undefined
         ? createInterface({
             input: process.stdin,
             terminal: interactive,
@@ -2029,7 +2268,12 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
           })
         : undefined;
     rl?.pause();
-    const printer = options.json ? jsonPrinter(out) : options.trace ? tracePrinter(out) : terminalPrinter(out);
+    const screen = new StatusLine(out, interactive && rl ? { rl, input: process.stdin } : undefined);
+    const printer = options.json
+      ? jsonPrinter(out)
+      : options.trace
+        ? tracePrinter(out)
+        : terminalPrinter(out, { screen, verify: options.verify });
     const secrets = [env.ANTHROPIC_API_KEY ?? ''];
     const startSession = (file: string, fresh: boolean) => {
       const startedAt = new Date().toISOString();
@@ -2045,7 +2289,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
             throw new UsageError(`--resume: ${errorText(error)}`);
           });
     let record = startSession(sessionFile, loaded === undefined);
-    const approve = options.yes ? approveAll : interactive && rl ? terminalApprover(rl, out) : denyWithoutTerminal;
+    const approve = options.yes ? approveAll : interactive ? terminalApprover(screen, out) : null;
     const agent = await createAgent(
       configFromCli(options, { root, model, taskModel, approve }, (event) => {
         record(event);
@@ -2054,21 +2298,25 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     );
     if (loaded) resume(agent, loaded);
     const notice = (text: string) => agent.config.onEvent({ type: 'notice', text });
-    notice(`session: ${path.relative(process.cwd(), sessionFile) || sessionFile} (continue it with --resume)`);
+    const showSession = () =>
+      notice(`session: ${path.relative(process.cwd(), sessionFile) || sessionFile} (continue it with --resume)`);
+    showSession();
     for (const file of agent.contextFiles) {
       notice(`context: ${path.relative(process.cwd(), file.path) || file.path} (~${file.tokens} tokens)`);
     }
     agent.config.onEvent({ type: 'context', breakdown: contextBreakdown(agent) });
     if (options.verify === undefined) notice('no --verify command: "done" will be accepted unverified');
     if (!options.yes && !interactive) notice('no terminal and no --yes: every change (edit_file) will be denied');
-    if (options.task !== undefined) return await headless(agent, options.task, rl);
-    return await repl(agent, rl!, interactive, async (file) => {
+    if (options.task !== undefined) return await headless(agent, options.task);
+    const switchSession = async (file: string) => {
       const next = await loadSession(file);
       sessionFile = path.resolve(file);
       record = startSession(sessionFile, false);
       resume(agent, next);
       notice(`resumed ${file}: ${next.messages.length} messages`);
-    });
+      showSession();
+    };
+    return await repl(agent, rl!, { interactive, switchSession, screen });
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     console.error(`agent: ${error.message} (see --help)`);
@@ -2079,11 +2327,14 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
 /** Where the command line builds the agent's configuration: a forker adds their own hooks or tools here. */
 export function configFromCli(
   options: CliOptions,
-  made: { root: string; model: Model; taskModel: Model | undefined; approve: Approver },
+  made: { root: string; model: Model; taskModel: Model | undefined; approve: Approver | null },
   onEvent: (event: AgentEvent) => void,
 ): AgentConfig {
+  const nobodyToAsk = made.approve === null; // the hook refuses every change, so approval never sees one
   return {
     ...made,
+    approve: made.approve ?? approveAll,
+    beforeCall: nobodyToAsk ? [changesNeedATerminal] : [],
     tools: TOOLS,
     verify: options.verify,
     verifyTimeoutMs: options.verifyTimeoutMs,
@@ -2096,7 +2347,15 @@ export function configFromCli(
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  let decided: number | undefined;
+  // Prevents a Ctrl-C while the program winds down (sockets closing) from turning a decided halt into exit 130:
+  // once main has its exit code, Ctrl-C only hurries the exit. Before that, the run's own handler has the Ctrl-C,
+  // and with none (starting up) it ends the program as Ctrl-C always does.
+  process.on('SIGINT', () => {
+    if (decided !== undefined) process.exit(decided);
+    if (process.listenerCount('SIGINT') === 1) process.exit(EXIT.interrupted);
+  });
   void main(process.argv.slice(2), process.env).then((code) => {
-    process.exitCode = code;
+    decided = process.exitCode = code;
   });
 }

@@ -1,6 +1,7 @@
 // The command line around the loop: the REPL's one-task-at-a-time rule, piped input, commands,
 // the terminal printer's ticker, and the usage errors. One test per failure it prevents.
 
+import type Anthropic from '@anthropic-ai/sdk';
 import assert from 'node:assert/strict';
 import { createInterface } from 'node:readline/promises';
 import { PassThrough, Writable } from 'node:stream';
@@ -29,6 +30,7 @@ async function pipedRepl(
   script: Parameters<typeof scriptedAgent>[1],
   root: string,
   config: Parameters<typeof scriptedAgent>[2] = {},
+  setUp: (agent: Agent) => void = () => {},
 ) {
   const input = new PassThrough();
   const rl = createInterface({ input, terminal: false });
@@ -36,7 +38,8 @@ async function pipedRepl(
   input.end(lines.map((line) => `${line}\n`).join(''));
   await new Promise((resolve) => setImmediate(resolve));
   const { agent, model, events } = await scriptedAgent(root, script, config);
-  const code = await repl(agent, rl, false, async () => {});
+  setUp(agent);
+  const code = await repl(agent, rl, { interactive: false, switchSession: async () => {} });
   return { agent, model, events, code };
 }
 
@@ -62,13 +65,59 @@ describe('the REPL', () => {
 
   test('an unknown command is refused with the list of commands, not sent to the model as a task', async (t) => {
     const root = await tempProject(t);
-    const { model, events } = await pipedRepl(['/frobnicate', '/resume'], [], root);
+    const { model, events } = await pipedRepl(['/frobnicate'], [], root);
     assert.equal(model.requests.length, 0);
     const notices = events.flatMap((e) => (e.type === 'notice' ? [e.text] : []));
-    assert.equal(
-      notices.filter((n) => n.includes('the commands are /context, /compact, /resume FILE, /exit')).length,
-      2,
+    assert.deepEqual(notices, [
+      'unknown command "/frobnicate"; the commands are /context, /compact, /resume FILE, /exit',
+    ]);
+  });
+
+  test('/resume without a file asks for one, naming the latest session, instead of calling itself unknown', async (t) => {
+    const root = await tempProject(t, {
+      '.agent/sessions/2026-11-30T10-00-00-000Z.jsonl': '',
+      '.agent/sessions/2026-12-01T09-00-00-000Z.jsonl': '',
+    });
+    const { events } = await pipedRepl(['/resume'], [], root);
+    const notices = events.flatMap((e) => (e.type === 'notice' ? [e.text] : []));
+    const latest = path.relative(process.cwd(), path.join(root, '.agent/sessions/2026-12-01T09-00-00-000Z.jsonl'));
+    assert.deepEqual(notices, [`/resume needs a session file: /resume FILE, e.g. /resume ${latest}`]);
+  });
+
+  test('text typed during a run that the agent never read is shown back, not sent as the next task by itself', async (t) => {
+    const root = await tempProject(t);
+    let live: Agent | undefined;
+    // The user types while the model writes its final answer: no tool call is left to pick the message up.
+    const typeWhileAnswering = () => (live!.steering.push('also update the README'), say('Done.'));
+    const script = [typeWhileAnswering, say('never')];
+    const { model, events } = await pipedRepl(['fix it'], script, root, {}, (agent) => (live = agent));
+    assert.equal(model.requests.length, 1, 'no second run started');
+    const notices = events.flatMap((e) => (e.type === 'notice' ? [e.text] : []));
+    assert.ok(
+      notices.includes(
+        'not sent (the run ended before the agent read it): "also update the README"; type it again to send it',
+      ),
     );
+  });
+
+  test('/compact that would make the view bigger declines and says why, and the model keeps seeing the messages', async (t) => {
+    const root = await tempProject(t);
+    const long = 'a long summary that says more than the conversation it replaces. '.repeat(40);
+    const script = [say('one'), say('two'), say('three'), say(long)];
+    const { agent, events } = await pipedRepl(['first', 'second', 'third', '/compact'], script, root, {
+      contextWindow: 2_000,
+    });
+    assert.equal(agent.compaction, null, 'nothing was replaced');
+    assert.ok(
+      events.every((e) => e.type !== 'compaction'),
+      'and the session file records no compaction',
+    );
+    const notices = events.flatMap((e) => (e.type === 'notice' ? [e.text] : []));
+    assert.match(
+      notices.at(-1) ?? '',
+      /^\/compact: declined: the summary \(~\d+ tokens, against ~\d+ now\) would not make what the model sees smaller; nothing changed$/,
+    );
+    assert.ok(agent.usage.output > 0);
   });
 });
 
@@ -189,6 +238,67 @@ describe('the terminal printer', () => {
     ];
     for (const event of events) print(event);
     assert.equal(timers(), before);
+  });
+
+  const usage = { input_tokens: 10, output_tokens: 5 } as Anthropic.Usage;
+  const totals = { input: 10, cacheWrite: 0, cacheRead: 0, output: 5, costUsd: null };
+  const finalReply: AgentEvent = { type: 'reply', turn: 1, stopReason: 'end_turn', calls: 0, usage, totals };
+
+  test('on a terminal, a long wait shows what it waits for and for how long, changing at least once a second', (t) => {
+    t.mock.timers.enable({ apis: ['setInterval', 'Date'] });
+    const { out, text } = screen(true);
+    const print = terminalPrinter(out, { verify: 'sleep 20' });
+    print({ type: 'request', turn: 1, messages: 1, estimatedTokens: 900 });
+    t.mock.timers.tick(250);
+    assert.equal(text(), '', 'a short wait shows nothing, so a fast answer does not flicker');
+    t.mock.timers.tick(250);
+    assert.match(text(), /waiting for the model · 0 s$/);
+    print({ type: 'text', delta: 'Done.\n' });
+    print(finalReply);
+    // What the status line shows now: the text after its last redraw.
+    const shown = () => text().split('\r\x1b[K').at(-1);
+    let seen = shown();
+    for (let ms = 0; ms < 20_000; ms += 250) {
+      t.mock.timers.tick(250);
+      if (ms >= 500) assert.notEqual(shown(), seen, `the screen did not change at ${ms} ms`);
+      seen = shown();
+    }
+    assert.match(text(), /checking "done": sleep 20 · 20 s$/);
+    print({ type: 'halt', halt: { kind: 'interrupted' }, turns: 1 });
+    assert.match(text(), /\r\x1b\[Khalt: interrupted after 1 turn\(s\)\n$/, 'the status line is gone before the halt');
+    const after = text();
+    t.mock.timers.tick(5_000);
+    assert.equal(text(), after, 'and it stays gone');
+  });
+
+  test('piped output gets no status line: only whole lines, as a log should be', (t) => {
+    t.mock.timers.enable({ apis: ['setInterval', 'Date'] });
+    const { out, text } = screen(false);
+    const print = terminalPrinter(out, { verify: 'sleep 20' });
+    print({ type: 'request', turn: 1, messages: 1, estimatedTokens: 900 });
+    print(finalReply);
+    t.mock.timers.tick(5_000);
+    print({ type: 'halt', halt: { kind: 'interrupted' }, turns: 1 });
+    assert.equal(
+      text(),
+      '  [turn 1 · in 10 (0% cached) · out 5 · cost unknown so far]\nhalt: interrupted after 1 turn(s)\n',
+    );
+  });
+
+  test('the view says what happened: a reply cut off at max_tokens, and what an edit changed (not its size)', () => {
+    const { out, lines } = screen(false);
+    const print = terminalPrinter(out);
+    const edit = { type: 'tool_use', id: 'e', name: 'edit_file', input: {}, caller: { type: 'direct' } } as const;
+    const summary = 'edited add.js: replaced 1 line(s) at line 2 with 1 line(s)';
+    print({ ...finalReply, stopReason: 'max_tokens', calls: 2 } as AgentEvent);
+    print({ type: 'result', call: edit, result: { type: 'tool_result', tool_use_id: 'e', content: summary } });
+    print({ type: 'result', call: edit, result: { type: 'tool_result', tool_use_id: 'e', content: '1 a\n2 b\n3 c' } });
+    assert.deepEqual(lines(), [
+      '  (the reply was cut off at the output limit; its 2 call(s) will not run: the model is asked to go on)',
+      '  [turn 1 · in 10 (0% cached) · out 5 · cost unknown so far]',
+      `  ✓ ${summary}`,
+      '  ✓ 3 lines: 1 a',
+    ]);
   });
 });
 

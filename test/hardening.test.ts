@@ -448,10 +448,9 @@ describe('command line without a terminal', () => {
     );
     const firstCall = lines.findIndex((l) => l.startsWith('→ '));
     assert.ok(warned >= 0 && warned < firstCall, run.stdout);
-    assert.match(
-      run.stdout,
-      /✗ the user declined this edit_file call: there is no terminal to ask for approval, and --yes was not given/,
-    );
+    // Nobody was asked, so nobody is said to have declined.
+    assert.match(run.stdout, /✗ not run: changes need approval, and there is no terminal to ask \(--yes allows them\)/);
+    assert.doesNotMatch(run.stdout, /declined/);
     assert.equal(await readFile(path.join(root, 'add.js'), 'utf8'), ADD);
   });
 
