@@ -2348,14 +2348,17 @@ export function configFromCli(
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   let decided: number | undefined;
-  // Prevents a Ctrl-C while the program winds down (sockets closing) from turning a decided halt into exit 130:
-  // once main has its exit code, Ctrl-C only hurries the exit. Before that, the run's own handler has the Ctrl-C,
-  // and with none (starting up) it ends the program as Ctrl-C always does.
+  // Prevents a Ctrl-C after the run's halt from turning its exit code into 130: once main has the code, Ctrl-C only
+  // hurries the exit. Before that, the run's own handler has the Ctrl-C, or with none (starting up) it ends the
+  // program as Ctrl-C always does.
   process.on('SIGINT', () => {
     if (decided !== undefined) process.exit(decided);
     if (process.listenerCount('SIGINT') === 1) process.exit(EXIT.interrupted);
   });
   void main(process.argv.slice(2), process.env).then((code) => {
-    decided = process.exitCode = code;
+    decided = code;
+    // Out as soon as the output is: Node's own wind-down (sockets, the loader's thread) can take a few hundred ms,
+    // during which it no longer listens for Ctrl-C, and one would kill the process with 130.
+    process.stdout.write('', () => process.exit(code));
   });
 }

@@ -49,6 +49,7 @@ export function startInTerminal(args: string[], options: { cwd: string; env?: No
     times.push(Date.now() - started);
     for (const check of waiting) check();
   };
+  child.stdin.on('error', () => {}); // keys typed after the program ended go nowhere
   child.stdout.on('data', collect);
   child.stderr.on('data', collect);
   const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
