@@ -1498,8 +1498,8 @@ function helpText(): string {
     'Options:',
     ...rows,
     '',
-    'In the REPL: type while the agent works to steer it; Ctrl-C stops the run;',
-    '/context, /compact, /resume FILE, /exit.',
+    'In the REPL: type while the agent works to steer it; Ctrl-C stops the run, and at an empty prompt leaves;',
+    "/context, /compact, /resume FILE, /exit. Leaving the REPL exits 0 (piped in: the last task's exit code).",
     'Environment: ANTHROPIC_API_KEY, ANTHROPIC_MODEL, ANTHROPIC_BASE_URL (any Anthropic-compatible endpoint).',
     'Halts: accepted (verified | unverified), budget (turns | tokens | cost | time), interrupted, error.',
     'Exit codes: 0 accepted, 1 not accepted (budget, error), 2 usage error, 130 interrupted.',
@@ -1763,6 +1763,9 @@ export class StatusLine {
       this.out.write('\n'.repeat(this.pad));
       this.pad = 0;
       return await rl.question(query, { signal });
+    } catch (error) {
+      this.out.write('\n'); // a question cut short by Ctrl-C leaves the cursor on its line
+      throw error;
     } finally {
       if (!this.rl) rl.close();
       this.held = false;
@@ -2141,7 +2144,8 @@ export function repl(
   { interactive, switchSession, screen }: ReplOptions,
 ): Promise<number> {
   let last: Halt | undefined;
-  let running: AbortController | null = null;
+  let running: AbortController | null = null; // a task or a command, which Ctrl-C stops
+  let steerable = false; // a task: what is typed meanwhile steers it
   let busy = false;
   let closed = false;
   const pending: string[] = [];
@@ -2188,7 +2192,9 @@ export function repl(
         } else if (input.startsWith('/')) {
           await command(input, running.signal);
         } else {
+          steerable = true;
           last = await runTask(agent, input, running.signal);
+          steerable = false;
           unsent(running.signal.aborted);
         }
         running = null;
@@ -2199,7 +2205,7 @@ export function repl(
     };
     rl.on('line', (line) => {
       const text = line.trim();
-      if (running && interactive && text !== '' && !text.startsWith('/')) {
+      if (steerable && interactive && text !== '' && !text.startsWith('/')) {
         agent.steering.push(text);
         return notice('queued: the agent reads this before its next tool call');
       }

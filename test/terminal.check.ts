@@ -3,7 +3,7 @@
 // second), so they are kept out of `npm test`; .ci/run runs them too.
 
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -92,7 +92,7 @@ test('a Ctrl-C after "halt: accepted", while the program winds down, leaves the 
 });
 
 test(
-  'the approval prompt says Enter means no, asks again for an answer it does not know, and takes Y for yes',
+  'the approval prompt says Enter means no, asks again for an answer it does not know, and takes Y; /resume names the new session',
   { skip },
   async (t) => {
     const edit = { path: 'a.txt', old_str: 'alpha', new_str: 'beta' };
@@ -127,6 +127,12 @@ test(
     await term.waitFor(/halt: accepted/);
     assert.equal(await readFile(path.join(root, 'a.txt'), 'utf8'), 'beta\n');
     assert.equal(await readFile(path.join(root, 'b.txt'), 'utf8'), 'alpha\n', 'Enter said no');
+    // After /resume, the session named is the one now written to.
+    const header = { type: 'session', version: 1, model: 'scripted', root, startedAt: '2026-12-01T00:00:00.000Z' };
+    const said = { type: 'message', message: { role: 'user', content: 'hello' } };
+    await writeFile(path.join(root, 'old.jsonl'), `${JSON.stringify(header)}\n${JSON.stringify(said)}\n`);
+    term.type('/resume old.jsonl\r');
+    await term.waitFor(/resumed old\.jsonl: 1 messages\s+session: old\.jsonl \(continue it with --resume\)/);
     term.type('/exit\r');
     assert.equal(await term.exited, 0);
   },
