@@ -1687,14 +1687,14 @@ export class StatusLine {
       if (key.name === 'return' || key.name === 'enter') {
         if (this.typing || this.shown) this.redraw(terminal.rl.line === '' ? '' : '» ');
         [this.typing, this.shown, this.midLine] = [false, false, false]; // readline ends the line
-      } else if (!this.typing && typed !== undefined && !key.ctrl && typed >= ' ') {
+      } else if (!this.typing && !key.ctrl && /^[^\x00-\x1f\x7f]+$/.test(typed ?? '')) {
         this.typing = true;
         this.show();
       }
     });
   }
 
-  get enabled(): boolean {
+  private get enabled(): boolean {
     return this.out.isTTY === true;
   }
 
@@ -1707,7 +1707,8 @@ export class StatusLine {
       // unref: the status line must never be what keeps the process alive after a halt.
       this.timer = setInterval(() => this.tick(), TICK_MS).unref();
     }
-    if (what === null && this.shown && !this.typing) this.hide();
+    if (what === null && this.shown && this.typing) this.show();
+    else if (what === null && this.shown) this.hide();
   }
 
   /** The run is over: the status line goes, and what the user was typing waits at the next prompt. */
@@ -1717,12 +1718,13 @@ export class StatusLine {
     this.waitingFor = null;
     [this.active, this.typing] = [false, false];
     if (this.shown) this.hide();
-    if (this.heldText !== '') this.text(this.heldText.replace(/\n?$/, '\n'));
+    this.flushHeld();
   }
 
   /** Whole lines, above the status line. */
   line(text: string): void {
     if (this.shown) this.hide();
+    this.flushHeld();
     if (this.midLine) this.out.write('\n');
     this.out.write(`${text}\n`);
     this.midLine = false;
@@ -1743,16 +1745,25 @@ export class StatusLine {
       return;
     }
     if (this.shown) this.hide();
+    this.flushHeld();
     this.out.write(delta);
     this.midLine = !delta.endsWith('\n');
     this.lastOutput = Date.now();
   }
 
+  /** What was held back while the user typed, once they no longer do. */
+  private flushHeld(): void {
+    if (this.typing || this.heldText === '') return;
+    this.out.write(this.heldText);
+    this.midLine = true;
+    this.heldText = '';
+  }
+
   /** A question at the terminal (an approval), with no status line in the way; readline's own if there is one. */
   async ask(query: string, signal: AbortSignal): Promise<string> {
     // A line half typed to steer is put aside, or it would become the start of the answer.
-    const typed = this.typing && this.shown ? (this.rl?.line ?? '') : '';
-    if (typed !== '') clearInput(this.rl!);
+    const typed = this.rl && this.typing && this.shown ? this.rl.line : '';
+    if (typed !== '' && this.rl) clearInput(this.rl);
     this.held = true;
     if (this.shown) this.hide();
     if (this.midLine) this.line('');
