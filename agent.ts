@@ -21,8 +21,9 @@ import { Minimatch } from 'minimatch';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, type Stats, statSync } from 'node:fs';
-import { readFile, realpath, stat } from 'node:fs/promises';
+import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { clearScreenDown, cursorTo, moveCursor } from 'node:readline';
 import { createInterface, type Interface } from 'node:readline/promises';
 import { pathToFileURL } from 'node:url';
 import { parseArgs, styleText } from 'node:util';
@@ -45,6 +46,8 @@ type RequestPart = 'system' | 'tools' | 'messages' | 'tool_choice';
  *  The request is lent for the call: the next request reuses its messages array, so copy what you keep. */
 export interface Model {
   readonly name: string;
+  /** Dollars per million tokens, if known here; otherwise the price table in Part II is asked by name. */
+  readonly price?: Price;
   complete(request: ModelRequest, options: ModelCallOptions): Promise<Anthropic.Message>;
   /** The context window in tokens, if the provider says; null if it does not. */
   contextWindow?(): Promise<number | null>;
@@ -469,12 +472,12 @@ async function guardState(settings: Settings): Promise<GuardState> {
       ...(settings.beforeCall ?? []),
       safePathCheck,
       protectedFiles(settings.protect),
-      runawayGuard(),
+      runawayGuard,
       approval(settings.approve),
     ],
     afterCall: [capToolOutput, ...(settings.afterCall ?? [])],
     steering: [],
-    usage: noUsage(settings.model.name),
+    usage: noUsage(settings.model),
     ledger: openLedger(settings),
     protectedAtStart: await hashProtected(settings.root, settings.protect),
   };
@@ -566,22 +569,18 @@ export function protectedFiles(globs: readonly string[]): BeforeCallHook {
   };
 }
 
-/** Prevents a model stuck in a loop from repeating itself forever: the third identical call in a row is refused. */
-export function runawayGuard(): BeforeCallHook {
-  let last = '';
-  let repeats = 0;
-  return {
-    name: 'runaway',
-    check({ call, input }) {
-      const key = JSON.stringify([call.name, input]);
-      repeats = key === last ? repeats + 1 : 1;
-      last = key;
-      if (repeats < 3) return ALLOW;
-      const reason = `not run: you made this exact call ${repeats} times in a row and its answer will not change`;
-      return { action: 'deny', reason: `${reason}; try something different` };
-    },
-  };
-}
+/** Prevents a model stuck in a loop from repeating itself forever: the third identical call in a row is refused.
+ *  "In a row" is in the calls the model made, as the transcript holds them: one refused, skipped or cut off still
+ *  counts, and a different one in between breaks the row, whatever became of it. */
+export const runawayGuard: BeforeCallHook = {
+  name: 'runaway',
+  check({ call }, agent) {
+    const repeats = timesInARow(agent.messages, call);
+    if (repeats < 3) return ALLOW;
+    const reason = `not run: you made this exact call ${repeats} times in a row and its answer will not change`;
+    return { action: 'deny', reason: `${reason}; try something different` };
+  },
+};
 
 /** Prevents unreviewed changes: a call that changes something runs only once the user approved its preview. */
 export function approval(approve: Approver): BeforeCallHook {
@@ -881,7 +880,7 @@ function taskTool(parent: Agent): Tool {
         contextFiles: false,
         systemPrompt: SUBAGENT_PROMPT,
         onEvent: (event) => {
-          if (event.type === 'reply' || event.type === 'compaction') addUsage(parent.usage, model.name, event.usage);
+          if (event.type === 'reply' || event.type === 'compaction') addUsage(parent.usage, model, event.usage);
           parent.config.onEvent({ type: 'subagent', id, description, event });
         },
       });
@@ -914,12 +913,19 @@ export class AnthropicModel implements Model {
   ) {}
 
   async complete(request: ModelRequest, { signal, onText, onNotice }: ModelCallOptions): Promise<Anthropic.Message> {
-    // The SDK retries 408/409/429/5xx itself; this only makes each retry visible.
-    const showRetries: Middleware = async (req, next) => {
-      const response = await next(req);
-      if (response.status === 429 || response.status >= 500)
-        onNotice(`API answered ${response.status}; the SDK retries while it has attempts left…`);
-      return response;
+    // The SDK retries by itself; this only says, for each failed attempt, what the SDK will do next.
+    const showRetries: Middleware = async (request, next, context) => {
+      const retried = Number(request.headers.get('x-stainless-retry-count') ?? 0);
+      const attempts = { left: (context.options?.maxRetries ?? this.client.maxRetries) - retried, retried };
+      try {
+        const response = await next(request);
+        const notice = response.ok ? null : retryNotice(response.status, response.headers, attempts);
+        if (notice) onNotice(notice);
+        return response;
+      } catch (error) {
+        if (!signal.aborted) onNotice(retryNotice(null, new Headers(), attempts, errorText(error)) ?? errorText(error));
+        throw error;
+      }
     };
     const stream = this.client.messages.stream(
       { model: this.name, max_tokens: MAX_OUTPUT_TOKENS, ...request },
@@ -957,6 +963,25 @@ export class AnthropicModel implements Model {
 }
 
 type Middleware = NonNullable<Anthropic.RequestOptions['middleware']>[number];
+
+/** Mirrors the SDK's own rule (client.js, shouldRetry): the server's x-should-retry header decides if present, else
+ *  408, 409, 429 and 5xx are retried, and a connection that failed (status null) is too; all while retries are left. */
+export function retryNotice(
+  status: number | null,
+  headers: Headers,
+  { left, retried }: { left: number; retried: number },
+  failure?: string,
+): string | null {
+  const said = headers.get('x-should-retry');
+  const retryable =
+    said === null ? status === null || [408, 409, 429].includes(status) || status >= 500 : said === 'true';
+  const what = status === null ? `the connection failed (${failure})` : `the API answered ${status}`;
+  if (!retryable) return said === 'false' ? `${what}, and said not to retry (x-should-retry: false)` : null;
+  if (left <= 0) return `${what}; no retries left (${retried} made), so the call fails`;
+  const seconds = Number(headers.get('retry-after-ms') ?? NaN) / 1000 || Number(headers.get('retry-after') ?? NaN);
+  const when = !(seconds > 0) ? 'shortly' : seconds < 1 ? 'in under a second' : `in ${Math.round(seconds)} s`;
+  return `${what}; the SDK retries ${when} (retry ${retried + 1}, ${left - 1} more left)…`;
+}
 
 /** The SDK's API errors carry the HTTP status, the API's own message and the request id; they are
  *  recognised by that shape, so that an offline run never has to load the SDK. */
@@ -1239,6 +1264,24 @@ async function settleOrAbandon<T>(work: Promise<T>, signal: AbortSignal, graceMs
   }
 }
 
+/** How many calls in a row, ending with `call`, had its name and arguments: read back through the transcript from
+ *  `call` until a different call (only as far back as the row goes, so a long session costs no more). */
+function timesInARow(messages: readonly Anthropic.MessageParam[], call: Anthropic.ToolUseBlock): number {
+  const key = JSON.stringify([call.name, call.input]);
+  let [repeats, reached] = [0, false];
+  for (let m = messages.length - 1; m >= 0; m--) {
+    const { role, content } = messages[m]!;
+    if (role !== 'assistant' || typeof content === 'string') continue;
+    for (let b = content.length - 1; b >= 0; b--) {
+      const block = content[b]!;
+      if (block.type !== 'tool_use' || !(reached ||= block.id === call.id)) continue;
+      if (JSON.stringify([block.name, block.input]) !== key) return repeats;
+      repeats++;
+    }
+  }
+  return repeats;
+}
+
 /** Where the window goes now: the numbers behind /context. */
 export function contextBreakdown(agent: Agent): ContextBreakdown {
   const projectFiles = agent.contextFiles.reduce((sum, file) => sum + file.tokens, 0);
@@ -1308,7 +1351,7 @@ export interface Ledger {
 }
 
 /** Nothing used yet: the cost starts at zero only if the model has a price. */
-const noUsage = (model: string): UsageTotals => ({
+const noUsage = (model: Model): UsageTotals => ({
   input: 0,
   cacheWrite: 0,
   cacheRead: 0,
@@ -1318,13 +1361,13 @@ const noUsage = (model: string): UsageTotals => ({
 
 /** A new run's ledger: nothing spent yet, against the budgets' token and dollar limits. */
 function openLedger({ budgets, model }: Settings): Ledger {
-  return { maxTokens: budgets.maxTokens, maxCostUsd: budgets.maxCostUsd, spent: noUsage(model.name) };
+  return { maxTokens: budgets.maxTokens, maxCostUsd: budgets.maxCostUsd, spent: noUsage(model) };
 }
 
 /** One model call's usage goes to the session's totals and to the ledger of the run in progress. */
 function spend(agent: Agent, usage: Anthropic.Usage): void {
-  addUsage(agent.usage, agent.config.model.name, usage);
-  addUsage(agent.ledger.spent, agent.config.model.name, usage);
+  addUsage(agent.usage, agent.config.model, usage);
+  addUsage(agent.ledger.spent, agent.config.model, usage);
 }
 
 /** Adds a reply's usage to the session's totals and the run's ledger (budgets read it), and reports it. */
@@ -1346,8 +1389,8 @@ function budgetHalt(agent: Agent, budget: BudgetName, limit = 0): Halt {
 }
 
 /** Adds one response's usage to the totals; unknown prices keep the cost unknown. */
-function addUsage(totals: UsageTotals, model: string, usage: Anthropic.Usage): void {
-  const cost = costOf(model, usage);
+function addUsage(totals: UsageTotals, model: Model, usage: Anthropic.Usage): void {
+  const cost = costOf(priceOf(model), usage);
   totals.input += usage.input_tokens;
   totals.cacheWrite += usage.cache_creation_input_tokens ?? 0;
   totals.cacheRead += usage.cache_read_input_tokens ?? 0;
@@ -1417,8 +1460,14 @@ export function runCommand(command: string, cwd: string, timeoutMs: number, sign
 
 // --- Prices: what a token costs, so a budget in dollars can be kept.
 
-/** Dollars per million tokens. A model missing here has an unknown cost, shown as such. */
-const PRICES: Record<string, { input: number; output: number }> = {
+/** Dollars per million tokens of input and of output. */
+export interface Price {
+  input: number;
+  output: number;
+}
+
+/** A model missing here, and given no --price, has an unknown cost, shown as such. */
+const PRICES: Record<string, Price> = {
   'claude-opus-4-5': { input: 5, output: 25 },
   'claude-opus-4-6': { input: 5, output: 25 },
   'claude-sonnet-4-5': { input: 3, output: 15 },
@@ -1426,17 +1475,27 @@ const PRICES: Record<string, { input: number; output: number }> = {
   'claude-haiku-4-5': { input: 1, output: 5 },
 };
 
-export function priceOf(model: string): { input: number; output: number } | undefined {
-  return PRICES[model.replace(/-\d{8}$/, '')];
+/** The model's own price (--price), else the table's for its name (a dated name is priced as its family). */
+export function priceOf(model: Pick<Model, 'name' | 'price'>): Price | undefined {
+  return model.price ?? PRICES[model.name.replace(/-\d{8}$/, '')];
 }
 
 /** Cache writes cost 1.25× input, cache reads 0.1×: why byte-stable requests matter. */
-export function costOf(model: string, usage: Anthropic.Usage): number | null {
-  const price = priceOf(model);
+export function costOf(price: Price | undefined, usage: Anthropic.Usage): number | null {
   if (!price) return null;
   const inputLike =
     usage.input_tokens + 1.25 * (usage.cache_creation_input_tokens ?? 0) + 0.1 * (usage.cache_read_input_tokens ?? 0);
   return (inputLike * price.input + usage.output_tokens * price.output) / 1_000_000;
+}
+
+/** The same model with the price --price gave it. */
+export function withPrice(model: Model, price: Price): Model {
+  return {
+    name: model.name,
+    price,
+    complete: (request, options) => model.complete(request, options),
+    ...(model.contextWindow && { contextWindow: model.contextWindow.bind(model) }),
+  };
 }
 
 // --- The session file: the transcript on disk, one JSON line per entry, only ever appended.
@@ -1783,19 +1842,24 @@ async function replaySession(file: string, options: CliOptions, out: Output): Pr
   let counted = 0;
   let run = new AbortController();
   let pending: RecordedAction[] = [];
-  const agent: Agent = await createAgent({
-    root: options.root,
-    model: new ScriptedModel(recording.replies, recording.header.model),
-    taskModel: childReplayModel(recording.children, recorded.taskModel ?? recording.header.model),
-    tools: TOOLS,
+  // The same configuration the command line builds (a forker's hooks included), with the recorded options.
+  const replayed: CliOptions = {
+    ...options,
     verify: pick(['verify'], options.verify, recorded.verify),
     verifyTimeoutMs: pick(['verify-timeout'], options.verifyTimeoutMs, recorded.verifyTimeoutMs),
     protect: pick(['protect'], options.protect, recorded.protect),
     budgets: pick(['max-turns', 'max-tokens', 'max-cost', 'timeout'], options.budgets, recorded.budgets),
-    approve: approval === 'yes' ? approveAll : approval === 'ask' ? replayedApprover : denyWithoutTerminal,
     contextWindow: pick(['context-window'], options.contextWindow, recorded.contextWindow),
     contextFiles: pick(['no-context-files'], options.contextFiles, recorded.contextFiles),
-    onEvent: (event) => {
+  };
+  const made = {
+    root,
+    model: new ScriptedModel(recording.replies, recording.header.model),
+    taskModel: childReplayModel(recording.children, recorded.taskModel ?? recording.header.model),
+    approve: approval === 'yes' ? approveAll : approval === 'ask' ? replayedApprover : null,
+  };
+  const agent: Agent = await createAgent(
+    configFromCli(replayed, made, (event) => {
       if (event.type === 'message' && difference === null) {
         const recorded = recording.messages[expected];
         difference = firstDifference(
@@ -1812,8 +1876,8 @@ async function replaySession(file: string, options: CliOptions, out: Output): Pr
         if (action.type === 'steer') agent.steering.push(action.text);
         else run.abort();
       }
-    },
-  });
+    }),
+  );
   for (const [i, task] of recording.tasks.entries()) {
     [run, counted, pending] = [new AbortController(), 0, task.actions];
     const halt = await runTask(agent, task.text, run.signal);
@@ -1908,6 +1972,7 @@ export const OPTIONS = {
   'max-turns': { type: 'string', arg: 'N', help: 'model calls per task (default: 25)' },
   'max-tokens': { type: 'string', arg: 'N', help: 'input + output tokens per task, sub-agents included' },
   'max-cost': { type: 'string', arg: 'USD', help: 'dollars per task, sub-agents included (needs a known price)' },
+  price: { type: 'string', arg: 'IN,OUT', help: 'dollars per million input and output tokens of --model' },
   timeout: { type: 'string', arg: 'S', help: 'wall-clock seconds per task' },
   model: { type: 'string', arg: 'ID', help: `model to use (default: $ANTHROPIC_MODEL or ${DEFAULT_MODEL})` },
   'task-model': { type: 'string', arg: 'ID', help: 'model for sub-agents started by the task tool (default: --model)' },
@@ -1938,8 +2003,8 @@ function helpText(): string {
     'Options:',
     ...rows,
     '',
-    'In the REPL: type while the agent works to steer it; Ctrl-C stops the run;',
-    '/context, /compact, /resume FILE, /exit.',
+    'In the REPL: type while the agent works to steer it; Ctrl-C stops the run, and at an empty prompt leaves;',
+    "/context, /compact, /resume FILE, /exit. Leaving the REPL exits 0 (piped in: the last task's exit code).",
     'Environment: ANTHROPIC_API_KEY, ANTHROPIC_MODEL, ANTHROPIC_BASE_URL (any Anthropic-compatible endpoint).',
     'Halts: accepted (verified | unverified), budget (turns | tokens | cost | time), interrupted, error.',
     'Exit codes: 0 accepted, 1 not accepted (budget, error), 2 usage error, 130 interrupted.',
@@ -1958,6 +2023,8 @@ export interface CliOptions {
   protect: string[];
   yes: boolean;
   budgets: Budgets;
+  /** --price: what --model costs, when the price table does not know it (or knows it wrong). */
+  price: Price | undefined;
   /** Undefined: the default model, or "scripted" for --script. */
   model: string | undefined;
   taskModel: string | undefined;
@@ -1983,14 +2050,19 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
   try {
     ({ values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS }));
   } catch (error) {
-    throw new UsageError(errorText(error));
+    throw new UsageError(describeCliError(errorText(error)));
   }
   const model = values.model ?? env.ANTHROPIC_MODEL;
+  const price = parsePrice(values.price);
   const maxCostUsd = positiveNumber('--max-cost', values['max-cost']);
-  if (maxCostUsd !== undefined && values.script === undefined) {
-    for (const priced of [model ?? DEFAULT_MODEL, values['task-model'] ?? model ?? DEFAULT_MODEL]) {
+  if (maxCostUsd !== undefined) {
+    const main = { name: model ?? (values.script === undefined ? DEFAULT_MODEL : 'scripted'), price };
+    const task =
+      values['task-model'] === undefined || values.script !== undefined ? main : { name: values['task-model'] };
+    for (const priced of [main, task]) {
       if (!priceOf(priced)) {
-        throw new UsageError(`--max-cost needs a known price, and ${priced} has none in the price table (PRICES)`);
+        const fix = priced === main ? 'give one with --price IN,OUT' : 'add it to the price table (PRICES)';
+        throw new UsageError(`--max-cost needs a known price, and ${priced.name} has none: ${fix}`);
       }
     }
   }
@@ -2008,6 +2080,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
       maxCostUsd,
       timeoutMs: timeout === undefined ? undefined : timeout * 1000,
     },
+    price,
     model,
     taskModel: values['task-model'],
     contextWindow: positiveNumber('--context-window', values['context-window'], true),
@@ -2026,6 +2099,29 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
   };
 }
 
+/** parseArgs says each mistake in up to three lines of its own; this says it in one, in the terms of --help. */
+function describeCliError(message: string): string {
+  const flag = /'(-[^' ]+)/.exec(message)?.[1] ?? '';
+  const arg = (OPTIONS as Record<string, OptionSpec>)[flag.replace(/^--/, '')]?.arg ?? 'VALUE';
+  if (message.startsWith('Unknown option'))
+    return `unknown option ${flag} (a task that starts with "-" goes after --, as in: -- "${flag}")`;
+  if (message.includes('argument missing')) return `${flag} needs a value: ${flag} ${arg}`;
+  if (message.includes('ambiguous')) return `${flag} needs a value; one that starts with "-" is written ${flag}=${arg}`;
+  if (message.includes('does not take an argument')) return `${flag} takes no value`;
+  return message.split('\n')[0]!;
+}
+
+/** "3,15": dollars per million input tokens, then output tokens (cache writes and reads are priced from input). */
+function parsePrice(value: string | undefined): Price | undefined {
+  if (value === undefined) return undefined;
+  const parts = value.split(',').map((part) => (part.trim() === '' ? NaN : Number(part)));
+  if (parts.length !== 2 || !parts.every((n) => n >= 0 && Number.isFinite(n)))
+    throw new UsageError(
+      `--price needs IN,OUT: dollars per million input and output tokens, e.g. 3,15; got "${value}"`,
+    );
+  return { input: parts[0]!, output: parts[1]! };
+}
+
 /** Prevents a budget of NaN or -1 from silently switching a limit off: a bad number is a usage error. */
 function positiveNumber(flag: string, value: string | undefined, whole = false): number | undefined {
   if (value === undefined) return undefined;
@@ -2041,7 +2137,7 @@ async function chooseModel(options: CliOptions, env: NodeJS.ProcessEnv, name: st
     try {
       return new ScriptedModel(await loadScript(options.script), name ?? 'scripted');
     } catch (error) {
-      throw new UsageError(`--script: ${errorText(error)}`);
+      throw new UsageError(`--script ${errorText(error)}`);
     }
   }
   if (!env.ANTHROPIC_API_KEY && !env.ANTHROPIC_BASE_URL) {
@@ -2058,100 +2154,290 @@ async function chooseModel(options: CliOptions, env: NodeJS.ProcessEnv, name: st
 }
 
 /** Where the printers write: stdout, or any stream (a test's). Colour only on a terminal. */
-export type Output = NodeJS.WritableStream & { isTTY?: boolean };
+export type Output = NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
 
 const colour = (format: Parameters<typeof styleText>[0], text: string, out: Output) =>
   out.isTTY && !process.env.NO_COLOR ? styleText(format, text) : text;
 
-/** The terminal view of the event stream: streamed text, one line per call and its outcome,
- *  an elapsed counter on slow calls, and a footer per turn with tokens and cost. */
-export function terminalPrinter(out: Output = process.stdout): (event: AgentEvent) => void {
-  let midLine = false;
-  let ticker: NodeJS.Timeout | undefined;
-  const stopTicker = () => {
-    if (ticker === undefined) return;
-    clearInterval(ticker);
-    ticker = undefined;
-    out.write('\r\x1b[K');
-  };
-  const line = (text: string) => {
-    stopTicker();
-    out.write(`${midLine ? '\n' : ''}${text}\n`);
-    midLine = false;
-  };
+/** Empties the line being typed, through readline (Ctrl-E, Ctrl-U), so it redraws what it knows it drew. */
+function clearInput(rl: Interface): void {
+  rl.write('', { ctrl: true, name: 'e' });
+  rl.write('', { ctrl: true, name: 'u' });
+}
+
+const SPINNER = '⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏';
+const TICK_MS = 250;
+/** Shorter waits show nothing, so a fast call does not flicker. */
+const QUIET_MS = 400;
+
+/** The bottom of a terminal while a run works: what the agent waits for and for how long, redrawn four times a
+ *  second; and once the user types, their line below it. Everything printed goes above both. With the REPL's
+ *  readline the two are readline's prompt, so readline, which echoes what is typed, always knows where they are.
+ *  Nothing of it reaches piped output. */
+export class StatusLine {
+  /** A run is under way: what the user types steers it, on a line of its own. */
+  private active = false;
+  private waitingFor: string | null = null;
+  private since = 0;
+  private lastOutput = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private shown = false;
+  private typing = false;
+  private held = false;
+  private midLine = false;
+  /** Model text held back while the user types, so the line being typed stays whole: printed line by line. */
+  private heldText = '';
+  /** Rows readline still thinks its prompt spans after hide(); written as blank lines before it draws again. */
+  private pad = 0;
+
+  private readonly rl: Interface | undefined;
+
+  /** `terminal`: the REPL's readline and the keyboard it reads, when there is one. */
+  constructor(
+    private readonly out: Output,
+    terminal?: { rl: Interface; input: NodeJS.ReadableStream },
+  ) {
+    this.rl = terminal?.rl;
+    // Before readline sees the key: a first character opens the input line, Enter closes it into the scrollback.
+    terminal?.input.prependListener('keypress', (typed: string | undefined, key: { name?: string; ctrl?: boolean }) => {
+      if (!this.active || this.held) return;
+      if (key.name === 'return' || key.name === 'enter') {
+        if (this.typing || this.shown) this.redraw(terminal.rl.line === '' ? '' : '» ');
+        [this.typing, this.shown, this.midLine] = [false, false, false]; // readline ends the line
+      } else if (!this.typing && !key.ctrl && /^[^\x00-\x1f\x7f]+$/.test(typed ?? '')) {
+        this.typing = true;
+        this.show();
+      }
+    });
+  }
+
+  private get enabled(): boolean {
+    return this.out.isTTY === true;
+  }
+
+  /** What the agent now waits for (null: nothing worth showing); the clock restarts with each new wait. */
+  wait(what: string | null): void {
+    if (what !== this.waitingFor) this.since = Date.now();
+    this.waitingFor = what;
+    this.active = true;
+    if (what !== null && this.timer === undefined && this.enabled) {
+      // unref: the status line must never be what keeps the process alive after a halt.
+      this.timer = setInterval(() => this.tick(), TICK_MS).unref();
+    }
+    if (what === null && this.shown && this.typing) this.show();
+    else if (what === null && this.shown) this.hide();
+  }
+
+  /** The run is over: the status line goes, and what the user was typing waits at the next prompt. */
+  done(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    this.waitingFor = null;
+    [this.active, this.typing] = [false, false];
+    if (this.shown) this.hide();
+    this.flushHeld();
+  }
+
+  /** Whole lines, above the status line. */
+  line(text: string): void {
+    if (this.shown) this.hide();
+    this.flushHeld();
+    if (this.midLine) this.out.write('\n');
+    this.out.write(`${text}\n`);
+    this.midLine = false;
+    this.lastOutput = Date.now();
+    if (this.typing) this.show();
+  }
+
+  /** Text as it streams; held back line by line while the user types. */
+  text(delta: string): void {
+    if (this.typing) {
+      this.heldText += delta;
+      const end = this.heldText.lastIndexOf('\n');
+      if (end >= 0) {
+        const whole = this.heldText.slice(0, end);
+        this.heldText = this.heldText.slice(end + 1);
+        this.line(whole);
+      }
+      return;
+    }
+    if (this.shown) this.hide();
+    this.flushHeld();
+    this.out.write(delta);
+    this.midLine = !delta.endsWith('\n');
+    this.lastOutput = Date.now();
+  }
+
+  /** What was held back while the user typed, once they no longer do. */
+  private flushHeld(): void {
+    if (this.typing || this.heldText === '') return;
+    this.out.write(this.heldText);
+    this.midLine = true;
+    this.heldText = '';
+  }
+
+  /** A question at the terminal (an approval), with no status line in the way; readline's own if there is one. */
+  async ask(query: string, signal: AbortSignal): Promise<string> {
+    // A line half typed to steer is put aside, or it would become the start of the answer.
+    const typed = this.rl && this.typing && this.shown ? this.rl.line : '';
+    if (typed !== '' && this.rl) clearInput(this.rl);
+    this.held = true;
+    if (this.shown) this.hide();
+    if (this.midLine) this.line('');
+    const rl = this.rl ?? createInterface({ input: process.stdin, output: process.stdout, terminal: true });
+    // A lone question's readline holds the terminal raw, where Ctrl-C is a key: pass it on as the signal it means.
+    if (!this.rl) rl.on('SIGINT', () => process.kill(process.pid, 'SIGINT'));
+    try {
+      this.out.write('\n'.repeat(this.pad));
+      this.pad = 0;
+      return await rl.question(query, { signal });
+    } catch (error) {
+      this.out.write('\n'); // a question cut short by Ctrl-C leaves the cursor on its line
+      throw error;
+    } finally {
+      if (!this.rl) rl.close();
+      this.held = false;
+      this.lastOutput = Date.now();
+      if (typed !== '') {
+        this.show();
+        this.rl?.write(typed);
+      }
+    }
+  }
+
+  /** The REPL's prompt, drawn where readline expects it. */
+  prompt(text: string): void {
+    this.redraw(text);
+  }
+
+  private tick(): void {
+    if (this.held || this.waitingFor === null || !this.active) return;
+    if (this.shown || Date.now() - this.lastOutput >= QUIET_MS) this.show();
+  }
+
+  /** The status line, then (while the user types) their line. */
+  private show(): void {
+    if (!this.enabled) return;
+    if (this.midLine) {
+      this.out.write('\n');
+      this.midLine = false;
+    }
+    const seconds = Math.floor((Date.now() - this.since) / 1000);
+    const frame = SPINNER[Math.floor(Date.now() / TICK_MS) % SPINNER.length];
+    const width = Math.max((this.out.columns ?? 80) - 1, 20);
+    const status = this.waitingFor === null ? '' : `  ${frame} ${this.waitingFor} · ${seconds} s`.slice(0, width);
+    const painted = colour('dim', status, this.out);
+    if (!this.rl) {
+      this.out.write(`\r\x1b[K${painted}`);
+    } else {
+      this.redraw(this.typing ? `${status === '' ? '' : `${painted}\n`}» ` : painted);
+    }
+    this.shown = true;
+  }
+
+  /** Draws `prompt` and the typed line through readline, first giving back the rows hide() took from under it. */
+  private redraw(prompt: string): void {
+    if (!this.rl) return;
+    this.out.write('\n'.repeat(this.pad));
+    this.pad = 0;
+    this.rl.setPrompt(prompt);
+    this.rl.prompt(true);
+  }
+
+  private hide(): void {
+    if (this.rl) {
+      const rows = this.rl.getCursorPos().rows;
+      moveCursor(this.out, 0, -rows);
+      cursorTo(this.out, 0);
+      clearScreenDown(this.out);
+      this.pad = rows;
+    } else {
+      this.out.write('\r\x1b[K');
+    }
+    this.shown = false;
+  }
+}
+
+/** The terminal view of the event stream: streamed text, one line per call and what came of it, a status line
+ *  while the agent waits (model, tools, the verify command), and a footer per turn with tokens and cost. */
+export function terminalPrinter(
+  out: Output = process.stdout,
+  { screen = new StatusLine(out), verify }: { screen?: StatusLine; verify?: string } = {},
+): (event: AgentEvent) => void {
+  const line = (format: Parameters<typeof styleText>[0], text: string) => screen.line(colour(format, text, out));
+  const running = new Map<string, string>();
   return (event) => {
     switch (event.type) {
+      case 'request':
+        screen.wait('waiting for the model');
+        return;
       case 'text':
-        out.write(event.delta);
-        midLine = !event.delta.endsWith('\n');
-        return;
-      case 'call':
-        return line(colour('cyan', `→ ${event.call.name} ${summarize(event.call.input)}`, out));
-      case 'running':
-        if (out.isTTY && ticker === undefined) {
-          const started = Date.now();
-          // unref: a ticker must never be what keeps the process alive after the halt.
-          ticker = setInterval(() => out.write(`\r  … ${Math.round((Date.now() - started) / 1000)} s`), 1000).unref();
-        }
-        return;
-      case 'decision':
-        if (event.decision.action === 'deny') return;
-        return line(colour('dim', `  ${event.hook}: ${event.decision.action}`, out));
-      case 'result': {
-        const content = typeof event.result.content === 'string' ? event.result.content : '';
-        if (event.result.is_error) return line(colour('red', `  ✗ ${content.split('\n')[0]}`, out));
-        return line(colour('dim', `  ✓ ${content.length} chars`, out));
-      }
+        return screen.text(event.delta);
       case 'reply': {
         const { input, cacheRead, cacheWrite, output, costUsd } = event.totals;
         const allInput = input + cacheRead + cacheWrite;
         const cached = allInput > 0 ? Math.round((100 * cacheRead) / allInput) : 0;
         const cost = costUsd === null ? 'cost unknown' : `$${costUsd.toFixed(4)}`;
-        return line(
-          colour(
-            'dim',
-            `  [turn ${event.turn} · in ${allInput} (${cached}% cached) · out ${output} · ${cost} so far]`,
-            out,
-          ),
-        );
+        if (event.stopReason === 'max_tokens') {
+          const calls = event.calls === 0 ? '' : `; its ${event.calls} call(s) will not run`;
+          line('yellow', `  (the reply was cut off at the output limit${calls}: the model is asked to go on)`);
+        }
+        line('dim', `  [turn ${event.turn} · in ${allInput} (${cached}% cached) · out ${output} · ${cost} so far]`);
+        const judged = event.calls === 0 && !['max_tokens', 'pause_turn'].includes(event.stopReason ?? '');
+        return screen.wait(judged ? (verify === undefined ? 'checking "done"' : `checking "done": ${verify}`) : null);
+      }
+      case 'call':
+        screen.wait(null); // the hooks decide, and approval may ask
+        return line('cyan', `→ ${event.call.name} ${summarize(event.call.input)}`);
+      case 'running': {
+        running.set(event.call.id, event.call.name);
+        const names = [...running.values()];
+        return screen.wait(names.length === 1 ? `${names[0]} running` : `${names.length} calls running`);
+      }
+      case 'decision':
+        if (event.decision.action === 'deny') return;
+        return line('dim', `  ${event.hook}: ${event.decision.action}`);
+      case 'result': {
+        const content = typeof event.result.content === 'string' ? event.result.content : '';
+        if (running.delete(event.call.id) && running.size === 0) screen.wait('preparing the next request');
+        if (event.result.is_error) return line('red', `  ✗ ${content.split('\n')[0]}`);
+        // A one-line result is a tool's own summary ("edited add.js: replaced 1 line(s) at line 2 …"); of a longer
+        // one (what was read), its size and how it starts.
+        const lines = content.split('\n').length;
+        const first = summarizeText(content.split('\n')[0]!);
+        return line('dim', `  ✓ ${lines === 1 ? first : `${lines} lines: ${first}`}`);
       }
       case 'gate':
+        screen.wait(event.passed ? null : 'preparing the next request');
         return line(
-          colour(
-            event.passed ? 'green' : 'yellow',
-            `gate: \`${event.command}\` ${event.reason}: ${event.passed ? 'pass' : 'not done'}`,
-            out,
-          ),
+          event.passed ? 'green' : 'yellow',
+          `gate: \`${event.command}\` ${event.reason}: ${event.passed ? 'pass' : 'not done'}`,
         );
       case 'notice':
-        return line(colour('yellow', event.text, out));
+        return line('yellow', event.text);
       case 'compaction':
         return line(
-          colour(
-            'yellow',
-            `compacted: ~${event.tokensBefore} → ~${event.tokensAfter} tokens; messages before ` +
-              `#${event.keptFrom} are now a summary (still in the session file)`,
-            out,
-          ),
+          'yellow',
+          `compacted: ~${event.tokensBefore} → ~${event.tokensAfter} tokens; messages before ` +
+            `#${event.keptFrom} are now a summary (still in the session file)`,
         );
       case 'context': {
         const b = event.breakdown;
         const parts =
           `system ${b.systemPrompt} · tools ${b.toolDefinitions} · AGENTS.md ${b.projectFiles} · ` +
           `messages ${b.messages} · free ${b.free}`;
-        return line(colour('dim', `context window ${b.window} tokens: ${parts}`, out));
+        return line('dim', `context window ${b.window} tokens: ${parts}`);
       }
       case 'subagent':
         if (event.event.type === 'call')
-          line(colour('dim', `  [${event.id}] → ${event.event.call.name} ${summarize(event.event.call.input)}`, out));
+          line('dim', `  [${event.id}] → ${event.event.call.name} ${summarize(event.event.call.input)}`);
         return;
       case 'halt':
+        running.clear();
+        screen.done();
         return line(
-          colour(
-            event.halt.kind === 'accepted' ? 'green' : 'red',
-            `halt: ${describeHalt(event.halt)} after ${event.turns} turn(s)`,
-            out,
-          ),
+          event.halt.kind === 'accepted' ? 'green' : 'red',
+          `halt: ${describeHalt(event.halt)} after ${event.turns} turn(s)`,
         );
       default:
         return;
@@ -2159,34 +2445,48 @@ export function terminalPrinter(out: Output = process.stdout): (event: AgentEven
   };
 }
 
-/** --trace: each step tagged with the part of the loop doing it (seed 002's table), one line a part. */
+/** --trace: each step tagged with the part of the loop doing it (seed 002's table), one line a part. A turn opens
+ *  with its prompt (or the compaction before it), after the previous turn's halt check; each task after the first
+ *  gets a heading, since turns count from 1 again. */
 export function tracePrinter(out: NodeJS.WritableStream = process.stdout, prefix = ''): (event: AgentEvent) => void {
-  let turn = 0;
+  let [task, turn, running, replied] = [0, 0, false, false];
   let text = '';
+  /** What the API counted for the last request and its reply: the exact part of the next estimate. */
+  let counted: number | null = null;
   const ran = new Set<string>();
   const decided = new Set<string>();
   const children = new Map<string, (event: AgentEvent) => void>();
   const say = (part: string, what: string) => out.write(`${prefix}[${turn}] ${part.padEnd(14)} ${what}\n`);
+  /** The previous turn passed its halt check, since the loop goes round again. */
+  const nextTurn = () => {
+    if (!replied) return;
+    say('halt check', 'no halt: go round again');
+    [turn, replied] = [turn + 1, false];
+  };
   return (event) => {
     switch (event.type) {
-      case 'request':
-        if (event.turn > 1) say('halt check', 'no halt: go round again');
+      case 'request': {
+        nextTurn();
         turn = event.turn;
-        say('state', `the transcript holds ${event.messages} message(s) the model will see`);
-        return say(
-          'prompt builder',
-          `sends system prompt + tools + ${event.messages} message(s), ~${event.estimatedTokens} tokens`,
-        );
+        say('state', `the model will see ${event.messages} message(s) of the transcript`);
+        const exact = counted !== null && event.estimatedTokens >= counted;
+        const how = exact ? `${counted} counted last turn + ~${event.estimatedTokens - counted!} new` : 'by characters';
+        const what = `system prompt + tools + ${event.messages} message(s)`;
+        return say('prompt builder', `sends ${what}: ~${event.estimatedTokens} tokens (${how})`);
+      }
       case 'text':
         text += event.delta;
         return;
       case 'reply': {
         const said = text.trim() === '' ? '' : ` "${summarizeText(text)}"`;
+        const { usage } = event;
         text = '';
+        replied = true;
+        counted = usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
+        counted += usage.output_tokens;
         say(
           'model',
-          `replied${said} (stop: ${event.stopReason}, ` +
-            `${event.usage.input_tokens} in / ${event.usage.output_tokens} out)`,
+          `replied${said} (stop: ${event.stopReason}, ${usage.input_tokens} in / ${usage.output_tokens} out)`,
         );
         if (event.stopReason === 'max_tokens')
           say(
@@ -2222,19 +2522,18 @@ export function tracePrinter(out: NodeJS.WritableStream = process.stdout, prefix
         );
       }
       case 'message': {
+        if (event.message.role === 'assistant') return; // told with the reply, after what the model said
         const blocks = typeof event.message.content === 'string' ? [] : event.message.content;
         const results = blocks.filter((b) => b.type === 'tool_result').length;
-        if (event.message.role === 'assistant') return; // told with the reply, after what the model said
+        const said = summarizeText(textOfMessage(event.message));
         if (results > 0)
-          return say(
-            'fold back',
-            `appended ${results} tool result(s) in call order` +
-              (blocks.length > results ? ", then the user's message" : ''),
-          );
-        return say(
-          turn === 0 ? 'state' : 'fold back',
-          `appended a user message: "${summarizeText(textOfMessage(event.message))}"`,
-        );
+          return say('fold back', `appended ${results} tool result(s) in call order${said ? `, then "${said}"` : ''}`);
+        if (running) return say('fold back', `appended a user message: "${said}"`);
+        // A user message while no task runs is the next task.
+        [task, turn, running, replied] = [task + 1, 0, true, false];
+        if (task > 1)
+          out.write(`${prefix}\n${prefix}--- task ${task}: the transcript carries on, and turns count from 1\n`);
+        return say('state', `appended a user message: "${said}"`);
       }
       case 'gate':
         return say(
@@ -2242,11 +2541,20 @@ export function tracePrinter(out: NodeJS.WritableStream = process.stdout, prefix
           `verify \`${event.command}\` ${event.reason}: ${event.passed ? 'passed' : 'not done, go on'}`,
         );
       case 'compaction':
+        nextTurn();
+        counted = null;
         return say(
           'prompt builder',
-          `compacted ~${event.tokensBefore} → ~${event.tokensAfter} tokens: ` +
-            `a summary, then messages from #${event.keptFrom}`,
+          `${running ? '' : '/compact: '}compacted the messages, ~${event.tokensBefore} → ~${event.tokensAfter} ` +
+            `tokens by characters: a summary, then messages from #${event.keptFrom}`,
         );
+      case 'context': {
+        const b = event.breakdown;
+        const parts =
+          `system ${b.systemPrompt} · tools ${b.toolDefinitions} · AGENTS.md ${b.projectFiles} · ` +
+          `messages ${b.messages} · free ${b.free}`;
+        return say('prompt builder', `context window ${b.window} tokens (estimated): ${parts}`);
+      }
       case 'notice':
         return say('note', event.text);
       case 'subagent': {
@@ -2255,6 +2563,7 @@ export function tracePrinter(out: NodeJS.WritableStream = process.stdout, prefix
         return child(event.event);
       }
       case 'halt':
+        [running, replied] = [false, false];
         return say('halt check', `HALT: ${describeHalt(event.halt)}`);
       default:
         return;
@@ -2280,79 +2589,143 @@ function summarize(input: unknown): string {
   return json.length > 80 ? `${json.slice(0, 77)}...` : json;
 }
 
-function terminalApprover(rl: Interface, out: Output): Approver {
+/** Asks about one change at the terminal. Enter means no; y, yes, n, no, a, always are understood in any case, and
+ *  anything else is asked again rather than taken for an answer. */
+function terminalApprover(screen: StatusLine, out: Output): Approver {
   return async ({ tool, preview, signal }) => {
     const painted = preview
       .split('\n')
       .map((l) => (l.startsWith('+') ? colour('green', l, out) : l.startsWith('-') ? colour('red', l, out) : l));
-    out.write(`${painted.join('\n')}\n`);
-    const answer = (await rl.question(`Allow this ${tool}? [y]es / [n]o / [a]lways this session: `, { signal }))
-      .trim()
-      .toLowerCase();
-    if (answer === 'a' || answer === 'always') return { approved: true, always: true };
-    if (answer === 'y' || answer === 'yes') return { approved: true };
-    const reason = (await rl.question('Why not? (optional, Enter to skip): ', { signal })).trim();
+    screen.line(painted.join('\n'));
+    const question = `Allow this ${tool}? [y]es, [N]o, [a]lways this session (Enter: no) `;
+    let answer = APPROVAL_ANSWERS[(await screen.ask(question, signal)).trim().toLowerCase()];
+    while (answer === undefined)
+      answer =
+        APPROVAL_ANSWERS[(await screen.ask('Please answer y, n or a (Enter: no) ', signal)).trim().toLowerCase()];
+    if (answer !== 'no') return { approved: true, always: answer === 'always' };
+    const reason = (await screen.ask('Why not? (optional, Enter to skip) ', signal)).trim();
     return reason === '' ? { approved: false } : { approved: false, reason };
   };
 }
 
-/** Prevents a headless run from hanging on a question nobody can answer: with no terminal, changes are denied. */
-const denyWithoutTerminal: Approver = async () => ({
-  approved: false,
-  reason: 'there is no terminal to ask for approval, and --yes was not given',
-});
+const APPROVAL_ANSWERS: Record<string, 'yes' | 'no' | 'always'> = {
+  ...{ '': 'no', n: 'no', no: 'no', nope: 'no' },
+  ...{ y: 'yes', yes: 'yes', ok: 'yes', a: 'always', always: 'always' },
+};
 
-/** One task per line, handled one at a time and in order. Text typed while a run works steers it;
- *  Ctrl-C stops the run, not the program; lines that start with "/" are commands. */
+/** Prevents a headless run from hanging on a question nobody can answer, and says truthfully why: with no terminal
+ *  and no --yes, a call that would change something is refused, and nobody is said to have declined it. */
+const changesNeedATerminal: BeforeCallHook = {
+  name: 'no terminal',
+  check: ({ tool }) =>
+    tool.readOnly
+      ? { action: 'allow' }
+      : {
+          action: 'deny',
+          reason: 'not run: changes need approval, and there is no terminal to ask (--yes allows them)',
+        },
+};
+
+/** Prevents /compact from making the view bigger: the summary is made on a copy of the session, and kept only if
+ *  it is smaller than what it replaces. Returns why nothing changed, or null. */
+async function compactOnRequest(agent: Agent, signal: AbortSignal): Promise<string | null> {
+  const events: AgentEvent[] = [];
+  const trial: Agent = { ...agent, config: { ...agent.config, onEvent: (event) => events.push(event) } };
+  const compacted = await compact(trial, signal).catch((error: unknown) => errorText(error));
+  const made = events.find((event) => event.type === 'compaction');
+  const smaller = made !== undefined && made.tokensAfter < made.tokensBefore;
+  for (const event of events) if (event !== made || smaller) agent.config.onEvent(event);
+  if (compacted !== true) return compacted === false ? 'nothing old enough to summarise yet' : compacted;
+  if (!smaller) {
+    const sizes = made ? ` (~${made.tokensAfter} tokens, against ~${made.tokensBefore} now)` : '';
+    return `declined: the summary${sizes} would not make what the model sees smaller; nothing changed`;
+  }
+  [agent.compaction, agent.lastRequest] = [trial.compaction, null];
+  return null;
+}
+
+/** The latest session file in the project, to suggest to /resume. */
+async function latestSession(root: string): Promise<string | null> {
+  const folder = path.join(root, '.agent', 'sessions');
+  const files = await readdir(folder).catch(() => []);
+  const latest = files
+    .filter((file) => /^[^.]+\.jsonl$/.test(file))
+    .sort()
+    .at(-1);
+  return latest === undefined ? null : path.relative(process.cwd(), path.join(folder, latest));
+}
+
+export interface ReplOptions {
+  /** A person at a terminal: prompts, steering, Ctrl-C as a key. Otherwise lines are piped in, one task each. */
+  interactive: boolean;
+  switchSession: (file: string) => Promise<void>;
+  /** The terminal printer's status line, which also draws the prompt; without it, readline's plain prompt. */
+  screen?: StatusLine;
+}
+
+/** One task per line, handled one at a time and in order. Text typed while a run works steers it; Ctrl-C stops the
+ *  run, not the program, and nothing starts by itself afterwards; lines that start with "/" are commands. Leaving a
+ *  terminal's REPL (/exit, Ctrl-D, Ctrl-C at an empty prompt) exits 0; piped, the exit code is the last task's. */
 export function repl(
   agent: Agent,
   rl: Interface,
-  interactive: boolean,
-  switchSession: (file: string) => Promise<void>,
+  { interactive, switchSession, screen }: ReplOptions,
 ): Promise<number> {
   let last: Halt | undefined;
-  let running: AbortController | null = null;
+  let running: AbortController | null = null; // a task or a command, which Ctrl-C stops
+  let steerable = false; // a task: what is typed meanwhile steers it
   let busy = false;
   let closed = false;
   const pending: string[] = [];
   const notice = (text: string) => agent.config.onEvent({ type: 'notice', text });
   // Piped input gets no prompt: it would land in the middle of the output (and break --json).
-  const prompt = () => interactive && rl.prompt();
-  const command = async (input: string): Promise<void> => {
+  const prompt = () => interactive && (screen ? screen.prompt(PROMPT) : rl.prompt(true));
+  const command = async (input: string, signal: AbortSignal): Promise<void> => {
     const [name = '', ...rest] = input.split(/\s+/);
     const argument = rest.join(' ');
     if (name === '/context') return agent.config.onEvent({ type: 'context', breakdown: contextBreakdown(agent) });
     if (name === '/compact') {
-      const compacted = await compact(agent, new AbortController().signal).catch((error: unknown) => errorText(error));
-      if (compacted !== true)
-        notice(`/compact: ${compacted === false ? 'nothing old enough to summarise yet' : compacted}`);
+      const declined = await compactOnRequest(agent, signal);
+      if (declined !== null) notice(`/compact: ${declined}`);
       return;
     }
-    if (name === '/resume' && argument !== '')
+    if (name === '/resume' && argument === '') {
+      const latest = await latestSession(agent.config.root);
+      return notice(`/resume needs a session file: /resume FILE${latest ? `, e.g. /resume ${latest}` : ''}`);
+    }
+    if (name === '/resume')
       return await switchSession(argument).catch((error: unknown) => notice(`/resume: ${errorText(error)}`));
     notice(`unknown command "${input}"; the commands are /context, /compact, /resume FILE, /exit`);
+  };
+  /** Prevents text typed during a run from starting a run by itself: what the agent did not read is shown back,
+   *  not sent; after Ctrl-C, lines queued behind the run are dropped too, and the REPL waits at its prompt. */
+  const unsent = (stopped: boolean) => {
+    const dropped = [...agent.steering.splice(0), ...(stopped ? pending.splice(0) : [])];
+    if (dropped.length === 0) return;
+    const why = stopped ? 'the run was stopped' : 'the run ended before the agent read it';
+    notice(`not sent (${why}): ${dropped.map((text) => `"${text}"`).join(', ')}; type it again to send it`);
   };
   return new Promise((resolve) => {
     const finish = () => {
       process.off('SIGINT', interrupt);
-      resolve(last === undefined ? EXIT.accepted : exitCodeFor(last));
+      resolve(interactive || last === undefined ? EXIT.accepted : exitCodeFor(last));
     };
     const work = async () => {
       busy = true;
-      // Steering typed during the last run that no tool call picked up becomes the next task.
-      const nextInput = () =>
-        pending.shift() ?? (agent.steering.length > 0 ? agent.steering.splice(0).join('\n') : undefined);
-      for (let input = nextInput(); input !== undefined; input = nextInput()) {
+      for (let input = pending.shift(); input !== undefined; input = pending.shift()) {
+        running = new AbortController();
         if (input === '/exit') {
           pending.length = 0;
           rl.close();
         } else if (input.startsWith('/')) {
-          await command(input);
+          await command(input, running.signal);
         } else {
-          running = new AbortController();
+          steerable = true;
           last = await runGivenTask(agent, input, running.signal);
-          running = null;
+          steerable = false;
+          unsent(running.signal.aborted);
         }
+        running = null;
       }
       busy = false;
       if (closed) finish();
@@ -2360,7 +2733,7 @@ export function repl(
     };
     rl.on('line', (line) => {
       const text = line.trim();
-      if (running && interactive && text !== '' && !text.startsWith('/')) {
+      if (steerable && interactive && text !== '' && !text.startsWith('/')) {
         agent.steering.push(text);
         agent.config.onEvent({ type: 'steer', text });
         return notice('queued: the agent reads this before its next tool call');
@@ -2371,10 +2744,14 @@ export function repl(
       else prompt();
     });
     function interrupt() {
-      if (!running) return busy ? undefined : rl.close();
-      if (running.signal.aborted) process.exit(EXIT.interrupted);
-      running.abort();
-      agent.config.onEvent({ type: 'interrupt' });
+      if (running) {
+        if (running.signal.aborted) process.exit(EXIT.interrupted);
+        running.abort();
+        return agent.config.onEvent({ type: 'interrupt' });
+      }
+      if (busy) return;
+      if (interactive && rl.line !== '') return clearInput(rl);
+      rl.close();
     }
     rl.on('SIGINT', interrupt); // a terminal: readline turns Ctrl-C into this event
     if (!interactive) process.on('SIGINT', interrupt);
@@ -2382,14 +2759,16 @@ export function repl(
       closed = true;
       if (!busy) finish();
     });
-    rl.setPrompt('\nyou> ');
+    rl.setPrompt(PROMPT);
     rl.resume();
     prompt();
   });
 }
 
+const PROMPT = '\nyou> ';
+
 /** One run, then exit. Ctrl-C stops it like in the REPL; a second one exits at once. */
-async function headless(agent: Agent, task: string, rl: Interface | undefined): Promise<number> {
+async function headless(agent: Agent, task: string): Promise<number> {
   const controller = new AbortController();
   const onSigint = () => {
     if (controller.signal.aborted) process.exit(EXIT.interrupted);
@@ -2397,13 +2776,10 @@ async function headless(agent: Agent, task: string, rl: Interface | undefined): 
     agent.config.onEvent({ type: 'interrupt' });
   };
   process.on('SIGINT', onSigint);
-  // In a terminal the readline that asks for approvals stays open, and it receives the Ctrl-C.
-  rl?.on('SIGINT', onSigint);
   try {
     return exitCodeFor(await runGivenTask(agent, task, controller.signal));
   } finally {
     process.off('SIGINT', onSigint);
-    rl?.close();
   }
 }
 
@@ -2424,15 +2800,17 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       throw new UsageError(`--root ${options.root}: no such folder`);
     });
     if (options.replay !== undefined) return await replaySession(options.replay, { ...options, root }, out);
-    const model = await chooseModel(options, env, options.model);
+    const chosen = await chooseModel(options, env, options.model);
+    const model = options.price ? withPrice(chosen, options.price) : chosen;
     const taskModel =
       options.taskModel === undefined || options.script !== undefined
         ? undefined
         : await chooseModel(options, env, options.taskModel);
     const interactive = process.stdin.isTTY === true;
-    // Paused until someone listens, so no piped line is read before the REPL is ready for it.
+    // The REPL's; paused until it listens, so no piped line is read before it is ready for it. A headless run in a
+    // terminal leaves the terminal as it is (Ctrl-C a signal) until an approval asks, with a readline of its own.
     const rl =
-      interactive || options.task === undefined
+      options.task === undefined
         ? createInterface({
             input: process.stdin,
             terminal: interactive,
@@ -2440,7 +2818,12 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
           })
         : undefined;
     rl?.pause();
-    const printer = options.json ? jsonPrinter(out) : options.trace ? tracePrinter(out) : terminalPrinter(out);
+    const screen = new StatusLine(out, interactive && rl ? { rl, input: process.stdin } : undefined);
+    const printer = options.json
+      ? jsonPrinter(out)
+      : options.trace
+        ? tracePrinter(out)
+        : terminalPrinter(out, { screen, verify: options.verify });
     const secrets = [env.ANTHROPIC_API_KEY ?? ''];
     const startSession = (file: string, fresh: boolean, contextWindow: number) => {
       const startedAt = new Date().toISOString();
@@ -2456,9 +2839,11 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
         : await loadSession(sessionFile).catch((error: unknown) => {
             throw new UsageError(`--resume: ${errorText(error)}`);
           });
-    const asking =
-      interactive && rl ? recordAnswers(terminalApprover(rl, out), (event) => agent.config.onEvent(event)) : null;
-    const approve = options.yes ? approveAll : (asking ?? denyWithoutTerminal);
+    const approve = options.yes
+      ? approveAll
+      : interactive
+        ? recordAnswers(terminalApprover(screen, out), (event) => agent.config.onEvent(event))
+        : null;
     const agent = await createAgent(
       configFromCli(options, { root, model, taskModel, approve }, (event) => {
         record(event);
@@ -2469,21 +2854,25 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     let record = startSession(sessionFile, loaded === undefined, agent.contextWindow);
     if (loaded) resume(agent, loaded);
     const notice = (text: string) => agent.config.onEvent({ type: 'notice', text });
-    notice(`session: ${path.relative(process.cwd(), sessionFile) || sessionFile} (continue it with --resume)`);
+    const showSession = () =>
+      notice(`session: ${path.relative(process.cwd(), sessionFile) || sessionFile} (continue it with --resume)`);
+    showSession();
     for (const file of agent.contextFiles) {
       notice(`context: ${path.relative(process.cwd(), file.path) || file.path} (~${file.tokens} tokens)`);
     }
     agent.config.onEvent({ type: 'context', breakdown: contextBreakdown(agent) });
     if (options.verify === undefined) notice('no --verify command: "done" will be accepted unverified');
     if (!options.yes && !interactive) notice('no terminal and no --yes: every change (edit_file) will be denied');
-    if (options.task !== undefined) return await headless(agent, options.task, rl);
-    return await repl(agent, rl!, interactive, async (file) => {
+    if (options.task !== undefined) return await headless(agent, options.task);
+    const switchSession = async (file: string) => {
       const next = await loadSession(file);
       sessionFile = path.resolve(file);
       record = startSession(sessionFile, false, agent.contextWindow);
       resume(agent, next);
       notice(`resumed ${file}: ${next.messages.length} messages`);
-    });
+      showSession();
+    };
+    return await repl(agent, rl!, { interactive, switchSession, screen });
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     console.error(`agent: ${error.message} (see --help)`);
@@ -2527,11 +2916,14 @@ function runGivenTask(agent: Agent, task: string, signal: AbortSignal): Promise<
 /** Where the command line builds the agent's configuration: a forker adds their own hooks or tools here. */
 export function configFromCli(
   options: CliOptions,
-  made: { root: string; model: Model; taskModel: Model | undefined; approve: Approver },
+  made: { root: string; model: Model; taskModel: Model | undefined; approve: Approver | null },
   onEvent: (event: AgentEvent) => void,
 ): AgentConfig {
+  const nobodyToAsk = made.approve === null; // the hook refuses every change, so approval never sees one
   return {
     ...made,
+    approve: made.approve ?? approveAll,
+    beforeCall: nobodyToAsk ? [changesNeedATerminal] : [],
     tools: TOOLS,
     verify: options.verify,
     verifyTimeoutMs: options.verifyTimeoutMs,
@@ -2544,7 +2936,18 @@ export function configFromCli(
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  let decided: number | undefined;
+  // Prevents a Ctrl-C after the run's halt from turning its exit code into 130: once main has the code, Ctrl-C only
+  // hurries the exit. Before that, the run's own handler has the Ctrl-C, or with none (starting up) it ends the
+  // program as Ctrl-C always does.
+  process.on('SIGINT', () => {
+    if (decided !== undefined) process.exit(decided);
+    if (process.listenerCount('SIGINT') === 1) process.exit(EXIT.interrupted);
+  });
   void main(process.argv.slice(2), process.env).then((code) => {
-    process.exitCode = code;
+    decided = code;
+    // Out as soon as the output is: Node's own wind-down (sockets, the loader's thread) can take a few hundred ms,
+    // during which it no longer listens for Ctrl-C, and one would kill the process with 130.
+    process.stdout.write('', () => process.exit(code));
   });
 }

@@ -138,11 +138,36 @@ const scriptFile = z.array(
   }),
 );
 
-/** Reads a `--script` file: a JSON array of replies. A malformed file is a clear error, not a crash later. */
+/** Reads a `--script` file: a JSON array of replies. A malformed file is one clear line naming the file and the first
+ *  problem (where in the file, and what), not a crash later nor a validator's report. */
 export async function loadScript(file: string): Promise<ScriptedReply[]> {
-  const parsed = scriptFile.safeParse(JSON.parse(await readFile(file, 'utf8')));
-  if (!parsed.success) throw new Error(`${file} is not a script of replies: ${z.prettifyError(parsed.error)}`);
-  return parsed.data.map(({ delay_ms, ...scripted }) =>
-    delay_ms === undefined ? scripted : { ...scripted, delayMs: delay_ms },
+  const text = await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {
+    throw new Error(`${file}: ${error.code === 'ENOENT' ? 'no such file' : error.message}`);
+  });
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new Error(`${file} is not valid JSON: ${jsonProblem(text, error instanceof Error ? error.message : '')}`);
+  }
+  const parsed = scriptFile.safeParse(json);
+  if (parsed.success) {
+    return parsed.data.map(({ delay_ms, ...scripted }) =>
+      delay_ms === undefined ? scripted : { ...scripted, delayMs: delay_ms },
+    );
+  }
+  const [issue] = parsed.error.issues;
+  const where = issue!.path.map((key) => (typeof key === 'number' ? `[${key}]` : `.${String(key)}`)).join('');
+  throw new Error(
+    `${file} is not a script of replies: ${where === '' ? 'the file' : `at ${where}`}: ${issue!.message}`,
   );
+}
+
+/** V8's message without the copy of the input it may quote, its "position N" as a line and column. */
+function jsonProblem(text: string, message: string): string {
+  const problem = message.replace(/, ".*" is not valid JSON$/s, '').replace(/ in JSON at position (\d+).*$/s, '');
+  const position = /at position (\d+)/.exec(message)?.[1];
+  if (position === undefined) return problem;
+  const before = text.slice(0, Number(position)).split('\n');
+  return `${problem} (line ${before.length}, column ${before.at(-1)!.length + 1})`;
 }

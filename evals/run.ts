@@ -5,6 +5,7 @@
 // To add a task, add a folder to evals/tasks (see evals/README.md); this file needs no change.
 
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { cp, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -74,10 +75,10 @@ async function loadTask(dir: string, scripted: boolean): Promise<Task> {
   if (!isFolder) return malformed('no project/ folder');
   if (!scripted) return { name, dir, problem: null, spec: parsed.data, replies: null };
   const trajectory = path.join(dir, 'trajectory.json');
+  if (!existsSync(trajectory)) return malformed('no trajectory.json (a run without --model needs one)');
   const replies = await loadScript(trajectory).then(
     (script) => script.length,
-    (error: unknown) =>
-      isMissing(error) ? 'no trajectory.json (a run without --model needs one)' : errorText(error).split('\n')[0]!,
+    (error: unknown) => errorText(error).split('\n')[0]!,
   );
   if (typeof replies === 'string') return malformed(replies);
   return { name, dir, problem: null, spec: parsed.data, replies };

@@ -5,7 +5,7 @@
 // screen readers (`<title>`, which also makes the browser's own tooltip).
 
 import type Anthropic from '@anthropic-ai/sdk';
-import { costOf } from '../agent.ts';
+import { costOf, priceOf } from '../agent.ts';
 import { count, dollars, type Fragment, html, type Html } from './html.ts';
 import type { Request, Tokens } from './read.ts';
 
@@ -55,7 +55,7 @@ export function requestCost(model: string, tokens: Tokens): number | null {
     service_tier: null,
     speed: null,
   };
-  return costOf(model, usage);
+  return costOf(priceOf({ name: model }), usage);
 }
 
 /** Each request's cost and the running total, or nulls for all when any one is unknown. */

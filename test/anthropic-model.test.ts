@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { AnthropicModel, runTask } from '../agent.ts';
+import { type AgentEvent, AnthropicModel, runTask } from '../agent.ts';
 import { type FakeApi, fakeMessage, type FakeStep, startFakeApi } from './fake-api.ts';
 import { scriptedAgent, tempProject } from './helpers.ts';
 
@@ -62,14 +62,43 @@ test('a streamed reply with thinking, text and a tool call is assembled, execute
   assert.match(String(results.content[0].content), /hello/);
 });
 
+// The fake asks the SDK to wait 1 ms before a retry (retry-after-ms), which keeps these tests fast.
+const notices = (events: AgentEvent[]) => events.flatMap((e) => (e.type === 'notice' ? [e.text] : []));
+
 test('an overloaded API (529) is retried by the SDK itself, and the run succeeds', async (t) => {
-  const { api, agent } = await agentOnFakeApi(t, [
+  const { api, agent, events } = await agentOnFakeApi(t, [
     { kind: 'status', status: 529 },
     { kind: 'reply', message: fakeMessage([textBlock('Done.')]) },
   ]);
   const halt = await runTask(agent, 'hi');
   assert.equal(halt.kind, 'accepted');
   assert.equal(messageCalls(api), 2);
+  assert.deepEqual(notices(events), [
+    'the API answered 529; the SDK retries in under a second (retry 1, 1 more left)…',
+  ]);
+});
+
+test('a retry notice never promises a retry the SDK will not make: the server said no, or none are left', async (t) => {
+  const refused = await agentOnFakeApi(t, [{ kind: 'status', status: 500, headers: { 'x-should-retry': 'false' } }]);
+  assert.equal((await runTask(refused.agent, 'hi')).kind, 'error');
+  assert.equal(messageCalls(refused.api), 1, 'the SDK obeyed the header');
+  assert.deepEqual(notices(refused.events), ['the API answered 500, and said not to retry (x-should-retry: false)']);
+
+  const overloaded = { kind: 'status', status: 529 } as const;
+  const spent = await agentOnFakeApi(t, [overloaded, overloaded, overloaded]);
+  assert.equal((await runTask(spent.agent, 'hi')).kind, 'error');
+  assert.equal(messageCalls(spent.api), 3, 'the first attempt and the two retries');
+  assert.deepEqual(notices(spent.events), [
+    'the API answered 529; the SDK retries in under a second (retry 1, 1 more left)…',
+    'the API answered 529; the SDK retries in under a second (retry 2, 0 more left)…',
+    'the API answered 529; no retries left (2 made), so the call fails',
+  ]);
+});
+
+test('a 400 the SDK does not retry says nothing of retries: the error halt says what went wrong', async (t) => {
+  const { agent, events } = await agentOnFakeApi(t, [{ kind: 'status', status: 400 }]);
+  assert.equal((await runTask(agent, 'hi')).kind, 'error');
+  assert.deepEqual(notices(events), []);
 });
 
 test('a failing API halts with kind error and a readable one-line message, not a crash', async (t) => {

@@ -1,25 +1,45 @@
 // The command line around the loop: the REPL's one-task-at-a-time rule, piped input, commands,
 // the terminal printer's ticker, and the usage errors. One test per failure it prevents.
 
+import type Anthropic from '@anthropic-ai/sdk';
 import assert from 'node:assert/strict';
 import { createInterface } from 'node:readline/promises';
-import { PassThrough } from 'node:stream';
+import { PassThrough, Writable } from 'node:stream';
 import { describe, test } from 'node:test';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { type AgentEvent, EXIT, main, OPTIONS, repl, terminalPrinter } from '../agent.ts';
-import { call, say } from '../scripted-model.ts';
+import {
+  type Agent,
+  type AgentEvent,
+  EXIT,
+  main,
+  type ModelRequest,
+  OPTIONS,
+  repl,
+  runTask,
+  terminalPrinter,
+  tracePrinter,
+} from '../agent.ts';
+import { call, say, type ScriptedReply } from '../scripted-model.ts';
+import { fakeMessage, startFakeApi } from './fake-api.ts';
 import { runCli, scriptedAgent, tempProject, textOf, violationsOf } from './helpers.ts';
 
 /** A REPL fed by piped lines, as `main` sets it up: paused until the REPL listens. */
-async function pipedRepl(lines: string[], script: Parameters<typeof scriptedAgent>[1], root: string) {
+async function pipedRepl(
+  lines: string[],
+  script: Parameters<typeof scriptedAgent>[1],
+  root: string,
+  config: Parameters<typeof scriptedAgent>[2] = {},
+  setUp: (agent: Agent) => void = () => {},
+) {
   const input = new PassThrough();
   const rl = createInterface({ input, terminal: false });
   rl.pause();
   input.end(lines.map((line) => `${line}\n`).join(''));
   await new Promise((resolve) => setImmediate(resolve));
-  const { agent, model, events } = await scriptedAgent(root, script);
-  const code = await repl(agent, rl, false, async () => {});
+  const { agent, model, events } = await scriptedAgent(root, script, config);
+  setUp(agent);
+  const code = await repl(agent, rl, { interactive: false, switchSession: async () => {} });
   return { agent, model, events, code };
 }
 
@@ -45,13 +65,160 @@ describe('the REPL', () => {
 
   test('an unknown command is refused with the list of commands, not sent to the model as a task', async (t) => {
     const root = await tempProject(t);
-    const { model, events } = await pipedRepl(['/frobnicate', '/resume'], [], root);
+    const { model, events } = await pipedRepl(['/frobnicate'], [], root);
     assert.equal(model.requests.length, 0);
     const notices = events.flatMap((e) => (e.type === 'notice' ? [e.text] : []));
-    assert.equal(
-      notices.filter((n) => n.includes('the commands are /context, /compact, /resume FILE, /exit')).length,
-      2,
+    assert.deepEqual(notices, [
+      'unknown command "/frobnicate"; the commands are /context, /compact, /resume FILE, /exit',
+    ]);
+  });
+
+  test('/resume without a file asks for one, naming the latest session, instead of calling itself unknown', async (t) => {
+    const root = await tempProject(t, {
+      '.agent/sessions/2026-11-30T10-00-00-000Z.jsonl': '',
+      '.agent/sessions/2026-12-01T09-00-00-000Z.jsonl': '',
+    });
+    const { events } = await pipedRepl(['/resume'], [], root);
+    const notices = events.flatMap((e) => (e.type === 'notice' ? [e.text] : []));
+    const latest = path.relative(process.cwd(), path.join(root, '.agent/sessions/2026-12-01T09-00-00-000Z.jsonl'));
+    assert.deepEqual(notices, [`/resume needs a session file: /resume FILE, e.g. /resume ${latest}`]);
+  });
+
+  test('text typed during a run that the agent never read is shown back, not sent as the next task by itself', async (t) => {
+    const root = await tempProject(t);
+    let live: Agent | undefined;
+    // The user types while the model writes its final answer: no tool call is left to pick the message up.
+    const typeWhileAnswering = () => (live!.steering.push('also update the README'), say('Done.'));
+    const script = [typeWhileAnswering, say('never')];
+    const { model, events } = await pipedRepl(['fix it'], script, root, {}, (agent) => (live = agent));
+    assert.equal(model.requests.length, 1, 'no second run started');
+    const notices = events.flatMap((e) => (e.type === 'notice' ? [e.text] : []));
+    assert.ok(
+      notices.includes(
+        'not sent (the run ended before the agent read it): "also update the README"; type it again to send it',
+      ),
     );
+  });
+
+  test('/compact that would make the view bigger declines and says why, and the model keeps seeing the messages', async (t) => {
+    const root = await tempProject(t);
+    const long = 'a long summary that says more than the conversation it replaces. '.repeat(40);
+    const script = [say('one'), say('two'), say('three'), say(long)];
+    const { agent, events } = await pipedRepl(['first', 'second', 'third', '/compact'], script, root, {
+      contextWindow: 2_000,
+    });
+    assert.equal(agent.compaction, null, 'nothing was replaced');
+    assert.ok(
+      events.every((e) => e.type !== 'compaction'),
+      'and the session file records no compaction',
+    );
+    const notices = events.flatMap((e) => (e.type === 'notice' ? [e.text] : []));
+    assert.match(
+      notices.at(-1) ?? '',
+      /^\/compact: declined: the summary \(~\d+ tokens, against ~\d+ now\) would not make what the model sees smaller; nothing changed$/,
+    );
+    assert.ok(agent.usage.output > 0);
+  });
+});
+
+/** A stream that keeps what is written to it, synchronously. */
+function screen(isTTY = false) {
+  let written = '';
+  const out = Object.assign(
+    new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        written += chunk.toString('utf8');
+        done();
+      },
+    }),
+    { isTTY },
+  );
+  return { out, text: () => written, lines: () => written.split('\n').filter((line) => line !== '') };
+}
+
+describe('--trace', () => {
+  test('--trace shows the context breakdown, at startup and for /context, instead of dropping it', async (t) => {
+    const root = await tempProject(t, { 'AGENTS.md': 'Use tabs.\n' });
+    const { out, lines } = screen();
+    await pipedRepl(['/context'], [], root, { onEvent: tracePrinter(out) });
+    assert.match(
+      lines()[0] ?? '',
+      /^\[0\] prompt builder +context window 200000 tokens \(estimated\): system \d+ · tools \d+ · AGENTS\.md \d+ · messages \d+ · free \d+$/,
+    );
+    const started = await runCli([
+      '--trace',
+      '--script',
+      path.join(import.meta.dirname, '..', 'lessons', 'scripts', 'fizzbuzz.json'),
+      '--root',
+      root,
+      '--yes',
+      'fizzbuzz',
+    ]);
+    assert.match(started.stdout, /^\[0\] prompt builder +context window/m);
+  });
+
+  test('a second task gets its own heading and starts at turn 0, not as a "fold back" under the last task\'s turn', async (t) => {
+    const root = await tempProject(t);
+    const { out, lines } = screen();
+    const { agent } = await scriptedAgent(root, [say('Hello, Ada.'), say('Ada.')], { onEvent: tracePrinter(out) });
+    await runTask(agent, 'My name is Ada.');
+    await runTask(agent, 'What is my name?');
+    const second = lines().findIndex((line) => line.includes('"What is my name?"'));
+    assert.equal(lines()[second - 1], '--- task 2: the transcript carries on, and turns count from 1');
+    assert.equal(lines()[second], '[0] state          appended a user message: "What is my name?"');
+    assert.ok(lines().every((line) => !/fold back +appended a user message/.test(line)));
+  });
+
+  test('a compaction is traced in the turn it opens, after the previous turn passed its halt check', async (t) => {
+    const root = await tempProject(t, { 'a.txt': 'a\n'.repeat(400), 'b.txt': 'b\n'.repeat(400) });
+    const { out, lines } = screen();
+    const summariseOr = (then: ScriptedReply) => (request: ModelRequest) =>
+      JSON.stringify(request.messages).includes('Write a summary') ? say('SUMMARY: read a and b.') : then;
+    const script = [call('read_file', { path: 'a.txt' }), call('read_file', { path: 'b.txt' }), say('done')];
+    const { agent } = await scriptedAgent(
+      root,
+      script.map(summariseOr).flatMap((e) => [e, e]),
+      {
+        onEvent: tracePrinter(out),
+        contextWindow: 4_000,
+      },
+    );
+    await runTask(agent, 'read a and b');
+    const at = lines().findIndex((line) => line.includes('compacted the messages'));
+    assert.ok(at > 0, lines().join('\n'));
+    const turnOf = (line: string | undefined) => Number(/^\[(\d+)\]/.exec(line ?? '')?.[1]);
+    assert.match(lines()[at - 1]!, /halt check +no halt: go round again/);
+    assert.equal(turnOf(lines()[at]), turnOf(lines()[at - 1]) + 1, 'the compaction opens the next turn');
+    assert.equal(turnOf(lines()[at + 2]), turnOf(lines()[at]), "that turn's request follows it");
+    assert.match(lines()[at]!, /~\d+ → ~\d+ tokens by characters/);
+  });
+
+  test("the prompt's size shows the counted part, which never goes down as the transcript grows, and user messages as text", async (t) => {
+    const root = await tempProject(t, { 'a.txt': 'alpha\n' });
+    const { out, lines } = screen();
+    let live: Agent | undefined;
+    const steer = (reply: ScriptedReply) => () => (live!.steering.push('Use tabs, please.'), reply);
+    const script = [
+      call('read_file', { path: 'a.txt' }),
+      steer(call('list_files', {})),
+      call('list_files', {}),
+      say('ok'),
+    ];
+    const { agent } = await scriptedAgent(root, script, { onEvent: tracePrinter(out) });
+    live = agent;
+    await runTask(agent, 'look around');
+    const counted = lines()
+      .flatMap((line) => /\((\d+) counted last turn/.exec(line)?.[1] ?? [])
+      .map(Number);
+    assert.equal(counted.length, 3);
+    assert.deepEqual(
+      counted,
+      [...counted].sort((a, b) => a - b),
+    );
+    assert.ok(
+      lines().some((line) => line.endsWith('appended 1 tool result(s) in call order, then "Use tabs, please."')),
+    );
+    assert.ok(lines().every((line) => !line.includes('{"type"')));
   });
 });
 
@@ -72,6 +239,75 @@ describe('the terminal printer', () => {
     for (const event of events) print(event);
     assert.equal(timers(), before);
   });
+
+  const usage = { input_tokens: 10, output_tokens: 5 } as Anthropic.Usage;
+  const totals = { input: 10, cacheWrite: 0, cacheRead: 0, output: 5, costUsd: null };
+  const finalReply: AgentEvent = {
+    type: 'reply',
+    turn: 1,
+    stopReason: 'end_turn',
+    calls: 0,
+    content: [],
+    usage,
+    totals,
+  };
+
+  test('on a terminal, a long wait shows what it waits for and for how long, changing at least once a second', (t) => {
+    t.mock.timers.enable({ apis: ['setInterval', 'Date'] });
+    const { out, text } = screen(true);
+    const print = terminalPrinter(out, { verify: 'sleep 20' });
+    print({ type: 'request', turn: 1, messages: 1, estimatedTokens: 900 });
+    t.mock.timers.tick(250);
+    assert.equal(text(), '', 'a short wait shows nothing, so a fast answer does not flicker');
+    t.mock.timers.tick(250);
+    assert.match(text(), /waiting for the model · 0 s$/);
+    print({ type: 'text', delta: 'Done.\n' });
+    print(finalReply);
+    // What the status line shows now: the text after its last redraw.
+    const shown = () => text().split('\r\x1b[K').at(-1);
+    let seen = shown();
+    for (let ms = 0; ms < 20_000; ms += 250) {
+      t.mock.timers.tick(250);
+      if (ms >= 500) assert.notEqual(shown(), seen, `the screen did not change at ${ms} ms`);
+      seen = shown();
+    }
+    assert.match(text(), /checking "done": sleep 20 · 20 s$/);
+    print({ type: 'halt', halt: { kind: 'interrupted' }, turns: 1 });
+    assert.match(text(), /\r\x1b\[Khalt: interrupted after 1 turn\(s\)\n$/, 'the status line is gone before the halt');
+    const after = text();
+    t.mock.timers.tick(5_000);
+    assert.equal(text(), after, 'and it stays gone');
+  });
+
+  test('piped output gets no status line: only whole lines, as a log should be', (t) => {
+    t.mock.timers.enable({ apis: ['setInterval', 'Date'] });
+    const { out, text } = screen(false);
+    const print = terminalPrinter(out, { verify: 'sleep 20' });
+    print({ type: 'request', turn: 1, messages: 1, estimatedTokens: 900 });
+    print(finalReply);
+    t.mock.timers.tick(5_000);
+    print({ type: 'halt', halt: { kind: 'interrupted' }, turns: 1 });
+    assert.equal(
+      text(),
+      '  [turn 1 · in 10 (0% cached) · out 5 · cost unknown so far]\nhalt: interrupted after 1 turn(s)\n',
+    );
+  });
+
+  test('the view says what happened: a reply cut off at max_tokens, and what an edit changed (not its size)', () => {
+    const { out, lines } = screen(false);
+    const print = terminalPrinter(out);
+    const edit = { type: 'tool_use', id: 'e', name: 'edit_file', input: {}, caller: { type: 'direct' } } as const;
+    const summary = 'edited add.js: replaced 1 line(s) at line 2 with 1 line(s)';
+    print({ ...finalReply, stopReason: 'max_tokens', calls: 2 } as AgentEvent);
+    print({ type: 'result', call: edit, result: { type: 'tool_result', tool_use_id: 'e', content: summary } });
+    print({ type: 'result', call: edit, result: { type: 'tool_result', tool_use_id: 'e', content: '1 a\n2 b\n3 c' } });
+    assert.deepEqual(lines(), [
+      '  (the reply was cut off at the output limit; its 2 call(s) will not run: the model is asked to go on)',
+      '  [turn 1 · in 10 (0% cached) · out 5 · cost unknown so far]',
+      `  ✓ ${summary}`,
+      '  ✓ 3 lines: 1 a',
+    ]);
+  });
 });
 
 describe('usage errors', () => {
@@ -85,7 +321,79 @@ describe('usage errors', () => {
     const printed = t.mock.method(console, 'error', () => {});
     const args = ['--max-cost', '1', '--model', 'claude-sonnet-4-5', '--task-model', 'some-local-model', 'task'];
     assert.equal(await main(args, { ANTHROPIC_API_KEY: 'k' }), EXIT.usage);
-    assert.match(String(printed.mock.calls[0]!.arguments[0]), /some-local-model has none in the price table/);
+    assert.match(String(printed.mock.calls[0]!.arguments[0]), /some-local-model has none: add it to the price table/);
+  });
+});
+
+describe('a malformed --script', () => {
+  test('is one usage line naming the file and where it is wrong, not a JSON parser or validator report', async (t) => {
+    const root = await tempProject(t, {
+      'typo.json': '[{"content": [{"type": "txt", "text": "hi"}]}]',
+      'broken.json': '[\n  {"content": []},\n  {"content": [] x\n]',
+      'object.json': '{"content": []}',
+    });
+    const printed = t.mock.method(console, 'error', () => {});
+    const said = async (file: string) => {
+      assert.equal(await main(['--script', path.join(root, file), 'task'], {}), EXIT.usage);
+      return String(printed.mock.calls.at(-1)!.arguments[0]).replace(`${root}/`, '');
+    };
+    assert.equal(
+      await said('typo.json'),
+      'agent: --script typo.json is not a script of replies: at [0].content[0].type: Invalid discriminator value. ' +
+        "Expected 'text' | 'tool_use' | 'thinking' (see --help)",
+    );
+    assert.equal(
+      await said('broken.json'),
+      "agent: --script broken.json is not valid JSON: Expected ',' or '}' after property value (line 3, column 18) " +
+        '(see --help)',
+    );
+    assert.match(
+      await said('object.json'),
+      /^agent: --script object\.json is not a script of replies: the file: .*array/,
+    );
+    assert.equal(await said('missing.json'), 'agent: --script missing.json: no such file (see --help)');
+  });
+});
+
+describe('--price', () => {
+  test('--max-cost works on a model the price table does not know once --price gives its price: a cost halt after turn 1', async (t) => {
+    const root = await tempProject(t);
+    const listFiles = {
+      type: 'tool_use',
+      id: 'toolu_1',
+      name: 'list_files',
+      input: {},
+      caller: { type: 'direct' },
+    } as const;
+    const api = await startFakeApi([{ kind: 'reply', message: fakeMessage([listFiles], 'tool_use') }]);
+    t.after(() => api.close());
+    const env = { ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: api.baseURL };
+    // The default model: 100 tokens in and 20 out at $3 and $15 a million is $0.0006, over the $0.0001 budget.
+    const { status, stdout } = await runCli(['--root', root, '--max-cost', '0.0001', '--price', '3,15', 'list'], env);
+    assert.match(
+      stdout,
+      /halt: budget \(cost: the limit of \$0\.0001 was reached; spent \d+ tokens, \$0\.\d+\) after 1 turn/,
+    );
+    assert.match(stdout, /\$0\.0006 so far/);
+    assert.equal(status, EXIT.notAccepted);
+    assert.equal(api.requests.filter((r) => r.path === '/v1/messages').length, 1);
+  });
+
+  test('--max-cost without a known price is refused and names --price, rather than a budget that can never trip', async (t) => {
+    const printed = t.mock.method(console, 'error', () => {});
+    assert.equal(await main(['--max-cost', '1', 'task'], { ANTHROPIC_API_KEY: 'k' }), EXIT.usage);
+    assert.match(
+      String(printed.mock.calls[0]!.arguments[0]),
+      /claude-sonnet-5-5 has none: give one with --price IN,OUT/,
+    );
+  });
+
+  test('a malformed --price is one usage line, not a price of NaN', async (t) => {
+    const printed = t.mock.method(console, 'error', () => {});
+    for (const bad of ['3', '3,x', '-1,2', '3,15,1', ',']) {
+      assert.equal(await main([`--price=${bad}`, 'task'], { ANTHROPIC_API_KEY: 'k' }), EXIT.usage);
+      assert.match(String(printed.mock.calls.at(-1)!.arguments[0]), /--price needs IN,OUT/);
+    }
   });
 });
 
@@ -107,5 +415,29 @@ describe('one options table', () => {
   test('an unknown flag is one usage line, not a stack trace', async () => {
     const { status } = await runCli(['--no-such-flag']);
     assert.equal(status, EXIT.usage);
+  });
+
+  test("a mistake on the command line is one line in --help's terms, with balanced quotes, not parseArgs' three", async (t) => {
+    const printed = t.mock.method(console, 'error', () => {});
+    const said = async (args: string[]) => {
+      assert.equal(await main(args, { ANTHROPIC_API_KEY: 'k' }), EXIT.usage);
+      return String(printed.mock.calls.at(-1)!.arguments[0]);
+    };
+    const unknown = await said(['--no-such-flag']);
+    assert.equal(
+      unknown,
+      'agent: unknown option --no-such-flag (a task that starts with "-" goes after --, as in: -- "--no-such-flag") (see --help)',
+    );
+    assert.equal(await said(['--root']), 'agent: --root needs a value: --root DIR (see --help)');
+    assert.equal(
+      await said(['--max-turns', '-3']),
+      'agent: --max-turns needs a value; one that starts with "-" is written --max-turns=N (see --help)',
+    );
+    assert.equal(await said(['--yes=no']), 'agent: --yes takes no value (see --help)');
+    for (const line of printed.mock.calls.map((c) => String(c.arguments[0]))) {
+      assert.doesNotMatch(line, /\n/);
+      assert.equal((line.match(/"/g) ?? []).length % 2, 0, `unbalanced quotes: ${line}`);
+      assert.equal((line.match(/'/g) ?? []).length % 2, 0, `unbalanced quotes: ${line}`);
+    }
   });
 });

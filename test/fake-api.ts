@@ -8,7 +8,8 @@ import { requestViolations } from './api-rules.ts';
 
 export type FakeStep =
   | { kind: 'reply'; message: Anthropic.Message } // streamed as SSE (or plain JSON if the request has no stream:true)
-  | { kind: 'status'; status: number; errorType?: string; message?: string } // an error response, e.g. 529 overloaded_error
+  // An error response, e.g. 529 overloaded_error, with any headers the server adds (x-should-retry, retry-after).
+  | { kind: 'status'; status: number; errorType?: string; message?: string; headers?: Record<string, string> }
   | { kind: 'cut'; message: Anthropic.Message; afterEvents: number } // send `afterEvents` SSE events then destroy the socket
   | { kind: 'stall'; message: Anthropic.Message; afterEvents: number }; // send `afterEvents` SSE events then nothing until close()
 
@@ -99,6 +100,7 @@ export async function startFakeApi(
       return sendError(res, 500, 'api_error', 'fake API: no scripted step left');
     }
     if (step.kind === 'status') {
+      for (const [name, value] of Object.entries(step.headers ?? {})) res.setHeader(name, value);
       const type = step.errorType ?? ERROR_TYPES[step.status] ?? 'api_error';
       return sendError(res, step.status, type, step.message ?? `fake API: scripted ${step.status} ${type}`);
     }

@@ -530,10 +530,9 @@ describe('command line without a terminal', () => {
     );
     const firstCall = lines.findIndex((l) => l.startsWith('→ '));
     assert.ok(warned >= 0 && warned < firstCall, run.stdout);
-    assert.match(
-      run.stdout,
-      /✗ the user declined this edit_file call: there is no terminal to ask for approval, and --yes was not given/,
-    );
+    // Nobody was asked, so nobody is said to have declined.
+    assert.match(run.stdout, /✗ not run: changes need approval, and there is no terminal to ask \(--yes allows them\)/);
+    assert.doesNotMatch(run.stdout, /declined/);
     assert.equal(await readFile(path.join(root, 'add.js'), 'utf8'), ADD);
   });
 
@@ -682,6 +681,40 @@ describe('runaway guard', () => {
     await runTask(agent, 'echo');
     assert.deepEqual(runs, ['a', 'a', 'b', 'a', 'a']);
     assert.ok(toolResults(agent.messages).every((r) => r.is_error !== true));
+  });
+
+  test('a different call skipped because the user spoke still breaks the row: the guard counts the calls made', async (t) => {
+    const root = await tempProject(t);
+    const { tool, runs } = echoTool();
+    let live: Agent | undefined;
+    let steered = 0;
+    const steer = defineTool({
+      name: 'steer',
+      description: 'Types a message as if the user did. A test tool.',
+      input: z.strictObject({}),
+      readOnly: true,
+      run: async () => (live!.steering.push(`message ${++steered}`), 'typed'),
+    });
+    // steer, echo (skipped: the user spoke), steer, steer: never three steers in a row.
+    const script = [reply(toolUse('steer', {}), toolUse('echo', { text: 'a' })), call('steer', {}), call('steer', {})];
+    const { agent } = await scriptedAgent(root, [...script, say('ok')], { tools: [tool, steer] });
+    live = agent;
+    await runTask(agent, 'go');
+    assert.deepEqual(runs, [], 'the echo was skipped');
+    assert.equal(steered, 3, 'the third steer ran: it was not the third call in a row');
+  });
+
+  test('a model repeating itself across a resume is still stopped at the third time: the count is in the transcript', async (t) => {
+    const root = await tempProject(t);
+    const { tool, runs } = echoTool();
+    const same = call('echo', { text: 'again' });
+    const first = await scriptedAgent(root, [same, same, say('ok')], { tools: [tool] });
+    await runTask(first.agent, 'echo');
+    const second = await scriptedAgent(root, [same, say('ok')], { tools: [tool] });
+    second.agent.messages.push(...first.agent.messages);
+    await runTask(second.agent, 'echo once more');
+    assert.deepEqual(runs, ['again', 'again']);
+    assert.match(String(toolResults(second.agent.messages).at(-1)?.content), /3 times in a row/);
   });
 });
 

@@ -23,6 +23,7 @@ import {
   type AgentEvent,
   type ApprovalAnswer,
   costOf,
+  priceOf,
   createAgent,
   exitCodeFor,
   type Halt,
@@ -413,7 +414,7 @@ function watchSpending(inner: Model, limits: { maxTokens?: number; maxCostUsd?: 
     const { usage } = counted;
     const cached = (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
     const tokens = usage.input_tokens + usage.output_tokens + cached;
-    const costUsd = costOf(PRICED, usage)!;
+    const costUsd = costOf(priceOf({ name: PRICED }), usage)!;
     spent.tokens += tokens;
     spent.costUsd += costUsd;
     largestCall.tokens = Math.max(largestCall.tokens, tokens);
@@ -463,7 +464,6 @@ async function runSession(s: Session): Promise<void> {
     ...(s.maxCostUsd === undefined ? {} : { maxCostUsd: s.maxCostUsd }),
   };
   const spending = watchSpending(model, limits);
-  const validated = new Set<string>(); // the calls that passed validation, as a forker's hook sees them
   let asked = 0;
   const agent = await createAgent({
     root,
@@ -478,7 +478,6 @@ async function runSession(s: Session): Promise<void> {
       return answer === 'no' ? { approved: false, reason: 'not now' } : { approved: true, always: answer === 'always' };
     },
     contextFiles: false,
-    beforeCall: [{ name: 'spy', check: ({ call }) => (validated.add(call.id), { action: 'allow' }) }],
     subAgents: s.subAgents,
     ...(s.contextWindow === undefined ? {} : { contextWindow: s.contextWindow }),
     onEvent: (event) => {
@@ -567,16 +566,9 @@ async function runSession(s: Session): Promise<void> {
   }
 
   // A reply cut off at max_tokens may carry truncated arguments: none of its calls runs.
-  // The runaway guard refuses the third identical call in a row (counting only calls that reached it).
+  // The runaway guard refuses the third identical call in a row, "in a row" meaning in the calls the model made,
+  // whatever became of them: a call skipped, refused or cut off still breaks a row (and still counts in one).
   const ran = new Set(events.flatMap((e) => (e.type === 'running' ? [e.call.id] : [])));
-  // A call reached it if it passed validation (the spy hook saw it) and neither safe_path nor protect refused it:
-  // one that then was skipped (the user spoke meanwhile) still counts, though it never ran.
-  const refusedEarly = new Set(
-    events.flatMap((e) =>
-      e.type === 'decision' && (e.hook === 'safe_path' || e.hook === 'protect') ? [e.call.id] : [],
-    ),
-  );
-  const reachedRunaway = new Set([...validated].filter((id) => !refusedEarly.has(id)));
   let lastAssistant: Anthropic.ContentBlockParam[] = [];
   let [lastKey, repeats] = ['', 0];
   for (const e of events) {
@@ -588,7 +580,7 @@ async function runSession(s: Session): Promise<void> {
         if (block.type === 'tool_use')
           assert.ok(!ran.has(block.id), `${block.name} ran from a reply cut off at max_tokens`);
     }
-    if (e.type === 'call' && (ran.has(e.call.id) || reachedRunaway.has(e.call.id))) {
+    if (e.type === 'call') {
       const key = JSON.stringify([e.call.name, e.call.input]);
       repeats = key === lastKey ? repeats + 1 : 1;
       lastKey = key;
