@@ -7,6 +7,5 @@ import './property.test.ts';
 import './sessions.test.ts';
 import './evals.test.ts';
 import './session-page.test.ts';
-import './tools.test.ts';
 import './cli.test.ts';
 import './layout.test.ts';

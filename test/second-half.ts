@@ -9,4 +9,5 @@ import './fake-api.test.ts';
 import './replay.test.ts';
 import './paths.test.ts';
 import './hardening.test.ts';
+import './tools.test.ts';
 import './suite.test.ts';
