@@ -199,7 +199,8 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
       const estimatedTokens = estimateNextRequest(agent, view);
       config.onEvent({ type: 'request', turn, messages: view.length, estimatedTokens });
       const messages = markCacheBreakpoint(view);
-      return await config.model.complete({ system: agent.system, tools: agent.toolDefinitions, messages }, options);
+      const request = { system: agent.system, tools: agent.toolDefinitions, messages };
+      return withShallowInputs(await config.model.complete(request, options)); // one that can be sent back
     } catch (error) {
       if (run.signal.aborted) return stoppedHalt(agent, run);
       if (attempt === 1 && isPromptTooLong(error) && (await compact(agent, run.signal).catch(() => false))) continue;
@@ -1079,23 +1080,49 @@ export function toolDefinition(tool: Tool): Anthropic.Tool {
   return { name: tool.name, description: tool.description, input_schema: { ...schema, type: 'object' } };
 }
 
-/** What is wrong with a call's arguments, or null. */
+/** What is wrong with a call's arguments, or null. The depth comes first: the echo below, the session file and the
+ *  SDK all use JSON.stringify, which overflows the stack a few thousand levels down. */
 function schemaProblem(tool: Tool, input: unknown): string | null {
+  const refused = `invalid arguments for ${tool.name}`;
+  if (nestedDeeperThan(input, MAX_INPUT_DEPTH)) return `${refused}: nested deeper than ${MAX_INPUT_DEPTH} levels`;
   const parsed = tool.input.safeParse(input);
   if (parsed.success) return null;
-  return `invalid arguments for ${tool.name}: ${issuesText(parsed.error)}. You sent: ${JSON.stringify(input)}`;
+  return `${refused}: ${issuesText(parsed.error)}. You sent: ${JSON.stringify(input)}`;
 }
 
 const issuesText = (error: z.ZodError) =>
   error.issues.map((issue) => `${issue.path.join('.') || '(input)'}: ${issue.message}`).join('; ');
 
-/** Tool arguments and session entries nest a few levels; past this many, JSON.stringify is near its stack's end. */
+/** Tool arguments nest a few levels; past this many, a call is refused (see schemaProblem). */
 export const MAX_INPUT_DEPTH = 64;
 
 /** Whether objects and arrays in `value` nest more than `levels` deep; the walk stops there, so any depth is safe. */
 function nestedDeeperThan(value: unknown, levels: number): boolean {
   if (typeof value !== 'object' || value === null) return false;
   return levels === 0 || Object.values(value).some((child) => nestedDeeperThan(child, levels - 1));
+}
+
+/** Prevents one absurd reply from ending the session: a tool input nested deeper than MAX_INPUT_DEPTH could never
+ *  be sent back (JSON.stringify overflows), so it keeps its first levels only, still too deep for validation to let
+ *  the call run, which tells the model why. */
+function withShallowInputs(reply: Anthropic.Message): Anthropic.Message {
+  const tooDeep = (block: Anthropic.ContentBlock) =>
+    block.type === 'tool_use' && nestedDeeperThan(block.input, MAX_INPUT_DEPTH);
+  if (!reply.content.some(tooDeep)) return reply;
+  const content = reply.content.map((block) =>
+    block.type === 'tool_use' && tooDeep(block)
+      ? { ...block, input: cutBelow(block.input, MAX_INPUT_DEPTH + 1) }
+      : block,
+  );
+  return { ...reply, content };
+}
+
+/** `value` with whatever nests deeper than `levels` replaced by a note. */
+function cutBelow(value: unknown, levels: number): unknown {
+  if (typeof value !== 'object' || value === null) return value;
+  if (levels === 0) return '[cut: nested too deep]';
+  if (Array.isArray(value)) return value.map((item) => cutBelow(item, levels - 1));
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, cutBelow(item, levels - 1)]));
 }
 
 /** Waits for `work`; once `signal` aborts, waits at most `graceMs` more, then settles with `fallback`. */

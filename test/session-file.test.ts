@@ -24,7 +24,7 @@ import {
 import { say } from '../scripted-model.ts';
 import { requestViolations } from './api-rules.ts';
 import { fakeMessage, startFakeApi } from './fake-api.ts';
-import { runCli, scriptedAgent, tempProject, violationsOf } from './helpers.ts';
+import { pointSdkAt, runCli, scriptedAgent, tempProject, violationsOf } from './helpers.ts';
 
 const header = (root: string): SessionEntry => ({
   type: 'session',
@@ -223,11 +223,7 @@ describe('repair in both directions: every resumed transcript obeys the API', ()
       { kind: 'reply', message: fakeMessage([{ type: 'text', text: 'Done.', citations: null }]) },
     ]);
     t.after(() => api.close());
-    const saved = process.env.ANTHROPIC_BASE_URL;
-    process.env.ANTHROPIC_BASE_URL = api.baseURL; // the SDK reads it from the process's environment
-    t.after(() =>
-      saved === undefined ? delete process.env.ANTHROPIC_BASE_URL : (process.env.ANTHROPIC_BASE_URL = saved),
-    );
+    pointSdkAt(t, api.baseURL);
     const run = await runCli(['--root', root, '--resume', file, '--yes', 'keep going'], {
       ANTHROPIC_API_KEY: 'test-key',
       ANTHROPIC_BASE_URL: api.baseURL,
