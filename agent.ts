@@ -1463,16 +1463,16 @@ const shortJson = (value: unknown) => {
 };
 
 const nonBlank = z.string().refine((text) => text.trim() !== '', 'must hold more than whitespace');
-const usageSchema = z.looseObject({ input_tokens: z.number(), output_tokens: z.number() });
+const usageSchema = z.object({ input_tokens: z.number(), output_tokens: z.number() });
 
 /** What each kind of block must hold for the API to take it back. Other kinds (an image, a server tool's block)
  *  are left to the API. */
 const BLOCK_SCHEMAS: Record<string, z.ZodType | undefined> = {
-  text: z.looseObject({ text: nonBlank }),
-  tool_use: z.looseObject({ id: z.string().min(1), name: z.string().min(1), input: z.record(z.string(), z.unknown()) }),
-  tool_result: z.looseObject({ tool_use_id: z.string().min(1), is_error: z.boolean().optional() }),
-  thinking: z.looseObject({ thinking: z.string(), signature: z.string() }),
-  redacted_thinking: z.looseObject({ data: z.string() }),
+  text: z.object({ text: nonBlank }),
+  tool_use: z.object({ id: z.string().min(1), name: z.string().min(1), input: z.record(z.string(), z.unknown()) }),
+  tool_result: z.object({ tool_use_id: z.string().min(1), is_error: z.boolean().optional() }),
+  thinking: z.object({ thinking: z.string(), signature: z.string() }),
+  redacted_thinking: z.object({ data: z.string() }),
 };
 /** The blocks only one side of the conversation sends. */
 const BLOCK_SIDE: Record<string, 'user' | 'assistant' | undefined> = {
@@ -1483,7 +1483,7 @@ const BLOCK_SIDE: Record<string, 'user' | 'assistant' | undefined> = {
 };
 
 const messageSchema = z
-  .looseObject({
+  .object({
     role: z.enum(['user', 'assistant']),
     content: z.union([nonBlank, z.array(z.looseObject({ type: z.string() })).min(1, 'must not be an empty list')], {
       error: 'must be text or a non-empty list of content blocks',
@@ -1504,14 +1504,15 @@ const messageSchema = z
     });
   });
 
-/** One schema per entry type. Loose objects: a field a later version adds is carried, not refused. */
+/** One schema per entry type. A field they do not name is allowed (a later version may add one), and kept: what
+ *  is used is the entry as written, not as parsed. */
 const ENTRY_SCHEMAS = {
-  session: z.looseObject({ version: z.number(), model: z.string(), root: z.string(), startedAt: z.string() }),
-  message: z.looseObject({ message: messageSchema }),
-  usage: z.looseObject({ turn: z.number().int().min(1), usage: usageSchema }),
-  compaction: z.looseObject({ summary: nonBlank, keptFrom: z.number().int().min(1), usage: usageSchema }),
-  subagent: z.looseObject({ id: z.string().min(1), description: z.string(), file: z.string().min(1) }),
-  halt: z.looseObject({ halt: z.looseObject({ kind: z.enum(['accepted', 'budget', 'interrupted', 'error']) }) }),
+  session: z.object({ version: z.number(), model: z.string(), root: z.string(), startedAt: z.string() }),
+  message: z.object({ message: messageSchema }),
+  usage: z.object({ turn: z.number().int().min(1), usage: usageSchema }),
+  compaction: z.object({ summary: nonBlank, keptFrom: z.number().int().min(1), usage: usageSchema }),
+  subagent: z.object({ id: z.string().min(1), description: z.string(), file: z.string().min(1) }),
+  halt: z.object({ halt: z.object({ kind: z.enum(['accepted', 'budget', 'interrupted', 'error']) }) }),
 } satisfies Record<SessionEntry['type'], z.ZodType>;
 
 const LOST_TASK = '[The first message of this session was lost from its file.]';

@@ -270,6 +270,23 @@ describe('repair in both directions: every resumed transcript obeys the API', ()
     assert.deepEqual(violationsOf({ messages: firstRequestAfter(loaded) }), []);
   });
 
+  test('results written after other text (a hand-edited line) are moved first, where the API wants them', async (t) => {
+    const { file } = await sessionFile(t, [
+      task('go'),
+      callsReply('toolu_1'),
+      message({
+        role: 'user',
+        content: [
+          { type: 'text', text: 'also: be quick' },
+          { type: 'tool_result', tool_use_id: 'toolu_1', content: 'a.txt' },
+        ],
+      }),
+    ]);
+    const loaded = await loadSession(file);
+    assert.match(loaded.warnings[0]!, /:3: results moved before the text/);
+    assert.deepEqual(violationsOf({ messages: firstRequestAfter(loaded) }), []);
+  });
+
   test('a lost first line: a transcript never starts with a reply, a placeholder task goes first', async (t) => {
     const { file } = await sessionFile(t, [header('/p'), '{"type":"message","messa', finalReply('Hello.')]);
     const loaded = await loadSession(file);
