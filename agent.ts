@@ -200,7 +200,7 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
       config.onEvent({ type: 'request', turn, messages: view.length, estimatedTokens });
       const messages = markCacheBreakpoint(view);
       const request = { system: agent.system, tools: agent.toolDefinitions, messages };
-      return withShallowInputs(await config.model.complete(request, options)); // one that can be sent back
+      return withShallowInputs(await config.model.complete(request, options)); // only replies that can be resent
     } catch (error) {
       if (run.signal.aborted) return stoppedHalt(agent, run);
       if (attempt === 1 && isPromptTooLong(error) && (await compact(agent, run.signal).catch(() => false))) continue;
@@ -1444,7 +1444,7 @@ function readEntry(text: string): ReadEntry {
     return { torn: errorText(error) };
   }
   // Before anything walks it: JSON.parse takes any depth, JSON.stringify (the SDK's, when it is sent) does not.
-  if (nestedDeeperThan(value, MAX_INPUT_DEPTH + 8)) return { problem: `nested deeper than ${MAX_INPUT_DEPTH} levels` };
+  if (nestedDeeperThan(value, MAX_ENTRY_DEPTH)) return { problem: `nested deeper than ${MAX_ENTRY_DEPTH} levels` };
   if (typeof value !== 'object' || value === null || Array.isArray(value) || !('type' in value))
     return { problem: `not an object with a "type": ${shortJson(value)}` };
   const { type } = value;
@@ -1456,6 +1456,9 @@ function readEntry(text: string): ReadEntry {
   if (!parsed.success) return { problem: `a ${type} entry with ${issuesText(parsed.error)}` };
   return { entry: value as SessionEntry }; // kept as written, not as parsed: the same bytes go back to the API
 }
+
+/** An entry wraps a tool's arguments in four levels (entry, message, content, block): room for those, and a margin. */
+const MAX_ENTRY_DEPTH = MAX_INPUT_DEPTH + 8;
 
 const shortJson = (value: unknown) => {
   const json = JSON.stringify(value) ?? String(value);

@@ -163,7 +163,7 @@ describe('a bad entry is reported with its line, never blamed on the model', () 
     const line = `{"type":"message","message":{"role":"assistant","content":[${call}]}}`;
     const { file } = await sessionFile(t, [task('hi'), line, finalReply('Hello.')]);
     const loaded = await loadSession(file);
-    assert.match(loaded.warnings[0]!, /:2 is not a valid entry \(nested deeper than 64 levels\)/);
+    assert.match(loaded.warnings[0]!, /:2 is not a valid entry \(nested deeper than 72 levels\)/);
     assert.deepEqual(violationsOf({ messages: firstRequestAfter(loaded) }), []);
     assert.doesNotThrow(() => JSON.stringify(loaded.messages), 'what is loaded can be sent');
   });
