@@ -20,7 +20,8 @@ import type { APIError } from '@anthropic-ai/sdk';
 import { Minimatch } from 'minimatch';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { appendFileSync, existsSync, mkdirSync, readFileSync, type Stats, statSync } from 'node:fs';
+import { appendFileSync, closeSync, createReadStream, mkdirSync, openSync, readSync, statSync } from 'node:fs';
+import type { Stats } from 'node:fs';
 import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { clearScreenDown, cursorTo, moveCursor } from 'node:readline';
@@ -209,7 +210,8 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
       const estimatedTokens = estimateNextRequest(agent, view);
       config.onEvent({ type: 'request', turn, messages: view.length, estimatedTokens });
       const messages = markCacheBreakpoint(view);
-      return await config.model.complete({ system: agent.system, tools: agent.toolDefinitions, messages }, options);
+      const request = { system: agent.system, tools: agent.toolDefinitions, messages };
+      return withShallowInputs(await config.model.complete(request, options)); // only replies that can be resent
     } catch (error) {
       if (run.signal.aborted) return stoppedHalt(agent, run);
       const retry = attempt === 1 && isPromptTooLong(error) && !overBudget(agent); // a summary is a call too
@@ -527,13 +529,6 @@ export const validateInput: BeforeCallHook = {
     return problem ? { action: 'deny', reason: problem } : ALLOW;
   },
 };
-
-function schemaProblem(tool: Tool, input: unknown): string | null {
-  const parsed = tool.input.safeParse(input);
-  if (parsed.success) return null;
-  const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(input)'}: ${issue.message}`);
-  return `invalid arguments for ${tool.name}: ${problems.join('; ')}. You sent: ${JSON.stringify(input)}`;
-}
 
 /** The `path` argument of a call, if it has one: what the path hooks check. A forker's hook may use it too. */
 export const pathOf = (input: unknown): string | undefined =>
@@ -1249,6 +1244,51 @@ export function toolDefinition(tool: Tool): Anthropic.Tool {
   return { name: tool.name, description: tool.description, input_schema: { ...schema, type: 'object' } };
 }
 
+/** What is wrong with a call's arguments, or null. The depth comes first: the echo below, the session file and the
+ *  SDK all use JSON.stringify, which overflows the stack a few thousand levels down. */
+function schemaProblem(tool: Tool, input: unknown): string | null {
+  const refused = `invalid arguments for ${tool.name}`;
+  if (nestedDeeperThan(input, MAX_INPUT_DEPTH)) return `${refused}: nested deeper than ${MAX_INPUT_DEPTH} levels`;
+  const parsed = tool.input.safeParse(input);
+  if (parsed.success) return null;
+  return `${refused}: ${issuesText(parsed.error)}. You sent: ${JSON.stringify(input)}`;
+}
+
+const issuesText = (error: z.ZodError) =>
+  error.issues.map((issue) => `${issue.path.join('.') || '(input)'}: ${issue.message}`).join('; ');
+
+/** Tool arguments nest a few levels; past this many, a call is refused (see schemaProblem). */
+export const MAX_INPUT_DEPTH = 64;
+
+/** Whether objects and arrays in `value` nest more than `levels` deep; the walk stops there, so any depth is safe. */
+function nestedDeeperThan(value: unknown, levels: number): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  return levels === 0 || Object.values(value).some((child) => nestedDeeperThan(child, levels - 1));
+}
+
+/** Prevents one absurd reply from ending the session: a tool input nested deeper than MAX_INPUT_DEPTH could never
+ *  be sent back (JSON.stringify overflows), so it keeps its first levels only, still too deep for validation to let
+ *  the call run, which tells the model why. */
+function withShallowInputs(reply: Anthropic.Message): Anthropic.Message {
+  const tooDeep = (block: Anthropic.ContentBlock) =>
+    block.type === 'tool_use' && nestedDeeperThan(block.input, MAX_INPUT_DEPTH);
+  if (!reply.content.some(tooDeep)) return reply;
+  const content = reply.content.map((block) =>
+    block.type === 'tool_use' && tooDeep(block)
+      ? { ...block, input: cutBelow(block.input, MAX_INPUT_DEPTH + 1) }
+      : block,
+  );
+  return { ...reply, content };
+}
+
+/** `value` with whatever nests deeper than `levels` replaced by a note. */
+function cutBelow(value: unknown, levels: number): unknown {
+  if (typeof value !== 'object' || value === null) return value;
+  if (levels === 0) return '[cut: nested too deep]';
+  if (Array.isArray(value)) return value.map((item) => cutBelow(item, levels - 1));
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, cutBelow(item, levels - 1)]));
+}
+
 /** Waits for `work`; once `signal` aborts, waits at most `graceMs` more, then settles with `fallback`. */
 async function settleOrAbandon<T>(work: Promise<T>, signal: AbortSignal, graceMs: number, fallback: T): Promise<T> {
   let giveUp = () => {};
@@ -1576,8 +1616,7 @@ export function sessionRecorder(
 ): (event: AgentEvent) => void {
   mkdirSync(path.dirname(file), { recursive: true });
   // A line torn by a crash must stay its own line, or the next entry would be glued to it.
-  if (existsSync(file) && statSync(file).size > 0 && !readFileSync(file, 'utf8').endsWith('\n'))
-    appendFileSync(file, '\n');
+  if (!endsWithNewline(file)) appendFileSync(file, '\n');
   const write = (entry: SessionEntry) => {
     let line = JSON.stringify(entry);
     for (const secret of secrets) if (secret.length >= 8) line = line.split(secret).join('[redacted]');
@@ -1613,6 +1652,20 @@ export function sessionRecorder(
   };
 }
 
+/** Whether a file is missing, empty or ends with a newline, from its last byte alone: a session has no size limit. */
+function endsWithNewline(file: string): boolean {
+  const size = statSync(file, { throwIfNoEntry: false })?.size ?? 0;
+  if (size === 0) return true;
+  const fd = openSync(file, 'r');
+  try {
+    const last = Buffer.alloc(1);
+    readSync(fd, last, 0, 1, size - 1);
+    return last[0] === 0x0a;
+  } finally {
+    closeSync(fd);
+  }
+}
+
 export interface LoadedSession {
   messages: Anthropic.MessageParam[];
   compaction: Compaction | null;
@@ -1623,55 +1676,259 @@ export interface LoadedSession {
   warnings: string[];
 }
 
-/** Rebuilds a transcript from a session file: a torn last line is dropped, unanswered calls answered. */
+/** Rebuilds a transcript from a session file of any size, streamed line by line. Each entry is checked against the
+ *  schema of its type; a bad line is dropped with a warning naming it (a torn last line: the process died while
+ *  writing it; any other: corrupted), and the messages are repaired into a transcript the API accepts. */
 export async function loadSession(file: string): Promise<LoadedSession> {
-  const lines = (await readFile(file, 'utf8')).split('\n');
-  const messages: Anthropic.MessageParam[] = [];
-  const warnings: string[] = [];
+  const warnings = warningList();
+  const transcript = transcriptRepair(file, warnings.add);
   let compaction: Compaction | null = null;
   let subAgents = 0;
-  for (const [i, line] of lines.entries()) {
-    if (line.trim() === '') continue;
-    let entry: SessionEntry;
-    try {
-      entry = JSON.parse(line) as SessionEntry;
-    } catch {
-      warnings.push(`${file}:${i + 1} was cut off (the process died while writing it); the line was dropped`);
-      continue;
+  const unknownTypes = new Map<string, { first: number; count: number }>();
+  for await (const { number, text, last } of sessionLines(file)) {
+    const at = `${file}:${number}`;
+    const read = readEntry(text);
+    if ('version' in read) {
+      const readable = RESUMABLE_VERSIONS.join(' and ');
+      throw new Error(`${file}: session format ${read.version}, this harness reads ${readable}`);
     }
-    if (entry.type === 'session' && !RESUMABLE_VERSIONS.includes(entry.version))
-      throw new Error(
-        `${file}: session format ${entry.version}, this harness reads ${RESUMABLE_VERSIONS.join(' and ')}`,
-      );
-    if (entry.type === 'message') messages.push(entry.message);
-    if (entry.type === 'compaction') compaction = { summary: entry.summary, keptFrom: entry.keptFrom };
-    if (entry.type === 'subagent') subAgents++;
+    if ('torn' in read) {
+      // Only the last line can be one the process was writing when it died; any other was damaged since.
+      const why = last ? 'was cut off (the process died while writing it)' : `is corrupted (${read.torn})`;
+      warnings.add(`${at} ${why}; the line was dropped`);
+    } else if ('problem' in read) {
+      warnings.add(`${at} is not a valid entry (${read.problem}); the line was dropped`);
+    } else if ('unknown' in read) {
+      const seen = unknownTypes.get(read.unknown) ?? { first: number, count: 0 };
+      unknownTypes.set(read.unknown, { ...seen, count: seen.count + 1 });
+    } else if (read.entry.type === 'message') {
+      transcript.add(read.entry.message, number);
+    } else if (read.entry.type === 'compaction') {
+      const { summary, keptFrom } = read.entry;
+      if (transcript.startsReply(keptFrom)) compaction = { summary, keptFrom };
+      else warnings.add(`${at}: the summary's cut (message ${keptFrom}) is not at a reply; the summary is not used`);
+    } else if (read.entry.type === 'subagent') {
+      subAgents++;
+    }
   }
-  const last = messages.at(-1);
-  const unanswered =
-    last?.role === 'assistant' && Array.isArray(last.content) ? last.content.filter((b) => b.type === 'tool_use') : [];
-  const repair: Anthropic.MessageParam | null =
-    unanswered.length === 0
-      ? null
-      : {
-          role: 'user',
-          content: unanswered.map((call) => ({
-            type: 'tool_result',
-            tool_use_id: call.id,
-            content: 'not run: the session ended before this call finished',
-            is_error: true,
-          })),
-        };
-  if (repair)
-    warnings.push(
-      `${file}: ${unanswered.length} call(s) had no result (the process died mid-call); they are answered "not run"`,
+  for (const [type, { first, count }] of unknownTypes)
+    warnings.add(`${file}:${first}: ${count} entries of type "${type}", unknown to this version, were skipped`);
+  const repair = transcript.finish();
+  return { messages: transcript.messages, compaction, subAgents, repair, warnings: warnings.list() };
+}
+
+/** The non-empty lines of a file, numbered and streamed (a session may outgrow the longest string); one line is held
+ *  back, so the last one is known to be the last. */
+async function* sessionLines(file: string): AsyncGenerator<{ number: number; text: string; last: boolean }> {
+  let held: { number: number; text: string } | null = null;
+  let number = 0;
+  for await (const text of createInterface({ input: createReadStream(file), crlfDelay: Infinity })) {
+    number++;
+    if (text.trim() === '') continue;
+    if (held) yield { ...held, last: false };
+    held = { number, text };
+  }
+  if (held) yield { ...held, last: true };
+}
+
+/** At most this many warnings are listed, then a count: a badly damaged file must not flood the screen. */
+const MAX_WARNINGS = 20;
+
+function warningList() {
+  const warnings: string[] = [];
+  let more = 0;
+  return {
+    add: (text: string) => void (warnings.length < MAX_WARNINGS ? warnings.push(text) : more++),
+    list: () => (more > 0 ? [...warnings, `... and ${more} more warnings like these`] : warnings),
+  };
+}
+
+/** One line of a session file, read: an entry checked against the schema of its type, or what is wrong with it. */
+type ReadEntry =
+  | { entry: SessionEntry }
+  | { torn: string } // not JSON
+  | { problem: string } // JSON, but not a valid entry
+  | { unknown: string } // a type this version does not know: a later version's
+  | { version: number }; // a header of another format version
+
+function readEntry(text: string): ReadEntry {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return { torn: errorText(error) };
+  }
+  // Before anything walks it: JSON.parse takes any depth, JSON.stringify (the SDK's, when it is sent) does not.
+  if (nestedDeeperThan(value, MAX_ENTRY_DEPTH)) return { problem: `nested deeper than ${MAX_ENTRY_DEPTH} levels` };
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || !('type' in value))
+    return { problem: `not an object with a "type": ${shortJson(value)}` };
+  const { type } = value;
+  const version = type === 'session' && 'version' in value ? value.version : SESSION_VERSION;
+  if (typeof version === 'number' && !RESUMABLE_VERSIONS.includes(version)) return { version };
+  if (typeof type !== 'string') return { problem: `"type" is not a string: ${shortJson(type)}` };
+  if (!Object.hasOwn(ENTRY_SCHEMAS, type)) return { unknown: type };
+  const parsed = ENTRY_SCHEMAS[type as SessionEntry['type']].safeParse(value);
+  if (!parsed.success) return { problem: `a ${type} entry with ${issuesText(parsed.error)}` };
+  return { entry: value as SessionEntry }; // kept as written, not as parsed: the same bytes go back to the API
+}
+
+/** An entry wraps a tool's arguments in four levels (entry, message, content, block): room for those, and a margin. */
+const MAX_ENTRY_DEPTH = MAX_INPUT_DEPTH + 8;
+
+const shortJson = (value: unknown) => {
+  const json = JSON.stringify(value) ?? String(value);
+  return json.length > 60 ? `${json.slice(0, 57)}...` : json;
+};
+
+const nonBlank = z.string().refine((text) => text.trim() !== '', 'must hold more than whitespace');
+const usageSchema = z.object({ input_tokens: z.number(), output_tokens: z.number() });
+
+/** What each kind of block must hold for the API to take it back. Other kinds (an image, a server tool's block)
+ *  are left to the API. */
+const BLOCK_SCHEMAS: Record<string, z.ZodType | undefined> = {
+  text: z.object({ text: nonBlank }),
+  tool_use: z.object({ id: z.string().min(1), name: z.string().min(1), input: z.record(z.string(), z.unknown()) }),
+  tool_result: z.object({ tool_use_id: z.string().min(1), is_error: z.boolean().optional() }),
+  thinking: z.object({ thinking: z.string(), signature: z.string() }),
+  redacted_thinking: z.object({ data: z.string() }),
+};
+/** The blocks only one side of the conversation sends. */
+const BLOCK_SIDE: Record<string, 'user' | 'assistant' | undefined> = {
+  tool_use: 'assistant',
+  thinking: 'assistant',
+  redacted_thinking: 'assistant',
+  tool_result: 'user',
+};
+
+const messageSchema = z
+  .object({
+    role: z.enum(['user', 'assistant']),
+    content: z.union([nonBlank, z.array(z.looseObject({ type: z.string() })).min(1, 'must not be an empty list')], {
+      error: 'must be text or a non-empty list of content blocks',
+    }),
+  })
+  .superRefine(({ role, content }, context) => {
+    if (typeof content === 'string') return;
+    content.forEach((block, i) => {
+      const side = BLOCK_SIDE[block.type];
+      if (side !== undefined && side !== role)
+        context.addIssue({
+          code: 'custom',
+          path: ['content', i],
+          message: `a ${block.type} block from the ${role}`,
+        });
+      for (const issue of BLOCK_SCHEMAS[block.type]?.safeParse(block).error?.issues ?? [])
+        context.addIssue({ code: 'custom', path: ['content', i, ...issue.path], message: issue.message });
+    });
+  });
+
+/** One schema per entry type. A field they do not name is allowed (a later version may add one), and kept: what
+ *  is used is the entry as written, not as parsed. */
+const ENTRY_SCHEMAS = {
+  session: z.object({ version: z.number(), model: z.string(), root: z.string(), startedAt: z.string() }),
+  message: z.object({ message: messageSchema }),
+  usage: z.object({ turn: z.number().int().min(1), usage: usageSchema }),
+  compaction: z.object({ summary: nonBlank, keptFrom: z.number().int().min(1), usage: usageSchema }),
+  subagent: z.object({ id: z.string().min(1), description: z.string(), file: z.string().min(1) }),
+  halt: z.object({ halt: z.object({ kind: z.enum(['accepted', 'budget', 'interrupted', 'error']) }) }),
+  reply: z.object({
+    turn: z.number().int().min(1),
+    stopReason: z.string().nullable(),
+    content: z.array(z.looseObject({ type: z.string() })),
+    usage: usageSchema,
+  }),
+  task: z.object({ text: z.string() }),
+  approval: z.object({ tool: z.string(), preview: z.string(), answer: z.object({ approved: z.boolean() }) }),
+  steer: z.object({ text: z.string(), afterEvents: z.number().int().min(0) }),
+  interrupt: z.object({ afterEvents: z.number().int().min(0) }),
+} satisfies Record<SessionEntry['type'], z.ZodType>;
+
+const LOST_TASK = '[The first message of this session was lost from its file.]';
+const LOST_RESULT =
+  'result lost: the session file has no result for this call (a lost line); it may or may not have run';
+const DIED_MID_CALL = 'not run: the session ended before this call finished';
+
+const notRunResult = (id: string, content: string): Anthropic.ToolResultBlockParam => ({
+  type: 'tool_result',
+  tool_use_id: id,
+  content,
+  is_error: true,
+});
+
+/** Prevents a damaged session file from making a session that can never be resumed (every request a 400): the
+ *  messages, taken in file order, become a transcript the API accepts, whatever lines were lost, repeated or
+ *  damaged, each repair reported at its line. Both directions: a call whose result was lost is answered, a result
+ *  whose call was lost is dropped, a repeated call id is dropped, and a reply cannot come first. Adjacent messages
+ *  of one role stay: the API joins them, and this harness writes them (a task after a run that ended on results,
+ *  or a paused turn and its continuation). A message is only ever added or changed at the end, so a compaction's
+ *  cut, read after the messages it counts, means what it meant when written. */
+function transcriptRepair(file: string, warn: (text: string) => void) {
+  const messages: Anthropic.MessageParam[] = [];
+  const callIds = new Set<string>();
+  let awaiting: string[] = []; // the calls of the last message, if it is a reply: the next message answers them
+  const answerLost = (line: number, ids: string[]) => {
+    warn(
+      `${file}:${line}: ${ids.length} call(s) before this line have no result (a lost line); answered "result lost"`,
     );
-  return { messages, compaction, subAgents, repair, warnings };
+    return ids.map((id) => notRunResult(id, LOST_RESULT));
+  };
+  const addReply = (message: Anthropic.MessageParam, line: number) => {
+    if (awaiting.length > 0) messages.push({ role: 'user', content: answerLost(line, awaiting) });
+    if (messages.length === 0) {
+      warn(
+        `${file}:${line}: the first message is a reply (the task before it was lost); a placeholder task goes first`,
+      );
+      messages.push(userText(LOST_TASK));
+    }
+    const blocks = typeof message.content === 'string' ? [] : message.content;
+    const repeated = blocks.filter((block) => block.type === 'tool_use' && callIds.has(block.id));
+    const content = blocks.filter((block) => !repeated.includes(block));
+    awaiting = content.flatMap((block) => (block.type === 'tool_use' ? [block.id] : []));
+    for (const id of awaiting) callIds.add(id);
+    if (repeated.length === 0) return void messages.push(message);
+    warn(`${file}:${line}: ${repeated.length} call(s) repeat the id of an earlier call (a repeated line?); dropped`);
+    if (content.length > 0) messages.push({ role: 'assistant', content });
+  };
+  const addUserMessage = (message: Anthropic.MessageParam, line: number) => {
+    const blocks: Anthropic.ContentBlockParam[] =
+      typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : message.content;
+    const results = blocks.filter((block) => block.type === 'tool_result');
+    const others = blocks.filter((block) => block.type !== 'tool_result');
+    const kept = results.filter(
+      (r, i) => awaiting.includes(r.tool_use_id) && results.findIndex((s) => s.tool_use_id === r.tool_use_id) === i,
+    );
+    const missing = awaiting.filter((id) => !kept.some((r) => r.tool_use_id === id));
+    awaiting = [];
+    const resultsFirst = blocks.every((block, i) => (block.type === 'tool_result') === i < results.length);
+    if (kept.length === results.length && missing.length === 0 && resultsFirst) return void messages.push(message);
+    if (kept.length < results.length)
+      warn(`${file}:${line}: ${results.length - kept.length} result(s) answer no call just before them; dropped`);
+    const answers = missing.length > 0 ? answerLost(line, missing) : [];
+    if (kept.length === results.length && missing.length === 0) warn(`${file}:${line}: results moved before the text`);
+    const content = [...kept, ...answers, ...others];
+    if (content.length > 0) messages.push({ role: 'user', content });
+  };
+  return {
+    messages,
+    add: (message: Anthropic.MessageParam, line: number) =>
+      message.role === 'assistant' ? addReply(message, line) : addUserMessage(message, line),
+    /** Whether a compaction may cut at this message: the verbatim part must start with a reply (see chooseCut). */
+    startsReply: (index: number) => messages[index]?.role === 'assistant',
+    /** The answer to calls the session ended in the middle of: appended by resume, so it is written to the file. */
+    finish: (): Anthropic.MessageParam | null => {
+      if (awaiting.length === 0) return null;
+      warn(
+        `${file}: ${awaiting.length} call(s) had no result (the process died mid-call); they are answered "not run"`,
+      );
+      return { role: 'user', content: awaiting.map((id) => notRunResult(id, DIED_MID_CALL)) };
+    },
+  };
 }
 
 /** Continues a loaded session: its messages become the transcript, and unanswered calls get answered. */
 export function resume(agent: Agent, loaded: LoadedSession): void {
-  agent.messages.splice(0, agent.messages.length, ...loaded.messages);
+  agent.messages.length = 0;
+  for (const message of loaded.messages) agent.messages.push(message); // not push(...all): no argument limit
   agent.toolContext.seen.clear(); // what was read before must be read again before it is edited
   agent.compaction = loaded.compaction;
   agent.subAgentsStarted = loaded.subAgents;
@@ -1734,19 +1991,24 @@ async function readRecording(file: string): Promise<Recording> {
   return recording;
 }
 
-/** Every line of a session file as an entry; a line that is not JSON is an error naming it. */
+/** Every line of a session file as an entry, checked like a resume checks it; any bad line is an error naming it,
+ *  since a replay of a damaged recording would compare against the wrong transcript. */
 async function readEntries(file: string): Promise<SessionEntry[]> {
-  const text = await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {
-    throw new Error(`${file}: cannot be read (${error.code ?? error.message})`);
-  });
-  return text.split('\n').flatMap((line, i) => {
-    if (line.trim() === '') return [];
-    try {
-      return [JSON.parse(line) as SessionEntry];
-    } catch {
-      throw new Error(`${file}:${i + 1} is not a whole JSON line (torn or corrupted)`);
+  const entries: SessionEntry[] = [];
+  try {
+    for await (const { number, text } of sessionLines(file)) {
+      const read = readEntry(text);
+      if ('entry' in read) entries.push(read.entry);
+      else if ('torn' in read) throw new Error(`${file}:${number} is not a whole JSON line (torn or corrupted)`);
+      else if ('problem' in read) throw new Error(`${file}:${number} is not a valid entry (${read.problem})`);
+      else if ('unknown' in read) throw new Error(`${file}:${number} has an entry type this harness does not know`);
+      else throw new Error(`${file}: session format ${read.version} cannot be replayed`);
     }
-  });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw code === undefined ? error : new Error(`${file}: cannot be read (${code})`);
+  }
+  return entries;
 }
 
 /** A recorded reply in the scripted model's terms: the same blocks, ids, stop reason and usage. */

@@ -9,3 +9,4 @@ import './evals.test.ts';
 import './session-page.test.ts';
 import './cli.test.ts';
 import './layout.test.ts';
+import './session-file.test.ts';

@@ -73,3 +73,13 @@ export async function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promi
   const status = await main(args, { NO_COLOR: '1', ...env }, out);
   return { status, stdout };
 }
+
+/** Points the SDK at a local server for one test: it reads ANTHROPIC_BASE_URL from the process's own environment. */
+export function pointSdkAt(t: TestContext, baseURL: string): void {
+  const saved = process.env.ANTHROPIC_BASE_URL;
+  process.env.ANTHROPIC_BASE_URL = baseURL;
+  t.after(() => {
+    if (saved === undefined) delete process.env.ANTHROPIC_BASE_URL;
+    else process.env.ANTHROPIC_BASE_URL = saved;
+  });
+}

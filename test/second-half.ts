@@ -10,4 +10,5 @@ import './replay.test.ts';
 import './paths.test.ts';
 import './hardening.test.ts';
 import './tools.test.ts';
+import './guards.test.ts';
 import './suite.test.ts';
