@@ -211,17 +211,20 @@ export async function tripRatioAt40k(): Promise<Measurement> {
     await tripTimes(root, TRIPS); // warm-up session, so the early trips are not paying for the JIT
     const early: number[] = [];
     const late: number[] = [];
+    const medianRatios: number[] = [];
     for (let i = 0; i < SESSIONS; i++) {
       const trips = await tripTimes(root, LONG_TRIPS);
       early.push(mean(trips.slice(499, 1000)));
       late.push(mean(trips.slice(-500)));
+      medianRatios.push(median(trips.slice(-500)) / median(trips.slice(499, 1000)));
     }
     return {
       ...spreadOf(late.map((ms, i) => ms / early[i]!)),
       note:
         `mean of the last 500 of ${LONG_TRIPS.toLocaleString('en')} trips (~${(2 * LONG_TRIPS).toLocaleString('en')} messages) / mean of trips 500-1,000 ` +
         `(1,000-2,000 messages), both from the same session, ${SESSIONS} sessions: late ` +
-        `${late.map((ms) => fixed(ms, 3)).join(', ')} ms, early ${early.map((ms) => fixed(ms, 3)).join(', ')} ms`,
+        `${late.map((ms) => fixed(ms, 3)).join(', ')} ms, early ${early.map((ms) => fixed(ms, 3)).join(', ')} ms; ` +
+        `the same with medians, which a pause of the machine cannot move: ${medianRatios.map((r) => fixed(r)).join(', ')}×`,
     };
   });
 }
