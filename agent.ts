@@ -80,7 +80,7 @@ export type AgentEvent = LoopEvent | GateEvent | GuardEvent | EnduranceEvent | P
 /** A session: the configuration, the transcript, and what the guards remember between calls. */
 export interface Agent {
   readonly config: Settings;
-  readonly messages: Anthropic.MessageParam[]; // the only state the model ever sees, resent whole every turn
+  readonly messages: Anthropic.MessageParam[]; // all the model knows, resent every turn (after P4, its view)
   readonly toolContext: ToolContext;
   /** Built once: the same bytes on every request, so the prompt cache keeps working. */
   readonly system: Anthropic.TextBlockParam[];
@@ -90,7 +90,7 @@ export interface Agent {
   readonly afterCall: readonly AfterCallHook[];
   readonly steering: string[]; // what the user typed while the agent worked, sent with the next results
   readonly usage: UsageTotals;
-  /** The run in progress: what it and its sub-agents spent, against its limits (P3). */
+  /** The run in progress: what it and its sub-agents spent, against its limits (P3; its sums are in Part II). */
   ledger: Ledger;
   /** Hashes of the protected files when the session started: a later run cannot launder a change. */
   readonly protectedAtStart: Map<string, string>;
@@ -145,7 +145,7 @@ export async function runTask(agent: Agent, task: string, userSignal?: AbortSign
     const reply = await callModel(agent, run, turn);
     if ('kind' in reply) return halt(agent, reply, turn);
     appendReply(agent, reply);
-    countUsage(agent, reply, turn);
+    countUsage(agent, reply, turn); // after the append: the next estimate starts from this reply
     const calls = reply.content.filter((block) => block.type === 'tool_use');
     if (calls.length > 0) {
       append(agent, { role: 'user', content: await answerCalls(agent, run, reply, calls) });
@@ -287,6 +287,7 @@ export interface ToolOutcome {
   isError: boolean;
 }
 
+/** Prevents a call from going unanswered: every outcome, refusals included, becomes a result with the call's id. */
 function answer(agent: Agent, call: Anthropic.ToolUseBlock, outcome: ToolOutcome): Anthropic.ToolResultBlockParam {
   const result: Anthropic.ToolResultBlockParam = {
     type: 'tool_result',
@@ -298,8 +299,8 @@ function answer(agent: Agent, call: Anthropic.ToolUseBlock, outcome: ToolOutcome
   return result;
 }
 
-/** The gate in front of every call: an unknown tool is an error result, then every before-call hook (P3), in order,
- *  until one refuses or answers. */
+/** Prevents a call nobody checked from running: an unknown tool is an error result, then every before-call hook
+ *  (P3), in order, until one refuses or answers. */
 async function decide(agent: Agent, run: Run, call: Anthropic.ToolUseBlock): Promise<PlannedCall | ToolOutcome> {
   const tool = agent.config.tools.find((t) => t.name === call.name);
   if (!tool) {
@@ -337,7 +338,7 @@ async function execute(agent: Agent, run: Run, planned: PlannedCall): Promise<To
 
 const ABORT_GRACE_MS = 5_000;
 const ABANDONED = {
-  content: 'interrupted: the call was still running 5 s after the stop; its effects are unknown',
+  content: `interrupted: the call was still running ${ABORT_GRACE_MS / 1000} s after the stop; its effects are unknown`,
   isError: true,
 };
 
@@ -355,7 +356,7 @@ export type GateEvent = { type: 'gate'; command: string; exitCode: number | null
 /** Either the run halts, or the loop goes on with this message to the model. */
 type Verdict = { halt: Halt } | { goOn: string };
 
-/** A reply without tool calls is a claim of "done", unless the API says it is something else. */
+/** Prevents a cut-off or refused reply from passing as "done": only an ordinary end goes to the gate. */
 async function judgeFinalReply(agent: Agent, run: Run, reply: Anthropic.Message): Promise<Verdict> {
   if (run.signal.aborted) return { halt: stoppedHalt(agent, run) }; // a reply that came in after Ctrl-C decides nothing
   switch (reply.stop_reason) {
@@ -617,8 +618,8 @@ function notRunReason(agent: Agent, run: Run, reply: Anthropic.Message): string 
   return null;
 }
 
-/** The last check before a call runs: a Ctrl-C, a timeout or a message typed while the hooks (or
- *  the user, asked for approval) were deciding still stops a call that has not started. */
+/** Prevents a call from starting after a stop: a Ctrl-C, a timeout or a message typed while the hooks (or the user,
+ *  asked for approval) were deciding still stops a call that has not started. */
 async function runUnlessStopped(agent: Agent, run: Run, reply: Anthropic.Message, planned: PlannedCall) {
   const notRun = notRunReason(agent, run, reply);
   return notRun ? { content: notRun, isError: true } : await execute(agent, run, planned);
@@ -646,6 +647,7 @@ function startRun(agent: Agent, userSignal = new AbortController().signal, ledge
   return { signal, userSignal, timeUp };
 }
 
+/** Why a stopped run stopped: its time budget, or the user. */
 function stoppedHalt(agent: Agent, run: Run): Halt {
   if (run.timeUp?.aborted && !run.userSignal.aborted) return budgetHalt(agent, 'time', agent.config.budgets.timeoutMs);
   return { kind: 'interrupted' };
@@ -701,8 +703,8 @@ export type EnduranceEvent =
   | { type: 'subagent'; id: string; description: string; event: AgentEvent };
 
 /** Gets the messages before every request and returns what the model should see: them as they are, or a new array
- *  (never changed once returned). They are the session's own, uncopied and read-only: changing the array or a message
- *  throws. Compaction is one; a forker might attach a git diff. */
+ *  that is afterwards only ever appended to. They are the session's own, uncopied and read-only: changing the array
+ *  or a message throws. Compaction is one; a forker might attach a git diff. */
 export type ContextHook = (
   messages: readonly Anthropic.MessageParam[],
   agent: Agent,
@@ -742,7 +744,11 @@ export const estimateTokens = (value: unknown) =>
 /** Runs every context hook on the transcript (read-only, uncopied); what comes out is what the model sees. */
 async function contextView(agent: Agent, signal: AbortSignal): Promise<readonly Anthropic.MessageParam[]> {
   let view: readonly Anthropic.MessageParam[] = freezeNewMessages(agent.messages);
-  for (const hook of agent.contextHooks) view = await runReadOnly(view, (shown) => hook(shown, agent, signal));
+  for (const hook of agent.contextHooks) {
+    view = await runReadOnly(view, (shown) => hook(shown, agent, signal)).catch((error: unknown) => {
+      throw new ContextHookError(`the context hook ${hook.name || '(unnamed)'} failed: ${errorText(error)}`);
+    });
+  }
   return view;
 }
 
@@ -797,8 +803,9 @@ function shortenResults(message: Anthropic.MessageParam): Anthropic.MessageParam
     if (block.type !== 'tool_result' || typeof block.content !== 'string') return block;
     const text = block.content;
     if (text.length <= SUMMARY_RESULT_CHARS) return block;
-    const left = `\n[... ${text.length - 2_000} characters left out ...]\n`;
-    return { ...block, content: `${text.slice(0, 1_500)}${left}${text.slice(-500)}` };
+    const [head, tail] = [SUMMARY_RESULT_CHARS * 0.75, SUMMARY_RESULT_CHARS * 0.25];
+    const left = `\n[... ${text.length - head - tail} characters left out ...]\n`;
+    return { ...block, content: `${text.slice(0, head)}${left}${text.slice(-tail)}` };
   });
   return { ...message, content } as Anthropic.MessageParam;
 }
@@ -889,7 +896,8 @@ function taskTool(parent: Agent): Tool {
 
 // =====================================================================================================================
 // Part II — the program around the agent: the real model, the command runner, prices, the session file, the options,
-// the REPL and the printers. Everything above this line is the agent; nothing above needs to be read again below.
+// the REPL and the printers. Everything above this line is the agent; below are the plumbing it calls and the
+// program a person runs.
 // =====================================================================================================================
 
 // --- The real model: one streamed Messages API call per turn.
@@ -983,7 +991,11 @@ export function retryNotice(
 const isApiError = (error: unknown): error is APIError<number> =>
   error instanceof Error && 'status' in error && typeof error.status === 'number' && 'apiMessage' in error;
 
+/** A context hook that failed: the run halts with an error that names the hook, not the model. */
+class ContextHookError extends Error {}
+
 function describeModelError(error: unknown): string {
+  if (error instanceof ContextHookError) return error.message;
   if (isApiError(error)) {
     const id = error.requestID ? ` (request id ${error.requestID})` : '';
     return `model call failed: HTTP ${error.status} ${error.type ?? ''}: ${error.apiMessage ?? error.message}${id}`;
@@ -1027,6 +1039,11 @@ const SUBAGENT_PROMPT = [
 
 /** The options no caller gave take their defaults: no verify command, 25 turns, nothing protected, approve all. */
 async function withDefaults(config: AgentConfig): Promise<Settings> {
+  // Prevents a dollar budget that could never halt: an unpriced model's cost is unknown, so nothing would count.
+  const unpriced = [config.model, config.taskModel ?? config.model].find((model) => !priceOf(model));
+  if (config.budgets?.maxCostUsd !== undefined && unpriced) {
+    throw new Error(`a dollar budget needs a price, and ${unpriced.name} has none (give the Model a price)`);
+  }
   return {
     ...config,
     root: await realpath(config.root),
@@ -1568,6 +1585,8 @@ export interface SessionHeader {
   startedAt: string;
   /** Since version 2: the window the agent worked with, from the model's metadata or --context-window. */
   contextWindow?: number;
+  /** Since version 2: the protected files' hashes when the session started, so a resume cannot launder a change. */
+  protected?: Record<string, string>;
   /** Since version 2: the options that change what a run does, so a replay can use them again. */
   options?: RecordedOptions;
 }
@@ -1673,6 +1692,8 @@ export interface LoadedSession {
   subAgents: number;
   /** A user message answering calls that never finished, to append so the transcript is valid. */
   repair: Anthropic.MessageParam | null;
+  /** The protected files' hashes when the session first started (version 2), or null. */
+  protectedAtStart: Map<string, string> | null;
   warnings: string[];
 }
 
@@ -1684,6 +1705,7 @@ export async function loadSession(file: string): Promise<LoadedSession> {
   const transcript = transcriptRepair(file, warnings.add);
   let compaction: Compaction | null = null;
   let subAgents = 0;
+  let protectedAtStart: Map<string, string> | null = null;
   const unknownTypes = new Map<string, { first: number; count: number }>();
   for await (const { number, text, last } of sessionLines(file)) {
     const at = `${file}:${number}`;
@@ -1707,6 +1729,8 @@ export async function loadSession(file: string): Promise<LoadedSession> {
       const { summary, keptFrom } = read.entry;
       if (transcript.startsReply(keptFrom)) compaction = { summary, keptFrom };
       else warnings.add(`${at}: the summary's cut (message ${keptFrom}) is not at a reply; the summary is not used`);
+    } else if (read.entry.type === 'session' && read.entry.protected && protectedAtStart === null) {
+      protectedAtStart = new Map(Object.entries(read.entry.protected));
     } else if (read.entry.type === 'subagent') {
       subAgents++;
     }
@@ -1714,7 +1738,7 @@ export async function loadSession(file: string): Promise<LoadedSession> {
   for (const [type, { first, count }] of unknownTypes)
     warnings.add(`${file}:${first}: ${count} entries of type "${type}", unknown to this version, were skipped`);
   const repair = transcript.finish();
-  return { messages: transcript.messages, compaction, subAgents, repair, warnings: warnings.list() };
+  return { messages: transcript.messages, compaction, subAgents, repair, protectedAtStart, warnings: warnings.list() };
 }
 
 /** The non-empty lines of a file, numbered and streamed (a session may outgrow the longest string); one line is held
@@ -1933,6 +1957,10 @@ export function resume(agent: Agent, loaded: LoadedSession): void {
   agent.compaction = loaded.compaction;
   agent.subAgentsStarted = loaded.subAgents;
   agent.lastRequest = null;
+  // Prevents laundering a protected file between two runs: the gate compares with the session's first start.
+  for (const [file, hash] of loaded.protectedAtStart ?? []) {
+    if (agent.protectedAtStart.has(file)) agent.protectedAtStart.set(file, hash);
+  }
   for (const warning of loaded.warnings) agent.config.onEvent({ type: 'notice', text: warning });
   if (loaded.repair) append(agent, loaded.repair);
 }
@@ -3087,11 +3115,13 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
         ? tracePrinter(out)
         : terminalPrinter(out, { screen, verify: options.verify });
     const secrets = [env.ANTHROPIC_API_KEY ?? ''];
-    const startSession = (file: string, fresh: boolean, contextWindow: number) => {
+    const startSession = (file: string, fresh: boolean, agent: Agent) => {
       const startedAt = new Date().toISOString();
       const recorded = recordedOptions(options, interactive, taskModel);
       const header = { type: 'session' as const, version: SESSION_VERSION, model: model.name, root, startedAt };
-      return sessionRecorder(file, fresh ? { ...header, contextWindow, options: recorded } : null, secrets);
+      const { contextWindow, protectedAtStart } = agent;
+      const full = { ...header, contextWindow, protected: Object.fromEntries(protectedAtStart), options: recorded };
+      return sessionRecorder(file, fresh ? full : null, secrets);
     };
     const newSession = path.join(root, '.agent', 'sessions', `${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`);
     let sessionFile = path.resolve(options.resume ?? options.session ?? newSession);
@@ -3113,7 +3143,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       }),
     );
     // Started once the agent knows its window (from the model's metadata), which the header records.
-    let record = startSession(sessionFile, loaded === undefined, agent.contextWindow);
+    let record = startSession(sessionFile, loaded === undefined, agent);
     if (loaded) resume(agent, loaded);
     const notice = (text: string) => agent.config.onEvent({ type: 'notice', text });
     const showSession = () =>
@@ -3129,7 +3159,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     const switchSession = async (file: string) => {
       const next = await loadSession(file);
       sessionFile = path.resolve(file);
-      record = startSession(sessionFile, false, agent.contextWindow);
+      record = startSession(sessionFile, false, agent);
       resume(agent, next);
       notice(`resumed ${file}: ${next.messages.length} messages`);
       showSession();

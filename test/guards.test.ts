@@ -459,3 +459,24 @@ describe('absurd inputs', () => {
     );
   });
 });
+
+describe('configurations that would fail silently', () => {
+  test('a dollar budget on a model without a price is refused at createAgent, never silently ignored', async (t) => {
+    const root = await tempProject(t);
+    await assert.rejects(
+      scriptedAgent(root, [say('done')], { budgets: { maxTurns: 5, maxCostUsd: 0.000001 } }),
+      /a dollar budget needs a price, and scripted has none/,
+    );
+  });
+
+  test('a context hook that throws halts with an error naming the hook, not blaming the model', async (t) => {
+    const root = await tempProject(t);
+    const redact = async (): Promise<Anthropic.MessageParam[]> => {
+      throw new Error('the secret list is missing');
+    };
+    const { agent, model } = await scriptedAgent(root, [say('done')], { contextHooks: [redact] });
+    const halt = await runTask(agent, 'hello');
+    assert.deepEqual(halt, { kind: 'error', message: 'the context hook redact failed: the secret list is missing' });
+    assert.equal(model.requests.length, 0, 'no request was sent without the hook');
+  });
+});

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { getEventListeners } from 'node:events';
 import { execFileSync } from 'node:child_process';
 import { constants } from 'node:fs';
-import { open, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, test } from 'node:test';
@@ -366,6 +366,20 @@ describe('protected files', () => {
       const spent = { tokens: tokensSpent(events.splice(0)), costUsd: null }; // each run's own
       assert.deepEqual(halt, { kind: 'budget', budget: 'turns', limit: 2, spent });
     }
+  });
+
+  test('a protected file changed between two runs is not laundered by --resume: the gate compares with the first start', async (t) => {
+    const root = await tempProject(t, { 'test.js': 'process.exit(1);\n' });
+    const session = path.join(root, '.agent', 's.jsonl');
+    const script = path.join(root, '.agent', 'done.json');
+    await mkdir(path.dirname(script), { recursive: true });
+    await writeFile(script, JSON.stringify([{ content: [{ type: 'text', text: 'Done.' }] }]));
+    const args = ['--root', root, '--protect', 'test.js', '--verify', 'node test.js', '--yes', '--script', script];
+    assert.equal((await runCli([...args, '--session', session, '--max-turns', '1', 'fix it'])).status, 1);
+    await writeFile(path.join(root, 'test.js'), 'process.exit(0);\n'); // "fixed" by editing the test itself
+    const resumed = await runCli([...args, '--resume', session, '--max-turns', '1', 'keep going']);
+    assert.match(resumed.stdout, /gate: .*protected files changed/);
+    assert.equal(resumed.status, 1, 'the resumed run did not accept a "done" bought by changing the test');
   });
 
   test('--protect matches exactly as minimatch does: dotfiles are protected ("config/*" takes config/.secret), and a file named "test" is not under "test/**"', async (t) => {

@@ -482,7 +482,7 @@ describe('sessions of any size', () => {
       content: 'x',
     }));
     const { agent } = await scriptedAgent(root, [say('ok')]);
-    resume(agent, { messages, compaction: null, subAgents: 0, repair: null, warnings: [] });
+    resume(agent, { messages, compaction: null, subAgents: 0, repair: null, protectedAtStart: null, warnings: [] });
     assert.equal(agent.messages.length, 300_000);
   });
 });

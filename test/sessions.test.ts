@@ -225,6 +225,7 @@ describe('the session file', () => {
       'contextWindow',
       'model',
       'options',
+      'protected',
       'root',
       'startedAt',
       'type',
