@@ -3,6 +3,7 @@
 // This file never imports agent.ts: a tool knows nothing about the loop that calls it.
 
 import { createHash, randomBytes } from 'node:crypto';
+import type { Stats } from 'node:fs';
 import {
   chmod,
   type FileHandle,
@@ -89,12 +90,19 @@ export async function safe_path(root: string, requested: string): Promise<string
   let real: string;
   try {
     real = await realpath(existing);
-  } catch {
-    throw new ToolError(`path ${JSON.stringify(requested)} goes through a broken symlink`);
+  } catch (error) {
+    throw unresolvable(requested, error);
   }
   const target = path.join(real, ...missing);
   if (!isInside(root, target)) throw outside();
   return target;
+}
+
+/** Names why a path cannot be followed, so a loop of links is not reported as a link to nowhere. */
+function unresolvable(requested: string, error: unknown): ToolError {
+  const { code } = error as NodeJS.ErrnoException;
+  const why = code === 'ELOOP' ? 'a symlink loop' : 'a broken symlink';
+  return new ToolError(`path ${JSON.stringify(requested)} goes through ${why}`);
 }
 
 function isInside(root: string, candidate: string): boolean {
@@ -209,8 +217,7 @@ export const read_file = defineTool({
   readOnly: true,
   async run({ path: requested, offset = 1, limit = MAX_LINES }, ctx) {
     const file = await safe_path(ctx.root, requested);
-    const info = await stat(file);
-    if (info.isDirectory()) throw new ToolError(`${requested} is a folder; use list_files`);
+    const info = await statRegularFile(file, requested);
     const window = await readLineWindow(file, offset, Math.min(limit, MAX_LINES));
     // NUL bytes anywhere in the window (not only at the start of the file) mean binary data.
     if (window.binary || window.lines.some((line) => line.includes('\0'))) {
@@ -238,6 +245,26 @@ export const read_file = defineTool({
     return numbered.join('\n');
   },
 });
+
+/** Prevents a read that never returns: a named pipe blocks until someone writes, a device may never end.
+ *  So anything but a regular file (or a symlink to one) is refused before it is opened. */
+async function statRegularFile(file: string, requested: string): Promise<Stats> {
+  const info = await stat(file);
+  if (info.isDirectory()) throw new ToolError(`${requested} is a folder; use list_files`);
+  if (!info.isFile()) {
+    throw new ToolError(`${requested} is not a regular file (a named pipe, socket or device); only files can be read`);
+  }
+  return info;
+}
+
+/** For callers outside the tools (e.g. fingerprinting protected files): true for a regular file or a
+ *  symlink to one, false for a folder, named pipe, socket, device or missing path, which are unsafe to read. */
+export async function isRegularFile(file: string): Promise<boolean> {
+  return stat(file).then(
+    (info) => info.isFile(),
+    () => false,
+  );
+}
 
 interface LineWindow {
   lines: string[];
@@ -374,19 +401,21 @@ async function planEdit(
     return { file, before: null, after: new_str, summary: `created ${requested} (${lineCount(new_str)} line(s))` };
   }
   const before = await readEditable(file, requested, ctx);
-  // Keep the file's line endings: the model sees lines without \r, so match and write in CRLF.
-  const crlf = before.includes('\r\n');
-  const [find, replace] = crlf ? [toCrlf(old_str), toCrlf(new_str)] : [old_str, new_str];
-  const count = countOccurrences(before, find);
-  if (count === 0) {
+  const matches = findSnippet(before, old_str);
+  if (matches.length === 0) {
     throw new ToolError(
       `old_str was not found in ${requested}; read the file again. Closest lines:\n${closestLines(before, old_str)}`,
     );
   }
-  if (count > 1)
-    throw new ToolError(`old_str was found ${count} times in ${requested}; include more context so it is unique`);
-  const at = before.indexOf(find);
-  const after = before.slice(0, at) + replace + before.slice(at + find.length);
+  if (matches.length > 1) {
+    throw new ToolError(
+      `old_str was found ${matches.length} times in ${requested}; include more context so it is unique`,
+    );
+  }
+  const { at, length } = matches[0]!;
+  // Keep the file's line endings: the model sees lines without \r, so new lines get the file's usual break.
+  const replace = mostlyCrlf(before) ? toCrlf(new_str) : new_str;
+  const after = before.slice(0, at) + replace + before.slice(at + length);
   const line = before.slice(0, at).split('\n').length;
   return {
     file,
@@ -400,10 +429,9 @@ async function planEdit(
 
 /** Prevents edits against a version the model never saw: unread, or changed on disk since it was read. */
 async function readEditable(file: string, requested: string, ctx: ToolContext): Promise<string> {
+  await refuseUneditable(file, requested);
   const seenHash = ctx.seen.get(file);
   if (seenHash === undefined) throw new ToolError(`read ${requested} with read_file before editing it`);
-  if ((await stat(file)).size > MAX_EDITABLE_BYTES)
-    throw new ToolError(`${requested} is too large to edit with edit_file`);
   const bytes = await readFile(file);
   const current = bytes.toString('utf8');
   // Decoding non-UTF-8 bytes replaces them with U+FFFD: writing that back would corrupt the file.
@@ -419,6 +447,17 @@ async function readEditable(file: string, requested: string, ctx: ToolContext): 
   return current;
 }
 
+/** Prevents a file too large to hash (or not a file at all) from being loaded whole, and from a loop of
+ *  "read it first" answers: read_file never records such a file as seen, so say plainly why it cannot be edited. */
+async function refuseUneditable(file: string, requested: string): Promise<void> {
+  const info = await statRegularFile(file, requested);
+  if (info.size > MAX_EDITABLE_BYTES) {
+    throw new ToolError(
+      `${requested} is too large to edit with edit_file (${info.size} bytes; the limit is ${MAX_EDITABLE_BYTES})`,
+    );
+  }
+}
+
 function numberLines(text: string): string {
   return capOutput(
     text
@@ -431,10 +470,24 @@ function numberLines(text: string): string {
 const toCrlf = (text: string) => text.replace(/\r?\n/g, '\r\n');
 const lineCount = (text: string) => (text === '' ? 0 : text.split('\n').length);
 
-function countOccurrences(text: string, snippet: string): number {
-  let count = 0;
-  for (let i = text.indexOf(snippet); i !== -1; i = text.indexOf(snippet, i + 1)) count++;
-  return count;
+/** Prevents "not found" in a file whose line breaks differ from line to line (a\r\nb\nc\r\n): the model
+ *  sees lines without \r, so each line break of the snippet matches \n or \r\n, whichever the file has there. */
+function findSnippet(text: string, snippet: string): { at: number; length: number }[] {
+  const pattern = new RegExp(snippet.split(/\r?\n/).map(escapeRegExp).join('\\r?\\n'), 'g');
+  const found: { at: number; length: number }[] = [];
+  for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) {
+    found.push({ at: match.index, length: match[0].length });
+    pattern.lastIndex = match.index + 1; // overlapping matches count too: "aa" is in "aaa" twice
+  }
+  return found;
+}
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** True when more of the file's lines end in \r\n than in a bare \n. */
+function mostlyCrlf(text: string): boolean {
+  const crlf = text.split('\r\n').length - 1;
+  return crlf > text.split('\n').length - 1 - crlf;
 }
 
 /** The file's lines most like the first line of old_str, to show the model where it went wrong. */
