@@ -19,6 +19,7 @@ import {
 } from 'node:fs/promises';
 import path from 'node:path';
 import { createTwoFilesPatch } from 'diff';
+import ignore, { type Ignore } from 'ignore';
 import { z } from 'zod';
 
 /** What a tool may know about the run that calls it. */
@@ -136,14 +137,15 @@ const sha256 = (data: string | Buffer) => createHash('sha256').update(data).dige
 // ---------------------------------------------------------------------------------------------
 // list_files
 
+/** Never listed: git's own data, installed packages, and the agent's session transcripts. */
 const SKIPPED_DIRS = new Set(['.git', 'node_modules', '.agent']);
 
 export const list_files = defineTool({
   name: 'list_files',
   description:
     'List the files and folders under a folder of the project, recursively, as paths relative to the project root ' +
-    '(folders end with "/"; .git and node_modules are skipped). Use it to find files before reading them. ' +
-    'Not for reading contents: use read_file for that.',
+    '(folders end with "/"; .git, node_modules and what .gitignore ignores are skipped). ' +
+    'Use it to find files before reading them. Not for reading contents: use read_file for that.',
   input: z.strictObject({
     path: z.string().optional().describe('Folder to list, relative to the project root. Default: the root.'),
   }),
@@ -151,34 +153,104 @@ export const list_files = defineTool({
   async run({ path: requested = '.' }, ctx) {
     const start = await safe_path(ctx.root, requested);
     if (!(await stat(start)).isDirectory()) throw new ToolError(`${requested} is a file, not a folder; use read_file`);
-    const entries = await walk(ctx.root, start);
-    if (entries.length === 0) return '(empty folder)';
+    const { entries, ignored } = await walkTree(ctx.root, start, await gitignoreAbove(ctx.root, start));
     const shown = entries.slice(0, MAX_LIST_ENTRIES);
     const omitted = entries.length - shown.length;
+    if (entries.length === 0) shown.push('(empty folder)');
     if (omitted > 0) shown.push(`[${omitted} more entries not shown; list a subfolder to see them]`);
+    if (ignored > 0) shown.push(`[${ignored} entries ignored by .gitignore not shown]`);
     return shown.join('\n');
   },
 });
 
 /** Every entry under `start`, sorted, relative to the root with "/" separators, folders ending in "/".
- *  Symlinks are listed but never followed: a link to a folder outside must not leak its tree. */
+ *  Ignored files are included: fingerprints of protected files must see a file git ignores too. */
 export async function walk(root: string, start = root): Promise<string[]> {
+  return (await walkTree(root, start, null)).entries;
+}
+
+/** One .gitignore's rules, and the folder they are relative to: "" for the root, else e.g. "src/". */
+interface IgnoreFile {
+  readonly base: string;
+  readonly rules: Ignore;
+}
+
+interface Folder {
+  readonly dir: string;
+  /** The folder's path relative to the root, ending in "/" ("" for the root). */
+  readonly prefix: string;
+  /** The .gitignore rules in force here, outermost first; null to list ignored entries too. */
+  readonly ignoreFiles: readonly IgnoreFile[] | null;
+}
+
+/** `walk`, leaving out (and counting) what the .gitignore rules ignore; an ignored folder counts once.
+ *  Symlinks are listed but never followed: a link to a folder outside must not leak its tree. */
+async function walkTree(
+  root: string,
+  start: string,
+  ignoreFiles: readonly IgnoreFile[] | null,
+): Promise<{ entries: string[]; ignored: number }> {
   const entries: string[] = [];
+  let ignored = 0;
   // Each folder carries its relative path down, so no entry needs a path.relative of its own.
   const base = path.relative(root, start).split(path.sep).join('/');
-  const pending: [string, string][] = [[start, base === '' ? '' : `${base}/`]];
-  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
-    const [dir, prefix] = next;
-    for (const entry of await readdir(dir, { withFileTypes: true })) {
-      if (!entry.isDirectory()) {
-        entries.push(prefix + entry.name);
-      } else if (!SKIPPED_DIRS.has(entry.name)) {
-        entries.push(`${prefix}${entry.name}/`);
-        pending.push([path.join(dir, entry.name), `${prefix}${entry.name}/`]);
+  const pending: Folder[] = [{ dir: start, prefix: base === '' ? '' : `${base}/`, ignoreFiles }];
+  for (let folder = pending.pop(); folder !== undefined; folder = pending.pop()) {
+    const { dir, prefix } = folder;
+    const children = await readdir(dir, { withFileTypes: true });
+    let rules = folder.ignoreFiles;
+    if (rules !== null && children.some((child) => child.name === '.gitignore')) {
+      rules = [...rules, ...(await loadIgnoreFile(path.join(dir, '.gitignore'), prefix))];
+    }
+    for (const child of children) {
+      const isFolder = child.isDirectory();
+      if (isFolder && SKIPPED_DIRS.has(child.name)) continue;
+      const relative = isFolder ? `${prefix}${child.name}/` : prefix + child.name;
+      if (rules !== null && gitIgnores(rules, relative)) {
+        ignored++;
+      } else {
+        entries.push(relative);
+        if (isFolder) pending.push({ dir: path.join(dir, child.name), prefix: relative, ignoreFiles: rules });
       }
     }
   }
-  return entries.sort();
+  return { entries: entries.sort(), ignored };
+}
+
+/** The rules in force at `start`: .git/info/exclude, then the .gitignore of each folder from the root
+ *  down to start's parent (start's own is read by the walk). A folder asked for by name is listed
+ *  even if it is ignored: the model wants to see it. */
+async function gitignoreAbove(root: string, start: string): Promise<IgnoreFile[]> {
+  const files = await loadIgnoreFile(path.join(root, '.git', 'info', 'exclude'), '');
+  let base = '';
+  for (const name of path.relative(root, start).split(path.sep)) {
+    if (name === '') continue;
+    files.push(...(await loadIgnoreFile(path.join(root, base, '.gitignore'), base)));
+    base += `${name}/`;
+  }
+  return base !== '' && gitIgnores(files, base) ? [] : files;
+}
+
+/** A .gitignore (or .git/info/exclude) as rules for the folder `base`; none if it is missing or not a
+ *  regular file (git does not follow a symlinked .gitignore either, and a named pipe would block). */
+async function loadIgnoreFile(file: string, base: string): Promise<IgnoreFile[]> {
+  const regular = await lstat(file).then(
+    (info) => info.isFile(),
+    () => false,
+  );
+  // Case-sensitive, as git is unless a repository sets core.ignorecase.
+  return regular ? [{ base, rules: ignore({ ignorecase: false }).add(await readFile(file, 'utf8')) }] : [];
+}
+
+/** Whether git ignores `relative` (from the root; folders end in "/"): as in git, the deepest .gitignore
+ *  with a rule about it decides, and a negation ("!keep.log") there brings it back. */
+function gitIgnores(files: readonly IgnoreFile[], relative: string): boolean {
+  for (let i = files.length - 1; i >= 0; i--) {
+    const { base, rules } = files[i]!;
+    const { ignored, unignored } = rules.test(relative.slice(base.length));
+    if (ignored || unignored) return ignored;
+  }
+  return false;
 }
 
 /** Cuts any tool's text to the output caps, on whole lines, and says how much was left out. */

@@ -9,7 +9,7 @@ import { mkdir, open, readFile, symlink } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
-import { edit_file, isRegularFile, MAX_EDITABLE_BYTES, read_file } from '../tools.ts';
+import { edit_file, isRegularFile, list_files, MAX_EDITABLE_BYTES, read_file } from '../tools.ts';
 import { growSparse, numbered, type Project, project, refused } from './tools-project.ts';
 
 const NOT_REGULAR = /is not a regular file \(a named pipe, socket or device\)/;
@@ -26,17 +26,21 @@ function makeFifo(t: TestContext, p: Project, name: string): string | undefined 
   }
 }
 
-/** Runs `attempt` while a watchdog keeps opening the pipe's writing end: a regression that opens
- *  the pipe for reading is let through (it reads nothing) and fails its test instead of hanging. */
+/** Runs `attempt` while a watchdog keeps opening the pipe's writing end: a call that opens the pipe
+ *  for reading is let through (it reads nothing), and the test fails instead of hanging. */
 async function guarded<T>(fifo: string, attempt: () => Promise<T>): Promise<T> {
+  let readerWasWaiting = false;
   const letThrough = async () => {
     // ENXIO: nobody is waiting to read, which is what should happen.
     const writer = await open(fifo, constants.O_WRONLY | constants.O_NONBLOCK).catch(() => undefined);
+    if (writer !== undefined) readerWasWaiting = true;
     await writer?.close();
   };
   const watchdog = setInterval(() => void letThrough(), 300);
   try {
-    return await attempt();
+    const result = await attempt();
+    assert.equal(readerWasWaiting, false, `${fifo} was opened for reading: without the watchdog, a hang`);
+    return result;
   } finally {
     clearInterval(watchdog);
   }
@@ -66,6 +70,20 @@ describe('files that would block a read forever', () => {
     await guarded(fifo, () =>
       refused(edit_file.run({ path: 'events.pipe', old_str: 'a', new_str: 'b' }, p.ctx), NOT_REGULAR),
     );
+  });
+
+  test('a named pipe called .gitignore does not block list_files', async (t) => {
+    const p = await project(t, { 'a.ts': '' });
+    const fifo = makeFifo(t, p, '.gitignore');
+    if (fifo === undefined) return;
+    assert.deepEqual((await guarded(fifo, () => list_files.run({}, p.ctx))).split('\n'), ['.gitignore', 'a.ts']);
+  });
+
+  test('a named pipe as .git/info/exclude does not block list_files', async (t) => {
+    const p = await project(t, { '.git/info/.keep': '', 'a.ts': '' });
+    const fifo = makeFifo(t, p, '.git/info/exclude');
+    if (fifo === undefined) return;
+    assert.deepEqual((await guarded(fifo, () => list_files.run({}, p.ctx))).split('\n'), ['a.ts']);
   });
 
   test('a socket is refused with a clear error, not a raw ENXIO', async (t) => {
