@@ -109,7 +109,7 @@ function unresolvable(requested: string, error: unknown): ToolError {
 function isInside(root: string, candidate: string): boolean {
   const relative = path.relative(root, candidate);
   // "..notes" is a name inside the project; only ".." itself or "../…" leaves it.
-  return relative === '' || (relative !== '..' && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative));
+  return relative !== '..' && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative);
 }
 
 /** lstat, not stat: a dangling symlink exists and must be resolved (and refused), not skipped. */
@@ -292,7 +292,7 @@ export const read_file = defineTool({
     const info = await statRegularFile(file, requested);
     const window = await readLineWindow(file, offset, Math.min(limit, MAX_LINES));
     // NUL bytes anywhere in the window (not only at the start of the file) mean binary data.
-    if (window.binary || window.lines.some((line) => line.includes('\0'))) {
+    if (window === 'binary' || window.lines.some((line) => line.includes('\0'))) {
       throw new ToolError(`${requested} is a binary file (${info.size} bytes); read_file shows text only`);
     }
     // The hash is what makes a later edit safe: it pins the version the model has now seen.
@@ -343,11 +343,11 @@ interface LineWindow {
   /** The last line was longer than the byte cap and shows only its start. */
   cutLine: boolean;
   reachedEnd: boolean;
-  binary: boolean;
 }
 
-/** Reads only the lines it returns (plus the ones it skips), so a 1 GB file is never loaded whole. */
-async function readLineWindow(file: string, offset: number, limit: number): Promise<LineWindow> {
+/** Reads only the lines it returns (plus the ones it skips), so a 1 GB file is never loaded whole.
+ *  'binary': the file starts with a NUL byte in its first 8 KiB. */
+async function readLineWindow(file: string, offset: number, limit: number): Promise<LineWindow | 'binary'> {
   const handle = await open(file, 'r');
   try {
     const chunk = Buffer.alloc(64 * 1024);
@@ -360,12 +360,13 @@ async function readLineWindow(file: string, offset: number, limit: number): Prom
     for (;;) {
       const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
       if (first && chunk.subarray(0, Math.min(bytesRead, 8192)).includes(0)) {
-        return { lines: [], cutLine: false, reachedEnd: true, binary: true };
+        return 'binary';
       }
       first = false;
       if (bytesRead === 0) {
-        if (partialBytes > 0 && lineNumber >= offset) lines.push(Buffer.concat(partial).toString('utf8'));
-        return { lines, cutLine: false, reachedEnd: true, binary: false };
+        // Only lines from the offset on are gathered, so a partial line here is one to show.
+        if (partialBytes > 0) lines.push(Buffer.concat(partial).toString('utf8'));
+        return { lines, cutLine: false, reachedEnd: true };
       }
       let start = 0;
       for (let nl = chunk.indexOf(10, start); start < bytesRead; nl = chunk.indexOf(10, start)) {
@@ -375,9 +376,9 @@ async function readLineWindow(file: string, offset: number, limit: number): Prom
           partialBytes += end - start;
           if (shownBytes + partialBytes > MAX_BYTES) {
             // Whole lines only; a single line bigger than the cap is shown cut, and says so.
-            if (lines.length > 0) return { lines, cutLine: false, reachedEnd: false, binary: false };
+            if (lines.length > 0) return { lines, cutLine: false, reachedEnd: false };
             lines.push(Buffer.concat(partial).subarray(0, MAX_BYTES).toString('utf8'));
-            return { lines, cutLine: true, reachedEnd: false, binary: false };
+            return { lines, cutLine: true, reachedEnd: false };
           }
         }
         if (end === bytesRead) break;
@@ -386,7 +387,7 @@ async function readLineWindow(file: string, offset: number, limit: number): Prom
           shownBytes += partialBytes + 1;
           if (lines.length === limit) {
             const reachedEnd = end + 1 < bytesRead ? false : await atEnd(handle);
-            return { lines, cutLine: false, reachedEnd, binary: false };
+            return { lines, cutLine: false, reachedEnd };
           }
         }
         partial = [];
@@ -432,7 +433,7 @@ export const edit_file = defineTool({
   readOnly: false,
   async run(input, ctx) {
     const edit = await planEdit(input, ctx);
-    if (edit.before === null) await mkdir(path.dirname(edit.file), { recursive: true });
+    await mkdir(path.dirname(edit.file), { recursive: true }); // a new file may be in a new folder
     await writeAtomically(edit.file, edit.after);
     ctx.seen.set(edit.file, sha256(edit.after));
     return edit.summary;
@@ -595,8 +596,9 @@ async function writeAtomically(file: string, content: string): Promise<void> {
     (s) => s.mode,
     () => undefined,
   );
-  await writeFile(temp, content, mode === undefined ? {} : { mode });
-  // The umask masks a new file's mode (0o775 would come out 0o755), so set it again explicitly.
+  // Created with the file's mode, so a private file's new content is never readable by others, even briefly;
+  // but the umask masks a new file's mode (0o775 would come out 0o755), so it is set again explicitly.
+  await writeFile(temp, content, { mode });
   if (mode !== undefined) await chmod(temp, mode);
   await rename(temp, file);
 }

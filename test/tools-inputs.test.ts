@@ -134,7 +134,8 @@ describe('files too large to edit', () => {
   test('a file of exactly 10 MiB can still be read and edited', async (t) => {
     const p = await project(t, { 'edge.log': text });
     await growSparse(path.join(p.root, 'edge.log'), MAX_EDITABLE_BYTES);
-    await read_file.run({ path: 'edge.log' }, p.ctx);
+    const out = await read_file.run({ path: 'edge.log' }, p.ctx);
+    assert.equal(out.split('\n').at(-1), '[showing lines 1-300 of 301; use offset=301 to continue]', 'lines counted');
     assert.equal(p.ctx.seen.size, 1);
     await edit_file.run({ path: 'edge.log', old_str: 'entry 1.', new_str: 'ENTRY 1.' }, p.ctx);
     const handle = await open(path.join(p.root, 'edge.log'));
