@@ -153,20 +153,19 @@ export const list_files = defineTool({
   async run({ path: requested = '.' }, ctx) {
     const start = await safe_path(ctx.root, requested);
     if (!(await stat(start)).isDirectory()) throw new ToolError(`${requested} is a file, not a folder; use read_file`);
-    const { entries, ignored } = await walkTree(ctx.root, start, await gitignoreAbove(ctx.root, start));
-    const shown = entries.slice(0, MAX_LIST_ENTRIES);
-    const omitted = entries.length - shown.length;
-    if (entries.length === 0) shown.push('(empty folder)');
-    if (omitted > 0) shown.push(`[${omitted} more entries not shown; list a subfolder to see them]`);
-    if (ignored > 0) shown.push(`[${ignored} entries ignored by .gitignore not shown]`);
-    return shown.join('\n');
+    const rules = await gitignoreAbove(ctx.root, start);
+    const { entries, more, ignored } = await listTree(ctx.root, start, rules, MAX_LIST_ENTRIES);
+    if (entries.length === 0) entries.push('(empty folder)');
+    if (more > 0) entries.push(`[${more} more entries not shown; list a subfolder to see them]`);
+    if (ignored > 0) entries.push(`[${ignored} entries ignored by .gitignore not shown]`);
+    return entries.join('\n');
   },
 });
 
 /** Every entry under `start`, sorted, relative to the root with "/" separators, folders ending in "/".
  *  Ignored files are included: fingerprints of protected files must see a file git ignores too. */
 export async function walk(root: string, start = root): Promise<string[]> {
-  return (await walkTree(root, start, null)).entries;
+  return (await listTree(root, start, null, Infinity)).entries;
 }
 
 /** One .gitignore's rules, and the folder they are relative to: "" for the root, else e.g. "src/". */
@@ -183,38 +182,60 @@ interface Folder {
   readonly ignoreFiles: readonly IgnoreFile[] | null;
 }
 
-/** `walk`, leaving out (and counting) what the .gitignore rules ignore; an ignored folder counts once.
- *  Symlinks are listed but never followed: a link to a folder outside must not leak its tree. */
-async function walkTree(
+interface Listing {
+  /** The first entries in sorted order, up to the cap. */
+  readonly entries: string[];
+  /** Entries past the cap: counted, not kept. */
+  more: number;
+  /** Entries left out because git ignores them; an ignored folder counts once, its contents not at all. */
+  ignored: number;
+}
+
+/** The entries under `start` as `walk` gives them, less (and counting) what the .gitignore rules ignore,
+ *  the first `cap` of them kept. Symlinks are listed but never followed: a link to a folder outside
+ *  must not leak its tree. */
+async function listTree(
   root: string,
   start: string,
   ignoreFiles: readonly IgnoreFile[] | null,
-): Promise<{ entries: string[]; ignored: number }> {
-  const entries: string[] = [];
-  let ignored = 0;
-  // Each folder carries its relative path down, so no entry needs a path.relative of its own.
+  cap: number,
+): Promise<Listing> {
+  const listing: Listing = { entries: [], more: 0, ignored: 0 };
   const base = path.relative(root, start).split(path.sep).join('/');
-  const pending: Folder[] = [{ dir: start, prefix: base === '' ? '' : `${base}/`, ignoreFiles }];
-  for (let folder = pending.pop(); folder !== undefined; folder = pending.pop()) {
-    const { dir, prefix } = folder;
-    const children = await readdir(dir, { withFileTypes: true });
-    let rules = folder.ignoreFiles;
-    if (rules !== null && children.some((child) => child.name === '.gitignore')) {
-      rules = [...rules, ...(await loadIgnoreFile(path.join(dir, '.gitignore'), prefix))];
-    }
-    for (const child of children) {
-      const isFolder = child.isDirectory();
-      if (isFolder && SKIPPED_DIRS.has(child.name)) continue;
-      const relative = isFolder ? `${prefix}${child.name}/` : prefix + child.name;
-      if (rules !== null && gitIgnores(rules, relative)) {
-        ignored++;
-      } else {
-        entries.push(relative);
-        if (isFolder) pending.push({ dir: path.join(dir, child.name), prefix: relative, ignoreFiles: rules });
-      }
+  await listFolder({ dir: start, prefix: base === '' ? '' : `${base}/`, ignoreFiles }, listing, cap);
+  return listing;
+}
+
+/** Adds one folder's entries to the listing in sorted order, each subfolder followed by its own entries.
+ *  Sorting folder by folder is enough: "src/" and everything in it sort together, next to "src.ts"
+ *  and "srcs", so no sort of the whole tree is needed. */
+async function listFolder(folder: Folder, listing: Listing, cap: number): Promise<void> {
+  const { dir, prefix } = folder;
+  const children = await readdir(dir, { withFileTypes: true });
+  let rules = folder.ignoreFiles;
+  if (rules !== null && children.some((child) => child.name === '.gitignore')) {
+    rules = [...rules, ...(await loadIgnoreFile(path.join(dir, '.gitignore'), prefix))];
+  }
+  // A fresh copy of the rules for this folder's entries alone: each copy caches every path it is asked
+  // about, and lookups in one cache of a whole tree's paths cost more than the matching itself.
+  const local = rules?.map(({ base, rules }) => ({ base, rules: ignore({ ignorecase: false }).add(rules) }));
+  const kept: string[] = [];
+  for (const child of children) {
+    const isFolder = child.isDirectory();
+    if (isFolder && SKIPPED_DIRS.has(child.name)) continue;
+    // Each folder carries its relative path down, so no entry needs a path.relative of its own.
+    const relative = isFolder ? `${prefix}${child.name}/` : prefix + child.name;
+    if (local !== undefined && gitIgnores(local, relative)) listing.ignored++;
+    else kept.push(relative);
+  }
+  for (const relative of kept.sort()) {
+    if (listing.entries.length < cap) listing.entries.push(relative);
+    else listing.more++;
+    if (relative.endsWith('/')) {
+      const subfolder = path.join(dir, relative.slice(prefix.length, -1));
+      await listFolder({ dir: subfolder, prefix: relative, ignoreFiles: rules }, listing, cap);
     }
   }
-  return { entries: entries.sort(), ignored };
 }
 
 /** The rules in force at `start`: .git/info/exclude, then the .gitignore of each folder from the root

@@ -73,6 +73,35 @@ describe('list_files answers', () => {
     await refused(list_files.run({ path: 'a.txt' }, p.ctx), /a\.txt is a file, not a folder; use read_file/);
   });
 
+  test('a folder\'s entries follow it, yet names that sort before "/" keep their place: one sorted list', async (t) => {
+    // Sorted folder by folder: "src.ts" (".", 0x2E) and "src-old/" ("-", 0x2D) come before "src/" ("/", 0x2F),
+    // "srcs" after everything in "src/".
+    const p = await project(t, {
+      'src/a.ts': '',
+      'src/lib/b.ts': '',
+      'src.ts': '',
+      'src-old/c.ts': '',
+      srcs: '',
+      'src b/d.ts': '',
+      '!top': '',
+    });
+    const lines = (await list_files.run({}, p.ctx)).split('\n');
+    assert.deepEqual(lines, [...lines].sort());
+    assert.deepEqual(lines, [
+      '!top',
+      'src b/',
+      'src b/d.ts',
+      'src-old/',
+      'src-old/c.ts',
+      'src.ts',
+      'src/',
+      'src/a.ts',
+      'src/lib/',
+      'src/lib/b.ts',
+      'srcs',
+    ]);
+  });
+
   test('an empty folder says it is empty instead of answering nothing', async (t) => {
     const p = await project(t);
     await mkdir(path.join(p.root, 'empty'));
