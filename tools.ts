@@ -255,12 +255,10 @@ async function gitignoreAbove(root: string, start: string): Promise<IgnoreFile[]
 /** A .gitignore (or .git/info/exclude) as rules for the folder `base`; none if it is missing or not a
  *  regular file (git does not follow a symlinked .gitignore either, and a named pipe would block). */
 async function loadIgnoreFile(file: string, base: string): Promise<IgnoreFile[]> {
-  const regular = await lstat(file).then(
-    (info) => info.isFile(),
-    () => false,
-  );
+  const info = await lstat(file).catch(() => undefined);
+  if (info?.isFile() !== true) return [];
   // Case-sensitive, as git is unless a repository sets core.ignorecase.
-  return regular ? [{ base, rules: ignore({ ignorecase: false }).add(await readFile(file, 'utf8')) }] : [];
+  return [{ base, rules: ignore({ ignorecase: false }).add(await readFile(file, 'utf8')) }];
 }
 
 /** Whether git ignores `relative` (from the root; folders end in "/"): as in git, the deepest .gitignore
@@ -380,20 +378,20 @@ async function readLineWindow(file: string, offset: number, limit: number): Prom
     let first = true;
     for (;;) {
       const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
-      if (first && chunk.subarray(0, Math.min(bytesRead, 8192)).includes(0)) {
-        return 'binary';
-      }
+      // Only the bytes just read: past them, the buffer still holds the previous chunk's.
+      const data = chunk.subarray(0, bytesRead);
+      if (first && data.subarray(0, 8192).includes(0)) return 'binary';
       first = false;
-      if (bytesRead === 0) {
+      if (data.length === 0) {
         // Only lines from the offset on are gathered, so a partial line here is one to show.
         if (partialBytes > 0) lines.push(Buffer.concat(partial).toString('utf8'));
         return { lines, cutLine: false, reachedEnd: true };
       }
-      let start = 0;
-      for (let nl = chunk.indexOf(10, start); start < bytesRead; nl = chunk.indexOf(10, start)) {
-        const end = nl === -1 || nl >= bytesRead ? bytesRead : nl;
+      for (let start = 0; start < data.length;) {
+        const newline = data.indexOf(10, start);
+        const end = newline === -1 ? data.length : newline;
         if (lineNumber >= offset) {
-          partial.push(Buffer.from(chunk.subarray(start, end)));
+          partial.push(Buffer.from(data.subarray(start, end)));
           partialBytes += end - start;
           if (shownBytes + partialBytes > MAX_BYTES) {
             // Whole lines only; a single line bigger than the cap is shown cut, and says so.
@@ -402,12 +400,12 @@ async function readLineWindow(file: string, offset: number, limit: number): Prom
             return { lines, cutLine: true, reachedEnd: false };
           }
         }
-        if (end === bytesRead) break;
+        if (end === data.length) break;
         if (lineNumber >= offset) {
           lines.push(Buffer.concat(partial).toString('utf8').replace(/\r$/, ''));
           shownBytes += partialBytes + 1;
           if (lines.length === limit) {
-            const reachedEnd = end + 1 < bytesRead ? false : await atEnd(handle);
+            const reachedEnd = end + 1 < data.length ? false : await atEnd(handle);
             return { lines, cutLine: false, reachedEnd };
           }
         }
@@ -599,8 +597,9 @@ function closestLines(text: string, oldStr: string): string {
     for (const pair of linePairs) if (wantedPairs.has(pair)) shared++;
     return { i, line: line.replace(/\r$/, ''), score: (2 * shared) / (wantedPairs.size + linePairs.size || 1) };
   });
+  // sort is stable: of equally close lines, the first in the file come first.
   const best = scored
-    .sort((a, b) => b.score - a.score || a.i - b.i)
+    .sort((a, b) => b.score - a.score)
     .slice(0, 3)
     .filter((s) => s.score > 0);
   if (best.length === 0) return '(no similar lines)';

@@ -132,6 +132,13 @@ describe('read_file windows', () => {
     ]);
   });
 
+  test('a window ending exactly at a 64 KiB read boundary still says where to continue', async (t) => {
+    // Lines of 64 bytes: line 1024 ends on byte 65,536, the last of the first read.
+    const p = await project(t, { 'a.txt': 'x'.repeat(63).concat('\n').repeat(2000) });
+    const out = (await read_file.run({ path: 'a.txt', offset: 1000, limit: 25 }, p.ctx)).split('\n');
+    assert.equal(out.at(-1), '[showing lines 1000-1024 of 2000; use offset=1025 to continue]');
+  });
+
   test('the last line of a file is shown when the offset points at it', async (t) => {
     const p = await project(t, { 'a.txt': 'one\ntwo' });
     assert.equal(await read_file.run({ path: 'a.txt', offset: 2 }, p.ctx), numbered(2, 'two'));
@@ -312,7 +319,14 @@ describe('closest lines, when old_str is not found', () => {
     ]);
   });
 
-  test('the lines of a CRLF file are offered without their \\r', async (t) => {
-    assert.deepEqual(await closest(t, 'return a + b;\r\n', 'return a - b;'), [numbered(1, 'return a + b;')]);
+  test('the lines of a CRLF file are offered without their line-ending \\r, keeping one inside', async (t) => {
+    assert.deepEqual(await closest(t, 'return a + b;\r\nreturn\ra * b;\r\n', 'return a - b;'), [
+      numbered(1, 'return a + b;'),
+      numbered(2, 'return\ra * b;'),
+    ]);
+  });
+
+  test('an old_str of only blank lines gets a refusal the model can read, not a crash', async (t) => {
+    assert.deepEqual(await closest(t, 'a\nb\n', '   \n  '), ['(no similar lines)']);
   });
 });

@@ -64,6 +64,23 @@ describe('list_files and .gitignore', () => {
     ]);
   });
 
+  test('an anchored pattern in a nested .gitignore is relative to its own folder', async (t) => {
+    const p = await project(t, { 'src/.gitignore': '/gen/\n', 'src/gen/a.ts': '', 'src/lib/gen/b.ts': '' });
+    assert.deepEqual(await listing({}, p.ctx), [
+      'src/',
+      'src/.gitignore',
+      'src/lib/',
+      'src/lib/gen/',
+      'src/lib/gen/b.ts',
+      '[1 entries ignored by .gitignore not shown]',
+    ]);
+  });
+
+  test('a .gitignore can ignore itself, even as the only entry of its folder', async (t) => {
+    const p = await project(t, { 'scratch/.gitignore': '*\n', 'a.ts': '' });
+    assert.deepEqual(await listing({}, p.ctx), ['a.ts', 'scratch/', '[1 entries ignored by .gitignore not shown]']);
+  });
+
   test('.git/info/exclude hides files like a .gitignore does', async (t) => {
     const p = await project(t, { '.git/info/exclude': 'scratch.md\n', 'scratch.md': '', 'a.ts': '' });
     assert.deepEqual(await listing({}, p.ctx), ['a.ts', '[1 entries ignored by .gitignore not shown]']);
