@@ -3,6 +3,7 @@
 // This file never imports agent.ts: a tool knows nothing about the loop that calls it.
 
 import { createHash, randomBytes } from 'node:crypto';
+import type { Stats } from 'node:fs';
 import {
   chmod,
   type FileHandle,
@@ -18,6 +19,7 @@ import {
 } from 'node:fs/promises';
 import path from 'node:path';
 import { createTwoFilesPatch } from 'diff';
+import ignore, { type Ignore } from 'ignore';
 import { z } from 'zod';
 
 /** What a tool may know about the run that calls it. */
@@ -89,18 +91,25 @@ export async function safe_path(root: string, requested: string): Promise<string
   let real: string;
   try {
     real = await realpath(existing);
-  } catch {
-    throw new ToolError(`path ${JSON.stringify(requested)} goes through a broken symlink`);
+  } catch (error) {
+    throw unresolvable(requested, error);
   }
   const target = path.join(real, ...missing);
   if (!isInside(root, target)) throw outside();
   return target;
 }
 
+/** Names why a path cannot be followed, so a loop of links is not reported as a link to nowhere. */
+function unresolvable(requested: string, error: unknown): ToolError {
+  const { code } = error as NodeJS.ErrnoException;
+  const why = code === 'ELOOP' ? 'a symlink loop' : 'a broken symlink';
+  return new ToolError(`path ${JSON.stringify(requested)} goes through ${why}`);
+}
+
 function isInside(root: string, candidate: string): boolean {
   const relative = path.relative(root, candidate);
   // "..notes" is a name inside the project; only ".." itself or "../…" leaves it.
-  return relative === '' || (relative !== '..' && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative));
+  return relative !== '..' && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative);
 }
 
 /** lstat, not stat: a dangling symlink exists and must be resolved (and refused), not skipped. */
@@ -128,14 +137,15 @@ const sha256 = (data: string | Buffer) => createHash('sha256').update(data).dige
 // ---------------------------------------------------------------------------------------------
 // list_files
 
+/** Never listed: git's own data, installed packages, and the agent's session transcripts. */
 const SKIPPED_DIRS = new Set(['.git', 'node_modules', '.agent']);
 
 export const list_files = defineTool({
   name: 'list_files',
   description:
     'List the files and folders under a folder of the project, recursively, as paths relative to the project root ' +
-    '(folders end with "/"; .git and node_modules are skipped). Use it to find files before reading them. ' +
-    'Not for reading contents: use read_file for that.',
+    '(folders end with "/"; .git, node_modules and what .gitignore ignores are skipped). ' +
+    'Use it to find files before reading them. Not for reading contents: use read_file for that.',
   input: z.strictObject({
     path: z.string().optional().describe('Folder to list, relative to the project root. Default: the root.'),
   }),
@@ -143,34 +153,123 @@ export const list_files = defineTool({
   async run({ path: requested = '.' }, ctx) {
     const start = await safe_path(ctx.root, requested);
     if (!(await stat(start)).isDirectory()) throw new ToolError(`${requested} is a file, not a folder; use read_file`);
-    const entries = await walk(ctx.root, start);
-    if (entries.length === 0) return '(empty folder)';
-    const shown = entries.slice(0, MAX_LIST_ENTRIES);
-    const omitted = entries.length - shown.length;
-    if (omitted > 0) shown.push(`[${omitted} more entries not shown; list a subfolder to see them]`);
-    return shown.join('\n');
+    const rules = await gitignoreAbove(ctx.root, start);
+    const { entries, more, ignored } = await listTree(ctx.root, start, rules, MAX_LIST_ENTRIES);
+    if (entries.length === 0) entries.push('(empty folder)');
+    if (more > 0) entries.push(`[${more} more entries not shown; list a subfolder to see them]`);
+    if (ignored > 0) entries.push(`[${ignored} entries ignored by .gitignore not shown]`);
+    return entries.join('\n');
   },
 });
 
 /** Every entry under `start`, sorted, relative to the root with "/" separators, folders ending in "/".
- *  Symlinks are listed but never followed: a link to a folder outside must not leak its tree. */
+ *  Ignored files are included: fingerprints of protected files must see a file git ignores too. */
 export async function walk(root: string, start = root): Promise<string[]> {
-  const entries: string[] = [];
-  // Each folder carries its relative path down, so no entry needs a path.relative of its own.
+  return (await listTree(root, start, null, Infinity)).entries;
+}
+
+/** One .gitignore's rules, and the folder they are relative to: "" for the root, else e.g. "src/". */
+interface IgnoreFile {
+  readonly base: string;
+  readonly rules: Ignore;
+}
+
+interface Folder {
+  readonly dir: string;
+  /** The folder's path relative to the root, ending in "/" ("" for the root). */
+  readonly prefix: string;
+  /** The .gitignore rules in force here, outermost first; null to list ignored entries too. */
+  readonly ignoreFiles: readonly IgnoreFile[] | null;
+}
+
+interface Listing {
+  /** The first entries in sorted order, up to the cap. */
+  readonly entries: string[];
+  /** Entries past the cap: counted, not kept. */
+  more: number;
+  /** Entries left out because git ignores them; an ignored folder counts once, its contents not at all. */
+  ignored: number;
+}
+
+/** The entries under `start` as `walk` gives them, less (and counting) what the .gitignore rules ignore,
+ *  the first `cap` of them kept. Symlinks are listed but never followed: a link to a folder outside
+ *  must not leak its tree. */
+async function listTree(
+  root: string,
+  start: string,
+  ignoreFiles: readonly IgnoreFile[] | null,
+  cap: number,
+): Promise<Listing> {
+  const listing: Listing = { entries: [], more: 0, ignored: 0 };
   const base = path.relative(root, start).split(path.sep).join('/');
-  const pending: [string, string][] = [[start, base === '' ? '' : `${base}/`]];
-  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
-    const [dir, prefix] = next;
-    for (const entry of await readdir(dir, { withFileTypes: true })) {
-      if (!entry.isDirectory()) {
-        entries.push(prefix + entry.name);
-      } else if (!SKIPPED_DIRS.has(entry.name)) {
-        entries.push(`${prefix}${entry.name}/`);
-        pending.push([path.join(dir, entry.name), `${prefix}${entry.name}/`]);
-      }
+  await listFolder({ dir: start, prefix: base === '' ? '' : `${base}/`, ignoreFiles }, listing, cap);
+  return listing;
+}
+
+/** Adds one folder's entries to the listing in sorted order, each subfolder followed by its own entries.
+ *  Sorting folder by folder is enough: "src/" and everything in it sort together, next to "src.ts"
+ *  and "srcs", so no sort of the whole tree is needed. */
+async function listFolder(folder: Folder, listing: Listing, cap: number): Promise<void> {
+  const { dir, prefix } = folder;
+  const children = await readdir(dir, { withFileTypes: true });
+  let rules = folder.ignoreFiles;
+  if (rules !== null && children.some((child) => child.name === '.gitignore')) {
+    rules = [...rules, ...(await loadIgnoreFile(path.join(dir, '.gitignore'), prefix))];
+  }
+  // A fresh copy of the rules for this folder's entries alone: each copy caches every path it is asked
+  // about, and lookups in one cache of a whole tree's paths cost more than the matching itself.
+  const local = rules?.map(({ base, rules }) => ({ base, rules: ignore({ ignorecase: false }).add(rules) }));
+  const kept: string[] = [];
+  for (const child of children) {
+    const isFolder = child.isDirectory();
+    if (isFolder && SKIPPED_DIRS.has(child.name)) continue;
+    // Each folder carries its relative path down, so no entry needs a path.relative of its own.
+    const relative = isFolder ? `${prefix}${child.name}/` : prefix + child.name;
+    if (local !== undefined && gitIgnores(local, relative)) listing.ignored++;
+    else kept.push(relative);
+  }
+  for (const relative of kept.sort()) {
+    if (listing.entries.length < cap) listing.entries.push(relative);
+    else listing.more++;
+    if (relative.endsWith('/')) {
+      const subfolder = path.join(dir, relative.slice(prefix.length, -1));
+      await listFolder({ dir: subfolder, prefix: relative, ignoreFiles: rules }, listing, cap);
     }
   }
-  return entries.sort();
+}
+
+/** The rules in force at `start`: .git/info/exclude, then the .gitignore of each folder from the root
+ *  down to start's parent (start's own is read by the walk). A folder asked for by name is listed
+ *  even if it is ignored: the model wants to see it. */
+async function gitignoreAbove(root: string, start: string): Promise<IgnoreFile[]> {
+  const files = await loadIgnoreFile(path.join(root, '.git', 'info', 'exclude'), '');
+  let base = '';
+  for (const name of path.relative(root, start).split(path.sep)) {
+    if (name === '') continue;
+    files.push(...(await loadIgnoreFile(path.join(root, base, '.gitignore'), base)));
+    base += `${name}/`;
+  }
+  return base !== '' && gitIgnores(files, base) ? [] : files;
+}
+
+/** A .gitignore (or .git/info/exclude) as rules for the folder `base`; none if it is missing or not a
+ *  regular file (git does not follow a symlinked .gitignore either, and a named pipe would block). */
+async function loadIgnoreFile(file: string, base: string): Promise<IgnoreFile[]> {
+  const info = await lstat(file).catch(() => undefined);
+  if (info?.isFile() !== true) return [];
+  // Case-sensitive, as git is unless a repository sets core.ignorecase.
+  return [{ base, rules: ignore({ ignorecase: false }).add(await readFile(file, 'utf8')) }];
+}
+
+/** Whether git ignores `relative` (from the root; folders end in "/"): as in git, the deepest .gitignore
+ *  with a rule about it decides, and a negation ("!keep.log") there brings it back. */
+function gitIgnores(files: readonly IgnoreFile[], relative: string): boolean {
+  for (let i = files.length - 1; i >= 0; i--) {
+    const { base, rules } = files[i]!;
+    const { ignored, unignored } = rules.test(relative.slice(base.length));
+    if (ignored || unignored) return ignored;
+  }
+  return false;
 }
 
 /** Cuts any tool's text to the output caps, on whole lines, and says how much was left out. */
@@ -209,11 +308,10 @@ export const read_file = defineTool({
   readOnly: true,
   async run({ path: requested, offset = 1, limit = MAX_LINES }, ctx) {
     const file = await safe_path(ctx.root, requested);
-    const info = await stat(file);
-    if (info.isDirectory()) throw new ToolError(`${requested} is a folder; use list_files`);
+    const info = await statRegularFile(file, requested);
     const window = await readLineWindow(file, offset, Math.min(limit, MAX_LINES));
     // NUL bytes anywhere in the window (not only at the start of the file) mean binary data.
-    if (window.binary || window.lines.some((line) => line.includes('\0'))) {
+    if (window === 'binary' || window.lines.some((line) => line.includes('\0'))) {
       throw new ToolError(`${requested} is a binary file (${info.size} bytes); read_file shows text only`);
     }
     // The hash is what makes a later edit safe: it pins the version the model has now seen.
@@ -239,16 +337,36 @@ export const read_file = defineTool({
   },
 });
 
+/** Prevents a read that never returns: a named pipe blocks until someone writes, a device may never end.
+ *  So anything but a regular file (or a symlink to one) is refused before it is opened. */
+async function statRegularFile(file: string, requested: string): Promise<Stats> {
+  const info = await stat(file);
+  if (info.isDirectory()) throw new ToolError(`${requested} is a folder; use list_files`);
+  if (!info.isFile()) {
+    throw new ToolError(`${requested} is not a regular file (a named pipe, socket or device); only files can be read`);
+  }
+  return info;
+}
+
+/** For callers outside the tools (e.g. fingerprinting protected files): true for a regular file or a
+ *  symlink to one, false for a folder, named pipe, socket, device or missing path, which are unsafe to read. */
+export async function isRegularFile(file: string): Promise<boolean> {
+  return stat(file).then(
+    (info) => info.isFile(),
+    () => false,
+  );
+}
+
 interface LineWindow {
   lines: string[];
   /** The last line was longer than the byte cap and shows only its start. */
   cutLine: boolean;
   reachedEnd: boolean;
-  binary: boolean;
 }
 
-/** Reads only the lines it returns (plus the ones it skips), so a 1 GB file is never loaded whole. */
-async function readLineWindow(file: string, offset: number, limit: number): Promise<LineWindow> {
+/** Reads only the lines it returns (plus the ones it skips), so a 1 GB file is never loaded whole.
+ *  'binary': the file starts with a NUL byte in its first 8 KiB. */
+async function readLineWindow(file: string, offset: number, limit: number): Promise<LineWindow | 'binary'> {
   const handle = await open(file, 'r');
   try {
     const chunk = Buffer.alloc(64 * 1024);
@@ -260,34 +378,35 @@ async function readLineWindow(file: string, offset: number, limit: number): Prom
     let first = true;
     for (;;) {
       const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
-      if (first && chunk.subarray(0, Math.min(bytesRead, 8192)).includes(0)) {
-        return { lines: [], cutLine: false, reachedEnd: true, binary: true };
-      }
+      // Only the bytes just read: past them, the buffer still holds the previous chunk's.
+      const data = chunk.subarray(0, bytesRead);
+      if (first && data.subarray(0, 8192).includes(0)) return 'binary';
       first = false;
-      if (bytesRead === 0) {
-        if (partialBytes > 0 && lineNumber >= offset) lines.push(Buffer.concat(partial).toString('utf8'));
-        return { lines, cutLine: false, reachedEnd: true, binary: false };
+      if (data.length === 0) {
+        // Only lines from the offset on are gathered, so a partial line here is one to show.
+        if (partialBytes > 0) lines.push(Buffer.concat(partial).toString('utf8'));
+        return { lines, cutLine: false, reachedEnd: true };
       }
-      let start = 0;
-      for (let nl = chunk.indexOf(10, start); start < bytesRead; nl = chunk.indexOf(10, start)) {
-        const end = nl === -1 || nl >= bytesRead ? bytesRead : nl;
+      for (let start = 0; start < data.length;) {
+        const newline = data.indexOf(10, start);
+        const end = newline === -1 ? data.length : newline;
         if (lineNumber >= offset) {
-          partial.push(Buffer.from(chunk.subarray(start, end)));
+          partial.push(Buffer.from(data.subarray(start, end)));
           partialBytes += end - start;
           if (shownBytes + partialBytes > MAX_BYTES) {
             // Whole lines only; a single line bigger than the cap is shown cut, and says so.
-            if (lines.length > 0) return { lines, cutLine: false, reachedEnd: false, binary: false };
+            if (lines.length > 0) return { lines, cutLine: false, reachedEnd: false };
             lines.push(Buffer.concat(partial).subarray(0, MAX_BYTES).toString('utf8'));
-            return { lines, cutLine: true, reachedEnd: false, binary: false };
+            return { lines, cutLine: true, reachedEnd: false };
           }
         }
-        if (end === bytesRead) break;
+        if (end === data.length) break;
         if (lineNumber >= offset) {
           lines.push(Buffer.concat(partial).toString('utf8').replace(/\r$/, ''));
           shownBytes += partialBytes + 1;
           if (lines.length === limit) {
-            const reachedEnd = end + 1 < bytesRead ? false : await atEnd(handle);
-            return { lines, cutLine: false, reachedEnd, binary: false };
+            const reachedEnd = end + 1 < data.length ? false : await atEnd(handle);
+            return { lines, cutLine: false, reachedEnd };
           }
         }
         partial = [];
@@ -333,7 +452,7 @@ export const edit_file = defineTool({
   readOnly: false,
   async run(input, ctx) {
     const edit = await planEdit(input, ctx);
-    if (edit.before === null) await mkdir(path.dirname(edit.file), { recursive: true });
+    await mkdir(path.dirname(edit.file), { recursive: true }); // a new file may be in a new folder
     await writeAtomically(edit.file, edit.after);
     ctx.seen.set(edit.file, sha256(edit.after));
     return edit.summary;
@@ -374,19 +493,21 @@ async function planEdit(
     return { file, before: null, after: new_str, summary: `created ${requested} (${lineCount(new_str)} line(s))` };
   }
   const before = await readEditable(file, requested, ctx);
-  // Keep the file's line endings: the model sees lines without \r, so match and write in CRLF.
-  const crlf = before.includes('\r\n');
-  const [find, replace] = crlf ? [toCrlf(old_str), toCrlf(new_str)] : [old_str, new_str];
-  const count = countOccurrences(before, find);
-  if (count === 0) {
+  const matches = findSnippet(before, old_str);
+  if (matches.length === 0) {
     throw new ToolError(
       `old_str was not found in ${requested}; read the file again. Closest lines:\n${closestLines(before, old_str)}`,
     );
   }
-  if (count > 1)
-    throw new ToolError(`old_str was found ${count} times in ${requested}; include more context so it is unique`);
-  const at = before.indexOf(find);
-  const after = before.slice(0, at) + replace + before.slice(at + find.length);
+  if (matches.length > 1) {
+    throw new ToolError(
+      `old_str was found ${matches.length} times in ${requested}; include more context so it is unique`,
+    );
+  }
+  const { at, length } = matches[0]!;
+  // Keep the file's line endings: the model sees lines without \r, so new lines get the file's usual break.
+  const replace = mostlyCrlf(before) ? toCrlf(new_str) : new_str;
+  const after = before.slice(0, at) + replace + before.slice(at + length);
   const line = before.slice(0, at).split('\n').length;
   return {
     file,
@@ -400,10 +521,9 @@ async function planEdit(
 
 /** Prevents edits against a version the model never saw: unread, or changed on disk since it was read. */
 async function readEditable(file: string, requested: string, ctx: ToolContext): Promise<string> {
+  await refuseUneditable(file, requested);
   const seenHash = ctx.seen.get(file);
   if (seenHash === undefined) throw new ToolError(`read ${requested} with read_file before editing it`);
-  if ((await stat(file)).size > MAX_EDITABLE_BYTES)
-    throw new ToolError(`${requested} is too large to edit with edit_file`);
   const bytes = await readFile(file);
   const current = bytes.toString('utf8');
   // Decoding non-UTF-8 bytes replaces them with U+FFFD: writing that back would corrupt the file.
@@ -419,6 +539,17 @@ async function readEditable(file: string, requested: string, ctx: ToolContext): 
   return current;
 }
 
+/** Prevents a file too large to hash (or not a file at all) from being loaded whole, and from a loop of
+ *  "read it first" answers: read_file never records such a file as seen, so say plainly why it cannot be edited. */
+async function refuseUneditable(file: string, requested: string): Promise<void> {
+  const info = await statRegularFile(file, requested);
+  if (info.size > MAX_EDITABLE_BYTES) {
+    throw new ToolError(
+      `${requested} is too large to edit with edit_file (${info.size} bytes; the limit is ${MAX_EDITABLE_BYTES})`,
+    );
+  }
+}
+
 function numberLines(text: string): string {
   return capOutput(
     text
@@ -431,10 +562,24 @@ function numberLines(text: string): string {
 const toCrlf = (text: string) => text.replace(/\r?\n/g, '\r\n');
 const lineCount = (text: string) => (text === '' ? 0 : text.split('\n').length);
 
-function countOccurrences(text: string, snippet: string): number {
-  let count = 0;
-  for (let i = text.indexOf(snippet); i !== -1; i = text.indexOf(snippet, i + 1)) count++;
-  return count;
+/** Prevents "not found" in a file whose line breaks differ from line to line (a\r\nb\nc\r\n): the model
+ *  sees lines without \r, so each line break of the snippet matches \n or \r\n, whichever the file has there. */
+function findSnippet(text: string, snippet: string): { at: number; length: number }[] {
+  const pattern = new RegExp(snippet.split(/\r?\n/).map(escapeRegExp).join('\\r?\\n'), 'g');
+  const found: { at: number; length: number }[] = [];
+  for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) {
+    found.push({ at: match.index, length: match[0].length });
+    pattern.lastIndex = match.index + 1; // overlapping matches count too: "aa" is in "aaa" twice
+  }
+  return found;
+}
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** True when more of the file's lines end in \r\n than in a bare \n. */
+function mostlyCrlf(text: string): boolean {
+  const crlf = text.split('\r\n').length - 1;
+  return crlf > text.split('\n').length - 1 - crlf;
 }
 
 /** The file's lines most like the first line of old_str, to show the model where it went wrong. */
@@ -452,8 +597,9 @@ function closestLines(text: string, oldStr: string): string {
     for (const pair of linePairs) if (wantedPairs.has(pair)) shared++;
     return { i, line: line.replace(/\r$/, ''), score: (2 * shared) / (wantedPairs.size + linePairs.size || 1) };
   });
+  // sort is stable: of equally close lines, the first in the file come first.
   const best = scored
-    .sort((a, b) => b.score - a.score || a.i - b.i)
+    .sort((a, b) => b.score - a.score)
     .slice(0, 3)
     .filter((s) => s.score > 0);
   if (best.length === 0) return '(no similar lines)';
@@ -470,8 +616,9 @@ async function writeAtomically(file: string, content: string): Promise<void> {
     (s) => s.mode,
     () => undefined,
   );
-  await writeFile(temp, content, mode === undefined ? {} : { mode });
-  // The umask masks a new file's mode (0o775 would come out 0o755), so set it again explicitly.
+  // Created with the file's mode, so a private file's new content is never readable by others, even briefly;
+  // but the umask masks a new file's mode (0o775 would come out 0o755), so it is set again explicitly.
+  await writeFile(temp, content, { mode });
   if (mode !== undefined) await chmod(temp, mode);
   await rename(temp, file);
 }

@@ -10,3 +10,6 @@ import './session-page.test.ts';
 import './cli.test.ts';
 import './layout.test.ts';
 import './session-file.test.ts';
+import './tools-details.test.ts';
+import './tools-gitignore.test.ts';
+import './tools-inputs.test.ts';

@@ -6,8 +6,8 @@
 
 import Anthropic from '@anthropic-ai/sdk';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
-import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { appendFileSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setImmediate as tick } from 'node:timers/promises';
@@ -685,17 +685,23 @@ describe('crash and resume from the command line', () => {
     { timeout: 30_000 },
     async (t) => {
       const root = await tempProject(t, { 'a.txt': 'alpha\n' });
-      // Reading a named pipe that nobody writes to blocks forever: a tool call that is still running when the kill comes.
-      execFileSync('mkfifo', [path.join(root, 'pipe')]);
+      // read_file far into a 1 TiB sparse file scans minutes of zeros: a tool call still running when the kill comes.
+      // (A named pipe used to serve, but read_file now refuses anything that is not a regular file.)
+      writeFileSync(path.join(root, 'huge.log'), 'x\n'.repeat(5000));
+      truncateSync(path.join(root, 'huge.log'), 2 ** 40);
       const firstScript = path.join(root, '.agent', 'first.json');
       const secondScript = path.join(root, '.agent', 'second.json');
       const file = path.join(root, '.agent', 'crash.jsonl');
       await mkdir(path.join(root, '.agent'));
       writeFileSync(
         firstScript,
-        JSON.stringify([call('read_file', { path: 'a.txt' }), call('read_file', { path: 'pipe' }), say('done')]),
+        JSON.stringify([
+          call('read_file', { path: 'a.txt' }),
+          call('read_file', { path: 'huge.log', offset: 1e9 }),
+          say('done'),
+        ]),
       );
-      writeFileSync(secondScript, JSON.stringify([say('The pipe never answered; a.txt says alpha.')]));
+      writeFileSync(secondScript, JSON.stringify([say('huge.log never answered; a.txt says alpha.')]));
       const cli = (args: string[]) =>
         spawn(process.execPath, ['--import', 'tsx', 'agent.ts', '--root', root, '--yes', ...args], {
           env: { PATH: process.env.PATH ?? '', NO_COLOR: '1' },
@@ -709,15 +715,15 @@ describe('crash and resume from the command line', () => {
           child.on('close', (code, signal) => resolve({ code, signal, output }));
         });
 
-      const first = cli(['--script', firstScript, '--session', file, 'read a.txt, then the pipe']);
+      const first = cli(['--script', firstScript, '--session', file, 'read a.txt, then huge.log']);
       t.after(() => first.kill('SIGKILL'));
       const firstExit = exited(first);
-      // Blocked for good once the second call is in the file: it is the pipe read.
+      // Busy for minutes once the second call is in the file: it is the huge.log read.
       const inSecondCall = async () => {
         for (;;) {
           const lines = (await readFile(file, 'utf8').catch(() => '')).split('\n');
           const results = lines.filter((l) => l.includes('"tool_result"')).length;
-          if (results === 1 && lines.some((l) => l.includes('"path":"pipe"'))) return;
+          if (results === 1 && lines.some((l) => l.includes('"path":"huge.log"'))) return;
           await new Promise((resolve) => setTimeout(resolve, 20));
         }
       };
@@ -726,7 +732,7 @@ describe('crash and resume from the command line', () => {
           inSecondCall(),
           firstExit.then((r) => Promise.reject(new Error(`the CLI ended early: ${r.output}`))),
         ]),
-        'waiting for the pipe read',
+        'waiting for the huge.log read',
         15_000,
       );
       first.kill('SIGKILL');
@@ -749,7 +755,7 @@ describe('crash and resume from the command line', () => {
         .split('\n')
         .filter((l) => l.includes('"type":"message"'))
         .map((l) => JSON.parse(l).message);
-      assert.equal(messagesBefore.length, 4, 'task, read a.txt, its result, read pipe');
+      assert.equal(messagesBefore.length, 4, 'task, read a.txt, its result, read huge.log');
       assert.deepEqual(loaded.messages.slice(0, messagesBefore.length), messagesBefore);
       assert.deepEqual(loaded.warnings, [], 'the repair was written to the file by the resume');
       assert.deepEqual(resultsOf(loaded.messages.slice(0, 5)), [

@@ -1,82 +1,22 @@
 // One test per guard in tools.ts, each named after the failure it prevents: delete a guard and
 // its story fails. Every project lives in a temporary folder next to an "outside" folder holding
-// a sentinel, so an escape shows up as a read of the sentinel or a change next to it.
+// a sentinel (test/tools-project.ts), so an escape shows up as a read of the sentinel or a change next to it.
 
 import assert from 'node:assert/strict';
-import {
-  chmod,
-  link,
-  mkdir,
-  mkdtemp,
-  open,
-  readdir,
-  readFile,
-  readlink,
-  realpath,
-  rm,
-  stat,
-  symlink,
-  writeFile,
-} from 'node:fs/promises';
-import os from 'node:os';
+import { chmod, link, mkdir, readdir, readFile, readlink, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { describe, type TestContext, test } from 'node:test';
+import { describe, test } from 'node:test';
 import {
+  capOutput,
   edit_file,
   list_files,
   MAX_BYTES,
+  MAX_EDITABLE_BYTES,
+  MAX_LINES,
   MAX_LIST_ENTRIES,
   read_file,
-  type ToolContext,
-  ToolError,
 } from '../tools.ts';
-
-const SECRET = 'SECRET: must never reach the model\n';
-
-interface Project {
-  /** The project root, a real path. */
-  root: string;
-  /** A folder beside the root holding only secret.txt; nothing may read or change it. */
-  outside: string;
-  ctx: ToolContext;
-}
-
-/** A fresh project with the given files, and a sentinel folder outside it; both removed after the test. */
-async function project(t: TestContext, files: Record<string, string | Buffer> = {}): Promise<Project> {
-  const base = await realpath(await mkdtemp(path.join(os.tmpdir(), 'tools-test-')));
-  t.after(() => rm(base, { recursive: true, force: true }));
-  const root = path.join(base, 'project');
-  const outside = path.join(base, 'outside');
-  await mkdir(root);
-  await mkdir(outside);
-  await writeFile(path.join(outside, 'secret.txt'), SECRET);
-  for (const [name, content] of Object.entries(files)) {
-    await mkdir(path.dirname(path.join(root, name)), { recursive: true });
-    await writeFile(path.join(root, name), content);
-  }
-  return { root, outside, ctx: { root, seen: new Map() } };
-}
-
-/** The tool must fail with a ToolError (the model can act on it) whose message matches. */
-async function refused(attempt: Promise<string>, message: RegExp): Promise<ToolError> {
-  const error: unknown = await attempt.then(
-    (output) => assert.fail(`expected a refusal, got:\n${output.slice(0, 500)}`),
-    (e: unknown) => e,
-  );
-  assert.ok(error instanceof ToolError, `expected a ToolError, got ${String(error)}`);
-  assert.match(error.message, message);
-  return error;
-}
-
-const OUTSIDE = /outside the project/;
-
-/** The outside folder still holds exactly the sentinel, unchanged. */
-async function assertOutsideUntouched({ outside }: Project): Promise<void> {
-  assert.deepEqual(await readdir(outside), ['secret.txt']);
-  assert.equal(await readFile(path.join(outside, 'secret.txt'), 'utf8'), SECRET);
-}
-
-const numbered = (n: number, line: string) => `${String(n).padStart(6)}\t${line}`;
+import { assertOutsideUntouched, growSparse, numbered, OUTSIDE, project, refused } from './tools-project.ts';
 
 // ---------------------------------------------------------------------------------------------
 
@@ -93,6 +33,25 @@ describe('safe_path: no tool can reach outside the project', () => {
       OUTSIDE,
     );
     await assertOutsideUntouched(p);
+  });
+
+  test('a path spelled outside the project is refused by its spelling, even where a link there leads back in', async (t) => {
+    // Only the lexical check stands here: the real path of elsewhere/back/a.txt is inside the project.
+    const p = await project(t, { 'a.txt': 'inside\n' });
+    const elsewhere = path.join(path.dirname(p.root), 'elsewhere');
+    await mkdir(elsewhere);
+    await symlink(p.root, path.join(elsewhere, 'back'));
+    await refused(read_file.run({ path: '../elsewhere/back/a.txt' }, p.ctx), OUTSIDE);
+    await refused(list_files.run({ path: '../elsewhere/back' }, p.ctx), OUTSIDE);
+    await refused(edit_file.run({ path: '../elsewhere/back/new.txt', old_str: '', new_str: 'x' }, p.ctx), OUTSIDE);
+    assert.deepEqual(await readdir(p.root), ['a.txt']);
+  });
+
+  test('a path outside is refused before the disk there is probed: a broken link outside is not revealed', async (t) => {
+    const p = await project(t);
+    await symlink(path.join(p.outside, 'gone'), path.join(path.dirname(p.root), 'dangling'));
+    const error = await refused(read_file.run({ path: '../dangling/x.txt' }, p.ctx), OUTSIDE);
+    assert.doesNotMatch(error.message, /symlink/);
   });
 
   test('an absolute path cannot reach a file outside the project', async (t) => {
@@ -188,6 +147,12 @@ describe('listing the project', () => {
     assert.doesNotMatch(listing, /\.git|node_modules/);
   });
 
+  test('session transcripts in .agent are never listed to the model', async (t) => {
+    const p = await project(t, { '.agent/sessions/2026-12-01.jsonl': '{"type":"session"}\n', 'src/a.ts': '' });
+    const listing = await list_files.run({}, p.ctx);
+    assert.deepEqual(listing.split('\n'), ['src/', 'src/a.ts']);
+  });
+
   test('a huge tree is cut at 1,000 entries and says how many were left out', async (t) => {
     const p = await project(t, { 'f0000.txt': '' });
     // 1,199 hard links to one empty file: 1,200 entries to list, at a fraction of the cost of 1,200 files.
@@ -239,6 +204,37 @@ describe('reading within the caps', () => {
     assert.equal(out[2000], '[showing lines 1-2000 of 9000; use offset=2001 to continue]');
   });
 
+  test('the last line of a file without a trailing newline is not dropped', async (t) => {
+    const p = await project(t, { 'a.txt': 'one\ntwo' });
+    assert.equal(await read_file.run({ path: 'a.txt' }, p.ctx), [numbered(1, 'one'), numbered(2, 'two')].join('\n'));
+  });
+
+  test('limit asks for fewer lines, and says where to continue', async (t) => {
+    const p = await project(t, { 'long.txt': lines9000 });
+    assert.deepEqual((await read_file.run({ path: 'long.txt', offset: 10, limit: 2 }, p.ctx)).split('\n'), [
+      numbered(10, 'line 10'),
+      numbered(11, 'line 11'),
+      '[showing lines 10-11 of 9000; use offset=12 to continue]',
+    ]);
+  });
+
+  test('a limit above 2,000 lines cannot flood the context', async (t) => {
+    const p = await project(t, { 'long.txt': lines9000 });
+    const out = (await read_file.run({ path: 'long.txt', limit: 5000 }, p.ctx)).split('\n');
+    assert.equal(out.length, MAX_LINES + 1);
+    assert.equal(out.at(-1), '[showing lines 1-2000 of 9000; use offset=2001 to continue]');
+  });
+
+  test('a file over 64 KiB gets no phantom line from the previous read chunk', async (t) => {
+    // 12,000 lines of 6-7 bytes (~82 KiB): the second 64 KiB read is short, and the buffer behind its
+    // end still holds the newlines of the first one. The last line has no newline of its own.
+    const lines = Array.from({ length: 12_000 }, (_, i) => `l${i + 1}`);
+    const p = await project(t, { 'big.txt': lines.join('\n'), 'big-nl.txt': lines.join('\n') + '\n' });
+    const tail = [numbered(11_999, 'l11999'), numbered(12_000, 'l12000')].join('\n');
+    assert.equal(await read_file.run({ path: 'big.txt', offset: 11_999 }, p.ctx), tail);
+    assert.equal(await read_file.run({ path: 'big-nl.txt', offset: 11_999 }, p.ctx), tail);
+  });
+
   test('offset continues where the last window stopped', async (t) => {
     const p = await project(t, { 'long.txt': lines9000 });
     const out = (await read_file.run({ path: 'long.txt', offset: 2001 }, p.ctx)).split('\n');
@@ -286,6 +282,20 @@ describe('reading within the caps', () => {
     await refused(read_file.run({ path: 'mixed.dat', offset: 2001 }, p.ctx), /binary/);
   });
 
+  test('a window whose later line is all NUL bytes is refused as binary', async (t) => {
+    // The first 8 KiB are text, so only the check on the window's lines sees the NULs.
+    const mixed = Buffer.concat([Buffer.from('header\n'.repeat(2000)), Buffer.alloc(100), Buffer.from('\ntext\n')]);
+    const p = await project(t, { 'mixed.dat': mixed });
+    await refused(read_file.run({ path: 'mixed.dat', offset: 2000 }, p.ctx), /binary/);
+  });
+
+  test('a binary file read from past its first NUL bytes is still refused as binary', async (t) => {
+    // Lines 3 on look like text: only the check on the start of the file sees that this is binary data.
+    const blob = Buffer.concat([Buffer.from('BLOB\n\0\0\x01\n'), Buffer.from('x = 1\n'.repeat(10))]);
+    const p = await project(t, { 'data.bin': blob });
+    await refused(read_file.run({ path: 'data.bin', offset: 3 }, p.ctx), /binary/);
+  });
+
   test('a binary file is refused instead of shown as garbage', async (t) => {
     const png = Buffer.concat([Buffer.from('\x89PNG\r\n\x1a\n', 'latin1'), Buffer.alloc(64), Buffer.from('IHDR')]);
     const p = await project(t, { 'logo.png': png });
@@ -296,15 +306,45 @@ describe('reading within the caps', () => {
     // Sparse: 300 text lines (12 KB, past the 8 KiB binary sniff), then zeros up to 1 GiB.
     const text = Array.from({ length: 300 }, (_, i) => `log line ${i + 1}`.padEnd(39, '.')).join('\n') + '\n';
     const p = await project(t, { 'huge.log': text });
-    const handle = await open(path.join(p.root, 'huge.log'), 'r+');
-    await handle.truncate(1024 ** 3);
-    await handle.close();
+    await growSparse(path.join(p.root, 'huge.log'), 1024 ** 3);
     const rssBefore = process.memoryUsage().rss;
     const out = (await read_file.run({ path: 'huge.log' }, p.ctx)).split('\n');
     const grown = process.memoryUsage().rss - rssBefore;
     assert.ok(grown < 200 * 1024 ** 2, `rss grew by ${Math.round(grown / 1024 ** 2)} MB`);
     assert.equal(out[0], numbered(1, 'log line 1'.padEnd(39, '.')));
     assert.match(out.at(-1)!, /use offset=\d+ to continue|was cut/);
+  });
+});
+
+describe('capOutput: no tool output floods the context', () => {
+  test('ten thousand short lines are cut at 2,000, and the output says how many were shown', () => {
+    const lines = Array.from({ length: 10_000 }, (_, i) => `${i + 1}`);
+    const out = capOutput(lines.join('\n')).split('\n');
+    assert.equal(out.length, MAX_LINES + 1);
+    assert.equal(out[MAX_LINES - 1], '2000');
+    assert.equal(out[MAX_LINES], '[output cut: 2000 of 10000 lines shown]');
+  });
+
+  test('a few very long lines are cut at 50 KiB, on a whole line', () => {
+    const line = 'x'.repeat(1023);
+    const out = capOutput(Array.from({ length: 100 }, () => line).join('\n')).split('\n');
+    assert.equal(out.at(-1), '[output cut: 50 of 100 lines shown]');
+    assert.ok(out.slice(0, -1).every((shown) => shown === line));
+  });
+
+  test('one line longer than 50 KiB is cut to its first 50 KiB', () => {
+    const out = capOutput('y'.repeat(200 * 1024)).split('\n');
+    assert.deepEqual(out, ['y'.repeat(MAX_BYTES), '[output cut: 0 of 1 lines shown]']);
+  });
+
+  test('output within the caps is passed on unchanged, up to exactly 50 KiB and 2,000 lines', () => {
+    const exactly = Array.from({ length: 50 }, () => 'z'.repeat(1023)).join('\n') + 'z';
+    assert.equal(Buffer.byteLength(exactly), MAX_BYTES);
+    assert.equal(capOutput(exactly), exactly);
+    assert.match(capOutput(exactly + 'z'), /\[output cut: 49 of 50 lines shown\]$/);
+    const lines = Array.from({ length: MAX_LINES }, () => 'ok').join('\n');
+    assert.equal(capOutput(lines), lines);
+    assert.match(capOutput(lines + '\nok'), /\[output cut: 2000 of 2001 lines shown\]$/);
   });
 });
 
@@ -331,6 +371,16 @@ describe('editing only what the model has seen', () => {
     );
     assert.match(error.message, /three, added by the user/);
     assert.equal(await readFile(path.join(p.root, 'a.txt'), 'utf8'), theirs);
+  });
+
+  test('a file grown past 10 MiB since it was read is refused as too large, not loaded whole', async (t) => {
+    const p = await project(t, { 'log.txt': 'start\n' });
+    await read_file.run({ path: 'log.txt' }, p.ctx);
+    await growSparse(path.join(p.root, 'log.txt'), MAX_EDITABLE_BYTES + 1);
+    await refused(
+      edit_file.run({ path: 'log.txt', old_str: 'start', new_str: 'begin' }, p.ctx),
+      /too large to edit with edit_file/,
+    );
   });
 
   test('an ambiguous edit is refused instead of changing the first match', async (t) => {

@@ -1,0 +1,332 @@
+// The finer points of what each tool answers, pinned so that changing one is a decision, not an
+// accident: mutation testing (npm run mutate) found each of these changeable with no test failing.
+
+import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
+import { mkdir, open, readFile, symlink, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { z } from 'zod';
+import { defineTool, edit_file, exists, list_files, MAX_BYTES, read_file, TOOLS } from '../tools.ts';
+import { growSparse, numbered, project, refused } from './tools-project.ts';
+
+describe('the tool definitions', () => {
+  test('the model is offered list_files, read_file and edit_file, in that order', () => {
+    assert.deepEqual(
+      TOOLS.map((tool) => tool.name),
+      ['list_files', 'read_file', 'edit_file'],
+    );
+  });
+
+  test('only edit_file is marked as changing something, so the reads may run side by side', () => {
+    assert.deepEqual(
+      TOOLS.map((tool) => [tool.name, tool.readOnly]),
+      [
+        ['list_files', true],
+        ['read_file', true],
+        ['edit_file', false],
+      ],
+    );
+  });
+
+  test('a tool defined without a preview has none, so approval is not handed a function that cannot work', () => {
+    const plain = defineTool({
+      name: 'plain',
+      description: 'd',
+      input: z.strictObject({}),
+      readOnly: true,
+      run: async () => 'ok',
+    });
+    assert.equal(plain.preview, undefined);
+    assert.equal(typeof edit_file.preview, 'function');
+  });
+
+  test("read_file's description tells the model the window: 2000 lines or 50 KiB", () => {
+    assert.match(read_file.description, /at most 2000 lines or 50 KiB/);
+  });
+});
+
+describe('paths at the edges', () => {
+  test('a path of exactly 4,096 characters is not refused for its length', async (t) => {
+    const p = await project(t);
+    // Twenty folders of 199 characters and a 96-character name: few segments, so few lookups.
+    const longest = `${'d'.repeat(199)}/`.repeat(20) + 'f'.repeat(96);
+    assert.equal(longest.length, 4096);
+    const error = await read_file.run({ path: longest }, p.ctx).then(
+      () => assert.fail('a missing file was read'),
+      (e: Error) => e,
+    );
+    assert.doesNotMatch(error.message, /characters long/);
+  });
+
+  test('exists says no for a missing path and yes for a dangling symlink (which must be resolved, not skipped)', async (t) => {
+    const p = await project(t);
+    await symlink('nowhere', path.join(p.root, 'dangling'));
+    assert.equal(await exists(path.join(p.root, 'missing')), false);
+    assert.equal(await exists(path.join(p.root, 'dangling')), true);
+  });
+});
+
+describe('list_files answers', () => {
+  test('a file given to list_files is pointed to read_file', async (t) => {
+    const p = await project(t, { 'a.txt': '' });
+    await refused(list_files.run({ path: 'a.txt' }, p.ctx), /a\.txt is a file, not a folder; use read_file/);
+  });
+
+  test('a folder\'s entries follow it, yet names that sort before "/" keep their place: one sorted list', async (t) => {
+    // Sorted folder by folder: "src.ts" (".", 0x2E) and "src-old/" ("-", 0x2D) come before "src/" ("/", 0x2F),
+    // "srcs" after everything in "src/".
+    const p = await project(t, {
+      'src/a.ts': '',
+      'src/lib/b.ts': '',
+      'src.ts': '',
+      'src-old/c.ts': '',
+      srcs: '',
+      'src b/d.ts': '',
+      '!top': '',
+    });
+    const lines = (await list_files.run({}, p.ctx)).split('\n');
+    assert.deepEqual(lines, [...lines].sort());
+    assert.deepEqual(lines, [
+      '!top',
+      'src b/',
+      'src b/d.ts',
+      'src-old/',
+      'src-old/c.ts',
+      'src.ts',
+      'src/',
+      'src/a.ts',
+      'src/lib/',
+      'src/lib/b.ts',
+      'srcs',
+    ]);
+  });
+
+  test('an empty folder says it is empty instead of answering nothing', async (t) => {
+    const p = await project(t);
+    await mkdir(path.join(p.root, 'empty'));
+    assert.equal(await list_files.run({ path: 'empty' }, p.ctx), '(empty folder)');
+  });
+});
+
+describe('read_file windows', () => {
+  test('an empty file says it is empty instead of answering nothing', async (t) => {
+    const p = await project(t, { 'empty.txt': '' });
+    assert.equal(await read_file.run({ path: 'empty.txt' }, p.ctx), '(empty file)');
+  });
+
+  test('an offset past the end says so instead of answering nothing', async (t) => {
+    const p = await project(t, { 'a.txt': 'one\ntwo\n' });
+    assert.equal(
+      await read_file.run({ path: 'a.txt', offset: 5 }, p.ctx),
+      '[the file has fewer than 5 lines; use a smaller offset]',
+    );
+  });
+
+  test('a limit on a small file says where to continue, counting a last line without a newline', async (t) => {
+    const p = await project(t, { 'a.txt': 'one\ntwo\nthree' });
+    assert.deepEqual((await read_file.run({ path: 'a.txt', limit: 2 }, p.ctx)).split('\n'), [
+      numbered(1, 'one'),
+      numbered(2, 'two'),
+      '[showing lines 1-2 of 3; use offset=3 to continue]',
+    ]);
+  });
+
+  test('a window ending exactly at a 64 KiB read boundary still says where to continue', async (t) => {
+    // Lines of 64 bytes: line 1024 ends on byte 65,536, the last of the first read.
+    const p = await project(t, { 'a.txt': 'x'.repeat(63).concat('\n').repeat(2000) });
+    const out = (await read_file.run({ path: 'a.txt', offset: 1000, limit: 25 }, p.ctx)).split('\n');
+    assert.equal(out.at(-1), '[showing lines 1000-1024 of 2000; use offset=1025 to continue]');
+  });
+
+  test('the last line of a file is shown when the offset points at it', async (t) => {
+    const p = await project(t, { 'a.txt': 'one\ntwo' });
+    assert.equal(await read_file.run({ path: 'a.txt', offset: 2 }, p.ctx), numbered(2, 'two'));
+  });
+
+  test('a file of exactly 50 KiB is shown whole', async (t) => {
+    // 49 lines of 1,023 bytes and their newlines, then a last line of 1,024 bytes without one: 51,200 bytes.
+    const text = 'a'.repeat(1023).concat('\n').repeat(49) + 'b'.repeat(1024);
+    assert.equal(Buffer.byteLength(text), MAX_BYTES);
+    const p = await project(t, { 'exact.txt': text });
+    const out = (await read_file.run({ path: 'exact.txt' }, p.ctx)).split('\n');
+    assert.equal(out.length, 50);
+    assert.equal(out[49], numbered(50, 'b'.repeat(1024)));
+  });
+
+  test('a giant line followed by more lines is cut, and the output says where the next line is', async (t) => {
+    const p = await project(t, { 'bundle.js': 'x'.repeat(100 * 1024) + '\nnext\n' });
+    const out = (await read_file.run({ path: 'bundle.js' }, p.ctx)).split('\n');
+    assert.deepEqual(out.slice(1), [
+      '[line 1 is longer than 50 KiB and was cut; the rest of it cannot be shown]',
+      '[showing lines 1-1 of 2; use offset=2 to continue]',
+    ]);
+  });
+
+  test('an offset past a giant line shows the line asked for, not the giant one', async (t) => {
+    const p = await project(t, { 'bundle.js': 'x'.repeat(100 * 1024) + '\nnext\n' });
+    assert.equal(await read_file.run({ path: 'bundle.js', offset: 2 }, p.ctx), numbered(2, 'next'));
+  });
+
+  test('a carriage return inside a line is kept; only the one ending a CRLF line is dropped', async (t) => {
+    const p = await project(t, { 'a.txt': 'a\rb\r\nc\r\n' });
+    assert.equal(await read_file.run({ path: 'a.txt' }, p.ctx), [numbered(1, 'a\rb'), numbered(2, 'c')].join('\n'));
+  });
+
+  test('text shown before binary data further on in the file: only the window and the first 8 KiB decide', async (t) => {
+    // 70,000 bytes of text, so the binary part starts in the second 64 KiB read, after the lines asked for.
+    const text = 'text line\n'.repeat(7000);
+    const p = await project(t, { 'mixed.dat': Buffer.concat([Buffer.from(text), Buffer.alloc(100)]) });
+    const out = await read_file.run({ path: 'mixed.dat', offset: 6600, limit: 2 }, p.ctx);
+    assert.deepEqual(out.split('\n').slice(0, 2), [numbered(6600, 'text line'), numbered(6601, 'text line')]);
+  });
+
+  test('every read closes its file: fifty reads leave no handle open', async (t) => {
+    if (process.platform !== 'linux') return t.skip('counts /proc/self/fd');
+    const p = await project(t, { 'a.txt': 'one\ntwo\n' });
+    const before = readdirSync('/proc/self/fd').length;
+    for (let i = 0; i < 50; i++) await read_file.run({ path: 'a.txt', limit: 1 }, p.ctx);
+    assert.ok(readdirSync('/proc/self/fd').length < before + 10, 'file handles left open');
+  });
+});
+
+describe('read_file on a file over 10 MiB (no line count)', () => {
+  /** 300 lines of text, a 10 MiB hole of zeros (line 301), then "last line" (302) and a newline. */
+  async function bigFile(t: Parameters<typeof project>[0]) {
+    const text = Array.from({ length: 300 }, (_, i) => `entry ${i + 1}`.padEnd(39, '.')).join('\n') + '\n';
+    const p = await project(t, { 'big.log': text });
+    const file = path.join(p.root, 'big.log');
+    await growSparse(file, 11 * 1024 * 1024);
+    const handle = await open(file, 'r+');
+    await handle.write('\nlast line\n', 11 * 1024 * 1024);
+    await handle.close();
+    return p;
+  }
+
+  test('the continuation hint gives the next offset without a total it does not know', async (t) => {
+    const p = await bigFile(t);
+    const out = (await read_file.run({ path: 'big.log' }, p.ctx)).split('\n');
+    assert.equal(out.at(-1), '[showing lines 1-300; use offset=301 to continue]');
+  });
+
+  test('the end of the file promises no more lines', async (t) => {
+    const p = await bigFile(t);
+    assert.equal(await read_file.run({ path: 'big.log', offset: 302 }, p.ctx), numbered(302, 'last line'));
+    assert.equal(await read_file.run({ path: 'big.log', offset: 302, limit: 1 }, p.ctx), numbered(302, 'last line'));
+  });
+});
+
+describe('edit_file answers', () => {
+  test('the summary names the line the edit starts at and how many lines it replaced', async (t) => {
+    const p = await project(t, { 'a.txt': 'one\ntwo\nthree\nfour\n' });
+    await read_file.run({ path: 'a.txt' }, p.ctx);
+    assert.equal(
+      await edit_file.run({ path: 'a.txt', old_str: 'three\nfour', new_str: 'THREE' }, p.ctx),
+      'edited a.txt: replaced 2 line(s) at line 3 with 1 line(s)',
+    );
+    assert.equal(
+      await edit_file.run({ path: 'a.txt', old_str: 'two\n', new_str: '' }, p.ctx),
+      'edited a.txt: replaced 2 line(s) at line 2 with 0 line(s)',
+    );
+    assert.equal(
+      await edit_file.run({ path: 'b.txt', old_str: '', new_str: 'x\ny\n' }, p.ctx),
+      'created b.txt (3 line(s))',
+    );
+  });
+
+  test('the approval preview of a new file shows every line as added', async (t) => {
+    const p = await project(t);
+    const preview = await edit_file.preview!({ path: 'new.txt', old_str: '', new_str: 'alpha\nbeta\n' }, p.ctx);
+    assert.match(preview, /^@@ -0,0 \+1,2 @@\n\+alpha\n\+beta$/m);
+  });
+
+  test('the approval preview shows three lines of context around a change', async (t) => {
+    const lines = Array.from({ length: 20 }, (_, i) => `line ${i + 1}`);
+    const p = await project(t, { 'a.txt': lines.join('\n') + '\n' });
+    await read_file.run({ path: 'a.txt' }, p.ctx);
+    const preview = await edit_file.preview!({ path: 'a.txt', old_str: 'line 10\n', new_str: 'LINE 10\n' }, p.ctx);
+    assert.match(preview, /^@@ -7,7 \+7,7 @@$/m);
+  });
+
+  test('a tie between CRLF and LF line breaks writes LF, the plain default', async (t) => {
+    const p = await project(t, { 'tie.txt': 'a\r\nb\n' });
+    await read_file.run({ path: 'tie.txt' }, p.ctx);
+    await edit_file.run({ path: 'tie.txt', old_str: 'a\nb', new_str: 'A\nB' }, p.ctx);
+    assert.equal(await readFile(path.join(p.root, 'tie.txt'), 'utf8'), 'A\nB\n');
+  });
+
+  test('a file changed on disk is shown to the model numbered, as read_file would show it', async (t) => {
+    const p = await project(t, { 'a.txt': 'one\n' });
+    await read_file.run({ path: 'a.txt' }, p.ctx);
+    await writeFile(path.join(p.root, 'a.txt'), 'a\rb\r\nc\r\n');
+    const error = await refused(edit_file.run({ path: 'a.txt', old_str: 'one', new_str: '1' }, p.ctx), /changed/);
+    assert.ok(error.message.endsWith(['', numbered(1, 'a\rb'), numbered(2, 'c'), numbered(3, '')].join('\n')));
+  });
+});
+
+describe('closest lines, when old_str is not found', () => {
+  /** The lines edit_file offers instead of an old_str that is not in the file. */
+  async function closest(t: Parameters<typeof project>[0], file: string, oldStr: string): Promise<string[]> {
+    const p = await project(t, { 'f.txt': file });
+    await read_file.run({ path: 'f.txt' }, p.ctx);
+    const error = await refused(edit_file.run({ path: 'f.txt', old_str: oldStr, new_str: 'x' }, p.ctx), /not found/);
+    return error.message.split('\n').slice(1);
+  }
+
+  test('at most three lines, the closest ones, shown in file order', async (t) => {
+    // Closest first: line 3 (a Dice score of 0.83), 6 (0.8), 5 (0.69); then 1 (0.67) and 4 (0.6) are left out.
+    const file = ['return a * c;', 'unrelated', 'return a + b;', 'return x;', 'return a + b + c;', 'return b;'];
+    assert.deepEqual(await closest(t, file.join('\n'), 'return a - b;'), [
+      numbered(3, 'return a + b;'),
+      numbered(5, 'return a + b + c;'),
+      numbered(6, 'return b;'),
+    ]);
+  });
+
+  test('only lines with something in common are offered', async (t) => {
+    assert.deepEqual(await closest(t, 'return a + b;\nzzz\nqqq\n', 'return a - b;'), [numbered(1, 'return a + b;')]);
+  });
+
+  test('no line in common says so', async (t) => {
+    assert.deepEqual(await closest(t, 'zzz\nqqq\n', 'return a - b;'), ['(no similar lines)']);
+  });
+
+  test('equally close lines are offered in file order, the first three', async (t) => {
+    const file = ['return a * b;', 'return a / b;', 'return a % b;', 'return a + b;'];
+    assert.deepEqual(await closest(t, file.join('\n'), 'return a - b;'), [
+      numbered(1, 'return a * b;'),
+      numbered(2, 'return a / b;'),
+      numbered(3, 'return a % b;'),
+    ]);
+  });
+
+  test("a line's indentation does not count against it", async (t) => {
+    const file = [`${' '.repeat(20)}return a + b;`, 'return a * b;', 'return a / b;', 'return a % b;'];
+    assert.deepEqual(await closest(t, file.join('\n'), 'return a - b;'), [
+      numbered(1, file[0]!),
+      numbered(2, 'return a * b;'),
+      numbered(3, 'return a / b;'),
+    ]);
+  });
+
+  test("old_str is compared by its first non-blank line, without the line's indentation", async (t) => {
+    // Untrimmed, "    return" would share "  " and " r" with line 4 and rank it above line 3.
+    const file = ['return a + b;', 'return a * b;', 'return a / b;', 'x =  return a % b;'];
+    assert.deepEqual(await closest(t, file.join('\n'), '   \n    return a - b;\n  }'), [
+      numbered(1, 'return a + b;'),
+      numbered(2, 'return a * b;'),
+      numbered(3, 'return a / b;'),
+    ]);
+  });
+
+  test('the lines of a CRLF file are offered without their line-ending \\r, keeping one inside', async (t) => {
+    assert.deepEqual(await closest(t, 'return a + b;\r\nreturn\ra * b;\r\n', 'return a - b;'), [
+      numbered(1, 'return a + b;'),
+      numbered(2, 'return\ra * b;'),
+    ]);
+  });
+
+  test('an old_str of only blank lines gets a refusal the model can read, not a crash', async (t) => {
+    assert.deepEqual(await closest(t, 'a\nb\n', '   \n  '), ['(no similar lines)']);
+  });
+});
