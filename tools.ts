@@ -3,7 +3,7 @@
 // This file never imports agent.ts: a tool knows nothing about the loop that calls it.
 
 import { createHash, randomBytes } from 'node:crypto';
-import type { Stats } from 'node:fs';
+import type { Dirent, Stats } from 'node:fs';
 import {
   chmod,
   type FileHandle,
@@ -176,6 +176,8 @@ interface IgnoreFile {
 
 interface Folder {
   readonly dir: string;
+  /** What is in it, already read. */
+  readonly children: readonly Dirent[];
   /** The folder's path relative to the root, ending in "/" ("" for the root). */
   readonly prefix: string;
   /** The .gitignore rules in force here, outermost first; null to list ignored entries too. */
@@ -202,7 +204,8 @@ async function listTree(
 ): Promise<Listing> {
   const listing: Listing = { entries: [], more: 0, ignored: 0 };
   const base = path.relative(root, start).split(path.sep).join('/');
-  await listFolder({ dir: start, prefix: base === '' ? '' : `${base}/`, ignoreFiles }, listing, cap);
+  const children = await readdir(start, { withFileTypes: true });
+  await listFolder({ dir: start, children, prefix: base === '' ? '' : `${base}/`, ignoreFiles }, listing, cap);
   return listing;
 }
 
@@ -210,8 +213,7 @@ async function listTree(
  *  Sorting folder by folder is enough: "src/" and everything in it sort together, next to "src.ts"
  *  and "srcs", so no sort of the whole tree is needed. */
 async function listFolder(folder: Folder, listing: Listing, cap: number): Promise<void> {
-  const { dir, prefix } = folder;
-  const children = await readdir(dir, { withFileTypes: true });
+  const { dir, children, prefix } = folder;
   let rules = folder.ignoreFiles;
   if (rules !== null && children.some((child) => child.name === '.gitignore')) {
     rules = [...rules, ...(await loadIgnoreFile(path.join(dir, '.gitignore'), prefix))];
@@ -228,12 +230,21 @@ async function listFolder(folder: Folder, listing: Listing, cap: number): Promis
     if (local !== undefined && gitIgnores(local, relative)) listing.ignored++;
     else kept.push(relative);
   }
-  for (const relative of kept.sort()) {
+  // Past the cap, entries are only counted: their order no longer matters.
+  if (listing.entries.length < cap) kept.sort();
+  // All subfolders are read at once: side by side, the reads take a fraction of the time in turn would.
+  const subfolders = kept.map((relative) =>
+    relative.endsWith('/') ? path.join(dir, relative.slice(prefix.length, -1)) : undefined,
+  );
+  const contents = await Promise.all(
+    subfolders.map((sub) => (sub === undefined ? undefined : readdir(sub, { withFileTypes: true }))),
+  );
+  for (const [i, relative] of kept.entries()) {
     if (listing.entries.length < cap) listing.entries.push(relative);
     else listing.more++;
-    if (relative.endsWith('/')) {
-      const subfolder = path.join(dir, relative.slice(prefix.length, -1));
-      await listFolder({ dir: subfolder, prefix: relative, ignoreFiles: rules }, listing, cap);
+    const [subfolder, grandchildren] = [subfolders[i], contents[i]];
+    if (subfolder !== undefined && grandchildren !== undefined) {
+      await listFolder({ dir: subfolder, children: grandchildren, prefix: relative, ignoreFiles: rules }, listing, cap);
     }
   }
 }
