@@ -9,9 +9,9 @@ import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { type AfterCallHook, type AgentEvent, approveAll, type BeforeCallHook, pathOf, runTask } from '../agent.ts';
-import { call, reply, say, toolUse } from '../scripted-model.ts';
+import { call, reply, say, text, toolUse } from '../scripted-model.ts';
 import { defineTool, TOOLS } from '../tools.ts';
-import { scriptedAgent, tempProject, textOf } from './helpers.ts';
+import { scriptedAgent, tempProject, textOf, violationsOf } from './helpers.ts';
 
 /** Every tool_result in a transcript, in order. */
 const toolResults = (messages: Anthropic.MessageParam[]) =>
@@ -187,5 +187,56 @@ describe('pathOf', () => {
     for (const input of [null, undefined, 'a.txt', 5, {}, { path: 5 }, { path: ['a.txt'] }])
       assert.equal(pathOf(input), undefined, JSON.stringify(input));
     assert.equal(pathOf({ path: 'a.txt' }), 'a.txt');
+  });
+});
+
+describe('P1: what is sent back and what is recorded', () => {
+  test('a paused turn ending in a thinking block is resent without a cache mark on it, which the API would refuse', async (t) => {
+    const root = await tempProject(t);
+    const thinking = { type: 'thinking', thinking: 'Still searching.', signature: 'sig-1' } as const;
+    const script = [{ ...reply(text('Searching…'), thinking), stop_reason: 'pause_turn' as const }, say('Found it.')];
+    const { agent, model } = await scriptedAgent(root, script);
+    await runTask(agent, 'search');
+    const last = model.requests[1]!.messages.at(-1)!;
+    assert.deepEqual(Array.isArray(last.content) ? last.content.at(-1) : last.content, thinking);
+  });
+
+  test('a reply of nothing but empty text adds no empty assistant message, which the API would refuse', async (t) => {
+    const root = await tempProject(t);
+    const script = [say(''), say('done')];
+    const { agent } = await scriptedAgent(root, script, { verify: 'exit 1', budgets: { maxTurns: 2 } });
+    await runTask(agent, 'work');
+    assert.deepEqual(
+      agent.messages.map((message) => message.role),
+      ['user', 'user', 'assistant', 'user'],
+    );
+  });
+
+  test("a call a hook refuses is recorded as that hook's decision, so the trace and session file say who refused", async (t) => {
+    const root = await tempProject(t);
+    const { tool } = echoTool();
+    const policy: BeforeCallHook = { name: 'policy', check: () => ({ action: 'deny', reason: 'not today' }) };
+    const script = [call('echo', { text: 'hi' }), say('ok')];
+    const { agent, events } = await scriptedAgent(root, script, { tools: [tool], beforeCall: [policy] });
+    await runTask(agent, 'echo');
+    const decisions = events.flatMap((event) => (event.type === 'decision' ? [event] : []));
+    assert.deepEqual(
+      decisions.map(({ call: decided, hook, decision }) => ({ id: decided.id, hook, decision })),
+      [{ id: 'toolu_s1_0', hook: 'policy', decision: { action: 'deny', reason: 'not today' } }],
+    );
+  });
+
+  test('a rewrite refused by the schema is an error result, so the model does not take it as the answer', async (t) => {
+    const root = await tempProject(t);
+    const { tool } = echoTool();
+    const broken: BeforeCallHook = { name: 'broken', check: () => ({ action: 'rewrite', input: { text: 42 } }) };
+    const script = [call('echo', { text: 'hi' }), say('ok')];
+    const { agent } = await scriptedAgent(root, script, { tools: [tool], beforeCall: [broken] });
+    await runTask(agent, 'echo');
+    assert.deepEqual(
+      toolResults(agent.messages).map((result) => result.is_error),
+      [true],
+    );
+    assert.deepEqual(violationsOf({ messages: agent.messages }), []);
   });
 });
