@@ -19,7 +19,8 @@ export default {
   mutate: [GUARD_SECTIONS],
   commandRunner: { command: COMMAND },
   // A mutant that loops (a halt check made false) is cut off at 3 s past 1.5 × the normal run's time: a third of
-  // P2's and P3's mutants end that way, so a longer grace only makes the run longer.
+  // P2's and P3's mutants end that way, so a longer grace only makes the run longer. Run it on an otherwise idle
+  // machine: under load a normal run can outlast that bound, and a survivor then passes for a timeout.
   timeoutMS: 3_000,
   // One more than the cores: the command spends half its wall time waiting on timers and child processes
   // (measured: 4.2 s of CPU in 8.9 s), so a third runner fills the waits.
