@@ -11,4 +11,5 @@ import './paths.test.ts';
 import './hardening.test.ts';
 import './tools.test.ts';
 import './guards.test.ts';
+import './guards-mutants.test.ts';
 import './suite.test.ts';

@@ -1,0 +1,30 @@
+// npm run mutate:agent: mutation testing of agent.ts's guard code (P1 answering calls, P2 the gate, P3 hooks,
+// budgets and stops), with the settings of stryker.config.mjs (read its comments first). A separate config, not
+// one run for both files: agent.ts needs other tests than tools.ts, and each mutant runs the whole command, so one
+// run would pay for every test file on every mutant. Survivors that cannot matter: MUTATION-SURVIVORS.md.
+//
+// The line range follows `grep -n '^// P' agent.ts`: from P1's banner to the line before P4's. Update it when the
+// sections move (the run says how many mutants it made; a sudden drop means the range no longer fits).
+
+import base from './stryker.config.mjs';
+
+const GUARD_SECTIONS = 'agent.ts:137-682';
+// The tests that pin those sections, in one process (test/mutate-agent.ts imports them): one start of Node
+// and tsx per mutant instead of one per file (9 s instead of 13 s wall for the first four files).
+const COMMAND = 'node --import tsx --test test/mutate-agent.ts';
+
+/** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
+export default {
+  ...base,
+  mutate: [GUARD_SECTIONS],
+  commandRunner: { command: COMMAND },
+  // A mutant that loops (a halt check made false) is cut off at 3 s past 1.5 × the normal run's time: a third of
+  // P2's and P3's mutants end that way, so a longer grace only makes the run longer. Run it on an otherwise idle
+  // machine: under load a normal run can outlast that bound, and a survivor then passes for a timeout.
+  timeoutMS: 3_000,
+  // One more than the cores: the command spends half its wall time waiting on timers and child processes
+  // (measured: 4.2 s of CPU in 8.9 s), so a third runner fills the waits.
+  concurrency: 3,
+  htmlReporter: { fileName: 'reports/mutation-agent/mutation.html' },
+  jsonReporter: { fileName: 'reports/mutation-agent/mutation.json' },
+};

@@ -1,0 +1,242 @@
+// Guards of agent.ts's P1–P3 that `npm run mutate:agent` found unpinned: each test here was written against a
+// surviving mutant, and fails with that mutant applied. Named, like every guard test, after the failure it prevents.
+
+import type Anthropic from '@anthropic-ai/sdk';
+import assert from 'node:assert/strict';
+import { rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { z } from 'zod';
+import { type AfterCallHook, type AgentEvent, approveAll, type BeforeCallHook, pathOf, runTask } from '../agent.ts';
+import { call, reply, say, text, toolUse } from '../scripted-model.ts';
+import { defineTool, TOOLS } from '../tools.ts';
+import { scriptedAgent, tempProject, textOf, violationsOf } from './helpers.ts';
+
+/** Every tool_result in a transcript, in order. */
+const toolResults = (messages: Anthropic.MessageParam[]) =>
+  messages.flatMap((m) =>
+    m.role === 'user' && Array.isArray(m.content) ? m.content.filter((b) => b.type === 'tool_result') : [],
+  );
+
+/** A read-only tool that echoes its text and records every run. */
+function echoTool() {
+  const runs: string[] = [];
+  const tool = defineTool({
+    name: 'echo',
+    description: 'Echoes its text. A test tool that records its runs.',
+    input: z.strictObject({ text: z.string() }),
+    readOnly: true,
+    run: async ({ text }) => (runs.push(text), `echo: ${text}`),
+  });
+  return { tool, runs };
+}
+
+describe('the gate says what is wrong', () => {
+  test('a protected file deleted, or one added under a protected glob, is named as deleted or added, not "changed"', async (t) => {
+    const root = await tempProject(t, { 'test/x.test.js': 'check();\n' });
+    const swap = defineTool({
+      name: 'run_script',
+      description: "Runs a project script. A test tool that swaps the test file behind the harness's back.",
+      input: z.strictObject({}),
+      readOnly: false,
+      run: async () => {
+        await rm(path.join(root, 'test/x.test.js'));
+        await writeFile(path.join(root, 'test/y.test.js'), 'pass();\n');
+        return 'script ran';
+      },
+    });
+    const script = [call('run_script', {}), say('done')];
+    const { agent } = await scriptedAgent(root, script, {
+      tools: [...TOOLS, swap],
+      protect: ['test/**'],
+      verify: 'exit 0',
+      budgets: { maxTurns: 2 },
+    });
+    await runTask(agent, 'make the tests pass');
+    assert.match(
+      textOf(agent.messages.at(-1)),
+      /since the session started: test\/x\.test\.js \(deleted\), test\/y\.test\.js \(added\)\. /,
+    );
+  });
+});
+
+describe('the hooks say why they refused', () => {
+  test('a hook that gives up because the run was stopped is not blamed as a broken check', async (t) => {
+    const root = await tempProject(t);
+    const { tool, runs } = echoTool();
+    const controller = new AbortController();
+    const waits: BeforeCallHook = {
+      name: 'waits',
+      check: (_planned, _agent, signal) =>
+        new Promise((_, reject) => {
+          signal.addEventListener('abort', () => reject(new Error('gave up')));
+          controller.abort();
+        }),
+    };
+    const script = [call('echo', { text: 'hi' }), say('ok')];
+    const { agent } = await scriptedAgent(root, script, { tools: [tool], beforeCall: [waits] });
+    assert.deepEqual(await runTask(agent, 'echo', controller.signal), { kind: 'interrupted' });
+    assert.deepEqual(runs, []);
+    assert.deepEqual(toolResults(agent.messages), [
+      {
+        type: 'tool_result',
+        tool_use_id: 'toolu_s1_0',
+        content: 'not run: the run was stopped while this call was being checked',
+        is_error: true,
+      },
+    ]);
+  });
+});
+
+describe('stopping', () => {
+  test('Ctrl-C while the verify command runs halts "interrupted", without telling the model its check failed', async (t) => {
+    const root = await tempProject(t);
+    const controller = new AbortController();
+    const script = [() => (setTimeout(() => controller.abort(), 50), say('done'))];
+    const { agent, events } = await scriptedAgent(root, script, { verify: 'sleep 5' });
+    assert.deepEqual(await runTask(agent, 'work', controller.signal), { kind: 'interrupted' });
+    assert.deepEqual(
+      events.filter((event) => event.type === 'gate'),
+      [],
+    );
+    assert.equal(agent.messages.at(-1)?.role, 'assistant');
+  });
+
+  test('Ctrl-C after the time budget ran out halts "interrupted": the user stopped it, whatever the clock says', async (t) => {
+    const root = await tempProject(t);
+    const controller = new AbortController();
+    const late = defineTool({
+      name: 'late',
+      description: 'Outlives the time budget, then the user presses Ctrl-C. A test tool.',
+      input: z.strictObject({}),
+      readOnly: false,
+      run: async () => (await sleep(30), controller.abort(), 'finished'),
+    });
+    const script = [call('late', {}), say('done')];
+    const { agent } = await scriptedAgent(root, script, { tools: [late], budgets: { maxTurns: 5, timeoutMs: 1 } });
+    assert.deepEqual(await runTask(agent, 'work', controller.signal), { kind: 'interrupted' });
+  });
+
+  test('after Ctrl-C no further model request is started, even one the model would refuse at once', async (t) => {
+    const root = await tempProject(t);
+    const controller = new AbortController();
+    const stop = defineTool({
+      name: 'stop',
+      description: 'The user presses Ctrl-C while it runs. A test tool.',
+      input: z.strictObject({}),
+      readOnly: false,
+      run: async () => (controller.abort(), 'finished'),
+    });
+    const script = [call('stop', {}), say('done')];
+    const { agent, events } = await scriptedAgent(root, script, { tools: [stop] });
+    assert.deepEqual(await runTask(agent, 'work', controller.signal), { kind: 'interrupted' });
+    assert.equal(events.filter((event) => event.type === 'request').length, 1);
+  });
+});
+
+describe('what the user and the session file are told', () => {
+  test('a failing after-call hook is shown to the user as a notice, not swallowed', async (t) => {
+    const root = await tempProject(t);
+    const { tool } = echoTool();
+    const broken: AfterCallHook = {
+      name: 'scan',
+      check: () => {
+        throw new Error('scanner offline');
+      },
+    };
+    const script = [call('echo', { text: 'hi' }), say('ok')];
+    const { agent, events } = await scriptedAgent(root, script, { tools: [tool], afterCall: [broken] });
+    await runTask(agent, 'echo');
+    assert.deepEqual(
+      events.filter((event) => event.type === 'notice'),
+      [{ type: 'notice', text: 'after-call hook scan failed: scanner offline' }],
+    );
+  });
+
+  test('an allowed call records no hook decision: only refusals, answers and rewrites are decisions worth a line', async (t) => {
+    const root = await tempProject(t);
+    const { tool, runs } = echoTool();
+    const script = [
+      reply(toolUse('echo', { text: 'a' }), toolUse('edit_file', { path: 'a.txt', old_str: '', new_str: 'a\n' })),
+      say('ok'),
+    ];
+    const { agent, events } = await scriptedAgent(root, script, { tools: [...TOOLS, tool] });
+    await runTask(agent, 'work');
+    assert.deepEqual(runs, ['a']);
+    assert.deepEqual(
+      events.filter((event: AgentEvent) => event.type === 'decision'),
+      [],
+    );
+  });
+
+  test("a forker's approver that defers to approveAll lets the change run, not refuse it", async (t) => {
+    const root = await tempProject(t);
+    const script = [call('edit_file', { path: 'a.txt', old_str: '', new_str: 'a\n' }), say('done')];
+    const { agent } = await scriptedAgent(root, script, { approve: (request) => approveAll(request) });
+    await runTask(agent, 'make a.txt');
+    assert.deepEqual(
+      toolResults(agent.messages).map((result) => result.is_error),
+      [undefined],
+    );
+  });
+});
+
+describe('pathOf', () => {
+  test('finds no path in null, a string, an object without one, or a non-string one, instead of throwing', () => {
+    for (const input of [null, undefined, 'a.txt', 5, {}, { path: 5 }, { path: ['a.txt'] }])
+      assert.equal(pathOf(input), undefined, JSON.stringify(input));
+    assert.equal(pathOf({ path: 'a.txt' }), 'a.txt');
+  });
+});
+
+describe('P1: what is sent back and what is recorded', () => {
+  test('a paused turn ending in a thinking block is resent without a cache mark on it, which the API would refuse', async (t) => {
+    const root = await tempProject(t);
+    const thinking = { type: 'thinking', thinking: 'Still searching.', signature: 'sig-1' } as const;
+    const script = [{ ...reply(text('Searching…'), thinking), stop_reason: 'pause_turn' as const }, say('Found it.')];
+    const { agent, model } = await scriptedAgent(root, script);
+    await runTask(agent, 'search');
+    const last = model.requests[1]!.messages.at(-1)!;
+    assert.deepEqual(Array.isArray(last.content) ? last.content.at(-1) : last.content, thinking);
+  });
+
+  test('a reply of nothing but empty text adds no empty assistant message, which the API would refuse', async (t) => {
+    const root = await tempProject(t);
+    const script = [say(''), say('done')];
+    const { agent } = await scriptedAgent(root, script, { verify: 'exit 1', budgets: { maxTurns: 2 } });
+    await runTask(agent, 'work');
+    assert.deepEqual(
+      agent.messages.map((message) => message.role),
+      ['user', 'user', 'assistant', 'user'],
+    );
+  });
+
+  test("a call a hook refuses is recorded as that hook's decision, so the trace and session file say who refused", async (t) => {
+    const root = await tempProject(t);
+    const { tool } = echoTool();
+    const policy: BeforeCallHook = { name: 'policy', check: () => ({ action: 'deny', reason: 'not today' }) };
+    const script = [call('echo', { text: 'hi' }), say('ok')];
+    const { agent, events } = await scriptedAgent(root, script, { tools: [tool], beforeCall: [policy] });
+    await runTask(agent, 'echo');
+    const decisions = events.flatMap((event) => (event.type === 'decision' ? [event] : []));
+    assert.deepEqual(
+      decisions.map(({ call: decided, hook, decision }) => ({ id: decided.id, hook, decision })),
+      [{ id: 'toolu_s1_0', hook: 'policy', decision: { action: 'deny', reason: 'not today' } }],
+    );
+  });
+
+  test('a rewrite refused by the schema is an error result, so the model does not take it as the answer', async (t) => {
+    const root = await tempProject(t);
+    const { tool } = echoTool();
+    const broken: BeforeCallHook = { name: 'broken', check: () => ({ action: 'rewrite', input: { text: 42 } }) };
+    const script = [call('echo', { text: 'hi' }), say('ok')];
+    const { agent } = await scriptedAgent(root, script, { tools: [tool], beforeCall: [broken] });
+    await runTask(agent, 'echo');
+    assert.deepEqual(
+      toolResults(agent.messages).map((result) => result.is_error),
+      [true],
+    );
+    assert.deepEqual(violationsOf({ messages: agent.messages }), []);
+  });
+});
