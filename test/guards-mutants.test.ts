@@ -1,7 +1,6 @@
 // Guards of agent.ts's P1–P3 that `npm run mutate:agent` found unpinned: each test here was written against a
 // surviving mutant, and fails with that mutant applied. Named, like every guard test, after the failure it prevents.
 
-import type Anthropic from '@anthropic-ai/sdk';
 import assert from 'node:assert/strict';
 import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -11,26 +10,7 @@ import { z } from 'zod';
 import { type AfterCallHook, type AgentEvent, approveAll, type BeforeCallHook, pathOf, runTask } from '../agent.ts';
 import { call, reply, say, text, toolUse } from '../scripted-model.ts';
 import { defineTool, TOOLS } from '../tools.ts';
-import { scriptedAgent, tempProject, textOf, violationsOf } from './helpers.ts';
-
-/** Every tool_result in a transcript, in order. */
-const toolResults = (messages: Anthropic.MessageParam[]) =>
-  messages.flatMap((m) =>
-    m.role === 'user' && Array.isArray(m.content) ? m.content.filter((b) => b.type === 'tool_result') : [],
-  );
-
-/** A read-only tool that echoes its text and records every run. */
-function echoTool() {
-  const runs: string[] = [];
-  const tool = defineTool({
-    name: 'echo',
-    description: 'Echoes its text. A test tool that records its runs.',
-    input: z.strictObject({ text: z.string() }),
-    readOnly: true,
-    run: async ({ text }) => (runs.push(text), `echo: ${text}`),
-  });
-  return { tool, runs };
-}
+import { echoTool, scriptedAgent, tempProject, textOf, toolResults, violationsOf } from './helpers.ts';
 
 describe('the gate says what is wrong', () => {
   test('a protected file deleted, or one added under a protected glob, is named as deleted or added, not "changed"', async (t) => {

@@ -29,7 +29,17 @@ import { call, reply, say, ScriptedModel, toolUse } from '../scripted-model.ts';
 import { defineTool, ToolError, TOOLS } from '../tools.ts';
 import { requestViolations } from './api-rules.ts';
 import { fakeMessage, streamEvents } from './fake-api.ts';
-import { deferred, pointSdkAt, runCli, scriptedAgent, tempProject, unmarked, violationsOf } from './helpers.ts';
+import {
+  deferred,
+  echoTool,
+  pointSdkAt,
+  runCli,
+  scriptedAgent,
+  tempProject,
+  toolResults,
+  unmarked,
+  violationsOf,
+} from './helpers.ts';
 
 /** The real clock, kept before any test fakes it. */
 const realSetTimeout = globalThis.setTimeout;
@@ -48,12 +58,6 @@ const settle = async () => {
   for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
 };
 
-/** Every tool_result in a transcript, in order. */
-const toolResults = (messages: Anthropic.MessageParam[]) =>
-  messages.flatMap((m) =>
-    m.role === 'user' && Array.isArray(m.content) ? m.content.filter((b) => b.type === 'tool_result') : [],
-  );
-
 /** A forker's tool that takes a path and trusts it: it checks nothing itself, and records what it was given. */
 function trustingTool() {
   const runs: string[] = [];
@@ -66,19 +70,6 @@ function trustingTool() {
       runs.push(requested);
       return `stamped ${requested}`;
     },
-  });
-  return { tool, runs };
-}
-
-/** A read-only tool that records its runs. */
-function echoTool() {
-  const runs: string[] = [];
-  const tool = defineTool({
-    name: 'echo',
-    description: 'Echoes its text. A test tool.',
-    input: z.strictObject({ text: z.string() }),
-    readOnly: true,
-    run: async ({ text }) => (runs.push(text), `echo: ${text}`),
   });
   return { tool, runs };
 }

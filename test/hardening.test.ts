@@ -2,7 +2,6 @@
 // runaway guard, stop reasons, Ctrl-C, steering and --json. One test per failure it prevents,
 // each named after that failure.
 
-import type Anthropic from '@anthropic-ai/sdk';
 import assert from 'node:assert/strict';
 import { getEventListeners } from 'node:events';
 import { execFileSync } from 'node:child_process';
@@ -28,37 +27,17 @@ import { call, reply, say, ScriptedModel, text, toolUse } from '../scripted-mode
 import { defineTool, type Tool, TOOLS } from '../tools.ts';
 import {
   deferred,
+  echoTool,
   runCli,
   scriptedAgent,
   tempProject,
   textOf,
   tokensSpent,
+  toolResults,
   unmarked,
   violationsOf,
   within,
 } from './helpers.ts';
-
-/** Every tool_result in a transcript, in order. */
-const toolResults = (messages: Anthropic.MessageParam[]) =>
-  messages.flatMap((m) =>
-    m.role === 'user' && Array.isArray(m.content) ? m.content.filter((b) => b.type === 'tool_result') : [],
-  );
-
-/** A read-only tool that echoes its text and records every run, so a test can tell "not run" from "run". */
-function echoTool() {
-  const runs: string[] = [];
-  const tool = defineTool({
-    name: 'echo',
-    description: 'Echoes its text. A test tool that records its runs.',
-    input: z.strictObject({ text: z.string() }),
-    readOnly: true,
-    run: async ({ text: said }) => {
-      runs.push(said);
-      return `echo: ${said}`;
-    },
-  });
-  return { tool, runs };
-}
 
 /** A tool with a fixed output, recording its runs. */
 function fixedTool(name: string, output: string) {

@@ -8,6 +8,8 @@ import { PassThrough } from 'node:stream';
 import type { TestContext } from 'node:test';
 import { type AgentEvent, main, type ModelRequest } from '../agent.ts';
 import { scriptedAgent, writeFiles } from '../lessons/stories.ts';
+import { z } from 'zod';
+import { defineTool } from '../tools.ts';
 import { requestViolations } from './api-rules.ts';
 
 /** A fresh project folder with the given files, removed when the test ends. */
@@ -82,4 +84,23 @@ export function pointSdkAt(t: TestContext, baseURL: string): void {
     if (saved === undefined) delete process.env.ANTHROPIC_BASE_URL;
     else process.env.ANTHROPIC_BASE_URL = saved;
   });
+}
+
+/** Every tool_result in a transcript, in order. */
+export const toolResults = (messages: Anthropic.MessageParam[]) =>
+  messages.flatMap((m) =>
+    m.role === 'user' && Array.isArray(m.content) ? m.content.filter((b) => b.type === 'tool_result') : [],
+  );
+
+/** A read-only tool that echoes its text and records every run, so a test can tell "not run" from "run". */
+export function echoTool() {
+  const runs: string[] = [];
+  const tool = defineTool({
+    name: 'echo',
+    description: 'Echoes its text. A test tool that records its runs.',
+    input: z.strictObject({ text: z.string() }),
+    readOnly: true,
+    run: async ({ text }) => (runs.push(text), `echo: ${text}`),
+  });
+  return { tool, runs };
 }
