@@ -94,18 +94,30 @@ function toMessage(scripted: ScriptedReply, turn: number, request: ModelRequest)
     stop_details: null,
     container: null,
     diagnostics: null,
-    usage: {
+    usage: usageOf({
       input_tokens: scripted.usage?.input_tokens ?? Math.ceil(JSON.stringify(request).length / 4),
       output_tokens: scripted.usage?.output_tokens ?? Math.ceil(JSON.stringify(content).length / 4),
       cache_creation_input_tokens: scripted.usage?.cache_creation_input_tokens ?? null,
       cache_read_input_tokens: scripted.usage?.cache_read_input_tokens ?? null,
-      cache_creation: null,
-      inference_geo: null,
-      output_tokens_details: null,
-      server_tool_use: null,
-      service_tier: null,
-      speed: null,
-    },
+    }),
+  };
+}
+
+type TokenCounts = Pick<Anthropic.Usage, 'input_tokens' | 'output_tokens'> &
+  Partial<Pick<Anthropic.Usage, 'cache_creation_input_tokens' | 'cache_read_input_tokens'>>;
+
+/** A whole `Usage` from its token counts: the fields a fake reply has no value for are null, as the API's may be. */
+export function usageOf(counts: TokenCounts): Anthropic.Usage {
+  return {
+    cache_creation_input_tokens: null,
+    cache_read_input_tokens: null,
+    ...counts,
+    cache_creation: null,
+    inference_geo: null,
+    output_tokens_details: null,
+    server_tool_use: null,
+    service_tier: null,
+    speed: null,
   };
 }
 

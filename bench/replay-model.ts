@@ -5,22 +5,17 @@
 
 import type Anthropic from '@anthropic-ai/sdk';
 import type { Model, ModelRequest } from '../agent.ts';
+import { usageOf } from '../scripted-model.ts';
 
 const NO_USAGE: Anthropic.Usage = usage({ input: 1, output: 1, cacheWrite: 0, cacheRead: 0 });
 
 function usage(u: { input: number; output: number; cacheWrite: number; cacheRead: number }): Anthropic.Usage {
-  return {
+  return usageOf({
     input_tokens: u.input,
     output_tokens: u.output,
     cache_creation_input_tokens: u.cacheWrite,
     cache_read_input_tokens: u.cacheRead,
-    cache_creation: null,
-    inference_geo: null,
-    output_tokens_details: null,
-    server_tool_use: null,
-    service_tier: null,
-    speed: null,
-  };
+  });
 }
 
 function message(turn: number, content: Anthropic.ContentBlock[]): Anthropic.Message {

@@ -5,6 +5,7 @@ import { mkdtemp, open, realpath, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { SESSION_VERSION, type SessionEntry } from '../agent.ts';
+import { usageOf } from '../scripted-model.ts';
 
 export const SESSION_FILE_BYTES = 1000 ** 3;
 
@@ -31,18 +32,12 @@ function turn(n: number): string {
 }
 
 function usage(n: number) {
-  return {
+  return usageOf({
     input_tokens: 3,
     output_tokens: 40,
     cache_creation_input_tokens: 1_200,
     cache_read_input_tokens: 1_000 * n,
-    cache_creation: null,
-    inference_geo: null,
-    output_tokens_details: null,
-    server_tool_use: null,
-    service_tier: null,
-    speed: null,
-  };
+  });
 }
 
 /** Runs `use` on a fresh session file of about SESSION_FILE_BYTES and deletes it, even when `use` throws. */

@@ -4,8 +4,8 @@
 // transcript, and carries its numbers for the tooltip (`data-tip`, shown by the page's script) and for
 // screen readers (`<title>`, which also makes the browser's own tooltip).
 
-import type Anthropic from '@anthropic-ai/sdk';
 import { costOf, priceOf } from '../agent.ts';
+import { usageOf } from '../scripted-model.ts';
 import { count, dollars, type Fragment, html, type Html } from './html.ts';
 import type { Request, Tokens } from './read.ts';
 
@@ -43,18 +43,12 @@ const totalOf = (t: Tokens) => inputOf(t) + t.output;
 
 /** A request's price in dollars, by the harness's own price table; null when the model has no price there. */
 export function requestCost(model: string, tokens: Tokens): number | null {
-  const usage: Anthropic.Usage = {
+  const usage = usageOf({
     input_tokens: tokens.uncached,
     cache_creation_input_tokens: tokens.cacheWrite,
     cache_read_input_tokens: tokens.cacheRead,
     output_tokens: tokens.output,
-    cache_creation: null,
-    inference_geo: null,
-    output_tokens_details: null,
-    server_tool_use: null,
-    service_tier: null,
-    speed: null,
-  };
+  });
   return costOf(priceOf({ name: model }), usage);
 }
 
