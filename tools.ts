@@ -3,7 +3,7 @@
 // This file never imports agent.ts: a tool knows nothing about the loop that calls it.
 
 import { createHash, randomBytes } from 'node:crypto';
-import type { Dirent, Stats } from 'node:fs';
+import type { Stats } from 'node:fs';
 import {
   chmod,
   type FileHandle,
@@ -174,14 +174,17 @@ interface IgnoreFile {
   readonly rules: Ignore;
 }
 
+/** A folder read and sorted out: what it shows, what git ignores in it, and the rules for its subfolders. */
 interface Folder {
   readonly dir: string;
-  /** What is in it, already read. */
-  readonly children: readonly Dirent[];
   /** The folder's path relative to the root, ending in "/" ("" for the root). */
   readonly prefix: string;
-  /** The .gitignore rules in force here, outermost first; null to list ignored entries too. */
-  readonly ignoreFiles: readonly IgnoreFile[] | null;
+  /** The .gitignore rules in force in it, its own included, outermost first; null to list ignored entries too. */
+  readonly rules: readonly IgnoreFile[] | null;
+  /** Its entries that git does not ignore, relative to the root; sorted while the listing can still show them. */
+  readonly kept: string[];
+  /** How many of its entries git ignores. */
+  readonly ignored: number;
 }
 
 interface Listing {
@@ -204,17 +207,20 @@ async function listTree(
 ): Promise<Listing> {
   const listing: Listing = { entries: [], more: 0, ignored: 0 };
   const base = path.relative(root, start).split(path.sep).join('/');
-  const children = await readdir(start, { withFileTypes: true });
-  await listFolder({ dir: start, children, prefix: base === '' ? '' : `${base}/`, ignoreFiles }, listing, cap);
+  await listFolder(await readFolder(start, base === '' ? '' : `${base}/`, ignoreFiles, listing, cap), listing, cap);
   return listing;
 }
 
-/** Adds one folder's entries to the listing in sorted order, each subfolder followed by its own entries.
- *  Sorting folder by folder is enough: "src/" and everything in it sort together, next to "src.ts"
- *  and "srcs", so no sort of the whole tree is needed. */
-async function listFolder(folder: Folder, listing: Listing, cap: number): Promise<void> {
-  const { dir, children, prefix } = folder;
-  let rules = folder.ignoreFiles;
+/** Reads one folder and tells its entries git ignores from the rest. */
+async function readFolder(
+  dir: string,
+  prefix: string,
+  inherited: readonly IgnoreFile[] | null,
+  listing: Listing,
+  cap: number,
+): Promise<Folder> {
+  const children = await readdir(dir, { withFileTypes: true });
+  let rules = inherited;
   if (rules !== null && children.some((child) => child.name === '.gitignore')) {
     rules = [...rules, ...(await loadIgnoreFile(path.join(dir, '.gitignore'), prefix))];
   }
@@ -223,29 +229,41 @@ async function listFolder(folder: Folder, listing: Listing, cap: number): Promis
   // the matching itself.
   const local = rules?.map(({ base, rules }) => ({ base, rules: ignore().add(rules) }));
   const kept: string[] = [];
+  let ignored = 0;
   for (const child of children) {
     const isFolder = child.isDirectory();
     if (isFolder && SKIPPED_DIRS.has(child.name)) continue;
     // Each folder carries its relative path down, so no entry needs a path.relative of its own.
     const relative = isFolder ? `${prefix}${child.name}/` : prefix + child.name;
-    if (local !== undefined && gitIgnores(local, relative)) listing.ignored++;
+    if (local !== undefined && gitIgnores(local, relative)) ignored++;
     else kept.push(relative);
   }
-  // Past the cap, entries are only counted: their order no longer matters.
+  // Once the listing is full, entries are only counted and their order no longer matters. It only grows, so a
+  // folder read while it had room is sorted, perhaps needlessly; one read after it filled never shows.
   if (listing.entries.length < cap) kept.sort();
-  // All subfolders are read at once: side by side, the reads take a fraction of the time of one by one.
+  return { dir, prefix, rules, kept, ignored };
+}
+
+/** Adds one folder's entries to the listing in sorted order, each subfolder followed by its own entries.
+ *  Sorting folder by folder is enough: "src/" and everything in it sort together, next to "src.ts"
+ *  and "srcs", so no sort of the whole tree is needed. */
+async function listFolder(folder: Folder, listing: Listing, cap: number): Promise<void> {
+  const { dir, prefix, rules, kept } = folder;
+  listing.ignored += folder.ignored;
+  // All subfolders are read at once, each sorted out as soon as it arrives: the reads take a fraction of the
+  // time of one by one, and the matching of those already read overlaps the reading of the rest.
   const subfolders = await Promise.all(
-    kept.map(async (relative) => {
-      if (!relative.endsWith('/')) return undefined;
-      const subfolder = path.join(dir, relative.slice(prefix.length, -1));
-      return { dir: subfolder, children: await readdir(subfolder, { withFileTypes: true }) };
-    }),
+    kept.map((relative) =>
+      relative.endsWith('/')
+        ? readFolder(path.join(dir, relative.slice(prefix.length, -1)), relative, rules, listing, cap)
+        : undefined,
+    ),
   );
   for (const [i, relative] of kept.entries()) {
     if (listing.entries.length < cap) listing.entries.push(relative);
     else listing.more++;
     const subfolder = subfolders[i];
-    if (subfolder !== undefined) await listFolder({ ...subfolder, prefix: relative, ignoreFiles: rules }, listing, cap);
+    if (subfolder !== undefined) await listFolder(subfolder, listing, cap);
   }
 }
 
