@@ -41,8 +41,10 @@ import {
   violationsOf,
 } from './helpers.ts';
 
-/** The real clock, kept before any test fakes it. */
+/** The real clock, kept before any test fakes it: a faked clearTimeout would leave the real timer running, and it
+ *  would keep the test process alive for its full two seconds after the last test. */
 const realSetTimeout = globalThis.setTimeout;
+const realClearTimeout = globalThis.clearTimeout;
 
 /** Fails the test (instead of hanging it) when `promise` does not settle within `ms` of real time. */
 function withinRealTime<T>(promise: Promise<T>, what: string, ms = 2_000): Promise<T> {
@@ -50,7 +52,7 @@ function withinRealTime<T>(promise: Promise<T>, what: string, ms = 2_000): Promi
   const fallback = new Promise<never>((_, reject) => {
     timer = realSetTimeout(() => reject(new Error(`${what}: still waiting after ${ms / 1000} s`)), ms);
   });
-  return Promise.race([promise, fallback]).finally(() => clearTimeout(timer));
+  return Promise.race([promise, fallback]).finally(() => realClearTimeout(timer));
 }
 
 /** Lets pending promise callbacks and I/O run (setImmediate is never faked here). */
