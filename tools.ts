@@ -4,19 +4,7 @@
 
 import { createHash, randomBytes } from 'node:crypto';
 import type { Stats } from 'node:fs';
-import {
-  chmod,
-  type FileHandle,
-  lstat,
-  mkdir,
-  open,
-  readdir,
-  readFile,
-  realpath,
-  rename,
-  stat,
-  writeFile,
-} from 'node:fs/promises';
+import { chmod, lstat, mkdir, open, readdir, readFile, realpath, rename, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createTwoFilesPatch } from 'diff';
 import ignore, { type Ignore } from 'ignore';
@@ -338,13 +326,18 @@ export const read_file = defineTool({
   async run({ path: requested, offset = 1, limit = MAX_LINES }, ctx) {
     const file = await safe_path(ctx.root, requested);
     const info = await statRegularFile(file, requested);
-    const window = await readLineWindow(file, offset, Math.min(limit, MAX_LINES));
+    // A file small enough to edit is read once, whole: the window, the line count and the hash all come from the
+    // same bytes. Read separately, a change in between could pin a version the model never saw.
+    const whole = info.size <= MAX_EDITABLE_BYTES ? await readFile(file) : undefined;
+    const window = await (whole === undefined
+      ? readLineWindow(file, offset, Math.min(limit, MAX_LINES), ctx.signal)
+      : lineWindow(chunksOf(whole), offset, Math.min(limit, MAX_LINES)));
     // NUL bytes anywhere in the window (not only at the start of the file) mean binary data.
     if (window === 'binary' || window.lines.some((line) => line.includes('\0'))) {
       throw new ToolError(`${requested} is a binary file (${info.size} bytes); read_file shows text only`);
     }
     // The hash is what makes a later edit safe: it pins the version the model has now seen.
-    if (info.size <= MAX_EDITABLE_BYTES) ctx.seen.set(file, sha256(await readFile(file)));
+    if (whole !== undefined) ctx.seen.set(file, sha256(whole));
     if (window.lines.length === 0) {
       return info.size === 0 ? '(empty file)' : `[the file has fewer than ${offset} lines; use a smaller offset]`;
     }
@@ -355,7 +348,7 @@ export const read_file = defineTool({
         `[line ${last} is longer than ${MAX_BYTES / 1024} KiB and was cut; the rest of it cannot be shown]`,
       );
     }
-    const total = info.size <= MAX_EDITABLE_BYTES ? await countLines(file) : undefined;
+    const total = whole === undefined ? undefined : countLines(whole);
     if (!window.reachedEnd && (total === undefined || last < total)) {
       numbered.push(
         `[showing lines ${offset}-${last}${total === undefined ? '' : ` of ${total}`}; ` +
@@ -393,69 +386,103 @@ interface LineWindow {
   reachedEnd: boolean;
 }
 
-/** Reads only the lines it returns (plus the ones it skips), so a 1 GB file is never loaded whole.
- *  'binary': the file starts with a NUL byte in its first 8 KiB. */
-async function readLineWindow(file: string, offset: number, limit: number): Promise<LineWindow | 'binary'> {
+/** The window of a file too large to read whole, read chunk by chunk only as far as the window goes, so a 1 GB file
+ *  is never loaded. */
+async function readLineWindow(
+  file: string,
+  offset: number,
+  limit: number,
+  signal: AbortSignal | undefined,
+): Promise<LineWindow | 'binary'> {
   const handle = await open(file, 'r');
   try {
-    const chunk = Buffer.alloc(64 * 1024);
-    const lines: string[] = [];
-    let partial: Buffer[] = [];
-    let partialBytes = 0;
-    let lineNumber = 1;
-    let shownBytes = 0;
-    let first = true;
-    for (;;) {
-      const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
-      // Only the bytes just read: past them, the buffer still holds the previous chunk's.
-      const data = chunk.subarray(0, bytesRead);
-      if (first && data.subarray(0, 8192).includes(0)) return 'binary';
-      first = false;
-      if (data.length === 0) {
-        // Only lines from the offset on are gathered, so a partial line here is one to show.
-        if (partialBytes > 0) lines.push(Buffer.concat(partial).toString('utf8'));
-        return { lines, cutLine: false, reachedEnd: true };
-      }
-      for (let start = 0; start < data.length;) {
-        const newline = data.indexOf(10, start);
-        const end = newline === -1 ? data.length : newline;
-        if (lineNumber >= offset) {
-          partial.push(Buffer.from(data.subarray(start, end)));
-          partialBytes += end - start;
-          if (shownBytes + partialBytes > MAX_BYTES) {
-            // Whole lines only; a single line bigger than the cap is shown cut, and says so.
-            if (lines.length > 0) return { lines, cutLine: false, reachedEnd: false };
-            lines.push(Buffer.concat(partial).subarray(0, MAX_BYTES).toString('utf8'));
-            return { lines, cutLine: true, reachedEnd: false };
-          }
-        }
-        if (end === data.length) break;
-        if (lineNumber >= offset) {
-          lines.push(Buffer.concat(partial).toString('utf8').replace(/\r$/, ''));
-          shownBytes += partialBytes + 1;
-          if (lines.length === limit) {
-            const reachedEnd = end + 1 < data.length ? false : await atEnd(handle);
-            return { lines, cutLine: false, reachedEnd };
-          }
-        }
-        partial = [];
-        partialBytes = 0;
-        lineNumber++;
-        start = end + 1;
-      }
-    }
+    // Large chunks: each read waits for a thread of the pool, and with 64 KiB ones that wait was most of the time.
+    const chunk = Buffer.alloc(1024 * 1024);
+    return await lineWindow(
+      async () => {
+        throwIfStopped(signal);
+        const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
+        // Only the bytes just read: past them, the buffer still holds the previous chunk's.
+        return chunk.subarray(0, bytesRead);
+      },
+      offset,
+      limit,
+    );
   } finally {
     await handle.close();
   }
 }
 
-async function atEnd(handle: FileHandle): Promise<boolean> {
-  const { bytesRead } = await handle.read(Buffer.alloc(1), 0, 1, null);
-  return bytesRead === 0;
+/** Prevents a read that outlives its run: skipping to a far offset of a huge file can take minutes after Ctrl-C. */
+function throwIfStopped(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new ToolError('stopped: the run was interrupted while the file was being read');
 }
 
-async function countLines(file: string): Promise<number> {
-  const text = await readFile(file);
+/** One buffer as the only chunk of a file. */
+function chunksOf(whole: Buffer): () => Promise<Buffer> {
+  let chunks = [whole];
+  return async () => {
+    const [next = Buffer.alloc(0)] = chunks;
+    chunks = [];
+    return next;
+  };
+}
+
+/** The lines from `offset` on, at most `limit` of them and MAX_BYTES in all, from a file's chunks as `next` gives
+ *  them (an empty chunk at the end; a chunk may be reused once the next is asked for). 'binary': the file has a NUL
+ *  byte in its first 8 KiB. */
+async function lineWindow(next: () => Promise<Buffer>, offset: number, limit: number): Promise<LineWindow | 'binary'> {
+  const lines: string[] = [];
+  let partial: Buffer[] = [];
+  let partialBytes = 0;
+  let lineNumber = 1;
+  let shownBytes = 0;
+  for (let first = true; ; first = false) {
+    const data = await next();
+    if (first && data.subarray(0, 8192).includes(0)) return 'binary';
+    if (data.length === 0) {
+      // Only lines from the offset on are gathered, so a partial line here is one to show.
+      if (partialBytes > 0) lines.push(Buffer.concat(partial).toString('utf8'));
+      return { lines, cutLine: false, reachedEnd: true };
+    }
+    let start = 0;
+    if (lineNumber < offset) {
+      // Lines before the window are only counted.
+      while (lineNumber < offset) {
+        const newline = data.indexOf(10, start);
+        if (newline === -1) break;
+        lineNumber++;
+        start = newline + 1;
+      }
+      if (lineNumber < offset) continue; // the rest of this chunk is the start of a line before the window
+    }
+    while (start < data.length) {
+      const newline = data.indexOf(10, start);
+      const end = newline === -1 ? data.length : newline;
+      partial.push(Buffer.from(data.subarray(start, end)));
+      partialBytes += end - start;
+      if (shownBytes + partialBytes > MAX_BYTES) {
+        // Whole lines only; a single line bigger than the cap is shown cut, and says so.
+        if (lines.length > 0) return { lines, cutLine: false, reachedEnd: false };
+        lines.push(Buffer.concat(partial).subarray(0, MAX_BYTES).toString('utf8'));
+        return { lines, cutLine: true, reachedEnd: false };
+      }
+      if (end === data.length) break;
+      lines.push(Buffer.concat(partial).toString('utf8').replace(/\r$/, ''));
+      shownBytes += partialBytes + 1;
+      if (lines.length === limit) {
+        const reachedEnd = end + 1 < data.length ? false : (await next()).length === 0;
+        return { lines, cutLine: false, reachedEnd };
+      }
+      partial = [];
+      partialBytes = 0;
+      start = end + 1;
+    }
+  }
+}
+
+/** How many lines `text` has; a last line without a newline counts too. */
+function countLines(text: Buffer): number {
   let count = 0;
   for (let i = text.indexOf(10); i !== -1; i = text.indexOf(10, i + 1)) count++;
   return text.length > 0 && text[text.length - 1] !== 10 ? count + 1 : count;

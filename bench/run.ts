@@ -90,9 +90,10 @@ const ROWS: Row[] = [
     measure: () => readLargeTextFile().then((rows) => rows.last),
   },
   {
-    name: 'read_file, last window of a 1 GiB text file, peak RSS',
+    // Node and tsx alone take about 100 MB before the read, which no change to read_file can lower.
+    name: 'read_file, last window of a 1 GiB text file, peak RSS added by the read',
     unit: 'MB',
-    target: { op: '<', limit: 100 },
+    target: { op: '<', limit: 50 },
     how: 'node --import tsx bench/read-window.ts FILE OFFSET',
     measure: () => readLargeTextFile().then((rows) => rows.rss),
   },
@@ -223,7 +224,10 @@ function readLargeTextFile() {
           `${TEXT_FILE_LINES} lines; read_file at offset ${LAST_WINDOW} (the last 500 lines), median ` +
           `${median(ours).toFixed(0)} ms; wc -l ${median(theirs).toFixed(0)} ms; the file in the page cache`,
       },
-      rss: { value: MB(peakKiB), note: `of which ${MB(beforeKiB).toFixed(1)} MB was Node + tsx before the read` },
+      rss: {
+        value: MB(peakKiB - beforeKiB),
+        note: `peak ${MB(peakKiB).toFixed(1)} MB, of which ${MB(beforeKiB).toFixed(1)} MB was Node + tsx before the read`,
+      },
     };
   }));
 }

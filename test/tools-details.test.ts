@@ -132,13 +132,6 @@ describe('read_file windows', () => {
     ]);
   });
 
-  test('a window ending exactly at a 64 KiB read boundary still says where to continue', async (t) => {
-    // Lines of 64 bytes: line 1024 ends on byte 65,536, the last of the first read.
-    const p = await project(t, { 'a.txt': 'x'.repeat(63).concat('\n').repeat(2000) });
-    const out = (await read_file.run({ path: 'a.txt', offset: 1000, limit: 25 }, p.ctx)).split('\n');
-    assert.equal(out.at(-1), '[showing lines 1000-1024 of 2000; use offset=1025 to continue]');
-  });
-
   test('the last line of a file is shown when the offset points at it', async (t) => {
     const p = await project(t, { 'a.txt': 'one\ntwo' });
     assert.equal(await read_file.run({ path: 'a.txt', offset: 2 }, p.ctx), numbered(2, 'two'));
@@ -174,7 +167,7 @@ describe('read_file windows', () => {
   });
 
   test('text shown before binary data further on in the file: only the window and the first 8 KiB decide', async (t) => {
-    // 70,000 bytes of text, so the binary part starts in the second 64 KiB read, after the lines asked for.
+    // 70,000 bytes of text, so the binary part starts well past the first 8 KiB, after the lines asked for.
     const text = 'text line\n'.repeat(7000);
     const p = await project(t, { 'mixed.dat': Buffer.concat([Buffer.from(text), Buffer.alloc(100)]) });
     const out = await read_file.run({ path: 'mixed.dat', offset: 6600, limit: 2 }, p.ctx);
@@ -214,6 +207,46 @@ describe('read_file on a file over 10 MiB (no line count)', () => {
     assert.equal(await read_file.run({ path: 'big.log', offset: 302 }, p.ctx), numbered(302, 'last line'));
     assert.equal(await read_file.run({ path: 'big.log', offset: 302, limit: 1 }, p.ctx), numbered(302, 'last line'));
   });
+
+  /** `text` at the start of a file over 10 MiB, which read_file reads in 1 MiB chunks instead of whole. */
+  async function overTenMiB(t: Parameters<typeof project>[0], text: string) {
+    const p = await project(t, { 'big.txt': text });
+    await growSparse(path.join(p.root, 'big.txt'), 11 * 1024 * 1024);
+    return p;
+  }
+
+  test('a window ending exactly at a 1 MiB read boundary still says where to continue', async (t) => {
+    // Lines of 64 bytes: line 16,384 ends on byte 1,048,576, the last of the first read.
+    const p = await overTenMiB(t, 'x'.repeat(63).concat('\n').repeat(20_000));
+    const out = (await read_file.run({ path: 'big.txt', offset: 16_380, limit: 5 }, p.ctx)).split('\n');
+    assert.deepEqual(out.slice(-2), [
+      numbered(16_384, 'x'.repeat(63)),
+      '[showing lines 16380-16384; use offset=16385 to continue]',
+    ]);
+  });
+
+  test('a line split between two reads comes back whole, its multibyte characters too', async (t) => {
+    // The first line and "zz" fill the first read but one byte, so the 2-byte "é" straddles the two reads.
+    const before = 'a'.repeat(1024 * 1024 - 4);
+    const p = await overTenMiB(t, `${before}\nzzé€\nnext\n`);
+    const out = await read_file.run({ path: 'big.txt', offset: 2, limit: 2 }, p.ctx);
+    assert.deepEqual(out.split('\n').slice(0, 2), [numbered(2, 'zzé€'), numbered(3, 'next')]);
+  });
+
+  test(
+    'a read far into a huge file stops when the run is stopped, instead of scanning on for minutes',
+    { timeout: 10_000 },
+    async (t) => {
+      const p = await project(t, { 'huge.log': 'x\n'.repeat(5000) });
+      await growSparse(path.join(p.root, 'huge.log'), 2 ** 40);
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(), 50);
+      await assert.rejects(
+        read_file.run({ path: 'huge.log', offset: 1e9 }, { ...p.ctx, signal: controller.signal }),
+        /stopped: the run was interrupted while the file was being read/,
+      );
+    },
+  );
 });
 
 describe('edit_file answers', () => {
