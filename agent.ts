@@ -143,7 +143,7 @@ export async function runTask(agent: Agent, task: string, userSignal?: AbortSign
   append(agent, userText(task));
   for (let turn = 1; ; turn++) {
     const reply = await callModel(agent, run, turn);
-    if ('kind' in reply) return halt(agent, reply, turn);
+    if ('kind' in reply) return halt(agent, reply, turn - 1); // this turn's call never came back
     appendReply(agent, reply);
     countUsage(agent, reply, turn); // after the append: the next estimate starts from this reply
     const calls = reply.content.filter((block) => block.type === 'tool_use');
@@ -185,7 +185,7 @@ export type LoopEvent =
   | { type: 'running'; call: Anthropic.ToolUseBlock }
   | { type: 'result'; call: Anthropic.ToolUseBlock; result: Anthropic.ToolResultBlockParam }
   | { type: 'notice'; text: string }
-  | { type: 'halt'; halt: Halt; turns: number };
+  | { type: 'halt'; halt: Halt; turns: number }; // turns: the model's replies in this run
 
 /** Every halt goes through here, so every run says how it ended. */
 function halt(agent: Agent, reached: Halt, turns: number): Halt {

@@ -38,6 +38,17 @@ describe('P1 loop guards', () => {
     assert.deepEqual(blocks(model.requests[1]!.messages[1]!)[0], thinking);
   });
 
+  test('a model call that fails is not counted as a turn: the halt says how many replies came back', async (t) => {
+    const root = await tempProject(t);
+    const overloaded = () => {
+      throw new Error('overloaded');
+    };
+    const { agent, events } = await scriptedAgent(root, [call('echo', { text: 'x' }), overloaded], { tools: [echo] });
+    const halt = await runTask(agent, 'echo');
+    assert.equal(halt.kind, 'error');
+    assert.deepEqual(events.at(-1), { type: 'halt', halt, turns: 1 });
+  });
+
   test('an empty text block is never sent back, since the API rejects it', async (t) => {
     const root = await tempProject(t);
     const { agent, model } = await scriptedAgent(root, [reply(text(''), toolUse('echo', { text: 'x' })), say('ok')], {
