@@ -957,11 +957,13 @@ export class AnthropicModel implements Model {
     }
   }
 
-  async contextWindow(): Promise<number | null> {
-    return await this.client.models.retrieve(this.name).then(
+  /** Asked of the API once per model: every sub-agent's createAgent wants it too, and it does not change. */
+  private window: Promise<number | null> | undefined;
+  contextWindow(): Promise<number | null> {
+    return (this.window ??= this.client.models.retrieve(this.name).then(
       (info) => info.max_input_tokens,
       () => null,
-    );
+    ));
   }
 }
 

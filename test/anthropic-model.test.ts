@@ -65,6 +65,19 @@ test('a streamed reply with thinking, text and a tool call is assembled, execute
 // The fake asks the SDK to wait 1 ms before a retry (retry-after-ms), which keeps these tests fast.
 const notices = (events: AgentEvent[]) => events.flatMap((e) => (e.type === 'notice' ? [e.text] : []));
 
+test('the context window is asked of the API once, not again for every sub-agent', async (t) => {
+  const { api, agent } = await agentOnFakeApi(t, [
+    { kind: 'reply', message: fakeMessage([toolUseBlock('toolu_1', 'task', { description: 'a', prompt: 'a?' })]) },
+    { kind: 'reply', message: fakeMessage([textBlock('Found a.')]) },
+    { kind: 'reply', message: fakeMessage([toolUseBlock('toolu_2', 'task', { description: 'b', prompt: 'b?' })]) },
+    { kind: 'reply', message: fakeMessage([textBlock('Found b.')]) },
+    { kind: 'reply', message: fakeMessage([textBlock('Done.')]) },
+  ]);
+  assert.deepEqual(await runTask(agent, 'ask twice'), { kind: 'accepted', verifiedBy: null });
+  assert.equal(messageCalls(api), 5, 'two sub-agents ran');
+  assert.equal(api.requests.filter((r) => r.path.startsWith('/v1/models')).length, 1);
+});
+
 test('an overloaded API (529) is retried by the SDK itself, and the run succeeds', async (t) => {
   const { api, agent, events } = await agentOnFakeApi(t, [
     { kind: 'status', status: 529 },
