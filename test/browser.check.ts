@@ -2,7 +2,8 @@
 // /usr/bin/chromium, driven by playwright-core; no browser is downloaded). What only a browser can tell: the
 // page runs with no console error and no policy violation, fetches nothing, runs nothing from the session,
 // and its tooltips and folds work. Kept out of `npm test` because it starts a browser (a few seconds).
-// Also writes docs/session-page.png, the README's picture of the page.
+// With UPDATE_SCREENSHOT=1 it also rewrites docs/session-page.png, the README's picture of the page; otherwise the
+// screenshot goes to a temporary folder, so a test run leaves the working tree as it was.
 
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
@@ -17,7 +18,7 @@ import { exportP4 } from '../session-page/p4-example.ts';
 import { HOSTILE, hostileSession, richSession } from './session-page-fixtures.ts';
 
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const SCREENSHOT = path.join(import.meta.dirname, '..', 'docs', 'session-page.png');
+const README_SCREENSHOT = path.join(import.meta.dirname, '..', 'docs', 'session-page.png');
 const ARGS = [
   '--headless',
   '--no-sandbox',
@@ -153,12 +154,13 @@ describe('the P4 story’s page (40+ calls, a compaction, a sub-agent) in Chromi
     clean(misdeeds);
   });
 
-  test('a screenshot for the README: docs/session-page.png', async () => {
+  test('a screenshot for the README (docs/session-page.png with UPDATE_SCREENSHOT=1)', async () => {
+    const screenshot = process.env.UPDATE_SCREENSHOT === '1' ? README_SCREENSHOT : path.join(dir, 'session-page.png');
     await page.goto(`${pathToFileURL(defaultOut(session)).href}#`);
     await page.locator('#chart a.bar.compaction').first().hover();
-    await mkdir(path.dirname(SCREENSHOT), { recursive: true });
-    await page.screenshot({ path: SCREENSHOT, clip: { x: 0, y: 0, width: 1200, height: 1000 } });
-    assert.ok(existsSync(SCREENSHOT));
+    await mkdir(path.dirname(screenshot), { recursive: true });
+    await page.screenshot({ path: screenshot, clip: { x: 0, y: 0, width: 1200, height: 1000 } });
+    assert.ok(existsSync(screenshot));
   });
 });
 
