@@ -828,9 +828,9 @@ export async function compact(agent: Agent, signal: AbortSignal): Promise<boolea
   };
   const onNotice = (text: string) => agent.config.onEvent({ type: 'notice', text });
   const reply = await agent.config.model.complete(request, { signal, onText: () => {}, onNotice });
+  spend(agent, reply.usage); // an empty summary was paid for too
   const summary = finalText([reply]);
   if (summary === '') throw new Error('the summary came back empty');
-  spend(agent, reply.usage);
   agent.compaction = { summary, keptFrom: cut };
   agent.lastRequest = null;
   const after = estimateTokens(compactedView(agent, agent.messages));
