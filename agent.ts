@@ -1983,14 +1983,21 @@ interface Recording {
   tasks: { text: string; actions: RecordedAction[] }[];
   /** The parent's model calls in order, compaction summaries included. */
   replies: ScriptedReply[];
-  /** Each sub-agent's calls, found again by the prompt it was started with. */
-  children: { prompt: string; replies: ScriptedReply[] }[];
+  /** Each sub-agent's calls, in the order the agent started them (task-1 first). */
+  children: RecordedChild[];
   approvals: Extract<SessionEntry, { type: 'approval' }>[];
   messages: Anthropic.MessageParam[];
   halts: Halt[];
 }
 
 type RecordedAction = Extract<SessionEntry, { type: 'steer' | 'interrupt' }>;
+
+interface RecordedChild {
+  /** Its number: task-3 is 3. */
+  n: number;
+  prompt: string;
+  replies: ScriptedReply[];
+}
 
 /** Reads a session for replay. Anything that makes it unreplayable (a torn line, version 1, a missing linked file,
  *  a block type the scripted model cannot play) is an error that names the file and the line. */
@@ -2022,10 +2029,11 @@ async function readRecording(file: string): Promise<Recording> {
       const first = child.find((e) => e.type === 'message');
       const prompt = first?.type === 'message' ? textOfMessage(first.message) : '';
       const replies = child.flatMap((e) => (e.type === 'reply' || e.type === 'compaction' ? [scriptedReply(e)] : []));
-      recording.children.push({ prompt, replies });
+      recording.children.push({ n: Number(/\d+$/.exec(entry.id)?.[0]), prompt, replies });
     }
   }
   if (recording.tasks.length === 0) throw new Error(`${file}: the session records no task`);
+  recording.children.sort((a, b) => a.n - b.n);
   return recording;
 }
 
@@ -2063,13 +2071,29 @@ function scriptedReply(entry: Extract<SessionEntry, { type: 'reply' | 'compactio
   return { content, stop_reason: entry.stopReason ?? 'end_turn', usage };
 }
 
-/** The sub-agents' model: each call is answered from the recording of the child started with the same prompt. */
-function childReplayModel(children: Recording['children'], name: string): ScriptedModel {
-  const answer = (request: ModelRequest): ScriptedReply => {
+/** The sub-agents' model. A child's first call is answered as the first recorded child with its prompt not yet
+ *  replayed (in the order they were started, as in the recording); every later call, a summary included, as the child
+ *  whose recorded calls it carries (the replay answered them with the recorded ids), with that child's next reply. */
+function childReplayModel(children: RecordedChild[], name: string): ScriptedModel {
+  const given = new Map<RecordedChild, number>(); // replies given so far, by child
+  const callIds = (blocks: readonly (ScriptedBlock | Anthropic.ContentBlockParam)[]) =>
+    blocks.flatMap((block) => (block.type === 'tool_use' && block.id !== undefined ? [block.id] : []));
+  const childOf = (request: ModelRequest): RecordedChild | undefined => {
+    const asked = new Set(
+      request.messages.flatMap((m) =>
+        m.role === 'assistant' && typeof m.content !== 'string' ? callIds(m.content) : [],
+      ),
+    );
+    if (asked.size > 0)
+      return children.find((c) => c.replies.some((r) => callIds(r.content).some((id) => asked.has(id))));
     const prompt = request.messages[0] ? textOfMessage(request.messages[0]) : '';
-    const turn = request.messages.filter((message) => message.role === 'assistant').length;
-    const child = children.find((c) => c.prompt === prompt && c.replies[turn] !== undefined);
-    return child?.replies[turn] ?? say('(the recording has no reply for this sub-agent call)');
+    return children.find((c) => c.prompt === prompt && !given.has(c));
+  };
+  const answer = (request: ModelRequest): ScriptedReply => {
+    const child = childOf(request);
+    const next = child === undefined ? 0 : (given.get(child) ?? 0);
+    if (child !== undefined) given.set(child, next + 1);
+    return child?.replies[next] ?? say('(the recording has no reply for this sub-agent call)');
   };
   return new ScriptedModel(
     Array.from({ length: children.reduce((n, c) => n + c.replies.length + 1, 0) }, () => answer),

@@ -219,3 +219,41 @@ test("a sub-agent's replies are replayed from its own linked file, matched to th
   const { status, stdout } = await replay(file, await project(t));
   assert.equal(status, EXIT.accepted, stdout);
 });
+
+test('two sub-agents asked the same question replay with their own replies, not both with the first one', async (t) => {
+  const root = await project(t);
+  const file = path.join(root, '.agent', 'parent.jsonl');
+  const header = {
+    type: 'session' as const,
+    version: SESSION_VERSION,
+    model: 'scripted',
+    root,
+    startedAt: '',
+    options: recordedOptions({ approval: 'yes' }),
+  };
+  const question = 'Which file matters most?';
+  const agent = await createAgent({
+    root,
+    model: new ScriptedModel([
+      reply(
+        toolUse('task', { description: 'one', prompt: question }),
+        toolUse('task', { description: 'two', prompt: question }),
+      ),
+      say('They disagree.'),
+    ]),
+    // The two children ask in turn, so each gets every other reply: different files, different answers.
+    taskModel: new ScriptedModel([
+      call('read_file', { path: 'add.js' }),
+      call('read_file', { path: 'test.js' }),
+      say('add.js, it holds the code.'),
+      say('test.js, it holds the check.'),
+    ]),
+    tools: TOOLS,
+    contextFiles: false,
+    onEvent: sessionRecorder(file, header, []),
+  });
+  agent.config.onEvent({ type: 'task', text: 'Ask twice.' });
+  assert.equal((await runTask(agent, 'Ask twice.')).kind, 'accepted');
+  const { status, stdout } = await replay(file, await project(t));
+  assert.equal(status, EXIT.accepted, stdout);
+});
