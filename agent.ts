@@ -30,6 +30,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs, styleText } from 'node:util';
 import { z } from 'zod';
 import { loadScript, say, type ScriptedBlock, ScriptedModel, type ScriptedReply } from './scripted-model.ts';
+import type { ScriptEntry } from './scripted-model.ts';
 import { capOutput, defineTool, exists, safe_path, ToolError, TOOLS, walk } from './tools.ts';
 import type { Tool, ToolContext } from './tools.ts';
 
@@ -1577,7 +1578,7 @@ export type SessionEntry =
   | { type: 'message'; message: Anthropic.MessageParam }
   | { type: 'usage'; turn: number; usage: Anthropic.Usage }
   | { type: 'reply'; turn: number; stopReason: StopReason; content: Anthropic.ContentBlock[]; usage: Anthropic.Usage }
-  | { type: 'compaction'; summary: string; keptFrom: number; usage: Anthropic.Usage }
+  | CompactionEntry
   | { type: 'subagent'; id: string; description: string; file: string }
   | { type: 'halt'; halt: Halt }
   | { type: 'task'; text: string }
@@ -1586,6 +1587,15 @@ export type SessionEntry =
   | { type: 'interrupt'; afterEvents: number };
 
 type StopReason = Anthropic.StopReason | null;
+
+interface CompactionEntry {
+  type: 'compaction';
+  summary: string;
+  keptFrom: number;
+  usage: Anthropic.Usage;
+  /** The API had refused the request before it as too long (a replay refuses it too); missing: it had not. */
+  promptTooLong?: true;
+}
 
 export interface SessionHeader {
   type: 'session';
@@ -1654,6 +1664,7 @@ export function sessionRecorder(
   if (header) write(header);
   const children = new Map<string, (event: AgentEvent) => void>();
   let events = 0; // of the current task, counted as a replay counts them
+  let unanswered = false; // a request went out and neither a reply nor a halt came back: the API refused it
   return (event) => {
     if (REPLAYED_EVENTS.has(event.type)) events++;
     if (event.type === 'task') events = 0;
@@ -1665,8 +1676,12 @@ export function sessionRecorder(
       write({ type: 'usage', turn, usage });
       write({ type: 'reply', turn, stopReason, content, usage });
     }
-    if (event.type === 'compaction')
-      write({ type: 'compaction', summary: event.summary, keptFrom: event.keptFrom, usage: event.usage });
+    if (event.type === 'compaction') {
+      const { summary, keptFrom, usage } = event;
+      write({ type: 'compaction', summary, keptFrom, usage, ...(unanswered && { promptTooLong: true as const }) });
+    }
+    if (event.type === 'request' || event.type === 'reply' || event.type === 'halt')
+      unanswered = event.type === 'request';
     if (event.type === 'halt') write({ type: 'halt', halt: event.halt });
     if (event.type === 'subagent') {
       let child = children.get(event.id);
@@ -1862,7 +1877,12 @@ const ENTRY_SCHEMAS = {
   session: z.object({ version: z.number(), model: z.string(), root: z.string(), startedAt: z.string() }),
   message: z.object({ message: messageSchema }),
   usage: z.object({ turn: z.number().int().min(1), usage: usageSchema }),
-  compaction: z.object({ summary: nonBlank, keptFrom: z.number().int().min(1), usage: usageSchema }),
+  compaction: z.object({
+    summary: nonBlank,
+    keptFrom: z.number().int().min(1),
+    usage: usageSchema,
+    promptTooLong: z.literal(true).optional(),
+  }),
   subagent: z.object({ id: z.string().min(1), description: z.string(), file: z.string().min(1) }),
   halt: z.object({ halt: z.object({ kind: z.enum(['accepted', 'budget', 'interrupted', 'error']) }) }),
   reply: z.object({
@@ -1981,8 +2001,8 @@ export function resume(agent: Agent, loaded: LoadedSession): void {
 interface Recording {
   header: SessionHeader & { options: RecordedOptions };
   tasks: { text: string; actions: RecordedAction[] }[];
-  /** The parent's model calls in order, compaction summaries included. */
-  replies: ScriptedReply[];
+  /** The parent's model calls in order, compaction summaries and requests the API refused included. */
+  replies: ScriptEntry[];
   /** Each sub-agent's calls, in the order the agent started them (task-1 first). */
   children: RecordedChild[];
   approvals: Extract<SessionEntry, { type: 'approval' }>[];
@@ -1996,7 +2016,7 @@ interface RecordedChild {
   /** Its number: task-3 is 3. */
   n: number;
   prompt: string;
-  replies: ScriptedReply[];
+  replies: ScriptEntry[];
 }
 
 /** Reads a session for replay. Anything that makes it unreplayable (a torn line, version 1, a missing linked file,
@@ -2019,7 +2039,7 @@ async function readRecording(file: string): Promise<Recording> {
   };
   for (const entry of entries) {
     if (entry.type === 'message') recording.messages.push(entry.message);
-    if (entry.type === 'reply' || entry.type === 'compaction') recording.replies.push(scriptedReply(entry));
+    if (entry.type === 'reply' || entry.type === 'compaction') recording.replies.push(...scriptedCalls(entry));
     if (entry.type === 'task') recording.tasks.push({ text: entry.text, actions: [] });
     if (entry.type === 'steer' || entry.type === 'interrupt') recording.tasks.at(-1)?.actions.push(entry);
     if (entry.type === 'approval') recording.approvals.push(entry);
@@ -2028,7 +2048,7 @@ async function readRecording(file: string): Promise<Recording> {
       const child = await readEntries(path.join(path.dirname(file), entry.file));
       const first = child.find((e) => e.type === 'message');
       const prompt = first?.type === 'message' ? textOfMessage(first.message) : '';
-      const replies = child.flatMap((e) => (e.type === 'reply' || e.type === 'compaction' ? [scriptedReply(e)] : []));
+      const replies = child.flatMap((e) => (e.type === 'reply' || e.type === 'compaction' ? scriptedCalls(e) : []));
       recording.children.push({ n: Number(/\d+$/.exec(entry.id)?.[0]), prompt, replies });
     }
   }
@@ -2057,18 +2077,28 @@ async function readEntries(file: string): Promise<SessionEntry[]> {
   return entries;
 }
 
-/** A recorded reply in the scripted model's terms: the same blocks, ids, stop reason and usage. */
-function scriptedReply(entry: Extract<SessionEntry, { type: 'reply' | 'compaction' }>): ScriptedReply {
+/** A recorded reply in the scripted model's terms: the same blocks, ids, stop reason and usage. A summary the API
+ *  asked for by refusing a request as too long comes after that refusal, so the replay compacts and retries too. */
+function scriptedCalls(entry: Extract<SessionEntry, { type: 'reply' | 'compaction' }>): ScriptEntry[] {
   const { input_tokens, output_tokens, cache_creation_input_tokens, cache_read_input_tokens } = entry.usage;
   const usage = { input_tokens, output_tokens, cache_creation_input_tokens, cache_read_input_tokens };
-  if (entry.type === 'compaction') return { content: [{ type: 'text', text: entry.summary }], usage };
+  if (entry.type === 'compaction') {
+    const summary = { content: [{ type: 'text' as const, text: entry.summary }], usage };
+    return entry.promptTooLong ? [refusedAsTooLong, summary] : [summary];
+  }
   const content = entry.content.map((block): ScriptedBlock => {
     if (block.type === 'text') return { type: 'text', text: block.text };
     if (block.type === 'tool_use') return { type: 'tool_use', name: block.name, input: block.input, id: block.id };
     if (block.type === 'thinking') return { type: 'thinking', thinking: block.thinking, signature: block.signature };
     throw new Error(`a reply holds a ${block.type} block, which a replay cannot play back`);
   });
-  return { content, stop_reason: entry.stopReason ?? 'end_turn', usage };
+  return [{ content, stop_reason: entry.stopReason ?? 'end_turn', usage }];
+}
+
+/** The API's refusal of a request that is too long, shaped as the SDK reports it (isApiError), without loading it. */
+function refusedAsTooLong(): never {
+  const apiMessage = 'prompt is too long (the recorded request was refused)';
+  throw Object.assign(new Error(`400 ${apiMessage}`), { status: 400, apiMessage });
 }
 
 /** The sub-agents' model. A child's first call is answered as the first recorded child with its prompt not yet
@@ -2084,8 +2114,9 @@ function childReplayModel(children: RecordedChild[], name: string): ScriptedMode
         m.role === 'assistant' && typeof m.content !== 'string' ? callIds(m.content) : [],
       ),
     );
-    if (asked.size > 0)
-      return children.find((c) => c.replies.some((r) => callIds(r.content).some((id) => asked.has(id))));
+    const carries = (entry: ScriptEntry) =>
+      typeof entry !== 'function' && callIds(entry.content).some((id) => asked.has(id));
+    if (asked.size > 0) return children.find((c) => c.replies.some(carries));
     const prompt = request.messages[0] ? textOfMessage(request.messages[0]) : '';
     return children.find((c) => c.prompt === prompt && !given.has(c));
   };
@@ -2093,7 +2124,8 @@ function childReplayModel(children: RecordedChild[], name: string): ScriptedMode
     const child = childOf(request);
     const next = child === undefined ? 0 : (given.get(child) ?? 0);
     if (child !== undefined) given.set(child, next + 1);
-    return child?.replies[next] ?? say('(the recording has no reply for this sub-agent call)');
+    const entry = child?.replies[next] ?? say('(the recording has no reply for this sub-agent call)');
+    return typeof entry === 'function' ? entry(request) : entry;
   };
   return new ScriptedModel(
     Array.from({ length: children.reduce((n, c) => n + c.replies.length + 1, 0) }, () => answer),

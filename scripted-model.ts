@@ -25,7 +25,8 @@ export type ScriptedBlock =
   | { type: 'tool_use'; name: string; input: unknown; id?: string }
   | { type: 'thinking'; thinking: string; signature: string };
 
-/** A script entry may also look at the request, e.g. to answer a summary request differently. */
+/** A script entry may also look at the request, e.g. to answer a summary request differently, or throw, to play a
+ *  call that fails; either way it answers one request. */
 export type ScriptEntry = ScriptedReply | ((request: ModelRequest) => ScriptedReply);
 
 // Small helpers, so a test reads like the conversation it scripts.
@@ -55,7 +56,13 @@ export class ScriptedModel implements Model {
     if (entry === undefined) {
       throw new Error(`scripted model: the script has ${this.script.length} replies and request ${turn} has none`);
     }
-    const scripted = typeof entry === 'function' ? entry(request) : entry;
+    let scripted: ScriptedReply;
+    try {
+      scripted = typeof entry === 'function' ? entry(request) : entry;
+    } catch (error) {
+      this.answered++; // a call that fails (the entry throws) is answered too: the next request gets the next entry
+      throw error;
+    }
     if (scripted.delayMs !== undefined) await sleep(scripted.delayMs, undefined, { signal });
     this.answered++;
     const message = toMessage(scripted, turn, request);

@@ -253,6 +253,8 @@ describe('resume after compaction', () => {
     });
     assert.equal((await runTask(original.agent, 'Read the files under src/ one by one.')).kind, 'accepted');
     assert.equal(reading.state.summaries.size, 1, 'the first run compacted once');
+    const [compacted] = (await entriesOf(file)).filter((e) => e.type === 'compaction');
+    assert.ok(compacted && !('promptTooLong' in compacted), 'compacted before a request: no request was refused');
 
     const loaded = await loadSession(file);
     assert.deepEqual(loaded.compaction, original.agent.compaction);

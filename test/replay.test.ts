@@ -2,11 +2,13 @@
 // did), and --replay runs it again offline, stopping at the first message that differs. The recorded sessions in
 // test/recordings are regression tests of this harness: each must replay identically on a fresh copy of its project.
 
+import Anthropic from '@anthropic-ai/sdk';
 import assert from 'node:assert/strict';
 import { cp, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import {
+  AnthropicModel,
   type Approver,
   createAgent,
   EXIT,
@@ -18,6 +20,7 @@ import {
 } from '../agent.ts';
 import { call, reply, say, ScriptedModel, toolUse } from '../scripted-model.ts';
 import { TOOLS } from '../tools.ts';
+import { fakeMessage, startFakeApi } from './fake-api.ts';
 import { runCli, tempProject } from './helpers.ts';
 
 const RECORDINGS = path.join(import.meta.dirname, 'recordings');
@@ -255,5 +258,49 @@ test('two sub-agents asked the same question replay with their own replies, not 
   agent.config.onEvent({ type: 'task', text: 'Ask twice.' });
   assert.equal((await runTask(agent, 'Ask twice.')).kind, 'accepted');
   const { status, stdout } = await replay(file, await project(t));
+  assert.equal(status, EXIT.accepted, stdout);
+});
+
+test('a request the API refused as too long is refused again in the replay, which compacts and retries as the run did', async (t) => {
+  // 40 KB files: two read results are over the fake API's limit, the latest one with a summary is under it.
+  const files = Object.fromEntries(['a', 'b'].map((name) => [`${name}.txt`, `${`${name} `.repeat(40)}\n`.repeat(500)]));
+  const read = (id: string, file: string) => ({
+    kind: 'reply' as const,
+    message: fakeMessage([
+      { type: 'tool_use', id, name: 'read_file', input: { path: file }, caller: { type: 'direct' } },
+    ]),
+  });
+  const said = (text: string) => ({
+    kind: 'reply' as const,
+    message: fakeMessage([{ type: 'text', text, citations: null }]),
+  });
+  const api = await startFakeApi(
+    [read('toolu_1', 'a.txt'), read('toolu_2', 'b.txt'), said('SUMMARY: read a and b.'), said('Both read.')],
+    { promptTooLongAbove: 18_000 },
+  );
+  t.after(() => api.close());
+  const root = await tempProject(t, files);
+  const file = path.join(root, '.agent', 'refused.jsonl');
+  const options = recordedOptions({ approval: 'yes' });
+  const header = {
+    type: 'session' as const,
+    version: SESSION_VERSION,
+    model: 'claude-test',
+    root,
+    startedAt: '',
+    options,
+  };
+  const client = new Anthropic({ apiKey: 'test-key', baseURL: api.baseURL, maxRetries: 0 });
+  const agent = await createAgent({
+    root,
+    model: new AnthropicModel('claude-test', client),
+    tools: TOOLS,
+    contextFiles: false,
+    onEvent: sessionRecorder(file, header, []),
+  });
+  agent.config.onEvent({ type: 'task', text: 'Read a.txt and b.txt.' });
+  assert.equal((await runTask(agent, 'Read a.txt and b.txt.')).kind, 'accepted');
+  assert.match(await readFile(file, 'utf8'), /"type":"compaction".*"promptTooLong":true/, 'the refusal is recorded');
+  const { status, stdout } = await replay(file, await tempProject(t, files));
   assert.equal(status, EXIT.accepted, stdout);
 });
