@@ -85,7 +85,7 @@ export interface Agent {
   readonly toolContext: ToolContext;
   /** Built once: the same bytes on every request, so the prompt cache keeps working. */
   readonly system: Anthropic.TextBlockParam[];
-  readonly toolDefinitions: Anthropic.Tool[];
+  readonly toolDefinitions: Anthropic.Tool[]; // built once per tool and shared by every agent: never changed
   // P3 — the guards: hooks, messages typed meanwhile, spending, the protected files.
   readonly beforeCall: readonly BeforeCallHook[];
   readonly afterCall: readonly AfterCallHook[];
@@ -144,7 +144,7 @@ export async function runTask(agent: Agent, task: string, userSignal?: AbortSign
   append(agent, userText(task));
   for (let turn = 1; ; turn++) {
     const reply = await callModel(agent, run, turn);
-    if ('kind' in reply) return halt(agent, reply, turn - 1); // this turn's call never came back
+    if ('kind' in reply) return halt(agent, reply, turn - 1); // no reply came back this turn
     appendReply(agent, reply);
     countUsage(agent, reply, turn); // after the append: the next estimate starts from this reply
     const calls = reply.content.filter((block) => block.type === 'tool_use');
@@ -1679,6 +1679,7 @@ export function sessionRecorder(
     if (event.type === 'compaction') {
       const { summary, keptFrom, usage } = event;
       write({ type: 'compaction', summary, keptFrom, usage, ...(unanswered && { promptTooLong: true as const }) });
+      unanswered = false; // one refusal, one summary: a second compaction before the retry answered no refusal
     }
     if (event.type === 'request' || event.type === 'reply' || event.type === 'halt')
       unanswered = event.type === 'request';
@@ -2003,7 +2004,7 @@ interface Recording {
   tasks: { text: string; actions: RecordedAction[] }[];
   /** The parent's model calls in order, compaction summaries and requests the API refused included. */
   replies: ScriptEntry[];
-  /** Each sub-agent's calls, in the order the agent started them (task-1 first). */
+  /** Each sub-agent's calls. */
   children: RecordedChild[];
   approvals: Extract<SessionEntry, { type: 'approval' }>[];
   messages: Anthropic.MessageParam[];
@@ -2013,9 +2014,8 @@ interface Recording {
 type RecordedAction = Extract<SessionEntry, { type: 'steer' | 'interrupt' }>;
 
 interface RecordedChild {
-  /** Its number: task-3 is 3. */
-  n: number;
-  prompt: string;
+  /** task-1, task-2, …: the agent numbers them in the order it starts them, the same in a replay. */
+  id: string;
   replies: ScriptEntry[];
 }
 
@@ -2046,14 +2046,11 @@ async function readRecording(file: string): Promise<Recording> {
     if (entry.type === 'halt') recording.halts.push(entry.halt);
     if (entry.type === 'subagent') {
       const child = await readEntries(path.join(path.dirname(file), entry.file));
-      const first = child.find((e) => e.type === 'message');
-      const prompt = first?.type === 'message' ? textOfMessage(first.message) : '';
       const replies = child.flatMap((e) => (e.type === 'reply' || e.type === 'compaction' ? scriptedCalls(e) : []));
-      recording.children.push({ n: Number(/\d+$/.exec(entry.id)?.[0]), prompt, replies });
+      recording.children.push({ id: entry.id, replies });
     }
   }
   if (recording.tasks.length === 0) throw new Error(`${file}: the session records no task`);
-  recording.children.sort((a, b) => a.n - b.n);
   return recording;
 }
 
@@ -2101,24 +2098,28 @@ function refusedAsTooLong(): never {
   throw Object.assign(new Error(`400 ${apiMessage}`), { status: 400, apiMessage });
 }
 
-/** The sub-agents' model. A child's first call is answered as the first recorded child with its prompt not yet
- *  replayed (in the order they were started, as in the recording); every later call, a summary included, as the child
- *  whose recorded calls it carries (the replay answered them with the recorded ids), with that child's next reply. */
-function childReplayModel(children: RecordedChild[], name: string): ScriptedModel {
+/** The sub-agents' model, told by `calling` which child sends each request event. A child's first call is answered
+ *  from the recorded child with its id: the request event comes just before the call, with nothing in between. A
+ *  later call, a summary included (which sends no request event), carries the child's latest reply as its last
+ *  assistant message, and goes to the child that was given that reply, with the child's next recorded reply. */
+function childReplay(children: RecordedChild[], name: string) {
+  let caller: string | undefined; // the child whose request event came last
   const given = new Map<RecordedChild, number>(); // replies given so far, by child
-  const callIds = (blocks: readonly (ScriptedBlock | Anthropic.ContentBlockParam)[]) =>
-    blocks.flatMap((block) => (block.type === 'tool_use' && block.id !== undefined ? [block.id] : []));
-  const childOf = (request: ModelRequest): RecordedChild | undefined => {
-    const asked = new Set(
-      request.messages.flatMap((m) =>
-        m.role === 'assistant' && typeof m.content !== 'string' ? callIds(m.content) : [],
-      ),
+  // A reply as the transcript keeps it: its blocks without empty texts, each named by its text, call id or signature.
+  const keyOf = (blocks: readonly (ScriptedBlock | Anthropic.ContentBlockParam)[]) =>
+    JSON.stringify(
+      blocks.flatMap((block) => {
+        if (block.type === 'text') return block.text.trim() === '' ? [] : [block.text];
+        if (block.type === 'tool_use') return [block.id];
+        return [block.type === 'thinking' ? block.signature : block.type];
+      }),
     );
-    const carries = (entry: ScriptEntry) =>
-      typeof entry !== 'function' && callIds(entry.content).some((id) => asked.has(id));
-    if (asked.size > 0) return children.find((c) => c.replies.some(carries));
-    const prompt = request.messages[0] ? textOfMessage(request.messages[0]) : '';
-    return children.find((c) => c.prompt === prompt && !given.has(c));
+  const childOf = (request: ModelRequest): RecordedChild | undefined => {
+    const latest = request.messages.findLast((message) => message.role === 'assistant');
+    if (latest === undefined) return children.find((c) => c.id === caller && !given.has(c));
+    const key = keyOf(typeof latest.content === 'string' ? [{ type: 'text', text: latest.content }] : latest.content);
+    const gave = (c: RecordedChild) => c.replies.slice(0, given.get(c) ?? 0);
+    return children.find((c) => gave(c).some((entry) => typeof entry !== 'function' && keyOf(entry.content) === key));
   };
   const answer = (request: ModelRequest): ScriptedReply => {
     const child = childOf(request);
@@ -2127,10 +2128,14 @@ function childReplayModel(children: RecordedChild[], name: string): ScriptedMode
     const entry = child?.replies[next] ?? say('(the recording has no reply for this sub-agent call)');
     return typeof entry === 'function' ? entry(request) : entry;
   };
-  return new ScriptedModel(
-    Array.from({ length: children.reduce((n, c) => n + c.replies.length + 1, 0) }, () => answer),
-    name,
-  );
+  const calls = children.reduce((n, c) => n + c.replies.length + 1, 0);
+  return {
+    model: new ScriptedModel(
+      Array.from({ length: calls }, () => answer),
+      name,
+    ),
+    calling: (id: string) => (caller = id),
+  };
 }
 
 /** Where a replayed message first differs from the recorded one, in a line; null when they are the same. */
@@ -2208,14 +2213,16 @@ async function replaySession(file: string, options: CliOptions, out: Output): Pr
     contextWindow: pick(['context-window'], options.contextWindow, recorded.contextWindow),
     contextFiles: pick(['no-context-files'], options.contextFiles, recorded.contextFiles),
   };
+  const children = childReplay(recording.children, recorded.taskModel ?? recording.header.model);
   const made = {
     root,
     model: new ScriptedModel(recording.replies, recording.header.model),
-    taskModel: childReplayModel(recording.children, recorded.taskModel ?? recording.header.model),
+    taskModel: children.model,
     approve: approval === 'yes' ? approveAll : approval === 'ask' ? replayedApprover : null,
   };
   const agent: Agent = await createAgent(
     configFromCli(replayed, made, (event) => {
+      if (event.type === 'subagent' && event.event.type === 'request') children.calling(event.id);
       if (event.type === 'message' && difference === null) {
         const recorded = recording.messages[expected];
         difference = firstDifference(

@@ -420,11 +420,11 @@ function throwIfStopped(signal: AbortSignal | undefined): void {
 
 /** One buffer as the only chunk of a file. */
 function chunksOf(whole: Buffer): () => Promise<Buffer> {
-  let chunks = [whole];
+  let given = false;
   return async () => {
-    const [next = Buffer.alloc(0)] = chunks;
-    chunks = [];
-    return next;
+    if (given) return Buffer.alloc(0);
+    given = true;
+    return whole;
   };
 }
 

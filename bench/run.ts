@@ -226,7 +226,9 @@ function readLargeTextFile() {
       },
       rss: {
         value: MB(peakKiB - beforeKiB),
-        note: `peak ${MB(peakKiB).toFixed(1)} MB, of which ${MB(beforeKiB).toFixed(1)} MB was Node + tsx before the read`,
+        note:
+          `peak ${MB(peakKiB).toFixed(1)} MB, ` +
+          `of which ${MB(beforeKiB).toFixed(1)} MB was Node + tsx before the read`,
       },
     };
   }));

@@ -227,6 +227,17 @@ describe('P4 acceptance: a long task in a small window', () => {
     );
     assert.equal(agent.usage.output, 10 * model.requests.length);
   });
+
+  test('a summary that comes back empty still counts against the budget: the call was made and paid for', async (t) => {
+    const root = await tempProject(t, { 'a.txt': 'alpha\n' });
+    const emptySummary = { content: [text('')], usage: { input_tokens: 900, output_tokens: 0 } };
+    const { agent } = await scriptedAgent(root, [call('read_file', { path: 'a.txt' }), say('done'), emptySummary]);
+    await runTask(agent, 'read a.txt');
+    const [session, ledger] = [agent.usage.input, agent.ledger.spent.input];
+    await assert.rejects(compact(agent, new AbortController().signal), /the summary came back empty/);
+    assert.deepEqual([agent.usage.input, agent.ledger.spent.input], [session + 900, ledger + 900]);
+    assert.equal(agent.compaction, null, 'and nothing was cut');
+  });
 });
 
 describe('resume after compaction', () => {
@@ -871,17 +882,6 @@ describe('the sub-agent (task tool)', () => {
       10 + 10 + childInput,
       `${childModel.requests.length} child calls, ${child.state.summaries.size} of them summaries`,
     );
-  });
-
-  test('a summary that comes back empty still counts against the budget: the call was made and paid for', async (t) => {
-    const root = await tempProject(t, { 'a.txt': 'alpha\n' });
-    const emptySummary = { content: [text('')], usage: { input_tokens: 900, output_tokens: 0 } };
-    const { agent } = await scriptedAgent(root, [call('read_file', { path: 'a.txt' }), say('done'), emptySummary]);
-    await runTask(agent, 'read a.txt');
-    const [session, ledger] = [agent.usage.input, agent.ledger.spent.input];
-    await assert.rejects(compact(agent, new AbortController().signal), /the summary came back empty/);
-    assert.deepEqual([agent.usage.input, agent.ledger.spent.input], [session + 900, ledger + 900]);
-    assert.equal(agent.compaction, null, 'and nothing was cut');
   });
 
   test("a sub-agent started after resume gets a session file of its own, not the earlier child's", async (t) => {

@@ -18,7 +18,7 @@ import {
   SESSION_VERSION,
   sessionRecorder,
 } from '../agent.ts';
-import { call, reply, say, ScriptedModel, toolUse } from '../scripted-model.ts';
+import { call, reply, say, ScriptedModel, toolUse, usageOf } from '../scripted-model.ts';
 import { TOOLS } from '../tools.ts';
 import { fakeMessage, startFakeApi } from './fake-api.ts';
 import { runCli, tempProject } from './helpers.ts';
@@ -183,7 +183,7 @@ describe('what the person did is played back at the same point', () => {
   });
 });
 
-test("a sub-agent's replies are replayed from its own linked file, matched to the child by its prompt", async (t) => {
+test("a sub-agent's replies are replayed from its own linked file, matched to the child by its id", async (t) => {
   const root = await project(t);
   const file = path.join(root, '.agent', 'parent.jsonl');
   const options = recordedOptions({ approval: 'yes' });
@@ -303,4 +303,53 @@ test('a request the API refused as too long is refused again in the replay, whic
   assert.match(await readFile(file, 'utf8'), /"type":"compaction".*"promptTooLong":true/, 'the refusal is recorded');
   const { status, stdout } = await replay(file, await tempProject(t, files));
   assert.equal(status, EXIT.accepted, stdout);
+});
+
+test('a sub-agent whose reply was cut off (no calls in it) replays its continuation too', async (t) => {
+  const root = await project(t);
+  const file = path.join(root, '.agent', 'parent.jsonl');
+  const header = {
+    type: 'session' as const,
+    version: SESSION_VERSION,
+    model: 'scripted',
+    root,
+    startedAt: '',
+    options: recordedOptions({ approval: 'yes' }),
+  };
+  const agent = await createAgent({
+    root,
+    model: new ScriptedModel([call('task', { description: 'look', prompt: 'What does add.js export?' }), say('add.')]),
+    taskModel: new ScriptedModel([
+      { content: [{ type: 'text', text: 'It exports' }], stop_reason: 'max_tokens' },
+      say('It exports add.'),
+    ]),
+    tools: TOOLS,
+    contextFiles: false,
+    onEvent: sessionRecorder(file, header, []),
+  });
+  agent.config.onEvent({ type: 'task', text: 'Ask once.' });
+  assert.equal((await runTask(agent, 'Ask once.')).kind, 'accepted');
+  const { status, stdout } = await replay(file, await project(t));
+  assert.equal(status, EXIT.accepted, stdout);
+});
+
+test('only the summary right after a refused request is marked as answering it, not a second one before the retry', async (t) => {
+  const root = await tempProject(t);
+  const file = path.join(root, 'session.jsonl');
+  const record = sessionRecorder(file, null, []);
+  const usage = usageOf({ input_tokens: 10, output_tokens: 5 });
+  const compaction = (keptFrom: number) =>
+    ({ type: 'compaction', summary: 'S', keptFrom, tokensBefore: 100, tokensAfter: 50, usage }) as const;
+  record({ type: 'request', turn: 3, messages: 5, estimatedTokens: 100 }); // refused: no reply follows
+  record(compaction(3));
+  record(compaction(4)); // compacted again before the retry went out
+  record({ type: 'request', turn: 3, messages: 3, estimatedTokens: 40 });
+  const entries = (await readFile(file, 'utf8'))
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as object);
+  assert.deepEqual(
+    entries.map((entry) => 'promptTooLong' in entry),
+    [true, false],
+  );
 });
