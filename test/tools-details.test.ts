@@ -233,6 +233,15 @@ describe('read_file on a file over 10 MiB (no line count)', () => {
     assert.deepEqual(out.split('\n').slice(0, 2), [numbered(2, 'zzé€'), numbered(3, 'next')]);
   });
 
+  test('every read of a file over 10 MiB closes its file: fifty reads leave no handle open', async (t) => {
+    // Only these are opened and read chunk by chunk; a smaller file is read whole by readFile, which closes its own.
+    if (process.platform !== 'linux') return t.skip('counts /proc/self/fd');
+    const p = await overTenMiB(t, 'text line\n'.repeat(1000)); // text past the 8 KiB binary sniff
+    const before = readdirSync('/proc/self/fd').length;
+    for (let i = 0; i < 50; i++) await read_file.run({ path: 'big.txt', limit: 1 }, p.ctx);
+    assert.ok(readdirSync('/proc/self/fd').length < before + 10, 'file handles left open');
+  });
+
   test(
     'a read far into a huge file stops when the run is stopped, instead of scanning on for minutes',
     { timeout: 10_000 },
