@@ -3,7 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
-import { mkdir, open, readFile, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { z } from 'zod';
@@ -223,6 +223,21 @@ describe('read_file on a file over 10 MiB (no line count)', () => {
       numbered(16_384, 'x'.repeat(63)),
       '[showing lines 16380-16384; use offset=16385 to continue]',
     ]);
+  });
+
+  test('a window that fills the byte cap and ends the file on a read boundary promises no more lines', async (t) => {
+    // 11 MiB in lines of 1,024 bytes with their newlines; the first is a byte shorter and the last a byte longer, so
+    // the last 50 lines take 51,201 bytes: the whole 50 KiB cap, and the newline the last one ends the file with.
+    const lines = [
+      'a'.repeat(1022),
+      ...Array.from({ length: 11 * 1024 - 2 }, () => 'x'.repeat(1023)),
+      'z'.repeat(1024),
+    ];
+    const p = await overTenMiB(t, lines.join('\n') + '\n');
+    assert.equal((await stat(path.join(p.root, 'big.txt'))).size, 11 * 1024 * 1024);
+    const out = (await read_file.run({ path: 'big.txt', offset: lines.length - 49 }, p.ctx)).split('\n');
+    assert.equal(out.length, 50);
+    assert.equal(out.at(-1), numbered(lines.length, 'z'.repeat(1024)));
   });
 
   test('a line split between two reads comes back whole, its multibyte characters too', async (t) => {
