@@ -3,7 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
-import { mkdir, open, readFile, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { z } from 'zod';
@@ -225,12 +225,36 @@ describe('read_file on a file over 10 MiB (no line count)', () => {
     ]);
   });
 
+  test('a window that fills the byte cap and ends the file on a read boundary promises no more lines', async (t) => {
+    // 11 MiB in lines of 1,024 bytes with their newlines; the first is a byte shorter and the last a byte longer, so
+    // the last 50 lines take 51,201 bytes: the whole 50 KiB cap, and the newline the last one ends the file with.
+    const lines = [
+      'a'.repeat(1022),
+      ...Array.from({ length: 11 * 1024 - 2 }, () => 'x'.repeat(1023)),
+      'z'.repeat(1024),
+    ];
+    const p = await overTenMiB(t, lines.join('\n') + '\n');
+    assert.equal((await stat(path.join(p.root, 'big.txt'))).size, 11 * 1024 * 1024);
+    const out = (await read_file.run({ path: 'big.txt', offset: lines.length - 49 }, p.ctx)).split('\n');
+    assert.equal(out.length, 50);
+    assert.equal(out.at(-1), numbered(lines.length, 'z'.repeat(1024)));
+  });
+
   test('a line split between two reads comes back whole, its multibyte characters too', async (t) => {
     // The first line and "zz" fill the first read but one byte, so the 2-byte "é" straddles the two reads.
     const before = 'a'.repeat(1024 * 1024 - 4);
     const p = await overTenMiB(t, `${before}\nzzé€\nnext\n`);
     const out = await read_file.run({ path: 'big.txt', offset: 2, limit: 2 }, p.ctx);
     assert.deepEqual(out.split('\n').slice(0, 2), [numbered(2, 'zzé€'), numbered(3, 'next')]);
+  });
+
+  test('every read of a file over 10 MiB closes its file: fifty reads leave no handle open', async (t) => {
+    // Only these are opened and read chunk by chunk; a smaller file is read whole by readFile, which closes its own.
+    if (process.platform !== 'linux') return t.skip('counts /proc/self/fd');
+    const p = await overTenMiB(t, 'text line\n'.repeat(1000)); // text past the 8 KiB binary sniff
+    const before = readdirSync('/proc/self/fd').length;
+    for (let i = 0; i < 50; i++) await read_file.run({ path: 'big.txt', limit: 1 }, p.ctx);
+    assert.ok(readdirSync('/proc/self/fd').length < before + 10, 'file handles left open');
   });
 
   test(

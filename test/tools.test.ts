@@ -3,7 +3,8 @@
 // a sentinel (test/tools-project.ts), so an escape shows up as a read of the sentinel or a change next to it.
 
 import assert from 'node:assert/strict';
-import { chmod, link, mkdir, readdir, readFile, readlink, stat, symlink, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { chmod, link, mkdir, readdir, readFile, readlink, rename, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import {
@@ -371,6 +372,30 @@ describe('editing only what the model has seen', () => {
     );
     assert.match(error.message, /three, added by the user/);
     assert.equal(await readFile(path.join(p.root, 'a.txt'), 'utf8'), theirs);
+  });
+
+  test('a file replaced while it is being read pins the version the model was shown, not one it never saw', async (t) => {
+    // Another program keeps replacing the file. Were the window and the hash read separately, a replacement in
+    // between would pin a version the model never saw, and an edit of that version would go through.
+    const p = await project(t, { 'a.txt': 'version 0\n' });
+    const file = path.join(p.root, 'a.txt');
+    let replacing = true;
+    const replacer = (async () => {
+      for (let i = 1; replacing; i++) {
+        await writeFile(`${file}.new`, `version ${i}\n`);
+        await rename(`${file}.new`, file);
+      }
+    })();
+    try {
+      for (let i = 0; i < 100; i++) {
+        const out = await read_file.run({ path: 'a.txt' }, p.ctx);
+        const shown = `${out.slice(out.indexOf('\t') + 1)}\n`;
+        assert.equal(p.ctx.seen.get(file), createHash('sha256').update(shown).digest('hex'), `read ${i}: ${out}`);
+      }
+    } finally {
+      replacing = false;
+      await replacer;
+    }
   });
 
   test('a file grown past 10 MiB since it was read is refused as too large, not loaded whole', async (t) => {
