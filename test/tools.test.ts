@@ -4,7 +4,19 @@
 
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { chmod, link, mkdir, readdir, readFile, readlink, rename, stat, symlink, writeFile } from 'node:fs/promises';
+import {
+  appendFile,
+  chmod,
+  link,
+  mkdir,
+  readdir,
+  readFile,
+  readlink,
+  rename,
+  stat,
+  symlink,
+  writeFile,
+} from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import {
@@ -226,14 +238,23 @@ describe('reading within the caps', () => {
     assert.equal(out.at(-1), '[showing lines 1-2000 of 9000; use offset=2001 to continue]');
   });
 
-  test('a file over 64 KiB gets no phantom line from the previous read chunk', async (t) => {
-    // 12,000 lines of 6-7 bytes (~82 KiB): the second 64 KiB read is short, and the buffer behind its
-    // end still holds the newlines of the first one. The last line has no newline of its own.
-    const lines = Array.from({ length: 12_000 }, (_, i) => `l${i + 1}`);
-    const p = await project(t, { 'big.txt': lines.join('\n'), 'big-nl.txt': lines.join('\n') + '\n' });
-    const tail = [numbered(11_999, 'l11999'), numbered(12_000, 'l12000')].join('\n');
-    assert.equal(await read_file.run({ path: 'big.txt', offset: 11_999 }, p.ctx), tail);
-    assert.equal(await read_file.run({ path: 'big-nl.txt', offset: 11_999 }, p.ctx), tail);
+  test('a file over 10 MiB gets no phantom line from the previous read chunk', async (t) => {
+    // 5,000 lines of "a" (text first: NUL bytes in the first 8 KiB would mean binary), a hole of zeros to 10 MiB, then
+    // ~1.5 MiB of short lines: the last 1 MiB read is short, and the buffer behind its end still holds the newlines
+    // of the read before. One copy ends with a newline, the other does not.
+    const lines = Array.from({ length: 200_000 }, (_, i) => `l${i + 1}`);
+    const p = await project(t, { 'big.txt': 'a\n'.repeat(5000), 'big-nl.txt': 'a\n'.repeat(5000) });
+    for (const [name, end] of [
+      ['big.txt', ''],
+      ['big-nl.txt', '\n'],
+    ]) {
+      await growSparse(path.join(p.root, name!), 10 * 1024 * 1024);
+      await appendFile(path.join(p.root, name!), lines.join('\n') + end);
+    }
+    // Line 5,001 is the hole and "l1"; so "lN" is line N + 5,000.
+    const tail = [numbered(204_999, 'l199999'), numbered(205_000, 'l200000')].join('\n');
+    assert.equal(await read_file.run({ path: 'big.txt', offset: 204_999 }, p.ctx), tail);
+    assert.equal(await read_file.run({ path: 'big-nl.txt', offset: 204_999 }, p.ctx), tail);
   });
 
   test('offset continues where the last window stopped', async (t) => {
