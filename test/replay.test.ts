@@ -10,6 +10,7 @@ import { describe, test, type TestContext } from 'node:test';
 import {
   AnthropicModel,
   type Approver,
+  type Model,
   createAgent,
   EXIT,
   recordAnswers,
@@ -48,6 +49,31 @@ function recordedOptions(chosen: Partial<RecordedOptions>): RecordedOptions {
 }
 
 const replay = (file: string, root: string, ...args: string[]) => runCli(['--replay', file, '--root', root, ...args]);
+
+/** Runs `task` in `root` with these models, recording the session as the CLI would (--yes); checks that the run was
+ *  accepted and returns the session file. */
+async function recordRun(root: string, task: string, models: { model: Model; taskModel?: Model }): Promise<string> {
+  const file = path.join(root, '.agent', 'parent.jsonl');
+  const options = recordedOptions({ approval: 'yes' });
+  const header = {
+    type: 'session' as const,
+    version: SESSION_VERSION,
+    model: models.model.name,
+    root,
+    startedAt: '',
+    options,
+  };
+  const agent = await createAgent({
+    root,
+    ...models,
+    tools: TOOLS,
+    contextFiles: false,
+    onEvent: sessionRecorder(file, header, []),
+  });
+  agent.config.onEvent({ type: 'task', text: task });
+  assert.equal((await runTask(agent, task)).kind, 'accepted');
+  return file;
+}
 
 describe('recorded sessions replay as regression tests', async () => {
   const recordings = (await readdir(RECORDINGS)).filter((file) => file.endsWith('.jsonl'));
@@ -185,19 +211,7 @@ describe('what the person did is played back at the same point', () => {
 
 test("a sub-agent's replies are replayed from its own linked file, matched to the child by its id", async (t) => {
   const root = await project(t);
-  const file = path.join(root, '.agent', 'parent.jsonl');
-  const options = recordedOptions({ approval: 'yes' });
-  const header = {
-    type: 'session' as const,
-    version: SESSION_VERSION,
-    model: 'scripted',
-    root,
-    startedAt: '',
-    options,
-  };
-  const record = sessionRecorder(file, header, []);
-  const agent = await createAgent({
-    root,
+  const file = await recordRun(root, 'What is in this project?', {
     model: new ScriptedModel([
       reply(
         toolUse('task', { description: 'a', prompt: 'What does add.js export?' }),
@@ -211,12 +225,7 @@ test("a sub-agent's replies are replayed from its own linked file, matched to th
       say('It exports add.'),
       say('It checks add(2, 3) === 5.'),
     ]),
-    tools: TOOLS,
-    contextFiles: false,
-    onEvent: record,
   });
-  agent.config.onEvent({ type: 'task', text: 'What is in this project?' });
-  assert.equal((await runTask(agent, 'What is in this project?')).kind, 'accepted');
   const linked = (await readdir(path.dirname(file))).filter((f) => f.includes('.task-'));
   assert.equal(linked.length, 2, `linked files: ${linked}`);
   const { status, stdout } = await replay(file, await project(t));
@@ -224,19 +233,8 @@ test("a sub-agent's replies are replayed from its own linked file, matched to th
 });
 
 test('two sub-agents asked the same question replay with their own replies, not both with the first one', async (t) => {
-  const root = await project(t);
-  const file = path.join(root, '.agent', 'parent.jsonl');
-  const header = {
-    type: 'session' as const,
-    version: SESSION_VERSION,
-    model: 'scripted',
-    root,
-    startedAt: '',
-    options: recordedOptions({ approval: 'yes' }),
-  };
   const question = 'Which file matters most?';
-  const agent = await createAgent({
-    root,
+  const file = await recordRun(await project(t), 'Ask twice.', {
     model: new ScriptedModel([
       reply(
         toolUse('task', { description: 'one', prompt: question }),
@@ -251,12 +249,7 @@ test('two sub-agents asked the same question replay with their own replies, not 
       say('add.js, it holds the code.'),
       say('test.js, it holds the check.'),
     ]),
-    tools: TOOLS,
-    contextFiles: false,
-    onEvent: sessionRecorder(file, header, []),
   });
-  agent.config.onEvent({ type: 'task', text: 'Ask twice.' });
-  assert.equal((await runTask(agent, 'Ask twice.')).kind, 'accepted');
   const { status, stdout } = await replay(file, await project(t));
   assert.equal(status, EXIT.accepted, stdout);
 });
@@ -279,56 +272,22 @@ test('a request the API refused as too long is refused again in the replay, whic
     { promptTooLongAbove: 18_000 },
   );
   t.after(() => api.close());
-  const root = await tempProject(t, files);
-  const file = path.join(root, '.agent', 'refused.jsonl');
-  const options = recordedOptions({ approval: 'yes' });
-  const header = {
-    type: 'session' as const,
-    version: SESSION_VERSION,
-    model: 'claude-test',
-    root,
-    startedAt: '',
-    options,
-  };
   const client = new Anthropic({ apiKey: 'test-key', baseURL: api.baseURL, maxRetries: 0 });
-  const agent = await createAgent({
-    root,
-    model: new AnthropicModel('claude-test', client),
-    tools: TOOLS,
-    contextFiles: false,
-    onEvent: sessionRecorder(file, header, []),
-  });
-  agent.config.onEvent({ type: 'task', text: 'Read a.txt and b.txt.' });
-  assert.equal((await runTask(agent, 'Read a.txt and b.txt.')).kind, 'accepted');
+  const model = new AnthropicModel('claude-test', client);
+  const file = await recordRun(await tempProject(t, files), 'Read a.txt and b.txt.', { model });
   assert.match(await readFile(file, 'utf8'), /"type":"compaction".*"promptTooLong":true/, 'the refusal is recorded');
   const { status, stdout } = await replay(file, await tempProject(t, files));
   assert.equal(status, EXIT.accepted, stdout);
 });
 
 test('a sub-agent whose reply was cut off (no calls in it) replays its continuation too', async (t) => {
-  const root = await project(t);
-  const file = path.join(root, '.agent', 'parent.jsonl');
-  const header = {
-    type: 'session' as const,
-    version: SESSION_VERSION,
-    model: 'scripted',
-    root,
-    startedAt: '',
-    options: recordedOptions({ approval: 'yes' }),
-  };
-  const agent = await createAgent({
-    root,
+  const file = await recordRun(await project(t), 'Ask once.', {
     model: new ScriptedModel([call('task', { description: 'look', prompt: 'What does add.js export?' }), say('add.')]),
     taskModel: new ScriptedModel([
       { content: [{ type: 'text', text: 'It exports' }], stop_reason: 'max_tokens' },
       say('It exports add.'),
     ]),
-    tools: TOOLS,
-    contextFiles: false,
-    onEvent: sessionRecorder(file, header, []),
   });
-  agent.config.onEvent({ type: 'task', text: 'Ask once.' });
-  assert.equal((await runTask(agent, 'Ask once.')).kind, 'accepted');
   const { status, stdout } = await replay(file, await project(t));
   assert.equal(status, EXIT.accepted, stdout);
 });
