@@ -8,7 +8,7 @@
 
 import base from './stryker.config.mjs';
 
-const GUARD_SECTIONS = 'agent.ts:137-682';
+const GUARD_SECTIONS = 'agent.ts:138-683';
 // The tests that pin those sections, in one process (test/mutate-agent.ts imports them): one start of Node
 // and tsx per mutant instead of one per file (9 s instead of 13 s wall for the first four files).
 const COMMAND = 'node --import tsx --test test/mutate-agent.ts';
