@@ -23,7 +23,8 @@ export interface ScriptedReply {
 export type ScriptedBlock =
   | { type: 'text'; text: string }
   | { type: 'tool_use'; name: string; input: unknown; id?: string }
-  | { type: 'thinking'; thinking: string; signature: string };
+  | { type: 'thinking'; thinking: string; signature: string }
+  | { type: 'redacted_thinking'; data: string };
 
 /** A script entry may also look at the request, e.g. to answer a summary request differently, or throw, to play a
  *  call that fails; either way it answers one request. */
@@ -78,6 +79,7 @@ function toMessage(scripted: ScriptedReply, turn: number, request: ModelRequest)
       case 'text':
         return { type: 'text', text: block.text, citations: null };
       case 'thinking':
+      case 'redacted_thinking':
         return { ...block };
       case 'tool_use':
         return {
