@@ -2,13 +2,14 @@
 // surviving mutant, and fails with that mutant applied. Named, like every guard test, after the failure it prevents.
 
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { type AfterCallHook, type AgentEvent, approveAll, type BeforeCallHook, pathOf, runTask } from '../agent.ts';
-import { call, reply, say, text, toolUse } from '../scripted-model.ts';
+import { call, reply, say, ScriptedModel, text, toolUse } from '../scripted-model.ts';
 import { defineTool, TOOLS } from '../tools.ts';
 import { echoTool, scriptedAgent, tempProject, textOf, toolResults, violationsOf } from './helpers.ts';
 
@@ -37,6 +38,42 @@ describe('the gate says what is wrong', () => {
     assert.match(
       textOf(agent.messages.at(-1)),
       /since the session started: test\/x\.test\.js \(deleted\), test\/y\.test\.js \(added\)\. /,
+    );
+  });
+
+  test('a refusal over a changed protected file names the verify command it did not run, or "(none)", not the other', async (t) => {
+    const gates: { command: string; reason: string }[] = [];
+    for (const verify of ['exit 0', undefined]) {
+      const root = await tempProject(t, { 'test/x.test.js': 'check();\n' });
+      const tamper = () => (writeFileSync(path.join(root, 'test/x.test.js'), 'pass();\n'), say('done'));
+      const { agent, events } = await scriptedAgent(root, [tamper], {
+        verify,
+        protect: ['test/**'],
+        budgets: { maxTurns: 1 },
+      });
+      await runTask(agent, 'make the tests pass');
+      for (const event of events)
+        if (event.type === 'gate') gates.push({ command: event.command, reason: event.reason });
+    }
+    assert.deepEqual(gates, [
+      { command: 'exit 0', reason: 'protected files changed' },
+      { command: '(none)', reason: 'protected files changed' },
+    ]);
+  });
+
+  test('a verify command cut off by its time limit is reported with that limit in seconds, to the model and the user', async (t) => {
+    const root = await tempProject(t);
+    const { agent, events } = await scriptedAgent(root, [say('done')], {
+      verify: 'sleep 5',
+      verifyTimeoutMs: 200,
+      budgets: { maxTurns: 1 },
+    });
+    await runTask(agent, 'work');
+    const gate = events.find((event) => event.type === 'gate');
+    assert.equal(gate?.type === 'gate' && gate.reason, 'did not finish within 0.2 s');
+    assert.match(
+      textOf(agent.messages.at(-1)),
+      /^The task is not done yet: the check `sleep 5` did not finish within 0\.2 s\./,
     );
   });
 });
@@ -96,6 +133,23 @@ describe('stopping', () => {
     const script = [call('late', {}), say('done')];
     const { agent } = await scriptedAgent(root, script, { tools: [late], budgets: { maxTurns: 5, timeoutMs: 1 } });
     assert.deepEqual(await runTask(agent, 'work', controller.signal), { kind: 'interrupted' });
+  });
+
+  test('a final reply that arrives after Ctrl-C halts "interrupted" and ends the transcript: no empty user turn after it', async (t) => {
+    const root = await tempProject(t);
+    const controller = new AbortController();
+    const script = [() => (controller.abort(), say('done'))];
+    const { agent, events } = await scriptedAgent(root, script, { verify: 'exit 0' });
+    assert.deepEqual(await runTask(agent, 'work', controller.signal), { kind: 'interrupted' });
+    assert.deepEqual(
+      agent.messages.map((message) => message.role),
+      ['user', 'assistant'],
+    );
+    assert.deepEqual(violationsOf({ messages: agent.messages }), []);
+    assert.deepEqual(
+      events.filter((event) => event.type === 'gate'),
+      [],
+    );
   });
 
   test('after Ctrl-C no further model request is started, even one the model would refuse at once', async (t) => {
@@ -162,6 +216,27 @@ describe('what the user and the session file are told', () => {
   });
 });
 
+describe('budgets', () => {
+  test('the cost budget halts the run when the spending reaches it exactly, not only once it is passed', async (t) => {
+    const root = await tempProject(t);
+    const { tool } = echoTool();
+    // claude-haiku-4-5: $1 per million input tokens, so this reply costs exactly $0.50.
+    const script = [
+      { ...call('echo', { text: 'a' }), usage: { input_tokens: 500_000, output_tokens: 0 } },
+      say('never'),
+    ];
+    const model = new ScriptedModel(script, 'claude-haiku-4-5');
+    const { agent } = await scriptedAgent(root, [], {
+      model,
+      tools: [tool],
+      budgets: { maxTurns: 25, maxCostUsd: 0.5 },
+    });
+    const spent = { tokens: 500_000, costUsd: 0.5 };
+    assert.deepEqual(await runTask(agent, 'spend'), { kind: 'budget', budget: 'cost', limit: 0.5, spent });
+    assert.equal(model.requests.length, 1);
+  });
+});
+
 describe('pathOf', () => {
   test('finds no path in null, a string, an object without one, or a non-string one, instead of throwing', () => {
     for (const input of [null, undefined, 'a.txt', 5, {}, { path: 5 }, { path: ['a.txt'] }])
@@ -218,5 +293,59 @@ describe('P1: what is sent back and what is recorded', () => {
       [true],
     );
     assert.deepEqual(violationsOf({ messages: agent.messages }), []);
+  });
+
+  test('a paused turn ending in a redacted thinking block is resent without a cache mark on it either', async (t) => {
+    const root = await tempProject(t);
+    const redacted = { type: 'redacted_thinking', data: 'opaque-1' } as const;
+    const script = [{ ...reply(text('Searching…'), redacted), stop_reason: 'pause_turn' as const }, say('Found it.')];
+    const { agent, model } = await scriptedAgent(root, script);
+    await runTask(agent, 'search');
+    const last = model.requests[1]!.messages.at(-1)!;
+    assert.deepEqual(Array.isArray(last.content) ? last.content.at(-1) : last.content, redacted);
+  });
+
+  test("every request's cache mark is { type: 'ephemeral' }: the API refuses a cache_control without its type", async (t) => {
+    const root = await tempProject(t);
+    const { tool } = echoTool();
+    const script = [call('echo', { text: 'hi' }), say('ok')];
+    const { agent, model } = await scriptedAgent(root, script, { tools: [tool] });
+    await runTask(agent, 'echo');
+    const marks = model.requests.map((request) => {
+      const last = request.messages.at(-1)!;
+      const block = Array.isArray(last.content) ? last.content.at(-1) : undefined;
+      return block && 'cache_control' in block ? block.cache_control : undefined;
+    });
+    assert.deepEqual(marks, [{ type: 'ephemeral' }, { type: 'ephemeral' }]);
+  });
+
+  test('a reply of nothing but whitespace adds no assistant message: the API refuses a text block of only whitespace', async (t) => {
+    const root = await tempProject(t);
+    const script = [say(' \n\t'), say('done')];
+    const { agent } = await scriptedAgent(root, script, { verify: 'exit 1', budgets: { maxTurns: 2 } });
+    await runTask(agent, 'work');
+    assert.deepEqual(
+      agent.messages.map((message) => message.role),
+      ['user', 'user', 'assistant', 'user'],
+    );
+    assert.deepEqual(violationsOf({ messages: agent.messages }), []);
+  });
+
+  test('a "prompt is too long" answer whose compaction fails halts with that error instead of resending the refused request', async (t) => {
+    const root = await tempProject(t, { 'a.txt': 'alpha\n' });
+    const tooLong = Object.assign(new Error('400 prompt is too long: 250000 tokens > 200000 maximum'), {
+      status: 400,
+      apiMessage: 'prompt is too long: 250000 tokens > 200000 maximum',
+    });
+    const refused = () => {
+      throw tooLong;
+    };
+    // The summary comes back empty, so the compaction throws and nothing was cut: the same request would be refused.
+    const script = [call('read_file', { path: 'a.txt' }), refused, say(''), say('done')];
+    const { agent, model } = await scriptedAgent(root, script);
+    const halt = await runTask(agent, 'read a.txt');
+    assert.match(halt.kind === 'error' ? halt.message : halt.kind, /^model call failed: HTTP 400 .*prompt is too long/);
+    assert.equal(model.requests.length, 3, 'the call, the refused request and the summary; no second refused request');
+    assert.equal(agent.compaction, null);
   });
 });
