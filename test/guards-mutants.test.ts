@@ -65,15 +65,15 @@ describe('the gate says what is wrong', () => {
     const root = await tempProject(t);
     const { agent, events } = await scriptedAgent(root, [say('done')], {
       verify: 'sleep 5',
-      verifyTimeoutMs: 200,
+      verifyTimeoutMs: 50,
       budgets: { maxTurns: 1 },
     });
     await runTask(agent, 'work');
     const gate = events.find((event) => event.type === 'gate');
-    assert.equal(gate?.type === 'gate' && gate.reason, 'did not finish within 0.2 s');
+    assert.equal(gate?.type === 'gate' && gate.reason, 'did not finish within 0.05 s');
     assert.match(
       textOf(agent.messages.at(-1)),
-      /^The task is not done yet: the check `sleep 5` did not finish within 0\.2 s\./,
+      /^The task is not done yet: the check `sleep 5` did not finish within 0\.05 s\./,
     );
   });
 });
