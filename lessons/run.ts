@@ -7,6 +7,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import * as agentTs from '../agent.ts';
+import { tracePrinter } from '../app/terminal.ts';
 import {
   type Harness,
   type Lesson,
@@ -48,7 +49,7 @@ async function play(lesson: Lesson, out: NodeJS.WritableStream): Promise<number>
   let failed = 0;
   for (const story of STORIES.filter((s) => s.lesson === lesson)) {
     out.write(`\n=== ${lesson}: ${story.name}: ${story.expected}\n\n`);
-    const problem = await playStory(agentTs, story, { listen: () => agentTs.tracePrinter(out) });
+    const problem = await playStory(agentTs, story, { listen: () => tracePrinter(out) });
     out.write(
       problem === null ? `\nverdict: PASS, the acceptance of ${lesson} holds\n` : `\nverdict: FAIL, ${problem}\n`,
     );

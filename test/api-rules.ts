@@ -195,7 +195,9 @@ function countCacheControl(body: Json): number {
       return sum + own + (block.type === 'tool_result' ? inBlocks(block.content) : 0);
     }, 0);
   const messages = asArray(body.messages) ?? [];
+  // Automatic caching (a top-level mark) takes one of the four places too.
   return (
+    (body.cache_control != null ? 1 : 0) +
     inBlocks(body.tools) +
     inBlocks(body.system) +
     messages.reduce<number>((sum, message) => sum + (isRecord(message) ? inBlocks(message.content) : 0), 0)

@@ -13,12 +13,12 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { type Browser, chromium, type Page } from 'playwright-core';
-import { defaultOut, exportSession } from '../session-page/export.ts';
-import { exportP4 } from '../session-page/p4-example.ts';
+import { defaultOut, exportSession } from '../app/session-page/export.ts';
+import { exportP4 } from '../app/session-page/p4-example.ts';
 import { HOSTILE, hostileSession, richSession } from './session-page-fixtures.ts';
 
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const README_SCREENSHOT = path.join(import.meta.dirname, '..', 'docs', 'session-page.png');
+const README_SCREENSHOT = path.join(import.meta.dirname, '..', 'app', 'session-page', 'session-page.png');
 const ARGS = [
   '--headless',
   '--no-sandbox',

@@ -8,18 +8,11 @@ import { PassThrough, Writable } from 'node:stream';
 import { describe, test } from 'node:test';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import {
-  type Agent,
-  type AgentEvent,
-  EXIT,
-  main,
-  type ModelRequest,
-  OPTIONS,
-  repl,
-  runTask,
-  terminalPrinter,
-  tracePrinter,
-} from '../agent.ts';
+import { type Agent, type AgentEvent, type ModelRequest, runTask } from '../agent.ts';
+import type { SessionEvent } from '../app/session-file.ts';
+import { main } from '../app/main.ts';
+import { OPTIONS } from '../app/options.ts';
+import { EXIT, repl, terminalPrinter, tracePrinter } from '../app/terminal.ts';
 import { call, say, type ScriptedReply } from '../scripted-model.ts';
 import { fakeMessage, startFakeApi } from './fake-api.ts';
 import { runCli, scriptedAgent, tempProject, textOf, violationsOf } from './helpers.ts';
@@ -29,7 +22,7 @@ async function pipedRepl(
   lines: string[],
   script: Parameters<typeof scriptedAgent>[1],
   root: string,
-  config: Parameters<typeof scriptedAgent>[2] = {},
+  { tell: printer, ...config }: Parameters<typeof scriptedAgent>[2] & { tell?: (event: SessionEvent) => void } = {},
   setUp: (agent: Agent) => void = () => {},
 ) {
   const input = new PassThrough();
@@ -39,7 +32,11 @@ async function pipedRepl(
   await new Promise((resolve) => setImmediate(resolve));
   const { agent, model, events } = await scriptedAgent(root, script, config);
   setUp(agent);
-  const code = await repl(agent, rl, { interactive: false, switchSession: async () => {} });
+  const tell = (event: SessionEvent) => {
+    (events as SessionEvent[]).push(event);
+    printer?.(event);
+  };
+  const code = await repl(agent, rl, { interactive: false, switchSession: async () => {}, tell });
   return { agent, model, events, code };
 }
 
@@ -140,7 +137,8 @@ describe('--trace', () => {
   test('--trace shows the context breakdown, at startup and for /context, instead of dropping it', async (t) => {
     const root = await tempProject(t, { 'AGENTS.md': 'Use tabs.\n' });
     const { out, lines } = screen();
-    await pipedRepl(['/context'], [], root, { onEvent: tracePrinter(out) });
+    const printer = tracePrinter(out);
+    await pipedRepl(['/context'], [], root, { onEvent: printer, tell: printer });
     assert.match(
       lines()[0] ?? '',
       /^\[0\] prompt builder +context window 200000 tokens \(estimated\): system \d+ · tools \d+ · AGENTS\.md \d+ · messages \d+ · free \d+$/,

@@ -10,31 +10,9 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, test, type TestContext } from 'node:test';
-import {
-  type Agent,
-  type AgentEvent,
-  AnthropicModel,
-  type Budgets,
-  chooseCut,
-  compact,
-  compaction,
-  CONTEXT_FILES_MAX_BYTES,
-  contextBreakdown,
-  type ContextHook,
-  DEFAULT_CONTEXT_WINDOW,
-  describeHalt,
-  estimateTokens,
-  type Ledger,
-  loadSession,
-  type Model,
-  type ModelRequest,
-  resume,
-  runTask,
-  SESSION_VERSION,
-  type SessionEntry,
-  sessionRecorder,
-  terminalPrinter,
-} from '../agent.ts';
+import { type Agent, type AgentEvent, AnthropicModel, type Budgets, chooseCut, compact, compaction, CONTEXT_FILES_MAX_BYTES, type ContextHook, DEFAULT_CONTEXT_WINDOW, describeHalt, estimateTokens, type Ledger, type Model, type ModelRequest, resume, runTask } from '../agent.ts';
+import { loadSession, SESSION_VERSION, type SessionEntry, sessionRecorder } from '../app/session-file.ts';
+import { contextBreakdown, terminalPrinter } from '../app/terminal.ts';
 import { z } from 'zod';
 import {
   call,
@@ -490,12 +468,12 @@ describe('reactive compaction ("prompt is too long")', () => {
 });
 
 describe('a trip costs the same at any length', () => {
-  test('no request copies the transcript: each sends the same array, grown by the new messages, with only its last message a marked copy; a compaction starts one new array', async (t) => {
+  test('no request copies the transcript: each sends the same array, grown by the new messages; a compaction starts one new array', async (t) => {
     const files = generatedProject(30);
     const root = await tempProject(t, files);
     const { script, state } = readingScript(Object.keys(files));
     const scripted = new ScriptedModel(script);
-    const sent: { array: Anthropic.MessageParam[]; sharesTranscript: boolean; lastIsCopy: boolean }[] = [];
+    const sent: { array: Anthropic.MessageParam[]; sharesTranscript: boolean }[] = [];
     let session: Agent | undefined;
     const model: Model = {
       name: 'watching',
@@ -507,8 +485,8 @@ describe('a trip costs the same at any length', () => {
         const source = (i: number) =>
           kept ? (i === 0 ? undefined : transcript[kept.keptFrom + i - 1]) : transcript[i];
         if (!isSummaryRequest(request)) {
-          const sharesTranscript = messages.slice(0, -1).every((m, i) => (kept && i === 0) || m === source(i));
-          sent.push({ array: messages, sharesTranscript, lastIsCopy: messages.at(-1) !== source(messages.length - 1) });
+          const sharesTranscript = messages.every((m, i) => (kept && i === 0) || m === source(i));
+          sent.push({ array: messages, sharesTranscript });
         }
         return scripted.complete(request, options);
       },
@@ -529,11 +507,7 @@ describe('a trip costs the same at any length', () => {
     );
     assert.ok(
       sent.every((r) => r.sharesTranscript),
-      "every message but the last is the transcript's own",
-    );
-    assert.ok(
-      sent.every((r) => r.lastIsCopy),
-      'the last message is a copy, carrying the cache mark',
+      "every message is the transcript's own",
     );
     assert.equal(JSON.stringify(agent.messages).includes('cache_control'), false, 'the transcript holds no mark');
   });
@@ -560,10 +534,7 @@ describe('a trip costs the same at any length', () => {
     const note: Anthropic.MessageParam = { role: 'user', content: 'a note from the hook' };
     const { agent, model } = await scriptedAgent(root, [say('ok')], { contextHooks: [async (m) => [...m, note]] });
     await runTask(agent, 'hello');
-    assert.deepEqual(unmarked(model.requests[0]!.messages).at(-1), {
-      role: 'user',
-      content: [{ type: 'text', text: 'a note from the hook' }],
-    });
+    assert.deepEqual(model.requests[0]!.messages.at(-1), note);
     assert.equal(agent.messages.length, 2);
   });
 

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, test } from 'node:test';
-import { parseCli } from '../agent.ts';
+import { parseCli } from '../app/options.ts';
 import {
   agentArgs,
   compareRuns,
@@ -27,7 +27,7 @@ import {
   totalsRow,
   trajectoryMismatch,
   unresolvedReason,
-} from '../evals/run.ts';
+} from '../app/evals/run.ts';
 import { tempProject } from './helpers.ts';
 
 const FAILING_TEST = "const { add } = require('./add.js');\nif (add(2, 3) !== 5) process.exit(1);\n";

@@ -311,12 +311,12 @@ describe('P1: what is sent back and what is recorded', () => {
     const script = [call('echo', { text: 'hi' }), say('ok')];
     const { agent, model } = await scriptedAgent(root, script, { tools: [tool] });
     await runTask(agent, 'echo');
-    const marks = model.requests.map((request) => {
-      const last = request.messages.at(-1)!;
-      const block = Array.isArray(last.content) ? last.content.at(-1) : undefined;
-      return block && 'cache_control' in block ? block.cache_control : undefined;
-    });
-    assert.deepEqual(marks, [{ type: 'ephemeral' }, { type: 'ephemeral' }]);
+    const marks = model.requests.map((request) => [request.cache_control, request.system]);
+    const system = [{ type: 'text', text: agent.system[0]!.text, cache_control: { type: 'ephemeral' } }];
+    assert.deepEqual(marks, [
+      [{ type: 'ephemeral' }, system],
+      [{ type: 'ephemeral' }, system],
+    ]);
   });
 
   test('a reply of nothing but whitespace adds no assistant message: the API refuses a text block of only whitespace', async (t) => {

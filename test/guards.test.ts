@@ -12,19 +12,9 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { z } from 'zod';
-import {
-  type AfterCallHook,
-  type Approver,
-  type BeforeCallHook,
-  type Halt,
-  jsonPrinter,
-  loadSession,
-  runTask,
-  SESSION_VERSION,
-  sessionRecorder,
-  terminalPrinter,
-  tracePrinter,
-} from '../agent.ts';
+import { type AfterCallHook, type Approver, type BeforeCallHook, type Halt, runTask } from '../agent.ts';
+import { loadSession, SESSION_VERSION, sessionRecorder } from '../app/session-file.ts';
+import { jsonPrinter, terminalPrinter, tracePrinter } from '../app/terminal.ts';
 import { call, reply, say, ScriptedModel, toolUse } from '../scripted-model.ts';
 import { defineTool, ToolError, TOOLS } from '../tools.ts';
 import { requestViolations } from './api-rules.ts';

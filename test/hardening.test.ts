@@ -12,17 +12,8 @@ import { Writable } from 'node:stream';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import {
-  type AfterCallHook,
-  type Agent,
-  type AgentEvent,
-  approveAll,
-  type Approver,
-  type BeforeCallHook,
-  jsonPrinter,
-  type Model,
-  runTask,
-} from '../agent.ts';
+import { type AfterCallHook, type Agent, type AgentEvent, approveAll, type Approver, type BeforeCallHook, type Model, runTask } from '../agent.ts';
+import { jsonPrinter } from '../app/terminal.ts';
 import { call, reply, say, ScriptedModel, text, toolUse } from '../scripted-model.ts';
 import { defineTool, type Tool, TOOLS } from '../tools.ts';
 import {

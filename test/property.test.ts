@@ -18,18 +18,8 @@ import path from 'node:path';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { z } from 'zod';
-import {
-  type Agent,
-  type AgentEvent,
-  type ApprovalAnswer,
-  costOf,
-  priceOf,
-  createAgent,
-  exitCodeFor,
-  type Halt,
-  type Model,
-  runTask,
-} from '../agent.ts';
+import { type Agent, type AgentEvent, type ApprovalAnswer, costOf, priceOf, createAgent, type Halt, type Model, runTask } from '../agent.ts';
+import { exitCodeFor } from '../app/terminal.ts';
 import { say, type ScriptedBlock, type ScriptedReply, type ScriptEntry, ScriptedModel } from '../scripted-model.ts';
 import { defineTool, TOOLS } from '../tools.ts';
 import { requestViolations } from './api-rules.ts';

@@ -28,13 +28,13 @@ export interface Terminal {
   kill(): void;
 }
 
-const agentTs = path.join(import.meta.dirname, '..', 'agent.ts');
+const program = path.join(import.meta.dirname, '..', 'app', 'main.ts');
 /** tsx by its full address, so the program can start in any folder. */
 const tsx = import.meta.resolve('tsx');
 
-/** Starts `node --import tsx agent.ts ...args` in a 100×30 pseudo-terminal. */
+/** Starts `node --import tsx app/main.ts ...args` in a 100×30 pseudo-terminal. */
 export function startInTerminal(args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv }): Terminal {
-  const quoted = [process.execPath, '--import', tsx, agentTs, ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`);
+  const quoted = [process.execPath, '--import', tsx, program, ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`);
   const command = `stty cols 100 rows 30; exec ${quoted.join(' ')}`;
   const child: ChildProcessWithoutNullStreams = spawn('script', ['-qfec', command, '/dev/null'], {
     cwd: options.cwd,

@@ -7,18 +7,9 @@ import assert from 'node:assert/strict';
 import { cp, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
-import {
-  AnthropicModel,
-  type Approver,
-  type Model,
-  createAgent,
-  EXIT,
-  recordAnswers,
-  type RecordedOptions,
-  runTask,
-  SESSION_VERSION,
-  sessionRecorder,
-} from '../agent.ts';
+import { AnthropicModel, type Approver, type Model, createAgent, runTask, steer } from '../agent.ts';
+import { recordAnswers, type RecordedOptions, SESSION_VERSION, type SessionEvent, sessionRecorder } from '../app/session-file.ts';
+import { EXIT } from '../app/terminal.ts';
 import { call, reply, say, ScriptedModel, toolUse, usageOf } from '../scripted-model.ts';
 import { TOOLS } from '../tools.ts';
 import { fakeMessage, startFakeApi } from './fake-api.ts';
@@ -54,6 +45,7 @@ const replay = (file: string, root: string, ...args: string[]) => runCli(['--rep
  *  accepted and returns the session file. */
 async function recordRun(root: string, task: string, models: { model: Model; taskModel?: Model }): Promise<string> {
   const file = path.join(root, '.agent', 'parent.jsonl');
+  let recorder: (event: SessionEvent) => void = () => {};
   const options = recordedOptions({ approval: 'yes' });
   const header = {
     type: 'session' as const,
@@ -68,9 +60,9 @@ async function recordRun(root: string, task: string, models: { model: Model; tas
     ...models,
     tools: TOOLS,
     contextFiles: false,
-    onEvent: sessionRecorder(file, header, []),
+    onEvent: (recorder = sessionRecorder(file, header, [])),
   });
-  agent.config.onEvent({ type: 'task', text: task });
+  recorder({ type: 'task', text: task });
   assert.equal((await runTask(agent, task)).kind, 'accepted');
   return file;
 }
@@ -172,26 +164,26 @@ describe('what the person did is played back at the same point', () => {
       tools: TOOLS,
       verify: options.verify,
       contextFiles: false,
-      approve: recordAnswers(person, (event) => agent.config.onEvent(event)),
+      approve: recordAnswers(person, (event) => record(event)),
       onEvent: (event) => {
         record(event);
         if (event.type !== 'running') return;
         running++;
         if (running === 1) {
           // The person types while the first read runs: the second read is skipped for it.
-          agent.steering.push('check test.js last');
-          agent.config.onEvent({ type: 'steer', text: 'check test.js last' });
+          steer(agent, 'check test.js last');
+          record({ type: 'steer', text: 'check test.js last' });
         }
         if (running === 4) {
           controller.abort();
-          agent.config.onEvent({ type: 'interrupt' });
+          record({ type: 'interrupt' });
         }
       },
     });
     const halts: string[] = [];
     for (const task of ['make add(2, 3) == 5', 'read the test again']) {
       controller = new AbortController();
-      agent.config.onEvent({ type: 'task', text: task });
+      record({ type: 'task', text: task });
       halts.push((await runTask(agent, task, controller.signal)).kind);
     }
     return { file, halts };

@@ -10,17 +10,8 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import fc from 'fast-check';
-import {
-  AnthropicModel,
-  type Compaction,
-  loadSession,
-  type LoadedSession,
-  resume,
-  runTask,
-  SESSION_VERSION,
-  type SessionEntry,
-  sessionRecorder,
-} from '../agent.ts';
+import { AnthropicModel, type Compaction, type LoadedSession, resume, runTask } from '../agent.ts';
+import { loadSession, SESSION_VERSION, type SessionEntry, sessionRecorder } from '../app/session-file.ts';
 import { say } from '../scripted-model.ts';
 import { requestViolations } from './api-rules.ts';
 import { fakeMessage, startFakeApi } from './fake-api.ts';

@@ -6,14 +6,8 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
 import { z } from 'zod';
-import {
-  type Agent,
-  type AgentConfig,
-  runTask,
-  SESSION_VERSION,
-  type SessionEntry,
-  sessionRecorder,
-} from '../agent.ts';
+import { type Agent, type AgentConfig, runTask } from '../agent.ts';
+import { SESSION_VERSION, type SessionEntry, sessionRecorder } from '../app/session-file.ts';
 import { call, reply, say, type ScriptEntry, text, toolUse } from '../scripted-model.ts';
 import { defineTool, TOOLS } from '../tools.ts';
 import { scriptedAgent, tempProject } from './helpers.ts';

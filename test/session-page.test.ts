@@ -9,15 +9,15 @@ import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { SESSION_VERSION } from '../agent.ts';
+import { SESSION_VERSION } from '../app/session-file.ts';
 import { call, say, ScriptedModel } from '../scripted-model.ts';
-import { cli, defaultOut, exportSession } from '../session-page/export.ts';
-import { escapeHtml, html } from '../session-page/html.ts';
-import { renderMarkdown } from '../session-page/markdown.ts';
-import { exportP4 } from '../session-page/p4-example.ts';
-import { PAGE_MAX_BYTES } from '../session-page/page.ts';
-import { linkProblem } from '../session-page/read.ts';
-import { longSession } from '../bench/session-page.ts';
+import { cli, defaultOut, exportSession } from '../app/session-page/export.ts';
+import { escapeHtml, html } from '../app/session-page/html.ts';
+import { renderMarkdown } from '../app/session-page/markdown.ts';
+import { exportP4 } from '../app/session-page/p4-example.ts';
+import { PAGE_MAX_BYTES } from '../app/session-page/page.ts';
+import { linkProblem } from '../app/session-page/read.ts';
+import { longSession } from './bench/session-page.ts';
 import { HOSTILE, hostileSession, recordSession, richSession, tempDir } from './session-page-fixtures.ts';
 
 async function exported(file: string): Promise<{ page: string; warnings: string[]; out: string }> {

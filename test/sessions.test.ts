@@ -13,17 +13,9 @@ import path from 'node:path';
 import { setImmediate as tick } from 'node:timers/promises';
 import { describe, test, type TestContext } from 'node:test';
 import { z } from 'zod';
-import {
-  AnthropicModel,
-  loadSession,
-  main,
-  MAX_PARALLEL_READS,
-  resume,
-  runTask,
-  SESSION_VERSION,
-  type SessionEntry,
-  sessionRecorder,
-} from '../agent.ts';
+import { AnthropicModel, MAX_PARALLEL_READS, resume, runTask } from '../agent.ts';
+import { main } from '../app/main.ts';
+import { loadSession, SESSION_VERSION, type SessionEntry, sessionRecorder } from '../app/session-file.ts';
 import { call, reply, say, type ScriptEntry, toolUse } from '../scripted-model.ts';
 import { defineTool, edit_file, type Tool, TOOLS } from '../tools.ts';
 import { requestViolations } from './api-rules.ts';
@@ -520,9 +512,10 @@ describe('byte-stable requests', () => {
     for (const [i, request] of requests.entries()) {
       const marks = cacheMarks(request);
       assert.ok(marks <= 4, `request ${i + 1} has ${marks} cache marks`);
-      assert.ok(
-        cacheMarks(request.messages) >= 1,
-        `request ${i + 1} marks its newest message, so the next request can read it from the cache`,
+      assert.deepEqual(
+        request.cache_control,
+        { type: 'ephemeral' },
+        `request ${i + 1} asks for automatic caching, so the next request can read this one from the cache`,
       );
       assert.deepEqual(violationsOf(request), [], `request ${i + 1}`);
     }
@@ -703,7 +696,7 @@ describe('crash and resume from the command line', () => {
       );
       writeFileSync(secondScript, JSON.stringify([say('huge.log never answered; a.txt says alpha.')]));
       const cli = (args: string[]) =>
-        spawn(process.execPath, ['--import', 'tsx', 'agent.ts', '--root', root, '--yes', ...args], {
+        spawn(process.execPath, ['--import', 'tsx', 'app/main.ts', '--root', root, '--yes', ...args], {
           env: { PATH: process.env.PATH ?? '', NO_COLOR: '1' },
           stdio: ['ignore', 'pipe', 'pipe'],
         });

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import type Anthropic from '@anthropic-ai/sdk';
-import { main } from '../../agent.ts';
+import { main } from '../../app/main.ts';
 import { fakeMessage, startFakeApi } from '../fake-api.ts';
 
 const here = import.meta.dirname;

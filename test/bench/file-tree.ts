@@ -8,7 +8,7 @@ import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { list_files, MAX_LIST_ENTRIES } from '../tools.ts';
+import { list_files, MAX_LIST_ENTRIES } from '../../tools.ts';
 import { type Measurement, median } from './loop.ts';
 
 const DIRS = 100;

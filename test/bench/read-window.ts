@@ -3,7 +3,7 @@
 // Usage: node --import tsx bench/read-window.ts <file> [offset]   prints {"beforeKiB":…,"peakKiB":…}
 
 import path from 'node:path';
-import { read_file } from '../tools.ts';
+import { read_file } from '../../tools.ts';
 
 const [file, offset] = process.argv.slice(2);
 if (file === undefined) throw new Error('usage: read-window.ts <file> [offset]');

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { read_file } from '../tools.ts';
+import { read_file } from '../../tools.ts';
 import { listFilesVsFind } from './file-tree.ts';
 import { gateOnLargeTree } from './gate.ts';
 import {
@@ -40,7 +40,7 @@ interface Row {
 }
 
 // Children run from the project root, where `npm test` is defined and `--import tsx` resolves.
-const PROJECT_ROOT = fileURLToPath(new URL('..', import.meta.url));
+const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MB = (kib: number) => (kib * 1024) / 1e6;
 
 /** The last window of the text file: the 500 lines that end it. */
@@ -164,7 +164,7 @@ const ROWS: Row[] = [
     name: 'session page export, 1,000 messages, median of 5',
     unit: 'ms',
     target: { op: '<', limit: 1000 },
-    how: 'exportTime() in bench/session-page.ts: exportSession',
+    how: 'exportTime() in test/bench/session-page.ts: exportSession',
     measure: exportTime,
   },
   {
@@ -206,7 +206,7 @@ function readLargeTextFile() {
       theirs.push(await timeMs(countLines));
     }
 
-    const child = path.join('bench', 'read-window.ts');
+    const child = path.join('test', 'bench', 'read-window.ts');
     const run = await spawnCaptured(process.execPath, [
       '--import',
       'tsx',
@@ -239,7 +239,7 @@ let resumed: Promise<{ time: Measurement; rss: Measurement }> | undefined;
 /** One child resumes the generated session; both resume rows read its report (or its failure). */
 function resumeLargeSession() {
   return (resumed ??= withSessionFile(async (file, messages) => {
-    const run = await spawnCaptured(process.execPath, ['--import', 'tsx', path.join('bench', 'load-session.ts'), file]);
+    const run = await spawnCaptured(process.execPath, ['--import', 'tsx', path.join('test', 'bench', 'load-session.ts'), file]);
     const report = (run.stdout.trim() === '' ? {} : JSON.parse(run.stdout)) as Partial<{
       failed: string;
       loadMs: number;

@@ -5,9 +5,9 @@ import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { createAgent, runTask } from '../agent.ts';
-import { say, ScriptedModel } from '../scripted-model.ts';
-import { TOOLS } from '../tools.ts';
+import { createAgent, runTask } from '../../agent.ts';
+import { say, ScriptedModel } from '../../scripted-model.ts';
+import { TOOLS } from '../../tools.ts';
 import { type Measurement, spreadOf } from './loop.ts';
 
 const DIRS = 100;

@@ -10,20 +10,11 @@ import { performance } from 'node:perf_hooks';
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import {
-  type Agent,
-  type AgentEvent,
-  approveAll,
-  createAgent,
-  MAX_PARALLEL_READS,
-  type Model,
-  runTask,
-  SESSION_VERSION,
-  sessionRecorder,
-  terminalPrinter,
-} from '../agent.ts';
-import { call, reply, say, ScriptedModel, toolUse } from '../scripted-model.ts';
-import { defineTool, type Tool, TOOLS } from '../tools.ts';
+import { type Agent, type AgentEvent, approveAll, createAgent, MAX_PARALLEL_READS, type Model, runTask } from '../../agent.ts';
+import { SESSION_VERSION, sessionRecorder } from '../../app/session-file.ts';
+import { terminalPrinter } from '../../app/terminal.ts';
+import { call, reply, say, ScriptedModel, toolUse } from '../../scripted-model.ts';
+import { defineTool, type Tool, TOOLS } from '../../tools.ts';
 import { callsReply, PrefixCacheModel, ReplayModel, textReply } from './replay-model.ts';
 
 export interface Measurement {

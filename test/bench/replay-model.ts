@@ -4,8 +4,8 @@
 // what a real run pays.) PrefixCacheModel adds a small simulation of the API's prompt cache.
 
 import type Anthropic from '@anthropic-ai/sdk';
-import type { Model, ModelRequest } from '../agent.ts';
-import { usageOf } from '../scripted-model.ts';
+import type { Model, ModelRequest } from '../../agent.ts';
+import { usageOf } from '../../scripted-model.ts';
 
 const NO_USAGE: Anthropic.Usage = usage({ input: 1, output: 1, cacheWrite: 0, cacheRead: 0 });
 

@@ -5,7 +5,8 @@
 
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { createAgent, loadSession, resume } from '../agent.ts';
+import { createAgent, resume } from '../../agent.ts';
+import { loadSession } from '../../app/session-file.ts';
 import { ReplayModel } from './replay-model.ts';
 
 const file = process.argv[2];

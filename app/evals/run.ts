@@ -14,16 +14,16 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { minimatch } from 'minimatch';
 import { z } from 'zod';
-import { type AgentEvent, runCommand, type UsageTotals } from '../agent.ts';
-import { loadScript } from '../scripted-model.ts';
-import { walk } from '../tools.ts';
+import { type AgentEvent, runCommand, type UsageTotals } from '../../agent.ts';
+import { loadScript } from '../../scripted-model.ts';
+import { walk } from '../../tools.ts';
 
 // =============================================================================================
 // Tasks: a folder with task.json, project/ and (for scripted runs) trajectory.json
 
-const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
-export const TASKS_DIR = path.join(REPO_ROOT, 'evals', 'tasks');
-const AGENT = path.join(REPO_ROOT, 'agent.ts');
+const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const TASKS_DIR = path.join(REPO_ROOT, 'app', 'evals', 'tasks');
+const PROGRAM = path.join(REPO_ROOT, 'app', 'main.ts');
 /** What the verify command may take when the runner itself runs it (the CLI's own default). */
 const VERIFY_TIMEOUT_MS = 120_000;
 
@@ -229,10 +229,10 @@ export function agentArgs(task: ReadyTask, root: string, session: string, model:
   ];
 }
 
-/** Runs `node --import tsx agent.ts ARGS` and collects its JSON events and the last line it wrote to stderr. */
+/** Runs `node --import tsx app/main.ts ARGS` and collects its JSON events and the last line it wrote to stderr. */
 function runAgentCli(args: string[], env: NodeJS.ProcessEnv): Promise<{ events: AgentEvent[]; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', AGENT, ...args], {
+    const child = spawn(process.execPath, ['--import', 'tsx', PROGRAM, ...args], {
       cwd: REPO_ROOT, // where `--import tsx` resolves
       env: { ...env, NO_COLOR: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],

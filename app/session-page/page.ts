@@ -4,7 +4,8 @@
 
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import { DEFAULT_CONTEXT_WINDOW, describeHalt, exitCodeFor } from '../agent.ts';
+import { DEFAULT_CONTEXT_WINDOW, describeHalt } from '../../agent.ts';
+import { exitCodeFor } from '../terminal.ts';
 import { renderChart } from './chart.ts';
 import { count, html, type Html, trusted } from './html.ts';
 import type { SessionRecord } from './read.ts';

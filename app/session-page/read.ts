@@ -5,7 +5,7 @@
 
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { BudgetName, Halt } from '../agent.ts';
+import type { BudgetName, Halt } from '../../agent.ts';
 
 /** Format 1, and format 2, which adds entry types (reply, task, options, approval, steer) this page skips. */
 export const READABLE_VERSIONS: readonly number[] = [1, 2];

@@ -4,7 +4,7 @@ import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { exportSession } from '../session-page/export.ts';
+import { exportSession } from '../../app/session-page/export.ts';
 import { type Measurement, median } from './loop.ts';
 
 /** A session of `messages` messages, as JSONL: a task, reads answered with `resultChars` characters each, and

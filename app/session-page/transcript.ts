@@ -4,7 +4,8 @@
 // replaced folded and marked, the cut where the verbatim part starts), each halt, and each sub-agent's session
 // nested under the `task` call that started it.
 
-import { describeHalt, exitCodeFor, type Halt } from '../agent.ts';
+import { describeHalt, type Halt } from '../../agent.ts';
+import { exitCodeFor } from '../terminal.ts';
 import { requestCost } from './chart.ts';
 import { clip, count, dollars, type Fragment, html, type Html, safeId } from './html.ts';
 import { renderMarkdown } from './markdown.ts';

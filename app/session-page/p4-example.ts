@@ -6,8 +6,9 @@ import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import * as agentTs from '../agent.ts';
-import { playStory, STORIES } from '../lessons/stories.ts';
+import * as agentTs from '../../agent.ts';
+import { SESSION_VERSION, sessionRecorder } from '../session-file.ts';
+import { playStory, STORIES } from '../../lessons/stories.ts';
 import { exportSession } from './export.ts';
 
 const P4_STORY = STORIES.find((story) => story.lesson === 'p4')!;
@@ -19,11 +20,11 @@ export async function exportP4(dir: string): Promise<{ session: string; out: str
   if (existsSync(session)) throw new Error(`${session} already exists; give an empty folder`);
   const problem = await playStory(agentTs, P4_STORY, {
     listen: (root) =>
-      agentTs.sessionRecorder(
+      sessionRecorder(
         session,
         {
           type: 'session',
-          version: agentTs.SESSION_VERSION,
+          version: SESSION_VERSION,
           model: 'scripted',
           root,
           startedAt: new Date().toISOString(),

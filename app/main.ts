@@ -1,0 +1,183 @@
+#!/usr/bin/env tsx
+// The program a person runs (package.json's bin): the harness in agent.ts under a terminal, a REPL, a session file,
+// --replay or --export. It only calls the harness's API and draws its events; the harness never imports it.
+
+import { realpath } from 'node:fs/promises';
+import path from 'node:path';
+import { createInterface } from 'node:readline/promises';
+import { pathToFileURL } from 'node:url';
+import { type Agent, approveAll, createAgent, errorText, type Model, resume } from '../agent.ts';
+import { TOOLS } from '../tools.ts';
+import { chooseModel, type CliOptions, configFromCli, helpText, parseCli, UsageError, withPrice } from './options.ts';
+import { replaySession } from './replay.ts';
+import {
+  loadSession,
+  recordAnswers,
+  type RecordedOptions,
+  SESSION_VERSION,
+  type SessionEvent,
+  sessionRecorder,
+} from './session-file.ts';
+import {
+  contextBreakdown,
+  EXIT,
+  exitCodeFor,
+  jsonPrinter,
+  type Output,
+  repl,
+  runGivenTask,
+  StatusLine,
+  terminalApprover,
+  terminalPrinter,
+  tracePrinter,
+} from './terminal.ts';
+
+/** One run, then exit. Ctrl-C stops it like in the REPL; a second one exits at once. */
+async function headless(agent: Agent, task: string, tell: (event: SessionEvent) => void): Promise<number> {
+  const controller = new AbortController();
+  const onSigint = () => {
+    if (controller.signal.aborted) process.exit(EXIT.interrupted);
+    controller.abort();
+    tell({ type: 'interrupt' });
+  };
+  process.on('SIGINT', onSigint);
+  try {
+    return exitCodeFor(await runGivenTask(agent, task, controller.signal, tell));
+  } finally {
+    process.off('SIGINT', onSigint);
+  }
+}
+
+export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output = process.stdout): Promise<number> {
+  try {
+    const options = parseCli(argv, env);
+    if (options.help) {
+      out.write(`${helpText()}\n`);
+      return EXIT.accepted;
+    }
+    if (options.export !== undefined) {
+      // The page has its own command (app/session-page/export.ts): the command line only hands the file over.
+      const { cli } = await import('./session-page/export.ts');
+      const window = options.contextWindow === undefined ? [] : ['--context-window', String(options.contextWindow)];
+      return await cli([options.export, ...(options.out === undefined ? [] : ['--out', options.out]), ...window]);
+    }
+    const root = await realpath(options.root).catch(() => {
+      throw new UsageError(`--root ${options.root}: no such folder`);
+    });
+    if (options.replay !== undefined) return await replaySession(options.replay, { ...options, root }, out);
+    const chosen = await chooseModel(options, env, options.model);
+    const model = options.price ? withPrice(chosen, options.price) : chosen;
+    const taskModel =
+      options.taskModel === undefined || options.script !== undefined
+        ? undefined
+        : await chooseModel(options, env, options.taskModel);
+    const interactive = process.stdin.isTTY === true;
+    // The REPL's; paused until it listens, so no piped line is read before it is ready for it. A headless run in a
+    // terminal leaves the terminal as it is (Ctrl-C a signal) until an approval asks, with a readline of its own.
+    const rl =
+      options.task === undefined
+        ? createInterface({
+            input: process.stdin,
+            terminal: interactive,
+            ...(interactive && { output: process.stdout }),
+          })
+        : undefined;
+    rl?.pause();
+    const screen = new StatusLine(out, interactive && rl ? { rl, input: process.stdin } : undefined);
+    const printer = options.json
+      ? jsonPrinter(out)
+      : options.trace
+        ? tracePrinter(out)
+        : terminalPrinter(out, { screen, verify: options.verify });
+    const secrets = [env.ANTHROPIC_API_KEY ?? ''];
+    const startSession = (file: string, fresh: boolean, agent: Agent) => {
+      const startedAt = new Date().toISOString();
+      const recorded = recordedOptions(options, interactive, taskModel);
+      const header = { type: 'session' as const, version: SESSION_VERSION, model: model.name, root, startedAt };
+      const { contextWindow, protectedAtStart } = agent;
+      const full = { ...header, contextWindow, protected: Object.fromEntries(protectedAtStart), options: recorded };
+      return sessionRecorder(file, fresh ? full : null, secrets);
+    };
+    const newSession = path.join(root, '.agent', 'sessions', `${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`);
+    let sessionFile = path.resolve(options.resume ?? options.session ?? newSession);
+    const loaded =
+      options.resume === undefined
+        ? undefined
+        : await loadSession(sessionFile).catch((error: unknown) => {
+            throw new UsageError(`--resume: ${errorText(error)}`);
+          });
+    const approve = options.yes
+      ? approveAll
+      : interactive
+        ? recordAnswers(terminalApprover(screen, out), (event) => tell(event))
+        : null;
+    // The harness's events and the person's actions, told to the session file and the printer alike.
+    const tell = (event: SessionEvent) => {
+      record(event);
+      printer(event);
+    };
+    const agent = await createAgent(configFromCli(options, { root, model, taskModel, approve }, tell));
+    // Started once the agent knows its window (from the model's metadata), which the header records.
+    let record = startSession(sessionFile, loaded === undefined, agent);
+    if (loaded) resume(agent, loaded);
+    const notice = (text: string) => tell({ type: 'notice', text });
+    const showSession = () =>
+      notice(`session: ${path.relative(process.cwd(), sessionFile) || sessionFile} (continue it with --resume)`);
+    showSession();
+    for (const file of agent.contextFiles) {
+      notice(`context: ${path.relative(process.cwd(), file.path) || file.path} (~${file.tokens} tokens)`);
+    }
+    tell({ type: 'context', breakdown: contextBreakdown(agent) });
+    if (options.verify === undefined) notice('no --verify command: "done" will be accepted unverified');
+    if (!options.yes && !interactive) notice('no terminal and no --yes: every change (edit_file) will be denied');
+    if (options.task !== undefined) return await headless(agent, options.task, tell);
+    const switchSession = async (file: string) => {
+      const next = await loadSession(file);
+      sessionFile = path.resolve(file);
+      record = startSession(sessionFile, false, agent);
+      resume(agent, next);
+      notice(`resumed ${file}: ${next.messages.length} messages`);
+      showSession();
+    };
+    return await repl(agent, rl!, { interactive, switchSession, screen, tell });
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    console.error(`agent: ${error.message} (see --help)`);
+    return EXIT.usage;
+  }
+}
+
+/** The options a replay needs to run the session the same way, for the session file's header. */
+function recordedOptions(options: CliOptions, interactive: boolean, taskModel: Model | undefined): RecordedOptions {
+  const { verify, verifyTimeoutMs, protect, budgets, contextWindow, contextFiles } = options;
+  const approval = options.yes ? 'yes' : interactive ? 'ask' : 'deny';
+  const tools = [...TOOLS.map((tool) => tool.name), 'task'];
+  return {
+    verify,
+    verifyTimeoutMs,
+    protect,
+    budgets,
+    approval,
+    tools,
+    contextWindow,
+    contextFiles,
+    taskModel: taskModel?.name,
+  };
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  let decided: number | undefined;
+  // Prevents a Ctrl-C after the run's halt from turning its exit code into 130: once main has the code, Ctrl-C only
+  // hurries the exit. Before that, the run's own handler has the Ctrl-C, or with none (starting up) it ends the
+  // program as Ctrl-C always does.
+  process.on('SIGINT', () => {
+    if (decided !== undefined) process.exit(decided);
+    if (process.listenerCount('SIGINT') === 1) process.exit(EXIT.interrupted);
+  });
+  void main(process.argv.slice(2), process.env).then((code) => {
+    decided = code;
+    // Out as soon as the output is: Node's own wind-down (sockets, the loader's thread) can take a few hundred ms,
+    // during which it no longer listens for Ctrl-C, and one would kill the process with 130.
+    process.stdout.write('', () => process.exit(code));
+  });
+}

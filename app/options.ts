@@ -1,0 +1,264 @@
+// The command line: one table of options, from which both --help and the parser are built, and the agent's
+// configuration made from them.
+
+import { parseArgs } from 'node:util';
+import {
+  type AgentConfig,
+  type AgentEvent,
+  AnthropicModel,
+  type Approver,
+  approveAll,
+  type BeforeCallHook,
+  type Budgets,
+  DEFAULT_MODEL,
+  errorText,
+  type Model,
+  type Price,
+  priceOf,
+} from '../agent.ts';
+import { loadScript, ScriptedModel } from '../scripted-model.ts';
+import { TOOLS } from '../tools.ts';
+
+interface OptionSpec {
+  type: 'string' | 'boolean';
+  multiple?: boolean;
+  short?: string;
+  /** The argument's name in --help, e.g. DIR; a switch has none. */
+  arg?: string;
+  help: string;
+}
+
+export const OPTIONS = {
+  root: { type: 'string', arg: 'DIR', help: 'project folder the tools work in (default: the current folder)' },
+  verify: { type: 'string', arg: 'CMD', help: 'shell command that must exit 0 before "done" is accepted' },
+  'verify-timeout': { type: 'string', arg: 'S', help: 'seconds the verify command may run (default: 120)' },
+  protect: { type: 'string', arg: 'GLOB', multiple: true, help: 'files the agent may not change, e.g. "test/**"' },
+  yes: { type: 'boolean', help: 'approve every change without asking' },
+  'max-turns': { type: 'string', arg: 'N', help: 'model calls per task (default: 25)' },
+  'max-tokens': { type: 'string', arg: 'N', help: 'input + output tokens per task, sub-agents included' },
+  'max-cost': { type: 'string', arg: 'USD', help: 'dollars per task, sub-agents included (needs a known price)' },
+  price: { type: 'string', arg: 'IN,OUT', help: 'dollars per million input and output tokens of --model' },
+  timeout: { type: 'string', arg: 'S', help: 'wall-clock seconds per task' },
+  model: { type: 'string', arg: 'ID', help: `model to use (default: $ANTHROPIC_MODEL or ${DEFAULT_MODEL})` },
+  'task-model': { type: 'string', arg: 'ID', help: 'model for sub-agents started by the task tool (default: --model)' },
+  'context-window': { type: 'string', arg: 'N', help: `tokens, when the API does not say (default: 200000)` },
+  'no-context-files': { type: 'boolean', help: 'do not read AGENTS.md files into the system prompt' },
+  script: { type: 'string', arg: 'FILE', help: 'replay canned replies from a JSON file instead of calling an API' },
+  session: { type: 'string', arg: 'FILE', help: 'where to append the session (default: .agent/sessions/<time>.jsonl)' },
+  resume: { type: 'string', arg: 'FILE', help: 'continue a saved session (and keep appending to it)' },
+  export: { type: 'string', arg: 'FILE', help: 'write a session file as one self-contained web page, then exit' },
+  out: { type: 'string', arg: 'FILE', help: 'where --export writes the page (default: beside the session, .html)' },
+  replay: { type: 'string', arg: 'FILE', help: 're-run a recorded session offline in --root and compare each message' },
+  json: { type: 'boolean', help: 'print events as JSON lines instead of text' },
+  trace: { type: 'boolean', help: 'print each step tagged with the part of the loop doing it' },
+  help: { type: 'boolean', short: 'h', help: 'show this help' },
+} as const satisfies Record<string, OptionSpec>;
+
+export function helpText(): string {
+  const rows = Object.entries(OPTIONS).map(([name, spec]: [string, OptionSpec]) => {
+    const flag = `${spec.short ? `-${spec.short}, ` : ''}--${name}${spec.arg ? ` ${spec.arg}` : ''}`;
+    return `  ${flag.padEnd(20)}${spec.help}${spec.multiple ? ' (repeatable)' : ''}`;
+  });
+  return [
+    'Usage: npx tsx agent.ts [options] [task]',
+    '',
+    'With a task: one run, then exit. Without: a REPL (one task per line; /exit to leave).',
+    'No API key? `npm start` plays the offline demo, and --script FILE runs on canned replies.',
+    '',
+    'Options:',
+    ...rows,
+    '',
+    'In the REPL: type while the agent works to steer it; Ctrl-C stops the run, and at an empty prompt leaves;',
+    "/context, /compact, /resume FILE, /exit. Leaving the REPL exits 0 (piped in: the last task's exit code).",
+    'Environment: ANTHROPIC_API_KEY, ANTHROPIC_MODEL, ANTHROPIC_BASE_URL (any Anthropic-compatible endpoint).',
+    'Halts: accepted (verified | unverified), budget (turns | tokens | cost | time), interrupted, error.',
+    'Exit codes: 0 accepted, 1 not accepted (budget, error), 2 usage error, 130 interrupted.',
+  ].join('\n');
+}
+
+/** A mistake on the command line: one line on stderr and exit code 2, never a stack trace. */
+export class UsageError extends Error {}
+
+type ParsedValues = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
+
+export interface CliOptions {
+  root: string;
+  verify: string | undefined;
+  verifyTimeoutMs: number;
+  protect: string[];
+  yes: boolean;
+  budgets: Budgets;
+  /** --price: what --model costs, when the price table does not know it (or knows it wrong). */
+  price: Price | undefined;
+  /** Undefined: the default model, or "scripted" for --script. */
+  model: string | undefined;
+  taskModel: string | undefined;
+  contextWindow: number | undefined;
+  contextFiles: boolean;
+  script: string | undefined;
+  session: string | undefined;
+  resume: string | undefined;
+  replay: string | undefined;
+  export: string | undefined;
+  out: string | undefined;
+  /** The options given on the command line, by name: a replay lets them replace the recorded ones. */
+  given: string[];
+  json: boolean;
+  trace: boolean;
+  task: string | undefined;
+  help: boolean;
+}
+
+export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
+  let values: ParsedValues;
+  let positionals: string[];
+  try {
+    ({ values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS }));
+  } catch (error) {
+    throw new UsageError(describeCliError(errorText(error)));
+  }
+  const model = values.model ?? env.ANTHROPIC_MODEL;
+  const price = parsePrice(values.price);
+  const maxCostUsd = positiveNumber('--max-cost', values['max-cost']);
+  if (maxCostUsd !== undefined) {
+    const main = { name: model ?? (values.script === undefined ? DEFAULT_MODEL : 'scripted'), price };
+    const task =
+      values['task-model'] === undefined || values.script !== undefined ? main : { name: values['task-model'] };
+    for (const priced of [main, task]) {
+      if (!priceOf(priced)) {
+        const fix = priced === main ? 'give one with --price IN,OUT' : 'add it to the price table (PRICES)';
+        throw new UsageError(`--max-cost needs a known price, and ${priced.name} has none: ${fix}`);
+      }
+    }
+  }
+  if (positionals.length > 0 && positionals.join(' ').trim() === '') throw new UsageError('the task is empty');
+  const timeout = positiveNumber('--timeout', values.timeout);
+  return {
+    root: values.root ?? process.cwd(),
+    verify: values.verify,
+    verifyTimeoutMs: (positiveNumber('--verify-timeout', values['verify-timeout']) ?? 120) * 1000,
+    protect: values.protect ?? [],
+    yes: values.yes ?? false,
+    budgets: {
+      maxTurns: positiveNumber('--max-turns', values['max-turns'], true) ?? 25,
+      maxTokens: positiveNumber('--max-tokens', values['max-tokens'], true),
+      maxCostUsd,
+      timeoutMs: timeout === undefined ? undefined : timeout * 1000,
+    },
+    price,
+    model,
+    taskModel: values['task-model'],
+    contextWindow: positiveNumber('--context-window', values['context-window'], true),
+    contextFiles: !(values['no-context-files'] ?? false),
+    script: values.script,
+    session: values.session,
+    resume: values.resume,
+    replay: values.replay,
+    export: values.export,
+    out: values.out,
+    given: Object.keys(values),
+    json: values.json ?? false,
+    trace: values.trace ?? false,
+    task: positionals.length > 0 ? positionals.join(' ') : undefined,
+    help: values.help ?? false,
+  };
+}
+
+/** parseArgs says each mistake in up to three lines of its own; this says it in one, in the terms of --help. */
+function describeCliError(message: string): string {
+  const flag = /'(-[^' ]+)/.exec(message)?.[1] ?? '';
+  const arg = (OPTIONS as Record<string, OptionSpec>)[flag.replace(/^--/, '')]?.arg ?? 'VALUE';
+  if (message.startsWith('Unknown option'))
+    return `unknown option ${flag} (a task that starts with "-" goes after --, as in: -- "${flag}")`;
+  if (message.includes('argument missing')) return `${flag} needs a value: ${flag} ${arg}`;
+  if (message.includes('ambiguous')) return `${flag} needs a value; one that starts with "-" is written ${flag}=${arg}`;
+  if (message.includes('does not take an argument')) return `${flag} takes no value`;
+  return message.split('\n')[0]!;
+}
+
+/** "3,15": dollars per million input tokens, then output tokens (cache writes and reads are priced from input). */
+function parsePrice(value: string | undefined): Price | undefined {
+  if (value === undefined) return undefined;
+  const parts = value.split(',').map((part) => (part.trim() === '' ? NaN : Number(part)));
+  if (parts.length !== 2 || !parts.every((n) => n >= 0 && Number.isFinite(n)))
+    throw new UsageError(
+      `--price needs IN,OUT: dollars per million input and output tokens, e.g. 3,15; got "${value}"`,
+    );
+  return { input: parts[0]!, output: parts[1]! };
+}
+
+/** Prevents a budget of NaN or -1 from silently switching a limit off: a bad number is a usage error. */
+function positiveNumber(flag: string, value: string | undefined, whole = false): number | undefined {
+  if (value === undefined) return undefined;
+  const number = Number(value);
+  if (value.trim() === '' || !(number > 0) || (whole && !Number.isInteger(number))) {
+    throw new UsageError(`${flag} needs a positive ${whole ? 'whole ' : ''}number, got "${value}"`);
+  }
+  return number;
+}
+
+export async function chooseModel(options: CliOptions, env: NodeJS.ProcessEnv, name: string | undefined): Promise<Model> {
+  if (options.script !== undefined) {
+    try {
+      return new ScriptedModel(await loadScript(options.script), name ?? 'scripted');
+    } catch (error) {
+      throw new UsageError(`--script ${errorText(error)}`);
+    }
+  }
+  if (!env.ANTHROPIC_API_KEY && !env.ANTHROPIC_BASE_URL) {
+    const offline = 'use --script FILE to run offline, or `npm start` for the offline demo';
+    throw new UsageError(`ANTHROPIC_API_KEY is not set: set it, ${offline}`);
+  }
+  // A local Anthropic-compatible server may need no key; the SDK still wants one to send.
+  const { default: Anthropic } = await import('@anthropic-ai/sdk');
+  const client = new Anthropic({
+    apiKey: env.ANTHROPIC_API_KEY || 'no-key',
+    baseURL: env.ANTHROPIC_BASE_URL || undefined,
+  });
+  return new AnthropicModel(name ?? DEFAULT_MODEL, client);
+}
+
+/** The same model with the price --price gave it. */
+export function withPrice(model: Model, price: Price): Model {
+  return {
+    name: model.name,
+    price,
+    complete: (request, options) => model.complete(request, options),
+    ...(model.contextWindow && { contextWindow: model.contextWindow.bind(model) }),
+  };
+}
+
+/** Prevents a headless run from hanging on a question nobody can answer, and says truthfully why: with no terminal
+ *  and no --yes, a call that would change something is refused, and nobody is said to have declined it. */
+const changesNeedATerminal: BeforeCallHook = {
+  name: 'no terminal',
+  check: ({ tool }) =>
+    tool.readOnly
+      ? { action: 'allow' }
+      : {
+          action: 'deny',
+          reason: 'not run: changes need approval, and there is no terminal to ask (--yes allows them)',
+        },
+};
+
+/** Where the command line builds the agent's configuration: a forker adds their own hooks or tools here. */
+export function configFromCli(
+  options: CliOptions,
+  made: { root: string; model: Model; taskModel: Model | undefined; approve: Approver | null },
+  onEvent: (event: AgentEvent) => void,
+): AgentConfig {
+  const nobodyToAsk = made.approve === null; // the hook refuses every change, so approval never sees one
+  return {
+    ...made,
+    approve: made.approve ?? approveAll,
+    beforeCall: nobodyToAsk ? [changesNeedATerminal] : [],
+    tools: TOOLS,
+    verify: options.verify,
+    verifyTimeoutMs: options.verifyTimeoutMs,
+    budgets: options.budgets,
+    protect: options.protect,
+    contextWindow: options.contextWindow,
+    contextFiles: options.contextFiles,
+    onEvent,
+  };
+}

@@ -1,0 +1,360 @@
+// The session file: the transcript on disk, one JSON line per entry, only ever appended; read back for --resume
+// (checked line by line, then repaired by the harness's transcriptRepair) and for --replay.
+
+import type Anthropic from '@anthropic-ai/sdk';
+import { createHash } from 'node:crypto';
+import { appendFileSync, closeSync, createReadStream, mkdirSync, openSync, readSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { z } from 'zod';
+import {
+  type AgentEvent,
+  type ApprovalAnswer,
+  type Approver,
+  type Budgets,
+  type Compaction,
+  type Halt,
+  type LoadedSession,
+  errorText,
+  issuesText,
+  MAX_INPUT_DEPTH,
+  nestedDeeperThan,
+  transcriptRepair,
+} from '../agent.ts';
+import type { ContextBreakdown } from './terminal.ts';
+
+/** Version 2 adds what a replay needs: the options, every reply as received, and what the person did. */
+export const SESSION_VERSION = 2;
+/** Version 1 files still resume; they cannot be replayed. */
+const RESUMABLE_VERSIONS = [1, 2];
+
+export type SessionEntry =
+  | SessionHeader
+  | { type: 'message'; message: Anthropic.MessageParam }
+  | { type: 'usage'; turn: number; usage: Anthropic.Usage }
+  | { type: 'reply'; turn: number; stopReason: StopReason; content: Anthropic.ContentBlock[]; usage: Anthropic.Usage }
+  | CompactionEntry
+  | { type: 'subagent'; id: string; description: string; file: string }
+  | { type: 'halt'; halt: Halt }
+  | { type: 'task'; text: string }
+  | { type: 'approval'; tool: string; preview: string; answer: ApprovalAnswer }
+  | { type: 'steer'; text: string; afterEvents: number }
+  | { type: 'interrupt'; afterEvents: number };
+
+type StopReason = Anthropic.StopReason | null;
+
+interface CompactionEntry {
+  type: 'compaction';
+  summary: string;
+  keptFrom: number;
+  usage: Anthropic.Usage;
+  /** The API had refused the request before it as too long (a replay refuses it too); missing: it had not. */
+  promptTooLong?: true;
+}
+
+export interface SessionHeader {
+  type: 'session';
+  version: number;
+  model: string;
+  root: string;
+  startedAt: string;
+  /** Since version 2: the window the agent worked with, from the model's metadata or --context-window. */
+  contextWindow?: number;
+  /** Since version 2: the protected files' hashes when the session started, so a resume cannot launder a change. */
+  protected?: Record<string, string>;
+  /** Since version 2: the options that change what a run does, so a replay can use them again. */
+  options?: RecordedOptions;
+}
+
+export interface RecordedOptions {
+  verify: string | undefined;
+  verifyTimeoutMs: number;
+  protect: string[];
+  budgets: Budgets;
+  /** yes: --yes; ask: a person was asked (the answers are recorded); deny: nobody could be asked. */
+  approval: 'yes' | 'ask' | 'deny';
+  tools: string[];
+  contextWindow: number | undefined;
+  contextFiles: boolean;
+  taskModel: string | undefined;
+}
+
+/** What the person did, which the harness never sees as an event: the program tells the session file, so a replay can
+ *  do the same at the same point. */
+export type ProgramEvent =
+  | { type: 'task'; text: string }
+  | { type: 'approval'; tool: string; preview: string; answer: ApprovalAnswer }
+  | { type: 'steer'; text: string }
+  | { type: 'interrupt' }
+  /** The program's own report of where the window goes (/context, and at start); never recorded. */
+  | { type: 'context'; breakdown: ContextBreakdown };
+
+/** What the session file and the printers are told: the harness's events and the person's. */
+export type SessionEvent = AgentEvent | ProgramEvent;
+
+/** The events a replay sees again in the same order; a steer or an interrupt is placed after the Nth of them.
+ *  Streamed text and notices are left out: their number depends on the network, not on the harness. */
+export const REPLAYED_EVENTS = new Set<SessionEvent['type']>([
+  'request',
+  'reply',
+  'message',
+  'call',
+  'running',
+  'result',
+  'decision',
+  'gate',
+  'compaction',
+  'halt',
+]);
+
+/** Writes each event worth keeping as it happens, synchronously, so a crash loses nothing appended.
+ *  A sub-agent's events go to a file of their own, linked from this one. */
+export function sessionRecorder(
+  file: string,
+  header: SessionHeader | null,
+  secrets: string[],
+): (event: SessionEvent) => void {
+  mkdirSync(path.dirname(file), { recursive: true });
+  // A line torn by a crash must stay its own line, or the next entry would be glued to it.
+  if (!endsWithNewline(file)) appendFileSync(file, '\n');
+  const write = (entry: SessionEntry) => {
+    let line = JSON.stringify(entry);
+    for (const secret of secrets) if (secret.length >= 8) line = line.split(secret).join('[redacted]');
+    appendFileSync(file, `${line}\n`);
+  };
+  if (header) write(header);
+  const children = new Map<string, (event: SessionEvent) => void>();
+  let events = 0; // of the current task, counted as a replay counts them
+  let unanswered = false; // a request went out and neither a reply nor a halt came back: the API refused it
+  return (event) => {
+    if (REPLAYED_EVENTS.has(event.type)) events++;
+    if (event.type === 'task') events = 0;
+    if (event.type === 'task' || event.type === 'approval') write(event);
+    if (event.type === 'steer' || event.type === 'interrupt') write({ ...event, afterEvents: events });
+    if (event.type === 'message') write({ type: 'message', message: event.message });
+    if (event.type === 'reply') {
+      const { turn, stopReason, content, usage } = event;
+      write({ type: 'usage', turn, usage });
+      write({ type: 'reply', turn, stopReason, content, usage });
+    }
+    if (event.type === 'compaction') {
+      const { summary, keptFrom, usage } = event;
+      write({ type: 'compaction', summary, keptFrom, usage, ...(unanswered && { promptTooLong: true as const }) });
+      unanswered = false; // one refusal, one summary: a second compaction before the retry answered no refusal
+    }
+    if (event.type === 'request' || event.type === 'reply' || event.type === 'halt')
+      unanswered = event.type === 'request';
+    if (event.type === 'halt') write({ type: 'halt', halt: event.halt });
+    if (event.type === 'subagent') {
+      let child = children.get(event.id);
+      if (child === undefined) {
+        const childFile = file.replace(/(\.jsonl)?$/, `.${event.id}.jsonl`);
+        write({ type: 'subagent', id: event.id, description: event.description, file: path.basename(childFile) });
+        child = sessionRecorder(childFile, header && { ...header, startedAt: new Date().toISOString() }, secrets);
+        children.set(event.id, child);
+      }
+      child(event.event);
+    }
+  };
+}
+
+/** Whether a file is missing, empty or ends with a newline, from its last byte alone: a session has no size limit. */
+function endsWithNewline(file: string): boolean {
+  const size = statSync(file, { throwIfNoEntry: false })?.size ?? 0;
+  if (size === 0) return true;
+  const fd = openSync(file, 'r');
+  try {
+    const last = Buffer.alloc(1);
+    readSync(fd, last, 0, 1, size - 1);
+    return last[0] === 0x0a;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Rebuilds a transcript from a session file of any size, streamed line by line. Each entry is checked against the
+ *  schema of its type; a bad line is dropped with a warning naming it (a torn last line: the process died while
+ *  writing it; any other: corrupted), and the messages are repaired into a transcript the API accepts. */
+export async function loadSession(file: string): Promise<LoadedSession> {
+  const warnings = warningList();
+  const transcript = transcriptRepair(warnings.add);
+  let compaction: Compaction | null = null;
+  let subAgents = 0;
+  let protectedAtStart: Map<string, string> | null = null;
+  const unknownTypes = new Map<string, { first: number; count: number }>();
+  for await (const { number, text, last } of sessionLines(file)) {
+    const at = `${file}:${number}`;
+    const read = readEntry(text);
+    if ('version' in read) {
+      const readable = RESUMABLE_VERSIONS.join(' and ');
+      throw new Error(`${file}: session format ${read.version}, this harness reads ${readable}`);
+    }
+    if ('torn' in read) {
+      // Only the last line can be one the process was writing when it died; any other was damaged since.
+      const why = last ? 'was cut off (the process died while writing it)' : `is corrupted (${read.torn})`;
+      warnings.add(`${at} ${why}; the line was dropped`);
+    } else if ('problem' in read) {
+      warnings.add(`${at} is not a valid entry (${read.problem}); the line was dropped`);
+    } else if ('unknown' in read) {
+      const seen = unknownTypes.get(read.unknown) ?? { first: number, count: 0 };
+      unknownTypes.set(read.unknown, { ...seen, count: seen.count + 1 });
+    } else if (read.entry.type === 'message') {
+      transcript.add(read.entry.message, at);
+    } else if (read.entry.type === 'compaction') {
+      const { summary, keptFrom } = read.entry;
+      if (transcript.startsReply(keptFrom)) compaction = { summary, keptFrom };
+      else warnings.add(`${at}: the summary's cut (message ${keptFrom}) is not at a reply; the summary is not used`);
+    } else if (read.entry.type === 'session' && read.entry.protected && protectedAtStart === null) {
+      protectedAtStart = new Map(Object.entries(read.entry.protected));
+    } else if (read.entry.type === 'subagent') {
+      subAgents++;
+    }
+  }
+  for (const [type, { first, count }] of unknownTypes)
+    warnings.add(`${file}:${first}: ${count} entries of type "${type}", unknown to this version, were skipped`);
+  const repair = transcript.finish();
+  return { messages: transcript.messages, compaction, subAgents, repair, protectedAtStart, warnings: warnings.list() };
+}
+
+/** The non-empty lines of a file, numbered and streamed (a session may outgrow the longest string); one line is held
+ *  back, so the last one is known to be the last. */
+export async function* sessionLines(file: string): AsyncGenerator<{ number: number; text: string; last: boolean }> {
+  let held: { number: number; text: string } | null = null;
+  let number = 0;
+  for await (const text of createInterface({ input: createReadStream(file), crlfDelay: Infinity })) {
+    number++;
+    if (text.trim() === '') continue;
+    if (held) yield { ...held, last: false };
+    held = { number, text };
+  }
+  if (held) yield { ...held, last: true };
+}
+
+/** At most this many warnings are listed, then a count: a badly damaged file must not flood the screen. */
+const MAX_WARNINGS = 20;
+
+function warningList() {
+  const warnings: string[] = [];
+  let more = 0;
+  return {
+    add: (text: string) => void (warnings.length < MAX_WARNINGS ? warnings.push(text) : more++),
+    list: () => (more > 0 ? [...warnings, `... and ${more} more warnings like these`] : warnings),
+  };
+}
+
+/** One line of a session file, read: an entry checked against the schema of its type, or what is wrong with it. */
+type ReadEntry =
+  | { entry: SessionEntry }
+  | { torn: string } // not JSON
+  | { problem: string } // JSON, but not a valid entry
+  | { unknown: string } // a type this version does not know: a later version's
+  | { version: number }; // a header of another format version
+
+export function readEntry(text: string): ReadEntry {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return { torn: errorText(error) };
+  }
+  // Before anything walks it: JSON.parse takes any depth, JSON.stringify (the SDK's, when it is sent) does not.
+  if (nestedDeeperThan(value, MAX_ENTRY_DEPTH)) return { problem: `nested deeper than ${MAX_ENTRY_DEPTH} levels` };
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || !('type' in value))
+    return { problem: `not an object with a "type": ${shortJson(value)}` };
+  const { type } = value;
+  const version = type === 'session' && 'version' in value ? value.version : SESSION_VERSION;
+  if (typeof version === 'number' && !RESUMABLE_VERSIONS.includes(version)) return { version };
+  if (typeof type !== 'string') return { problem: `"type" is not a string: ${shortJson(type)}` };
+  if (!Object.hasOwn(ENTRY_SCHEMAS, type)) return { unknown: type };
+  const parsed = ENTRY_SCHEMAS[type as SessionEntry['type']].safeParse(value);
+  if (!parsed.success) return { problem: `a ${type} entry with ${issuesText(parsed.error)}` };
+  return { entry: value as SessionEntry }; // kept as written, not as parsed: the same bytes go back to the API
+}
+
+/** An entry wraps a tool's arguments in four levels (entry, message, content, block): room for those, and a margin. */
+const MAX_ENTRY_DEPTH = MAX_INPUT_DEPTH + 8;
+
+const shortJson = (value: unknown) => {
+  const json = JSON.stringify(value) ?? String(value);
+  return json.length > 60 ? `${json.slice(0, 57)}...` : json;
+};
+
+const nonBlank = z.string().refine((text) => text.trim() !== '', 'must hold more than whitespace');
+const usageSchema = z.object({ input_tokens: z.number(), output_tokens: z.number() });
+
+/** What each kind of block must hold for the API to take it back. Other kinds (an image, a server tool's block)
+ *  are left to the API. */
+const BLOCK_SCHEMAS: Record<string, z.ZodType | undefined> = {
+  text: z.object({ text: nonBlank }),
+  tool_use: z.object({ id: z.string().min(1), name: z.string().min(1), input: z.record(z.string(), z.unknown()) }),
+  tool_result: z.object({ tool_use_id: z.string().min(1), is_error: z.boolean().optional() }),
+  thinking: z.object({ thinking: z.string(), signature: z.string() }),
+  redacted_thinking: z.object({ data: z.string() }),
+};
+/** The blocks only one side of the conversation sends. */
+const BLOCK_SIDE: Record<string, 'user' | 'assistant' | undefined> = {
+  tool_use: 'assistant',
+  thinking: 'assistant',
+  redacted_thinking: 'assistant',
+  tool_result: 'user',
+};
+
+const messageSchema = z
+  .object({
+    role: z.enum(['user', 'assistant']),
+    content: z.union([nonBlank, z.array(z.looseObject({ type: z.string() })).min(1, 'must not be an empty list')], {
+      error: 'must be text or a non-empty list of content blocks',
+    }),
+  })
+  .superRefine(({ role, content }, context) => {
+    if (typeof content === 'string') return;
+    content.forEach((block, i) => {
+      const side = BLOCK_SIDE[block.type];
+      if (side !== undefined && side !== role)
+        context.addIssue({
+          code: 'custom',
+          path: ['content', i],
+          message: `a ${block.type} block from the ${role}`,
+        });
+      for (const issue of BLOCK_SCHEMAS[block.type]?.safeParse(block).error?.issues ?? [])
+        context.addIssue({ code: 'custom', path: ['content', i, ...issue.path], message: issue.message });
+    });
+  });
+
+/** One schema per entry type. A field they do not name is allowed (a later version may add one), and kept: what
+ *  is used is the entry as written, not as parsed. */
+const ENTRY_SCHEMAS = {
+  session: z.object({ version: z.number(), model: z.string(), root: z.string(), startedAt: z.string() }),
+  message: z.object({ message: messageSchema }),
+  usage: z.object({ turn: z.number().int().min(1), usage: usageSchema }),
+  compaction: z.object({
+    summary: nonBlank,
+    keptFrom: z.number().int().min(1),
+    usage: usageSchema,
+    promptTooLong: z.literal(true).optional(),
+  }),
+  subagent: z.object({ id: z.string().min(1), description: z.string(), file: z.string().min(1) }),
+  halt: z.object({ halt: z.object({ kind: z.enum(['accepted', 'budget', 'interrupted', 'error']) }) }),
+  reply: z.object({
+    turn: z.number().int().min(1),
+    stopReason: z.string().nullable(),
+    content: z.array(z.looseObject({ type: z.string() })),
+    usage: usageSchema,
+  }),
+  task: z.object({ text: z.string() }),
+  approval: z.object({ tool: z.string(), preview: z.string(), answer: z.object({ approved: z.boolean() }) }),
+  steer: z.object({ text: z.string(), afterEvents: z.number().int().min(0) }),
+  interrupt: z.object({ afterEvents: z.number().int().min(0) }),
+} satisfies Record<SessionEntry['type'], z.ZodType>;
+
+/** A short fingerprint of an approval's preview: a replay gives each recorded answer to the same question. */
+export const previewHash = (preview: string) => createHash('sha256').update(preview).digest('hex').slice(0, 16);
+
+/** Tells the session file each answer the person gave, so a replay can give it again to the same question. */
+export function recordAnswers(approver: Approver, tell: (event: ProgramEvent) => void): Approver {
+  return async (request) => {
+    const answer = await approver(request);
+    tell({ type: 'approval', tool: request.tool, preview: previewHash(request.preview), answer });
+    return answer;
+  };
+}
