@@ -2,6 +2,7 @@
 // The program a person runs (package.json's bin): the harness in agent.ts under a terminal, a REPL, a session file,
 // --replay or --export. It only calls the harness's API and draws its events; the harness never imports it.
 
+import { realpathSync } from 'node:fs';
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
@@ -165,7 +166,8 @@ function recordedOptions(options: CliOptions, interactive: boolean, taskModel: M
   };
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+// Run as a program (npx harness goes through a link in node_modules/.bin), not imported by a test.
+if (import.meta.url === pathToFileURL(realpathSync(process.argv[1] ?? '.')).href) {
   let decided: number | undefined;
   // Prevents a Ctrl-C after the run's halt from turning its exit code into 130: once main has the code, Ctrl-C only
   // hurries the exit. Before that, the run's own handler has the Ctrl-C, or with none (starting up) it ends the
