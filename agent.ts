@@ -30,13 +30,12 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import type { APIError } from '@anthropic-ai/sdk';
 import { Minimatch } from 'minimatch';
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import type { Stats } from 'node:fs';
 import { readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { capOutput, defineTool, exists, safe_path, ToolError, walk } from './tools.ts';
+import { capOutput, defineTool, exists, runCommand, safe_path, ToolError, walk } from './tools.ts';
 import type { Tool, ToolContext } from './tools.ts';
 
 // P0 — the model and the transcript. The API is stateless: the transcript is all the model knows of the task.
@@ -50,7 +49,7 @@ type RequestPart = 'system' | 'tools' | 'messages' | 'tool_choice' | 'cache_cont
  *  The request is lent for the call: its messages array is the session's own, so read it, and copy what you keep. */
 export interface Model {
   readonly name: string;
-  /** Dollars per million tokens, if known here; otherwise the price table (PRICES) is asked by name. */
+  /** Dollars per million tokens; without it the cost is unknown, and a dollar budget is refused. */
   readonly price?: Price;
   complete(request: ModelRequest, options: ModelCallOptions): Promise<Anthropic.Message>;
   /** The context window in tokens, if the provider says; null if it does not. */
@@ -750,7 +749,10 @@ async function contextView(agent: Agent, signal: AbortSignal): Promise<readonly 
 
 /** The messages as the model sees them now: the summary, then the recent part verbatim, i.e.
  *  [summary, ...messages.slice(keptFrom)], kept from one request to the next and extended by what is new. */
-export function compactedView(agent: Agent, messages: readonly Anthropic.MessageParam[]): readonly Anthropic.MessageParam[] {
+export function compactedView(
+  agent: Agent,
+  messages: readonly Anthropic.MessageParam[],
+): readonly Anthropic.MessageParam[] {
   return agent.compaction ? compactedCopy(agent.compaction, messages) : messages;
 }
 
@@ -889,7 +891,6 @@ function taskTool(parent: Agent): Tool {
     },
   });
 }
-
 
 // --- The real model: one streamed Messages API call per turn.
 
@@ -1033,7 +1034,7 @@ const SUBAGENT_PROMPT = [
 /** The options no caller gave take their defaults: no verify command, 25 turns, nothing protected, approve all. */
 async function withDefaults(config: AgentConfig): Promise<Settings> {
   // Prevents a dollar budget that could never halt: an unpriced model's cost is unknown, so nothing would count.
-  const unpriced = [config.model, config.taskModel ?? config.model].find((model) => !priceOf(model));
+  const unpriced = [config.model, config.taskModel ?? config.model].find((model) => !model.price);
   if (config.budgets?.maxCostUsd !== undefined && unpriced) {
     throw new Error(`a dollar budget needs a price, and ${unpriced.name} has none (give the Model a price)`);
   }
@@ -1353,7 +1354,7 @@ const noUsage = (model: Model): UsageTotals => ({
   cacheWrite: 0,
   cacheRead: 0,
   output: 0,
-  costUsd: priceOf(model) ? 0 : null,
+  costUsd: model.price ? 0 : null,
 });
 
 /** A new run's ledger: nothing spent yet, against the budgets' token and dollar limits. */
@@ -1387,7 +1388,7 @@ function budgetHalt(agent: Agent, budget: BudgetName, limit = 0): Halt {
 
 /** Adds one response's usage to the totals; unknown prices keep the cost unknown. */
 function addUsage(totals: UsageTotals, model: Model, usage: Anthropic.Usage): void {
-  const cost = costOf(priceOf(model), usage);
+  const cost = costOf(model.price, usage);
   totals.input += usage.input_tokens;
   totals.cacheWrite += usage.cache_creation_input_tokens ?? 0;
   totals.cacheRead += usage.cache_read_input_tokens ?? 0;
@@ -1395,86 +1396,13 @@ function addUsage(totals: UsageTotals, model: Model, usage: Anthropic.Usage): vo
   totals.costUsd = totals.costUsd === null || cost === null ? null : totals.costUsd + cost;
 }
 
-// --- The command runner: the verify gate's hands.
-
-export interface CommandRun {
-  exitCode: number | null;
-  timedOut: boolean;
-  /** stdout and stderr interleaved, capped: the head and the tail are kept. */
-  output: string;
-}
-
-const OUTPUT_HEAD = 8 * 1024;
-const OUTPUT_TAIL = 8 * 1024;
-
-/** Runs a shell command in the project with a timeout; keeps the start and the end of its output. */
-export function runCommand(command: string, cwd: string, timeoutMs: number, signal: AbortSignal): Promise<CommandRun> {
-  return new Promise((resolve) => {
-    const child = spawn(command, { cwd, shell: true, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-    let head = '';
-    let tail = '';
-    let dropped = 0;
-    const collect = (chunk: Buffer) => {
-      const text = chunk.toString('utf8');
-      const room = Math.max(OUTPUT_HEAD - head.length, 0);
-      head += text.slice(0, room);
-      tail += text.slice(room);
-      if (tail.length > OUTPUT_TAIL) {
-        dropped += tail.length - OUTPUT_TAIL;
-        tail = tail.slice(-OUTPUT_TAIL);
-      }
-    };
-    child.stdout.on('data', collect);
-    child.stderr.on('data', collect);
-    // The whole process group goes, so a test runner's children cannot outlive the timeout.
-    const kill = () => {
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    };
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      kill();
-    }, timeoutMs);
-    if (signal.aborted) kill();
-    else signal.addEventListener('abort', kill, { once: true });
-    const done = (exitCode: number | null) => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', kill);
-      const cut = dropped > 0 ? `\n[... ${dropped} characters of output left out ...]\n` : '';
-      resolve({ exitCode, timedOut, output: head + cut + tail || '(no output)' });
-    };
-    child.on('error', (error) => {
-      collect(Buffer.from(error.message));
-      done(null);
-    });
-    child.on('close', (code) => done(code));
-  });
-}
-
-// --- Prices: what a token costs, so a budget in dollars can be kept.
+// --- Prices: what a token costs, so a budget in dollars can be kept. The Model carries its own (the program knows the
+// price list); a model without one has an unknown cost, never a made-up zero.
 
 /** Dollars per million tokens of input and of output. */
 export interface Price {
   input: number;
   output: number;
-}
-
-/** A model missing here, and given no --price, has an unknown cost, shown as such. */
-const PRICES: Record<string, Price> = {
-  'claude-opus-4-5': { input: 5, output: 25 },
-  'claude-opus-4-6': { input: 5, output: 25 },
-  'claude-sonnet-4-5': { input: 3, output: 15 },
-  'claude-sonnet-4-6': { input: 3, output: 15 },
-  'claude-haiku-4-5': { input: 1, output: 5 },
-};
-
-/** The model's own price (--price), else the table's for its name (a dated name is priced as its family). */
-export function priceOf(model: Pick<Model, 'name' | 'price'>): Price | undefined {
-  return model.price ?? PRICES[model.name.replace(/-\d{8}$/, '')];
 }
 
 /** Cache writes cost 1.25× input, cache reads 0.1×: why byte-stable requests matter. */

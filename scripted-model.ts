@@ -5,7 +5,7 @@ import type Anthropic from '@anthropic-ai/sdk';
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import type { Model, ModelCallOptions, ModelRequest } from './agent.ts';
+import type { Model, ModelCallOptions, ModelRequest, Price } from './agent.ts';
 
 /** A reply as a script writes it: the blocks, and optionally how it stopped and what it cost. */
 export interface ScriptedReply {
@@ -47,6 +47,7 @@ export class ScriptedModel implements Model {
   constructor(
     private readonly script: readonly ScriptEntry[],
     readonly name = 'scripted',
+    readonly price?: Price,
   ) {}
 
   async complete(request: ModelRequest, { signal, onText }: ModelCallOptions): Promise<Anthropic.Message> {

@@ -1,7 +1,8 @@
-// The three tools, safe_path and the output caps. The model only ever sees a tool's name,
+// The three tools, safe_path, the output caps, and the command runner the gate uses. The model only ever sees a tool's name,
 // description and JSON Schema; everything it can do to the disk goes through this file.
 // This file never imports agent.ts: a tool knows nothing about the loop that calls it.
 
+import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import type { Stats } from 'node:fs';
 import { chmod, lstat, mkdir, open, readdir, readFile, realpath, rename, stat, writeFile } from 'node:fs/promises';
@@ -681,3 +682,64 @@ async function writeAtomically(file: string, content: string): Promise<void> {
 
 /** The tools in the order the model is shown them. */
 export const TOOLS: readonly Tool[] = [list_files, read_file, edit_file];
+
+// ---------------------------------------------------------------------------------------------------------------------
+// The command runner: the verify gate's hands. Like the tools it acts on the project, and only inside it.
+
+export interface CommandRun {
+  exitCode: number | null;
+  timedOut: boolean;
+  /** stdout and stderr interleaved, capped: the head and the tail are kept. */
+  output: string;
+}
+
+const OUTPUT_HEAD = 8 * 1024;
+const OUTPUT_TAIL = 8 * 1024;
+
+/** Runs a shell command in the project with a timeout; keeps the start and the end of its output. */
+export function runCommand(command: string, cwd: string, timeoutMs: number, signal: AbortSignal): Promise<CommandRun> {
+  return new Promise((resolve) => {
+    const child = spawn(command, { cwd, shell: true, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    let head = '';
+    let tail = '';
+    let dropped = 0;
+    const collect = (chunk: Buffer) => {
+      const text = chunk.toString('utf8');
+      const room = Math.max(OUTPUT_HEAD - head.length, 0);
+      head += text.slice(0, room);
+      tail += text.slice(room);
+      if (tail.length > OUTPUT_TAIL) {
+        dropped += tail.length - OUTPUT_TAIL;
+        tail = tail.slice(-OUTPUT_TAIL);
+      }
+    };
+    child.stdout.on('data', collect);
+    child.stderr.on('data', collect);
+    // The whole process group goes, so a test runner's children cannot outlive the timeout.
+    const kill = () => {
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    };
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      kill();
+    }, timeoutMs);
+    if (signal.aborted) kill();
+    else signal.addEventListener('abort', kill, { once: true });
+    const done = (exitCode: number | null) => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', kill);
+      const cut = dropped > 0 ? `\n[... ${dropped} characters of output left out ...]\n` : '';
+      resolve({ exitCode, timedOut, output: head + cut + tail || '(no output)' });
+    };
+    child.on('error', (error) => {
+      collect(Buffer.from(error.message));
+      done(null);
+    });
+    child.on('close', (code) => done(code));
+  });
+}

@@ -9,7 +9,8 @@ import { createInterface } from 'node:readline/promises';
 import { pathToFileURL } from 'node:url';
 import { type Agent, approveAll, createAgent, errorText, type Model, resume } from '../agent.ts';
 import { TOOLS } from '../tools.ts';
-import { chooseModel, type CliOptions, configFromCli, helpText, parseCli, UsageError, withPrice } from './options.ts';
+import { chooseModel, type CliOptions, configFromCli, helpText, parseCli, UsageError } from './options.ts';
+import { priced } from './prices.ts';
 import { replaySession } from './replay.ts';
 import {
   loadSession,
@@ -67,11 +68,11 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     });
     if (options.replay !== undefined) return await replaySession(options.replay, { ...options, root }, out);
     const chosen = await chooseModel(options, env, options.model);
-    const model = options.price ? withPrice(chosen, options.price) : chosen;
+    const model = priced(chosen, options.price);
     const taskModel =
       options.taskModel === undefined || options.script !== undefined
         ? undefined
-        : await chooseModel(options, env, options.taskModel);
+        : priced(await chooseModel(options, env, options.taskModel));
     const interactive = process.stdin.isTTY === true;
     // The REPL's; paused until it listens, so no piped line is read before it is ready for it. A headless run in a
     // terminal leaves the terminal as it is (Ctrl-C a signal) until an approval asks, with a readline of its own.

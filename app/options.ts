@@ -14,10 +14,10 @@ import {
   errorText,
   type Model,
   type Price,
-  priceOf,
 } from '../agent.ts';
 import { loadScript, ScriptedModel } from '../scripted-model.ts';
 import { TOOLS } from '../tools.ts';
+import { priceOf } from './prices.ts';
 
 interface OptionSpec {
   type: 'string' | 'boolean';
@@ -197,7 +197,11 @@ function positiveNumber(flag: string, value: string | undefined, whole = false):
   return number;
 }
 
-export async function chooseModel(options: CliOptions, env: NodeJS.ProcessEnv, name: string | undefined): Promise<Model> {
+export async function chooseModel(
+  options: CliOptions,
+  env: NodeJS.ProcessEnv,
+  name: string | undefined,
+): Promise<Model> {
   if (options.script !== undefined) {
     try {
       return new ScriptedModel(await loadScript(options.script), name ?? 'scripted');
@@ -216,16 +220,6 @@ export async function chooseModel(options: CliOptions, env: NodeJS.ProcessEnv, n
     baseURL: env.ANTHROPIC_BASE_URL || undefined,
   });
   return new AnthropicModel(name ?? DEFAULT_MODEL, client);
-}
-
-/** The same model with the price --price gave it. */
-export function withPrice(model: Model, price: Price): Model {
-  return {
-    name: model.name,
-    price,
-    complete: (request, options) => model.complete(request, options),
-    ...(model.contextWindow && { contextWindow: model.contextWindow.bind(model) }),
-  };
 }
 
 /** Prevents a headless run from hanging on a question nobody can answer, and says truthfully why: with no terminal

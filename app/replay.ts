@@ -15,6 +15,7 @@ import {
 } from '../agent.ts';
 import { say, type ScriptEntry, type ScriptedBlock, ScriptedModel, type ScriptedReply } from '../scripted-model.ts';
 import { type CliOptions, configFromCli } from './options.ts';
+import { priced } from './prices.ts';
 import {
   previewHash,
   readEntry,
@@ -159,9 +160,11 @@ function childReplay(children: RecordedChild[], name: string) {
   };
   const calls = children.reduce((n, c) => n + c.replies.length + 1, 0);
   return {
-    model: new ScriptedModel(
-      Array.from({ length: calls }, () => answer),
-      name,
+    model: priced(
+      new ScriptedModel(
+        Array.from({ length: calls }, () => answer),
+        name,
+      ),
     ),
     calling: (id: string) => (caller = id),
   };
@@ -245,7 +248,7 @@ export async function replaySession(file: string, options: CliOptions, out: Outp
   const children = childReplay(recording.children, recorded.taskModel ?? recording.header.model);
   const made = {
     root,
-    model: new ScriptedModel(recording.replies, recording.header.model),
+    model: priced(new ScriptedModel(recording.replies, recording.header.model)),
     taskModel: children.model,
     approve: approval === 'yes' ? approveAll : approval === 'ask' ? replayedApprover : null,
   };

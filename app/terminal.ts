@@ -492,7 +492,6 @@ const APPROVAL_ANSWERS: Record<string, 'yes' | 'no' | 'always'> = {
   ...{ y: 'yes', yes: 'yes', ok: 'yes', a: 'always', always: 'always' },
 };
 
-
 /** Prevents /compact from making the view bigger: the summary is made on a copy of the session, and kept only if
  *  it is smaller than what it replaces. Returns why nothing changed, or null. */
 async function compactOnRequest(agent: Agent, signal: AbortSignal): Promise<string | null> {

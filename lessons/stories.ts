@@ -10,7 +10,16 @@ import path from 'node:path';
 import { setImmediate as nextTick } from 'node:timers/promises';
 import { runInNewContext } from 'node:vm';
 import { z } from 'zod';
-import { type AgentConfig, type AgentEvent, type Approver, approveAll, createAgent, type Halt, type Model, type ModelRequest } from '../agent.ts';
+import {
+  type AgentConfig,
+  type AgentEvent,
+  type Approver,
+  approveAll,
+  createAgent,
+  type Halt,
+  type Model,
+  type ModelRequest,
+} from '../agent.ts';
 import {
   call,
   loadScript,

@@ -10,7 +10,25 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, test, type TestContext } from 'node:test';
-import { type Agent, type AgentEvent, AnthropicModel, type Budgets, chooseCut, compact, compaction, CONTEXT_FILES_MAX_BYTES, type ContextHook, DEFAULT_CONTEXT_WINDOW, describeHalt, estimateTokens, type Ledger, type Model, type ModelRequest, resume, runTask } from '../agent.ts';
+import {
+  type Agent,
+  type AgentEvent,
+  AnthropicModel,
+  type Budgets,
+  chooseCut,
+  compact,
+  compaction,
+  CONTEXT_FILES_MAX_BYTES,
+  type ContextHook,
+  DEFAULT_CONTEXT_WINDOW,
+  describeHalt,
+  estimateTokens,
+  type Ledger,
+  type Model,
+  type ModelRequest,
+  resume,
+  runTask,
+} from '../agent.ts';
 import { loadSession, SESSION_VERSION, type SessionEntry, sessionRecorder } from '../app/session-file.ts';
 import { contextBreakdown, terminalPrinter } from '../app/terminal.ts';
 import { z } from 'zod';
@@ -27,7 +45,17 @@ import {
 import { defineTool, TOOLS } from '../tools.ts';
 import { requestViolations } from './api-rules.ts';
 import { fakeMessage, startFakeApi } from './fake-api.ts';
-import { deferred, runCli, scriptedAgent, tempProject, textOf, tokensSpent, unmarked } from './helpers.ts';
+import {
+  deferred,
+  HAIKU_PRICE,
+  runCli,
+  scriptedAgent,
+  SONNET_PRICE,
+  tempProject,
+  textOf,
+  tokensSpent,
+  unmarked,
+} from './helpers.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Shared scaffolding
@@ -896,7 +924,7 @@ describe('usage', () => {
 
   test('cache reads and writes are summed and priced (writes 1.25×, reads 0.1× input), not dropped', async (t) => {
     const root = await tempProject(t);
-    const model = new ScriptedModel([{ ...say('hi'), usage: USAGE }], 'claude-sonnet-4-5');
+    const model = new ScriptedModel([{ ...say('hi'), usage: USAGE }], 'claude-sonnet-4-5', SONNET_PRICE);
     const { agent } = await scriptedAgent(root, [], { model });
     await runTask(agent, 'hi');
     assert.deepEqual(
@@ -970,7 +998,7 @@ describe('budgets shared with sub-agents', () => {
   test('a sub-agent stopped by the cost budget answers its task call with what it found, and the parent halts on cost', async (t) => {
     const root = await tempProject(t, { 'a.txt': 'alpha\n' });
     // claude-haiku-4-5 costs $1 in and $5 out per million tokens: $0.001 for the parent's turn, $0.015 a child call.
-    const priced = (script: ScriptEntry[]) => new ScriptedModel(script, 'claude-haiku-4-5');
+    const priced = (script: ScriptEntry[]) => new ScriptedModel(script, 'claude-haiku-4-5', HAIKU_PRICE);
     const childModel = priced(endlessSearch({ input_tokens: 10_000, output_tokens: 1_000 }));
     const { agent } = await scriptedAgent(root, [], {
       model: priced([{ ...reply(TASKS[0]!), usage: { input_tokens: 1_000, output_tokens: 0 } }]),

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { type AfterCallHook, type AgentEvent, approveAll, type BeforeCallHook, pathOf, runTask } from '../agent.ts';
 import { call, reply, say, ScriptedModel, text, toolUse } from '../scripted-model.ts';
 import { defineTool, TOOLS } from '../tools.ts';
-import { echoTool, scriptedAgent, tempProject, textOf, toolResults, violationsOf } from './helpers.ts';
+import { echoTool, HAIKU_PRICE, scriptedAgent, tempProject, textOf, toolResults, violationsOf } from './helpers.ts';
 
 describe('the gate says what is wrong', () => {
   test('a protected file deleted, or one added under a protected glob, is named as deleted or added, not "changed"', async (t) => {
@@ -225,7 +225,7 @@ describe('budgets', () => {
       { ...call('echo', { text: 'a' }), usage: { input_tokens: 500_000, output_tokens: 0 } },
       say('never'),
     ];
-    const model = new ScriptedModel(script, 'claude-haiku-4-5');
+    const model = new ScriptedModel(script, 'claude-haiku-4-5', HAIKU_PRICE);
     const { agent } = await scriptedAgent(root, [], {
       model,
       tools: [tool],

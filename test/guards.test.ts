@@ -29,6 +29,7 @@ import {
   toolResults,
   unmarked,
   violationsOf,
+  SONNET_PRICE,
 } from './helpers.ts';
 
 /** The real clock, kept before any test fakes it: a faked clearTimeout would leave the real timer running, and it
@@ -310,7 +311,7 @@ describe('budgets count per task', () => {
       { ...call('echo', { text: 'a' }), usage: costly },
       { ...say('done'), usage: { input_tokens: 1, output_tokens: 1 } },
     ];
-    const model = new ScriptedModel([...task, ...task], 'claude-sonnet-4-5');
+    const model = new ScriptedModel([...task, ...task], 'claude-sonnet-4-5', SONNET_PRICE);
     const { agent } = await scriptedAgent(root, [], {
       model,
       tools: [tool],

@@ -12,7 +12,16 @@ import { Writable } from 'node:stream';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import { type AfterCallHook, type Agent, type AgentEvent, approveAll, type Approver, type BeforeCallHook, type Model, runTask } from '../agent.ts';
+import {
+  type AfterCallHook,
+  type Agent,
+  type AgentEvent,
+  approveAll,
+  type Approver,
+  type BeforeCallHook,
+  type Model,
+  runTask,
+} from '../agent.ts';
 import { jsonPrinter } from '../app/terminal.ts';
 import { call, reply, say, ScriptedModel, text, toolUse } from '../scripted-model.ts';
 import { defineTool, type Tool, TOOLS } from '../tools.ts';
@@ -28,6 +37,7 @@ import {
   unmarked,
   violationsOf,
   within,
+  SONNET_PRICE,
 } from './helpers.ts';
 
 /** A tool with a fixed output, recording its runs. */
@@ -580,7 +590,7 @@ describe('budgets', () => {
     // claude-sonnet-4-5: $3 in, $15 out per million tokens, so each reply costs $0.30 + $0.15.
     const usage = { input_tokens: 100_000, output_tokens: 10_000 };
     const script = [{ ...call('echo', { text: 'a' }), usage }, { ...call('echo', { text: 'b' }), usage }, say('never')];
-    const model = new ScriptedModel(script, 'claude-sonnet-4-5');
+    const model = new ScriptedModel(script, 'claude-sonnet-4-5', SONNET_PRICE);
     const { agent } = await scriptedAgent(root, [], {
       model,
       tools: [tool],

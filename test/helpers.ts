@@ -105,3 +105,7 @@ export function echoTool() {
   });
   return { tool, runs };
 }
+
+/** Two models' list prices (dollars per million input and output tokens), for tests that budget in dollars. */
+export const HAIKU_PRICE = { input: 1, output: 5 };
+export const SONNET_PRICE = { input: 3, output: 15 };

@@ -7,12 +7,12 @@ import { cp, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { z } from 'zod';
-import { describeHalt, type Halt, runCommand, runTask } from '../agent.ts';
+import { describeHalt, type Halt, runTask } from '../agent.ts';
 import { main } from '../app/main.ts';
 import { EXIT, exitCodeFor } from '../app/terminal.ts';
 import { EXAMPLE_PROJECT, runSeedStory } from '../lessons/demo.ts';
 import { call, reply, say, text, toolUse } from '../scripted-model.ts';
-import { defineTool, TOOLS } from '../tools.ts';
+import { defineTool, runCommand, TOOLS } from '../tools.ts';
 import { runCli, scriptedAgent, tempProject, textOf, tokensSpent, unmarked } from './helpers.ts';
 
 const lastMessage = (messages: Anthropic.MessageParam[]) => unmarked(messages).at(-1)!;

@@ -18,12 +18,21 @@ import path from 'node:path';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { z } from 'zod';
-import { type Agent, type AgentEvent, type ApprovalAnswer, costOf, priceOf, createAgent, type Halt, type Model, runTask } from '../agent.ts';
+import {
+  type Agent,
+  type AgentEvent,
+  type ApprovalAnswer,
+  costOf,
+  createAgent,
+  type Halt,
+  type Model,
+  runTask,
+} from '../agent.ts';
 import { exitCodeFor } from '../app/terminal.ts';
 import { say, type ScriptedBlock, type ScriptedReply, type ScriptEntry, ScriptedModel } from '../scripted-model.ts';
 import { defineTool, TOOLS } from '../tools.ts';
 import { requestViolations } from './api-rules.ts';
-import { scriptedAgent, tempProject } from './helpers.ts';
+import { HAIKU_PRICE, scriptedAgent, tempProject } from './helpers.ts';
 
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : 20_251_130;
 const RUNS = process.env.FUZZ_RUNS ? Number(process.env.FUZZ_RUNS) : 1000;
@@ -379,6 +388,7 @@ function watchSpending(inner: Model, limits: { maxTokens?: number; maxCostUsd?: 
   let mostLoops = 1;
   const model: Model = {
     name: inner.name,
+    ...(inner.price && { price: inner.price }),
     async complete(request, options) {
       const { maxTokens, maxCostUsd } = limits;
       if (maxTokens !== undefined && spent.tokens >= maxTokens)
@@ -404,7 +414,7 @@ function watchSpending(inner: Model, limits: { maxTokens?: number; maxCostUsd?: 
     const { usage } = counted;
     const cached = (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
     const tokens = usage.input_tokens + usage.output_tokens + cached;
-    const costUsd = costOf(priceOf({ name: PRICED }), usage)!;
+    const costUsd = costOf(HAIKU_PRICE, usage)!;
     spent.tokens += tokens;
     spent.costUsd += costUsd;
     largestCall.tokens = Math.max(largestCall.tokens, tokens);
@@ -448,7 +458,7 @@ async function runSession(s: Session): Promise<void> {
       return reply;
     };
   });
-  const model = new ScriptedModel(s.endless ? [...script, ...ENDLESS] : script, PRICED);
+  const model = new ScriptedModel(s.endless ? [...script, ...ENDLESS] : script, PRICED, HAIKU_PRICE);
   const limits = {
     ...(s.maxTokens === undefined ? {} : { maxTokens: s.maxTokens }),
     ...(s.maxCostUsd === undefined ? {} : { maxCostUsd: s.maxCostUsd }),

@@ -14,9 +14,9 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { minimatch } from 'minimatch';
 import { z } from 'zod';
-import { type AgentEvent, runCommand, type UsageTotals } from '../../agent.ts';
+import { type AgentEvent, type UsageTotals } from '../../agent.ts';
 import { loadScript } from '../../scripted-model.ts';
-import { walk } from '../../tools.ts';
+import { runCommand, walk } from '../../tools.ts';
 
 // =============================================================================================
 // Tasks: a folder with task.json, project/ and (for scripted runs) trajectory.json

@@ -4,7 +4,8 @@
 // transcript, and carries its numbers for the tooltip (`data-tip`, shown by the page's script) and for
 // screen readers (`<title>`, which also makes the browser's own tooltip).
 
-import { costOf, priceOf } from '../../agent.ts';
+import { costOf } from '../../agent.ts';
+import { priceOf } from '../prices.ts';
 import { usageOf } from '../../scripted-model.ts';
 import { count, dollars, type Fragment, html, type Html } from './html.ts';
 import type { Request, Tokens } from './read.ts';

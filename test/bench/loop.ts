@@ -10,7 +10,15 @@ import { performance } from 'node:perf_hooks';
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import { type Agent, type AgentEvent, approveAll, createAgent, MAX_PARALLEL_READS, type Model, runTask } from '../../agent.ts';
+import {
+  type Agent,
+  type AgentEvent,
+  approveAll,
+  createAgent,
+  MAX_PARALLEL_READS,
+  type Model,
+  runTask,
+} from '../../agent.ts';
 import { SESSION_VERSION, sessionRecorder } from '../../app/session-file.ts';
 import { terminalPrinter } from '../../app/terminal.ts';
 import { call, reply, say, ScriptedModel, toolUse } from '../../scripted-model.ts';

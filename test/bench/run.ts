@@ -239,7 +239,12 @@ let resumed: Promise<{ time: Measurement; rss: Measurement }> | undefined;
 /** One child resumes the generated session; both resume rows read its report (or its failure). */
 function resumeLargeSession() {
   return (resumed ??= withSessionFile(async (file, messages) => {
-    const run = await spawnCaptured(process.execPath, ['--import', 'tsx', path.join('test', 'bench', 'load-session.ts'), file]);
+    const run = await spawnCaptured(process.execPath, [
+      '--import',
+      'tsx',
+      path.join('test', 'bench', 'load-session.ts'),
+      file,
+    ]);
     const report = (run.stdout.trim() === '' ? {} : JSON.parse(run.stdout)) as Partial<{
       failed: string;
       loadMs: number;
