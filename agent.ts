@@ -29,14 +29,20 @@
 // Types only: the SDK itself (slow to load) is imported by the program when it makes a real model.
 import type Anthropic from '@anthropic-ai/sdk';
 import type { APIError } from '@anthropic-ai/sdk';
-import { Minimatch } from 'minimatch';
-import { createHash } from 'node:crypto';
-import type { Stats } from 'node:fs';
-import { readFile, realpath, stat } from 'node:fs/promises';
+import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { capOutput, defineTool, exists, runCommand, safe_path, ToolError, walk } from './tools.ts';
-import type { Tool, ToolContext } from './tools.ts';
+import {
+  capOutput,
+  defineTool,
+  globMatcher,
+  hashProtected,
+  loadContextFiles,
+  runCommand,
+  safe_path,
+  ToolError,
+} from './tools.ts';
+import type { ContextFile, Tool, ToolContext } from './tools.ts';
 
 // P0 — the model and the transcript. The API is stateless: the transcript is all the model knows of the task.
 
@@ -1029,7 +1035,7 @@ const SUBAGENT_PROMPT = [
   'so make it complete and self-contained: name the files and lines it rests on. Do not ask questions back.',
 ].join('\n');
 
-// --- The agent's reads of the disk outside the tools: defaults, AGENTS.md files, fingerprints.
+// --- The options no caller gave, and the text of a reply.
 
 /** The options no caller gave take their defaults: no verify command, 25 turns, nothing protected, approve all. */
 async function withDefaults(config: AgentConfig): Promise<Settings> {
@@ -1048,93 +1054,6 @@ async function withDefaults(config: AgentConfig): Promise<Settings> {
     approve: config.approve ?? approveAll,
     onEvent: config.onEvent ?? (() => {}),
   };
-}
-
-/** An AGENTS.md file as the system prompt quotes it. */
-export interface ContextFile {
-  path: string;
-  text: string;
-  tokens: number;
-}
-
-export const CONTEXT_FILES_MAX_BYTES = 32 * 1024;
-
-/** AGENTS.md from the root up to the enclosing git repository's top, farthest first, so the
- *  nearest (most specific) file has the last word; capped, keeping the nearest. */
-export async function loadContextFiles(root: string): Promise<ContextFile[]> {
-  const folders = [root];
-  for (let dir = root; !(await exists(path.join(dir, '.git')));) {
-    const parent = path.dirname(dir);
-    if (parent === dir) {
-      folders.splice(1); // no git repository above: only the root's own file counts
-      break;
-    }
-    folders.push((dir = parent));
-  }
-  const files: ContextFile[] = [];
-  let room = CONTEXT_FILES_MAX_BYTES;
-  for (const dir of folders) {
-    const file = path.join(dir, 'AGENTS.md');
-    const text = await readFile(file, 'utf8').catch(() => null);
-    if (text === null || room <= 0) continue;
-    const cutNote = `\n[cut: AGENTS.md files are capped at ${CONTEXT_FILES_MAX_BYTES / 1024} KiB in all]`;
-    const kept =
-      Buffer.byteLength(text) <= room ? text : `${Buffer.from(text).subarray(0, room).toString('utf8')}${cutNote}`;
-    room -= Buffer.byteLength(text);
-    files.unshift({ path: file, text: kept, tokens: estimateTokens(kept) });
-  }
-  return files;
-}
-
-/** Fingerprints every protected file, so the gate can tell whether one changed by any means. */
-async function hashProtected(root: string, globs: readonly string[]): Promise<Map<string, string>> {
-  const hashes = new Map<string, string>();
-  if (globs.length === 0) return hashes;
-  const protectedBy = globMatcher(globs);
-  for (const file of await walk(root)) {
-    if (!file.endsWith('/') && protectedBy(file) !== undefined)
-      hashes.set(file, await fingerprint(path.join(root, file)));
-  }
-  return hashes;
-}
-
-const compiledGlobs = new WeakMap<readonly string[], (file: string) => string | undefined>();
-
-/** The --protect globs, compiled once per list (so once per session) rather than once per file: the gate tests every
- *  file of the project. Returns the first glob a "/"-separated path matches; dotfiles match too (`.env`). A regular
- *  expression turns most paths away at once; minimatch's own match() confirms the few it lets through, so the answer
- *  is exactly minimatch's (the expression is looser: "test/**" also takes a file named "test"). */
-function globMatcher(globs: readonly string[]): (file: string) => string | undefined {
-  let matcher = compiledGlobs.get(globs);
-  if (matcher === undefined) {
-    const compiled = globs.map((glob) => {
-      const pattern = new Minimatch(glob, { dot: true });
-      const loose = pattern.negate || pattern.comment || pattern.empty ? false : pattern.makeRe();
-      return { glob, matches: (file: string) => (loose === false || loose.test(file)) && pattern.match(file) };
-    });
-    matcher = (file) => compiled.find(({ matches }) => matches(file))?.glob;
-    compiledGlobs.set(globs, matcher);
-  }
-  return matcher;
-}
-
-/** Prevents a hang at startup or at the gate: only a regular file (or a link to one) is opened and hashed; anything
- *  else is fingerprinted by its kind, so a named pipe, which blocks whoever opens it, is never opened. A link to a
- *  folder or an unreadable file still gets a fingerprint: the gate must not crash on it. */
-async function fingerprint(file: string): Promise<string> {
-  const unreadable = (error: NodeJS.ErrnoException) => `unreadable: ${error.code}`;
-  const stats = await stat(file).catch(unreadable);
-  if (typeof stats === 'string') return stats;
-  if (!stats.isFile()) return `not a regular file: ${kindOf(stats)}`;
-  const bytes = await readFile(file).catch(unreadable);
-  return typeof bytes === 'string' ? bytes : createHash('sha256').update(bytes).digest('hex');
-}
-
-function kindOf(stats: Stats): string {
-  if (stats.isDirectory()) return 'folder';
-  if (stats.isFIFO()) return 'named pipe';
-  if (stats.isSocket()) return 'socket';
-  return stats.isCharacterDevice() || stats.isBlockDevice() ? 'device' : 'other';
 }
 
 /** The text of the last assistant message that has any: a sub-agent's report (or its last words, if it was

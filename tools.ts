@@ -9,6 +9,7 @@ import { chmod, lstat, mkdir, open, readdir, readFile, realpath, rename, stat, w
 import path from 'node:path';
 import { createTwoFilesPatch } from 'diff';
 import ignore, { type Ignore } from 'ignore';
+import { Minimatch } from 'minimatch';
 import { z } from 'zod';
 
 /** What a tool may know about the run that calls it. */
@@ -742,4 +743,91 @@ export function runCommand(command: string, cwd: string, timeoutMs: number, sign
     });
     child.on('close', (code) => done(code));
   });
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// AGENTS.md files: what the project tells the model about itself, read into the system prompt (never instructions for
+// the harness).
+
+/** An AGENTS.md file as the system prompt quotes it. */
+export interface ContextFile {
+  path: string;
+  text: string;
+}
+
+export const CONTEXT_FILES_MAX_BYTES = 32 * 1024;
+
+/** AGENTS.md from the root up to the enclosing git repository's top, farthest first, so the
+ *  nearest (most specific) file has the last word; capped, keeping the nearest. */
+export async function loadContextFiles(root: string): Promise<ContextFile[]> {
+  const folders = [root];
+  for (let dir = root; !(await exists(path.join(dir, '.git')));) {
+    const parent = path.dirname(dir);
+    if (parent === dir) {
+      folders.splice(1); // no git repository above: only the root's own file counts
+      break;
+    }
+    folders.push((dir = parent));
+  }
+  const files: ContextFile[] = [];
+  let room = CONTEXT_FILES_MAX_BYTES;
+  for (const dir of folders) {
+    const file = path.join(dir, 'AGENTS.md');
+    const text = await readFile(file, 'utf8').catch(() => null);
+    if (text === null || room <= 0) continue;
+    const cutNote = `\n[cut: AGENTS.md files are capped at ${CONTEXT_FILES_MAX_BYTES / 1024} KiB in all]`;
+    const kept =
+      Buffer.byteLength(text) <= room ? text : `${Buffer.from(text).subarray(0, room).toString('utf8')}${cutNote}`;
+    room -= Buffer.byteLength(text);
+    files.unshift({ path: file, text: kept });
+  }
+  return files;
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Fingerprints of the protected files (--protect): the gate compares them with the session's start, so a change made
+// by any means, the verify command's included, is seen.
+
+/** Fingerprints every protected file, so the gate can tell whether one changed by any means. */
+export async function hashProtected(root: string, globs: readonly string[]): Promise<Map<string, string>> {
+  const hashes = new Map<string, string>();
+  if (globs.length === 0) return hashes;
+  const protectedBy = globMatcher(globs);
+  for (const file of await walk(root)) {
+    if (!file.endsWith('/') && protectedBy(file) !== undefined)
+      hashes.set(file, await fingerprint(path.join(root, file)));
+  }
+  return hashes;
+}
+
+const compiledGlobs = new WeakMap<readonly string[], (file: string) => string | undefined>();
+
+/** The --protect globs, compiled once per list (so once per session) rather than once per file: the gate tests every
+ *  file of the project. Returns the first glob a "/"-separated path matches; dotfiles match too (`.env`). A regular
+ *  expression turns most paths away at once; minimatch's own match() confirms the few it lets through, so the answer
+ *  is exactly minimatch's (the expression is looser: "test/**" also takes a file named "test"). */
+export function globMatcher(globs: readonly string[]): (file: string) => string | undefined {
+  let matcher = compiledGlobs.get(globs);
+  if (matcher === undefined) {
+    const compiled = globs.map((glob) => {
+      const pattern = new Minimatch(glob, { dot: true });
+      const loose = pattern.negate || pattern.comment || pattern.empty ? false : pattern.makeRe();
+      return { glob, matches: (file: string) => (loose === false || loose.test(file)) && pattern.match(file) };
+    });
+    matcher = (file) => compiled.find(({ matches }) => matches(file))?.glob;
+    compiledGlobs.set(globs, matcher);
+  }
+  return matcher;
+}
+
+/** Prevents a hang at startup or at the gate: only a regular file (or a link to one) is opened and hashed; anything
+ *  else is fingerprinted by its mode (its kind), so a named pipe, which blocks whoever opens it, is never opened. A link to a
+ *  folder or an unreadable file still gets a fingerprint: the gate must not crash on it. */
+async function fingerprint(file: string): Promise<string> {
+  const unreadable = (error: NodeJS.ErrnoException) => `unreadable: ${error.code}`;
+  const stats = await stat(file).catch(unreadable);
+  if (typeof stats === 'string') return stats;
+  if (!stats.isFile()) return `not a regular file (mode ${stats.mode.toString(8)})`;
+  const bytes = await readFile(file).catch(unreadable);
+  return typeof bytes === 'string' ? bytes : createHash('sha256').update(bytes).digest('hex');
 }

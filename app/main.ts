@@ -7,7 +7,7 @@ import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { pathToFileURL } from 'node:url';
-import { type Agent, approveAll, createAgent, errorText, type Model, resume } from '../agent.ts';
+import { type Agent, approveAll, createAgent, errorText, estimateTokens, type Model, resume } from '../agent.ts';
 import { TOOLS } from '../tools.ts';
 import { chooseModel, type CliOptions, configFromCli, helpText, parseCli, UsageError } from './options.ts';
 import { priced } from './prices.ts';
@@ -127,7 +127,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       notice(`session: ${path.relative(process.cwd(), sessionFile) || sessionFile} (continue it with --resume)`);
     showSession();
     for (const file of agent.contextFiles) {
-      notice(`context: ${path.relative(process.cwd(), file.path) || file.path} (~${file.tokens} tokens)`);
+      notice(`context: ${path.relative(process.cwd(), file.path) || file.path} (~${estimateTokens(file.text)} tokens)`);
     }
     tell({ type: 'context', breakdown: contextBreakdown(agent) });
     if (options.verify === undefined) notice('no --verify command: "done" will be accepted unverified');

@@ -523,7 +523,7 @@ export interface ContextBreakdown {
 /** Where the window goes now, estimated as the harness estimates a request (each message measured once): the system
  *  prompt (AGENTS.md apart), the tool definitions, and the messages the model is shown. */
 export function contextBreakdown(agent: Agent): ContextBreakdown {
-  const projectFiles = agent.contextFiles.reduce((sum, file) => sum + file.tokens, 0);
+  const projectFiles = agent.contextFiles.reduce((sum, file) => sum + estimateTokens(file.text), 0);
   const systemPrompt = estimateTokens(agent.system[0]?.text ?? '') - projectFiles;
   const toolDefinitions = estimateTokens(agent.toolDefinitions);
   const messages = estimateMessages(compactedView(agent, agent.messages));

@@ -18,7 +18,6 @@ import {
   chooseCut,
   compact,
   compaction,
-  CONTEXT_FILES_MAX_BYTES,
   type ContextHook,
   DEFAULT_CONTEXT_WINDOW,
   describeHalt,
@@ -29,6 +28,7 @@ import {
   resume,
   runTask,
 } from '../agent.ts';
+import { CONTEXT_FILES_MAX_BYTES } from '../tools.ts';
 import { loadSession, SESSION_VERSION, type SessionEntry, sessionRecorder } from '../app/session-file.ts';
 import { contextBreakdown, terminalPrinter } from '../app/terminal.ts';
 import { z } from 'zod';
@@ -711,7 +711,7 @@ describe('AGENTS.md', () => {
     assert.ok(b.systemPrompt > 0 && b.toolDefinitions > 0 && b.messages > 0 && b.free > 0);
     assert.equal(
       b.projectFiles,
-      agent.contextFiles.reduce((sum, f) => sum + f.tokens, 0),
+      agent.contextFiles.reduce((sum, f) => sum + estimateTokens(f.text), 0),
     );
     assert.ok(b.projectFiles > 0);
     assert.equal(b.systemPrompt + b.toolDefinitions + b.projectFiles + b.messages + b.free, b.window);
