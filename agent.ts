@@ -6,7 +6,7 @@
 //
 //   transcript = [task]
 //   loop:
-//     view = context hooks(transcript)       // what the model is sent: compacted near the window; the transcript is kept
+//     view = context hooks(transcript)      // what the model is sent: compacted near the window, all of it kept
 //     reply = model(system prompt, tools, view)                    // the model only ever writes text
 //       a call that fails (after one compaction and retry for "too long"):  halt error
 //     append reply to transcript

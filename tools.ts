@@ -1,5 +1,6 @@
-// The three tools, safe_path, the output caps, and the command runner the gate uses. The model only ever sees a tool's name,
-// description and JSON Schema; everything it can do to the disk goes through this file.
+// The three tools, safe_path, the output caps, and the harness's other hands on the disk: the command runner the gate
+// uses, the AGENTS.md reader and the protected files' fingerprints. The model only ever sees a tool's name, description
+// and JSON Schema; everything it can do to the disk goes through this file.
 // This file never imports agent.ts: a tool knows nothing about the loop that calls it.
 
 import { spawn } from 'node:child_process';
@@ -821,8 +822,8 @@ export function globMatcher(globs: readonly string[]): (file: string) => string 
 }
 
 /** Prevents a hang at startup or at the gate: only a regular file (or a link to one) is opened and hashed; anything
- *  else is fingerprinted by its mode (its kind), so a named pipe, which blocks whoever opens it, is never opened. A link to a
- *  folder or an unreadable file still gets a fingerprint: the gate must not crash on it. */
+ *  else is fingerprinted by its mode (its kind), so a named pipe, which blocks whoever opens it, is never opened. A
+ *  link to a folder or an unreadable file still gets a fingerprint: the gate must not crash on it. */
 async function fingerprint(file: string): Promise<string> {
   const unreadable = (error: NodeJS.ErrnoException) => `unreadable: ${error.code}`;
   const stats = await stat(file).catch(unreadable);

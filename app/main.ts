@@ -12,14 +12,7 @@ import { TOOLS } from '../tools.ts';
 import { chooseModel, type CliOptions, configFromCli, helpText, parseCli, UsageError } from './options.ts';
 import { priced } from './prices.ts';
 import { replaySession } from './replay.ts';
-import {
-  loadSession,
-  recordAnswers,
-  type RecordedOptions,
-  SESSION_VERSION,
-  type SessionEvent,
-  sessionRecorder,
-} from './session-file.ts';
+import { loadSession, recordAnswers, type RecordedOptions, SESSION_VERSION, sessionRecorder } from './session-file.ts';
 import {
   contextBreakdown,
   EXIT,
@@ -28,6 +21,7 @@ import {
   type Output,
   repl,
   runGivenTask,
+  type SessionEvent,
   StatusLine,
   terminalApprover,
   terminalPrinter,

@@ -8,7 +8,6 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
 import {
-  type AgentEvent,
   type ApprovalAnswer,
   type Approver,
   type Budgets,
@@ -21,7 +20,7 @@ import {
   nestedDeeperThan,
   transcriptRepair,
 } from '../agent.ts';
-import type { ContextBreakdown } from './terminal.ts';
+import type { ProgramEvent, SessionEvent } from './terminal.ts';
 
 /** Version 2 adds what a replay needs: the options, every reply as received, and what the person did. */
 export const SESSION_VERSION = 2;
@@ -78,19 +77,6 @@ export interface RecordedOptions {
   contextFiles: boolean;
   taskModel: string | undefined;
 }
-
-/** What the person did, which the harness never sees as an event: the program tells the session file, so a replay can
- *  do the same at the same point. */
-export type ProgramEvent =
-  | { type: 'task'; text: string }
-  | { type: 'approval'; tool: string; preview: string; answer: ApprovalAnswer }
-  | { type: 'steer'; text: string }
-  | { type: 'interrupt' }
-  /** The program's own report of where the window goes (/context, and at start); never recorded. */
-  | { type: 'context'; breakdown: ContextBreakdown };
-
-/** What the session file and the printers are told: the harness's events and the person's. */
-export type SessionEvent = AgentEvent | ProgramEvent;
 
 /** The events a replay sees again in the same order; a steer or an interrupt is placed after the Nth of them.
  *  Streamed text and notices are left out: their number depends on the network, not on the harness. */

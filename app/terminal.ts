@@ -9,6 +9,7 @@ import { styleText } from 'node:util';
 import {
   type Agent,
   type AgentEvent,
+  type ApprovalAnswer,
   type Approver,
   compact,
   compactedView,
@@ -21,7 +22,19 @@ import {
   steer,
   textOfMessage,
 } from '../agent.ts';
-import type { ProgramEvent, SessionEvent } from './session-file.ts';
+
+/** What the person did, which the harness never sees as an event: the program tells the session file, so a replay can
+ *  do the same at the same point. */
+export type ProgramEvent =
+  | { type: 'task'; text: string }
+  | { type: 'approval'; tool: string; preview: string; answer: ApprovalAnswer }
+  | { type: 'steer'; text: string }
+  | { type: 'interrupt' }
+  /** The program's own report of where the window goes (/context, and at start); never recorded. */
+  | { type: 'context'; breakdown: ContextBreakdown };
+
+/** What the session file and the printers are told: the harness's events and the person's. */
+export type SessionEvent = AgentEvent | ProgramEvent;
 
 /** Exit codes: what a shell or CI reads of a run's halt. */
 export const EXIT = { accepted: 0, notAccepted: 1, usage: 2, interrupted: 130 } as const;

@@ -9,7 +9,7 @@ import { describe, test } from 'node:test';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { type Agent, type AgentEvent, type ModelRequest, runTask } from '../agent.ts';
-import type { SessionEvent } from '../app/session-file.ts';
+import type { SessionEvent } from '../app/terminal.ts';
 import { main } from '../app/main.ts';
 import { OPTIONS } from '../app/options.ts';
 import { EXIT, repl, terminalPrinter, tracePrinter } from '../app/terminal.ts';

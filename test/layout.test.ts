@@ -1,5 +1,6 @@
-// The shape a reader relies on: agent.ts in reading order, lines that fit a projector, and core files that
-// depend on nothing outside themselves. Each test is named after what a newcomer would trip over.
+// The shape a reader relies on: agent.ts is the whole harness and only it, in reading order, with lines that fit a
+// projector; the program around it lives in app/ and is never imported by the harness; no import goes round in a
+// circle. Each test is named after what a newcomer would trip over.
 
 import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
@@ -10,18 +11,48 @@ const project = path.join(import.meta.dirname, '..');
 const CORE = ['agent.ts', 'tools.ts', 'scripted-model.ts'];
 const read = (file: string) => readFile(path.join(project, file), 'utf8');
 
-test('the loop is on the first screens and the agent ends at the Part II banner, so a reader can stop there', async () => {
+/** Every project file an import names: static, type-only, re-exported or dynamic (`import('./x.ts')`). */
+function importsOf(file: string, source: string): string[] {
+  const specifiers = [
+    ...source.matchAll(/^(?:import|export)\b[^;]*?\bfrom\s+'([^']+)'/gms),
+    ...source.matchAll(/\bimport\(\s*'([^']+)'\s*\)/g),
+  ].map((match) => match[1]!);
+  const local = specifiers.filter((s) => s.startsWith('.'));
+  return [...new Set(local.map((s) => path.normalize(path.join(path.dirname(file), s))))];
+}
+
+/** The project's own .ts files (node_modules and fixture projects aside), by path from the project root. */
+async function projectFiles(folder = ''): Promise<string[]> {
+  const files: string[] = [];
+  for (const entry of await readdir(path.join(project, folder), { withFileTypes: true })) {
+    const name = path.join(folder, entry.name);
+    if (entry.isDirectory() && !['node_modules', '.git', 'projects', 'tasks', 'example'].includes(entry.name)) {
+      files.push(...(await projectFiles(name)));
+    } else if (entry.isFile() && entry.name.endsWith('.ts')) files.push(name);
+  }
+  return files;
+}
+
+test('agent.ts is the whole harness in one sitting: at most 1,400 lines, with runTask on the first screens', async () => {
   const lines = (await read('agent.ts')).split('\n');
   const runTask = lines.findIndex((line) => line.startsWith('export async function runTask(')) + 1;
-  const banner = lines.findIndex((line) => /^\/\/ *Part II\b/.test(line)) + 1;
   assert.ok(runTask > 0 && runTask <= 160, `runTask is defined at line ${runTask}; the aim is by line 160`);
-  assert.ok(banner > runTask && banner <= 900, `the Part II banner is at line ${banner}; the aim is by line 900`);
+  assert.ok(lines.length <= 1_400, `agent.ts has ${lines.length} lines; the harness must fit in 1,400`);
 });
 
-test('no line of the core or lesson files is wider than 120 columns, so nothing wraps on a projector', async () => {
-  const lessons = (await readdir(path.join(project, 'lessons'))).filter((f) => f.endsWith('.ts'));
+test('agent.ts imports only tools.ts of the project, and nothing of a terminal: the harness never draws', async () => {
+  const source = await read('agent.ts');
+  assert.deepEqual(importsOf('agent.ts', source), ['tools.ts']);
+  for (const terminal of ['node:readline', 'node:readline/promises', 'node:tty']) {
+    assert.ok(!source.includes(`'${terminal}'`), `agent.ts imports ${terminal}`);
+  }
+  assert.doesNotMatch(source, /\b(parseArgs|styleText|process\.stdout|process\.stdin|console\.)/);
+});
+
+test('no line of the core, lesson or program files is wider than 120 columns, so nothing wraps on a projector', async () => {
+  const files = (await projectFiles()).filter((file) => !file.startsWith('test/'));
   const wide: string[] = [];
-  for (const file of [...CORE, ...lessons.map((f) => `lessons/${f}`)]) {
+  for (const file of files) {
     (await read(file)).split('\n').forEach((line, i) => line.length > 120 && wide.push(`${file}:${i + 1}`));
   }
   assert.deepEqual(wide, []);
@@ -29,8 +60,40 @@ test('no line of the core or lesson files is wider than 120 columns, so nothing 
 
 test('the core files import nothing of the project outside themselves, so lessons and tests can never be needed', async () => {
   for (const file of CORE) {
-    const imports = [...(await read(file)).matchAll(/^import .* from '(\.[^']+)';$/gm)].map((m) => m[1]);
-    const outside = imports.filter((name) => !CORE.includes(path.normalize(name!)));
+    const outside = importsOf(file, await read(file)).filter((name) => !CORE.includes(name));
     assert.deepEqual(outside, [], `${file} imports ${outside.join(', ')}`);
   }
+});
+
+test('no import goes round in a circle, type-only and dynamic imports included: each file can be read before its users', async () => {
+  const graph = new Map<string, string[]>();
+  for (const file of await projectFiles()) graph.set(file, importsOf(file, await read(file)));
+  const done = new Set<string>();
+  const visit = (file: string, trail: string[]): void => {
+    if (trail.includes(file))
+      assert.fail(`an import circle: ${[...trail.slice(trail.indexOf(file)), file].join(' → ')}`);
+    if (done.has(file)) return;
+    for (const imported of graph.get(file) ?? []) visit(imported, [...trail, file]);
+    done.add(file);
+  };
+  for (const file of graph.keys()) visit(file, []);
+  assert.ok(done.has('app/main.ts') && done.has('agent.ts'), 'the walk reached the program and the harness');
+});
+
+test('the top level holds the design card and nothing else: the harness, its tests and lessons, and one program folder', async () => {
+  const entries = (await readdir(project)).filter((name) => !['node_modules', '.git'].includes(name)).sort();
+  const card = ['package.json', 'package-lock.json', 'tsconfig.json', 'agent.ts', 'tools.ts', 'scripted-model.ts'];
+  const expected = [...card, 'test', 'lessons', 'app', 'README.md', '.ci', '.gitignore', '.prettierignore'];
+  // Tools leave these behind when they run; .gitignore keeps them out of the repository.
+  const leftovers = ['.agent', 'reports', '.stryker-tmp'];
+  assert.deepEqual(
+    entries.filter((name) => !leftovers.includes(name)),
+    expected.sort(),
+  );
+});
+
+test('package.json names the program, so `npx harness` runs it', async () => {
+  const { bin } = JSON.parse(await read('package.json')) as { bin: Record<string, string> };
+  assert.deepEqual(bin, { harness: 'app/main.ts' });
+  assert.match(await read('app/main.ts'), /^#!\/usr\/bin\/env tsx\n/);
 });

@@ -8,13 +8,8 @@ import { cp, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { AnthropicModel, type Approver, type Model, createAgent, runTask, steer } from '../agent.ts';
-import {
-  recordAnswers,
-  type RecordedOptions,
-  SESSION_VERSION,
-  type SessionEvent,
-  sessionRecorder,
-} from '../app/session-file.ts';
+import type { SessionEvent } from '../app/terminal.ts';
+import { recordAnswers, type RecordedOptions, SESSION_VERSION, sessionRecorder } from '../app/session-file.ts';
 import { EXIT } from '../app/terminal.ts';
 import { call, reply, say, ScriptedModel, toolUse, usageOf } from '../scripted-model.ts';
 import { TOOLS } from '../tools.ts';

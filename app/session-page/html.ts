@@ -50,5 +50,6 @@ export function clip(text: string, cap: number): string {
   const head = Math.floor(cap * 0.75);
   const tail = cap - head;
   const left = text.length - head - tail;
-  return `${text.slice(0, head)}\n[… ${count(left)} characters left out of this page; the session file has them all …]\n${text.slice(-tail)}`;
+  const note = `[… ${count(left)} characters left out of this page; the session file has them all …]`;
+  return `${text.slice(0, head)}\n${note}\n${text.slice(-tail)}`;
 }

@@ -39,7 +39,8 @@ export function renderPage(session: SessionRecord, options: PageOptions = {}): R
       cap === TEXT_CAPS[0]
         ? []
         : [
-            `to stay under ${PAGE_MAX_BYTES / 1_000_000} MB, the page shows at most ${count(cap)} characters of any text`,
+            `to stay under ${PAGE_MAX_BYTES / 1_000_000} MB, ` +
+              `the page shows at most ${count(cap)} characters of any text`,
           ];
     page = renderWithCap(session, { ...options, textCap: cap, notes: note });
     if (Buffer.byteLength(page) <= PAGE_MAX_BYTES) return { page, warnings: [...warnings, ...note] };

@@ -204,8 +204,8 @@ function addCompaction(record: SessionRecord, value: Json): string | null {
   const number = (previous ? previous.compaction.number : 0) + 1;
   if (value.keptFrom < replacedFrom || value.keptFrom > record.messages.length)
     record.warnings.push(
-      `compaction ${number} keeps messages from #${value.keptFrom}, outside #${replacedFrom}–#${record.messages.length}` +
-        ': its fold and cut may be misplaced',
+      `compaction ${number} keeps messages from #${value.keptFrom}, ` +
+        `outside #${replacedFrom}–#${record.messages.length}: its fold and cut may be misplaced`,
     );
   const request = addRequest(record, null, tokens, number);
   record.entries.push({
