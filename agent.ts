@@ -347,7 +347,10 @@ export interface GateOptions {
   verifyTimeoutMs: number;
 }
 
-export type GateEvent = { type: 'gate'; command: string; exitCode: number | null; passed: boolean; reason: string };
+/** The gate's verdict, with the command's output (capped, head and tail), and that output live as it comes. */
+export type GateEvent =
+  | { type: 'gate'; command: string; exitCode: number | null; passed: boolean; reason: string; output: string }
+  | { type: 'gate-output'; text: string };
 
 /** Either the run halts, or the loop goes on with this message to the model. */
 type Verdict = { halt: Halt } | { goOn: string };
@@ -373,8 +376,8 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   const { verify, root, verifyTimeoutMs, protect } = agent.config;
   const tampered = changedFiles(agent.protectedAtStart, await hashProtected(root, protect));
   if (tampered.length > 0) {
-    const reason = 'protected files changed';
-    agent.config.onEvent({ type: 'gate', command: verify ?? '(none)', exitCode: null, passed: false, reason });
+    const [reason, output] = ['protected files changed', tampered.join('\n')];
+    agent.config.onEvent({ type: 'gate', command: verify ?? '(none)', exitCode: null, passed: false, reason, output });
     return {
       goOn:
         `The task is not done: protected files changed since the session started: ${tampered.join(', ')}. ` +
@@ -382,16 +385,18 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
     };
   }
   if (verify === undefined) return { halt: { kind: 'accepted', verifiedBy: null } };
-  const result = await runCommand(verify, root, verifyTimeoutMs, run.signal);
+  const onOutput = (text: string) => agent.config.onEvent({ type: 'gate-output', text });
+  const result = await runCommand(verify, { cwd: root, timeoutMs: verifyTimeoutMs, signal: run.signal, onOutput });
   if (run.signal.aborted) return { halt: stoppedHalt(agent, run) };
   const passed = result.exitCode === 0;
   const how = result.timedOut
     ? `did not finish within ${verifyTimeoutMs / 1000} s`
     : `exited with code ${result.exitCode}`;
-  agent.config.onEvent({ type: 'gate', command: verify, exitCode: result.exitCode, passed, reason: how });
+  const { exitCode, output } = result;
+  agent.config.onEvent({ type: 'gate', command: verify, exitCode, passed, reason: how, output });
   if (passed) return { halt: { kind: 'accepted', verifiedBy: verify } };
-  const output = `Its output:\n\n${result.output}\n\nFix the cause, then say you are done.`;
-  return { goOn: `The task is not done yet: the check \`${verify}\` ${how}. ${output}` };
+  const told = `Its output:\n\n${output}\n\nFix the cause, then say you are done.`;
+  return { goOn: `The task is not done yet: the check \`${verify}\` ${how}. ${told}` };
 }
 
 // ---------------------------------------------------------------------------------------------------------------------

@@ -698,8 +698,17 @@ export interface CommandRun {
 const OUTPUT_HEAD = 8 * 1024;
 const OUTPUT_TAIL = 8 * 1024;
 
+/** Where and how long a command runs, and who hears its output as it comes. */
+export interface CommandOptions {
+  cwd: string;
+  timeoutMs: number;
+  signal: AbortSignal;
+  /** Each piece of output as it arrives, stdout and stderr alike: a live tail for whoever watches. */
+  onOutput?: (text: string) => void;
+}
+
 /** Runs a shell command in the project with a timeout; keeps the start and the end of its output. */
-export function runCommand(command: string, cwd: string, timeoutMs: number, signal: AbortSignal): Promise<CommandRun> {
+export function runCommand(command: string, { cwd, timeoutMs, signal, onOutput }: CommandOptions): Promise<CommandRun> {
   return new Promise((resolve) => {
     const child = spawn(command, { cwd, shell: true, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     let head = '';
@@ -707,6 +716,7 @@ export function runCommand(command: string, cwd: string, timeoutMs: number, sign
     let dropped = 0;
     const collect = (chunk: Buffer) => {
       const text = chunk.toString('utf8');
+      onOutput?.(text);
       const room = Math.max(OUTPUT_HEAD - head.length, 0);
       head += text.slice(0, room);
       tail += text.slice(room);

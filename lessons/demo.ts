@@ -62,7 +62,11 @@ export async function runSeedStory(verify: boolean): Promise<StoryRun> {
       },
     });
     const halt = await runTask(agent, SEED_STORY_TASK);
-    const check = await runCommand(SEED_STORY_VERIFY, root, 30_000, new AbortController().signal);
+    const check = await runCommand(SEED_STORY_VERIFY, {
+      cwd: root,
+      timeoutMs: 30_000,
+      signal: new AbortController().signal,
+    });
     return { halt, turns, steps, testReallyPasses: check.exitCode === 0 };
   } finally {
     await rm(root, { recursive: true, force: true });

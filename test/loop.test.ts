@@ -198,12 +198,11 @@ describe('guards in the loop', () => {
 describe('the verify command runner', () => {
   test('long output keeps its head and tail, so the gate message stays small', async (t) => {
     const root = await tempProject(t);
-    const run = await runCommand(
-      `node -e "for (let i = 0; i < 100000; i++) console.log('line ' + i)"`,
-      root,
-      30_000,
-      never,
-    );
+    const run = await runCommand(`node -e "for (let i = 0; i < 100000; i++) console.log('line ' + i)"`, {
+      cwd: root,
+      timeoutMs: 30_000,
+      signal: never,
+    });
     assert.equal(run.exitCode, 0);
     assert.match(run.output, /^line 0\n/);
     assert.match(run.output, /line 99999\n$/);
@@ -213,7 +212,7 @@ describe('the verify command runner', () => {
 
   test('a verify command that hangs is killed at its timeout instead of hanging the run', async (t) => {
     const root = await tempProject(t);
-    const run = await runCommand('sleep 30', root, 200, never);
+    const run = await runCommand('sleep 30', { cwd: root, timeoutMs: 200, signal: never });
     assert.equal(run.timedOut, true);
     assert.equal(run.exitCode, null);
   });

@@ -113,7 +113,7 @@ async function protectedChanges(original: string, copy: string, globs: readonly 
 }
 
 const runVerify = (command: string, cwd: string) =>
-  runCommand(command, cwd, VERIFY_TIMEOUT_MS, new AbortController().signal);
+  runCommand(command, { cwd, timeoutMs: VERIFY_TIMEOUT_MS, signal: new AbortController().signal });
 
 /** Prevents a task that proves nothing from counting as solved: its test must exist (the protect
  *  globs match a file) and must fail on the untouched project. Runs in `scratch`, a copy. */
