@@ -197,7 +197,7 @@ function totals(requests: Request[], priced: { sum: number }[] | null, model: st
   const cached = input === 0 ? 0 : Math.round((100 * sum('cacheRead')) / input);
   const cost = priced ? dollars(priced.at(-1)!.sum) : `unknown (no price for ${model})`;
   return html`<span class="totals"
-    >${requests.length} requests · input ${count(input)} (${cached}% read from cache) ·
-    output ${count(sum('output'))} · cost ${cost}</span
+    >${requests.length} requests · input ${count(input)} (${cached}% read from cache) · output ${count(sum('output'))} ·
+    cost ${cost}</span
   >`;
 }
