@@ -196,8 +196,9 @@ function totals(requests: Request[], priced: { sum: number }[] | null, model: st
   const input = sum('uncached') + sum('cacheWrite') + sum('cacheRead');
   const cached = input === 0 ? 0 : Math.round((100 * sum('cacheRead')) / input);
   const cost = priced ? dollars(priced.at(-1)!.sum) : `unknown (no price for ${model})`;
+  const output = count(sum('output'));
   return html`<span class="totals"
-    >${requests.length} requests · input ${count(input)} (${cached}% read from cache) · output ${count(sum('output'))} ·
-    cost ${cost}</span
+    >${requests.length} requests · input ${count(input)} (${cached}% read from cache) · output ${output} · cost
+    ${cost}</span
   >`;
 }

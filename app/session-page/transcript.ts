@@ -331,8 +331,8 @@ function renderCompaction(compaction: CompactionInfo, ctx: Context): Html {
       <span class="req" id="${p}r-${request.number}">${requestLine(request, ctx)}</span>
     </header>
     <p>
-      Messages #${replacedFrom}–#${keptFrom - 1} (folded above, marked “replaced”) were summarised. From here on the
-      model saw this summary, then the messages from <a href="#${p}cut-${number}">#${keptFrom}</a> on, word for word.
+      Messages #${replacedFrom}–#${keptFrom - 1} (folded above, marked “replaced”) were summarised. Then the model saw
+      this summary, and the messages from <a href="#${p}cut-${number}">#${keptFrom}</a> on, word for word.
     </p>
     <div class="summary">
       <span class="label">summary</span> ${renderMarkdown(clip(compaction.summary, ctx.textCap))}
