@@ -4,17 +4,34 @@
 
 import { realpathSync } from 'node:fs';
 import { realpath } from 'node:fs/promises';
+import { isatty } from 'node:tty';
 import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { pathToFileURL } from 'node:url';
 import { type Agent, approveAll, createAgent, errorText, estimateTokens, type Model, resume } from '../agent.ts';
 import { TOOLS } from '../tools.ts';
-import { chooseModel, type CliOptions, configFromCli, helpText, parseCli, UsageError } from './options.ts';
+import {
+  chooseModel,
+  type CliOptions,
+  configFromCli,
+  helpText,
+  parseCli,
+  resumedOptions,
+  UsageError,
+} from './options.ts';
 import { priced } from './prices.ts';
 import { replaySession } from './replay.ts';
-import { loadSession, recordAnswers, type RecordedOptions, SESSION_VERSION, sessionRecorder } from './session-file.ts';
+import {
+  checkSessionFile,
+  loadSession,
+  recordAnswers,
+  type RecordedOptions,
+  SESSION_VERSION,
+  sessionRecorder,
+} from './session-file.ts';
 import {
   contextBreakdown,
+  type Ending,
   EXIT,
   exitCodeFor,
   jsonPrinter,
@@ -28,25 +45,86 @@ import {
   tracePrinter,
 } from './terminal.ts';
 
-/** One run, then exit. Ctrl-C stops it like in the REPL; a second one exits at once. */
-async function headless(agent: Agent, task: string, tell: (event: SessionEvent) => void): Promise<number> {
+/** One run, then exit. Ctrl-C stops it like in the REPL; a second one exits at once. So does the program's ending (a
+ *  signal, a session file that can no longer be written), whose exit code it then is if the run was stopped. */
+async function headless(
+  agent: Agent,
+  task: string,
+  tell: (event: SessionEvent) => void,
+  ending: AbortSignal,
+): Promise<number> {
   const controller = new AbortController();
   const onSigint = () => {
     if (controller.signal.aborted) process.exit(EXIT.interrupted);
     controller.abort();
     tell({ type: 'interrupt' });
   };
+  const onEnding = () => {
+    if (controller.signal.aborted) return;
+    controller.abort();
+    const { signal } = ending.reason as Ending;
+    if (signal)
+      tell({ type: 'notice', text: `${signal}: stopping the run; the program ends once its halt is written` });
+    tell({ type: 'interrupt', ...(signal && { signal }) });
+  };
   process.on('SIGINT', onSigint);
+  ending.addEventListener('abort', onEnding, { once: true });
   try {
-    return exitCodeFor(await runGivenTask(agent, task, controller.signal, tell));
+    if (ending.aborted) return (ending.reason as Ending).code; // before the run started: nothing to stop
+    const halt = await runGivenTask(agent, task, controller.signal, tell);
+    return ending.aborted && halt.kind === 'interrupted' ? (ending.reason as Ending).code : exitCodeFor(halt);
   } finally {
     process.off('SIGINT', onSigint);
+    ending.removeEventListener('abort', onEnding);
   }
+}
+
+/** Prevents SIGTERM (a service manager, `kill`) or SIGHUP (the terminal closed) from killing the program mid-run,
+ *  which left the verify command's processes running and no halt in the session file: the run stops as Ctrl-C stops
+ *  it (the verify command's whole process group is killed; a running edit is let finish and answered), its halt is
+ *  written, and then the program exits with 128 + the signal's number. A second signal exits at once. A terminal that
+ *  hangs up may fail its reads and writes (EIO) before the SIGHUP arrives: that is the same hang-up, not a crash. */
+function endOnSignals(ending: AbortController, terminal: NodeJS.EventEmitter[]): () => void {
+  const hangUp = () => ending.signal.aborted || ending.abort({ code: EXIT.SIGHUP, signal: 'SIGHUP' } satisfies Ending);
+  const listening = (['SIGTERM', 'SIGHUP'] as const).map((signal) => {
+    let received = false;
+    const handler = () => {
+      if (received) leave(EXIT[signal]);
+      received = true;
+      if (!ending.signal.aborted) ending.abort({ code: EXIT[signal], signal } satisfies Ending);
+    };
+    process.on(signal, handler);
+    return () => process.off(signal, handler);
+  });
+  const onError = (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EIO') throw error;
+    hangUp();
+  };
+  for (const stream of terminal) stream.on('error', onError);
+  return () => {
+    listening.forEach((stop) => stop());
+    for (const stream of terminal) stream.off('error', onError);
+  };
+}
+
+/** Asked at the start, as Node asks: a terminal that hung up since no longer says it is one. */
+const STARTED_AT_A_TERMINAL = [0, 1, 2].some((fd) => isatty(fd));
+
+/** Exits with `code`. After a hang-up, with a terminal for stdin, stdout or stderr, by SIGHUP itself (its default
+ *  action; a shell reads 129 all the same): Node's own exit restores the terminal's mode, which fails on a terminal
+ *  that is gone, and Node then aborts the process (node::ResetStdio). */
+export function leave(code: number): never {
+  if (code === EXIT.SIGHUP && STARTED_AT_A_TERMINAL) {
+    process.removeAllListeners('SIGHUP');
+    process.kill(process.pid, 'SIGHUP');
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1_000); // another thread may take it a moment
+  }
+  process.exit(code);
 }
 
 export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output = process.stdout): Promise<number> {
   try {
-    const options = parseCli(argv, env);
+    let options = parseCli(argv, env);
     if (options.help) {
       out.write(`${helpText()}\n`);
       return EXIT.accepted;
@@ -61,12 +139,32 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       throw new UsageError(`--root ${options.root}: no such folder`);
     });
     if (options.replay !== undefined) return await replaySession(options.replay, { ...options, root }, out);
+    const newSession = path.join(root, '.agent', 'sessions', `${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`);
+    let sessionFile = path.resolve(options.resume ?? options.session ?? newSession);
+    const flag = options.resume !== undefined ? '--resume' : options.session !== undefined ? '--session' : 'session';
+    const usable = (use: 'resume' | 'new') => {
+      try {
+        checkSessionFile(sessionFile, use);
+      } catch (error) {
+        throw new UsageError(`${flag}: ${errorText(error)}`);
+      }
+    };
+    let loaded: Awaited<ReturnType<typeof loadSession>> | undefined;
+    let optionsSaid: string | undefined;
+    if (options.resume !== undefined) {
+      usable('resume');
+      loaded = await loadSession(sessionFile).catch((error: unknown) => {
+        throw new UsageError(`--resume: ${errorText(error)}`);
+      });
+      ({ options, said: optionsSaid } = resumedOptions(options, loaded.header));
+    }
     const chosen = await chooseModel(options, env, options.model);
     const model = priced(chosen, options.price);
     const taskModel =
       options.taskModel === undefined || options.script !== undefined
         ? undefined
         : priced(await chooseModel(options, env, options.taskModel));
+    if (loaded === undefined) usable('new');
     const interactive = process.stdin.isTTY === true;
     // The REPL's; paused until it listens, so no piped line is read before it is ready for it. A headless run in a
     // terminal leaves the terminal as it is (Ctrl-C a signal) until an approval asks, with a readline of its own.
@@ -86,22 +184,22 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
         ? tracePrinter(out)
         : terminalPrinter(out, { screen, verify: options.verify });
     const secrets = [env.ANTHROPIC_API_KEY ?? ''];
+    // Aborted, with an Ending, when the program must stop before its work is done.
+    const ending = new AbortController();
+    const unwritable = (problem: string) =>
+      ending.signal.aborted || ending.abort({ code: EXIT.notAccepted, problem } satisfies Ending);
     const startSession = (file: string, fresh: boolean, agent: Agent) => {
       const startedAt = new Date().toISOString();
       const recorded = recordedOptions(options, interactive, taskModel);
       const header = { type: 'session' as const, version: SESSION_VERSION, model: model.name, root, startedAt };
       const { contextWindow, protectedAtStart } = agent;
       const full = { ...header, contextWindow, protected: Object.fromEntries(protectedAtStart), options: recorded };
-      return sessionRecorder(file, fresh ? full : null, secrets);
+      try {
+        return sessionRecorder(file, fresh ? full : null, secrets, unwritable);
+      } catch (error) {
+        throw new UsageError(`${flag}: ${errorText(error)}`);
+      }
     };
-    const newSession = path.join(root, '.agent', 'sessions', `${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`);
-    let sessionFile = path.resolve(options.resume ?? options.session ?? newSession);
-    const loaded =
-      options.resume === undefined
-        ? undefined
-        : await loadSession(sessionFile).catch((error: unknown) => {
-            throw new UsageError(`--resume: ${errorText(error)}`);
-          });
     const approve = options.yes
       ? approveAll
       : interactive
@@ -120,14 +218,15 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     const showSession = () =>
       notice(`session: ${path.relative(process.cwd(), sessionFile) || sessionFile} (continue it with --resume)`);
     showSession();
+    if (optionsSaid !== undefined) notice(optionsSaid);
     for (const file of agent.contextFiles) {
       notice(`context: ${path.relative(process.cwd(), file.path) || file.path} (~${estimateTokens(file.text)} tokens)`);
     }
     tell({ type: 'context', breakdown: contextBreakdown(agent) });
     if (options.verify === undefined) notice('no --verify command: "done" will be accepted unverified');
     if (!options.yes && !interactive) notice('no terminal and no --yes: every change (edit_file) will be denied');
-    if (options.task !== undefined) return await headless(agent, options.task, tell);
     const switchSession = async (file: string) => {
+      checkSessionFile(path.resolve(file), 'resume');
       const next = await loadSession(file);
       sessionFile = path.resolve(file);
       record = startSession(sessionFile, false, agent);
@@ -135,7 +234,17 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       notice(`resumed ${file}: ${next.messages.length} messages`);
       showSession();
     };
-    return await repl(agent, rl!, { interactive, switchSession, screen, tell });
+    const stopListening = endOnSignals(ending, [process.stdin, process.stdout, process.stderr, ...(rl ? [rl] : [])]);
+    try {
+      return options.task !== undefined
+        ? await headless(agent, options.task, tell, ending.signal)
+        : await repl(agent, rl!, { interactive, switchSession, screen, tell, ending: ending.signal });
+    } finally {
+      stopListening();
+      const { problem } = (ending.signal.reason ?? {}) as Ending;
+      if (problem !== undefined)
+        console.error(`agent: ${problem}; the run was stopped, so that nothing goes unrecorded`);
+    }
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     console.error(`agent: ${error.message} (see --help)`);
@@ -171,10 +280,21 @@ if (import.meta.url === pathToFileURL(realpathSync(process.argv[1] ?? '.')).href
     if (decided !== undefined) process.exit(decided);
     if (process.listenerCount('SIGINT') === 1) process.exit(EXIT.interrupted);
   });
+  // The same for SIGTERM and SIGHUP: before a run listens for them they end the program at once, as they would have.
+  for (const signal of ['SIGTERM', 'SIGHUP'] as const) {
+    process.on(signal, () => {
+      // Prevents a closed terminal from crashing the program while it starts or winds down (a run has endOnSignals):
+      // once the terminal hangs up, reading and writing it fail (EIO), and an unheard stream error ends the process.
+      if (signal === 'SIGHUP')
+        for (const stream of [process.stdin, process.stdout, process.stderr]) stream.on('error', () => {});
+      if (decided !== undefined) leave(decided);
+      if (process.listenerCount(signal) === 1) leave(EXIT[signal]);
+    });
+  }
   void main(process.argv.slice(2), process.env).then((code) => {
     decided = code;
     // Out as soon as the output is: Node's own wind-down (sockets, the loader's thread) can take a few hundred ms,
     // during which it no longer listens for Ctrl-C, and one would kill the process with 130.
-    process.stdout.write('', () => process.exit(code));
+    process.stdout.write('', () => leave(code));
   });
 }

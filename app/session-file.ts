@@ -3,7 +3,18 @@
 
 import type Anthropic from '@anthropic-ai/sdk';
 import { createHash } from 'node:crypto';
-import { appendFileSync, closeSync, createReadStream, mkdirSync, openSync, readSync, statSync } from 'node:fs';
+import {
+  appendFileSync,
+  closeSync,
+  constants,
+  createReadStream,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  type Stats,
+  statSync,
+} from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
@@ -94,21 +105,35 @@ export const REPLAYED_EVENTS = new Set<SessionEvent['type']>([
 ]);
 
 /** Writes each event worth keeping as it happens, synchronously, so a crash loses nothing appended.
- *  A sub-agent's events go to a file of their own, linked from this one. */
+ *  A sub-agent's events go to a file of their own, linked from this one. Starting throws if the file cannot be
+ *  written; a write that fails later (the disk is full) is told to `failed`, once, and nothing more is written, so the
+ *  file never has a gap in the middle (without `failed`, it throws). */
 export function sessionRecorder(
   file: string,
   header: SessionHeader | null,
   secrets: string[],
+  failed?: (problem: string) => void,
 ): (event: SessionEvent) => void {
   mkdirSync(path.dirname(file), { recursive: true });
   // A line torn by a crash must stay its own line, or the next entry would be glued to it.
   if (!endsWithNewline(file)) appendFileSync(file, '\n');
-  const write = (entry: SessionEntry) => {
+  const append = (entry: SessionEntry) => {
     let line = JSON.stringify(entry);
     for (const secret of secrets) if (secret.length >= 8) line = line.split(secret).join('[redacted]');
     appendFileSync(file, `${line}\n`);
   };
-  if (header) write(header);
+  if (header) append(header);
+  let broken = false;
+  const write = (entry: SessionEntry) => {
+    if (broken) return;
+    try {
+      append(entry);
+    } catch (error) {
+      if (failed === undefined) throw error;
+      broken = true;
+      failed(`the session file ${file} can no longer be written (${fileProblem(error)})`);
+    }
+  };
   const children = new Map<string, (event: SessionEvent) => void>();
   let events = 0; // of the current task, counted as a replay counts them
   let unanswered = false; // a request went out and neither a reply nor a halt came back: the API refused it
@@ -136,12 +161,65 @@ export function sessionRecorder(
       if (child === undefined) {
         const childFile = file.replace(/(\.jsonl)?$/, `.${event.id}.jsonl`);
         write({ type: 'subagent', id: event.id, description: event.description, file: path.basename(childFile) });
-        child = sessionRecorder(childFile, header && { ...header, startedAt: new Date().toISOString() }, secrets);
+        const childHeader = header && { ...header, startedAt: new Date().toISOString() };
+        try {
+          child = sessionRecorder(childFile, childHeader, secrets, failed);
+        } catch (error) {
+          if (failed === undefined) throw error;
+          failed(`the sub-agent's session file ${childFile} cannot be written (${fileProblem(error)})`);
+          child = () => {};
+        }
         children.set(event.id, child);
       }
       child(event.event);
     }
   };
+}
+
+/** Prevents a session path that cannot hold a session from failing with a stack trace mid-run, or from hanging the
+ *  program (opening a named pipe waits for its other end): what is there is looked at before it is opened, opened
+ *  without waiting, and looked at again. `resume`: the file must exist and take appends; `new`: it is created if
+ *  missing, folders included. Throws one line naming the file and what is wrong. */
+export function checkSessionFile(file: string, use: 'resume' | 'new'): void {
+  const cannot = use === 'resume' ? 'cannot be resumed' : 'cannot hold a session';
+  try {
+    refuseIrregular(file, statSync(file, { throwIfNoEntry: use === 'resume' }));
+    if (use === 'new') mkdirSync(path.dirname(file), { recursive: true });
+    const create = use === 'new' ? constants.O_CREAT : 0;
+    const fd = openSync(file, constants.O_WRONLY | constants.O_APPEND | constants.O_NONBLOCK | create);
+    try {
+      refuseIrregular(file, fstatSync(fd));
+    } finally {
+      closeSync(fd);
+    }
+  } catch (error) {
+    throw new Error(error instanceof IrregularFile ? error.message : `${file} ${cannot} (${fileProblem(error)})`);
+  }
+}
+
+class IrregularFile extends Error {}
+
+/** Prevents reading or writing a session through a directory, a device, a named pipe or a socket. */
+function refuseIrregular(file: string, stats: Stats | undefined): void {
+  if (stats === undefined || stats.isFile()) return;
+  const kind = stats.isDirectory()
+    ? 'a directory'
+    : stats.isFIFO()
+      ? 'a named pipe'
+      : stats.isSocket()
+        ? 'a socket'
+        : stats.isCharacterDevice() || stats.isBlockDevice()
+          ? 'a device'
+          : 'not a regular file';
+  throw new IrregularFile(`${file} is ${kind}, not a session file`);
+}
+
+/** A file system error in a few words, with its code: "no space left on device (ENOSPC)". */
+function fileProblem(error: unknown): string {
+  const { code, message } = error as NodeJS.ErrnoException;
+  if (code === undefined) return errorText(error);
+  const words = message.replace(/^\w+: /, '').replace(/, \w+( '.*)?$/s, ''); // "ENOSPC: …, write", "…, open '…'"
+  return `${words} (${code})`;
 }
 
 /** Whether a file is missing, empty or ends with a newline, from its last byte alone: a session has no size limit. */
@@ -161,8 +239,9 @@ function endsWithNewline(file: string): boolean {
 /** Rebuilds a transcript from a session file of any size, streamed line by line. Each entry is checked against the
  *  schema of its type; a bad line is dropped with a warning naming it (a torn last line: the process died while
  *  writing it; any other: corrupted), and the messages are repaired into a transcript the API accepts. */
-export async function loadSession(file: string): Promise<LoadedSession> {
+export async function loadSession(file: string): Promise<LoadedSession & { header: SessionHeader | null }> {
   const warnings = warningList();
+  let header: SessionHeader | null = null; // the first: what the session was started with
   const transcript = transcriptRepair(warnings.add);
   let compaction: Compaction | null = null;
   let subAgents = 0;
@@ -190,8 +269,10 @@ export async function loadSession(file: string): Promise<LoadedSession> {
       const { summary, keptFrom } = read.entry;
       if (transcript.startsReply(keptFrom)) compaction = { summary, keptFrom };
       else warnings.add(`${at}: the summary's cut (message ${keptFrom}) is not at a reply; the summary is not used`);
-    } else if (read.entry.type === 'session' && read.entry.protected && protectedAtStart === null) {
-      protectedAtStart = new Map(Object.entries(read.entry.protected));
+    } else if (read.entry.type === 'session') {
+      header ??= withValidOptions(read.entry, (problem) => warnings.add(`${at}: ${problem}`));
+      if (read.entry.protected && protectedAtStart === null)
+        protectedAtStart = new Map(Object.entries(read.entry.protected));
     } else if (read.entry.type === 'subagent') {
       subAgents++;
     }
@@ -199,7 +280,19 @@ export async function loadSession(file: string): Promise<LoadedSession> {
   for (const [type, { first, count }] of unknownTypes)
     warnings.add(`${file}:${first}: ${count} entries of type "${type}", unknown to this version, were skipped`);
   const repair = transcript.finish();
-  return { messages: transcript.messages, compaction, subAgents, repair, protectedAtStart, warnings: warnings.list() };
+  const { messages } = transcript;
+  return { messages, compaction, subAgents, repair, protectedAtStart, warnings: warnings.list(), header };
+}
+
+/** What a resume may run with: the options a session header recorded, checked; any that are not valid are left out,
+ *  with a warning, and the command line gives them. */
+function withValidOptions(header: SessionHeader, warn: (problem: string) => void): SessionHeader {
+  if (header.options === undefined) return header;
+  const checked = recordedOptionsSchema.safeParse(header.options);
+  if (checked.success) return header;
+  warn(`the recorded options are not valid (${issuesText(checked.error)}); the command line gives them`);
+  const { options: _invalid, ...rest } = header;
+  return rest;
 }
 
 /** The non-empty lines of a file, numbered and streamed (a session may outgrow the longest string); one line is held
@@ -207,7 +300,15 @@ export async function loadSession(file: string): Promise<LoadedSession> {
 export async function* sessionLines(file: string): AsyncGenerator<{ number: number; text: string; last: boolean }> {
   let held: { number: number; text: string } | null = null;
   let number = 0;
-  for await (const text of createInterface({ input: createReadStream(file), crlfDelay: Infinity })) {
+  refuseIrregular(file, statSync(file));
+  const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK); // a pipe put there since: no wait, refused
+  try {
+    refuseIrregular(file, fstatSync(fd));
+  } catch (error) {
+    closeSync(fd);
+    throw error;
+  }
+  for await (const text of createInterface({ input: createReadStream('', { fd }), crlfDelay: Infinity })) {
     number++;
     if (text.trim() === '') continue;
     if (held) yield { ...held, last: false };
@@ -306,6 +407,25 @@ const messageSchema = z
         context.addIssue({ code: 'custom', path: ['content', i, ...issue.path], message: issue.message });
     });
   });
+
+const positive = z.number().positive();
+/** A header's options as the program writes them (RecordedOptions; JSON leaves out what is undefined). */
+const recordedOptionsSchema = z.object({
+  verify: z.string().optional(),
+  verifyTimeoutMs: positive,
+  protect: z.array(z.string()),
+  budgets: z.object({
+    maxTurns: positive.int(),
+    maxTokens: positive.int().optional(),
+    maxCostUsd: positive.optional(),
+    timeoutMs: positive.optional(),
+  }),
+  approval: z.enum(['yes', 'ask', 'deny']),
+  tools: z.array(z.string()),
+  contextWindow: positive.int().optional(),
+  contextFiles: z.boolean(),
+  taskModel: z.string().optional(),
+});
 
 /** One schema per entry type. A field they do not name is allowed (a later version may add one), and kept: what
  *  is used is the entry as written, not as parsed. */

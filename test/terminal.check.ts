@@ -3,6 +3,7 @@
 // second), so they are kept out of `npm test`; .ci/run runs them too.
 
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -139,3 +140,58 @@ test(
     assert.equal(await term.exited, 0);
   },
 );
+
+test(
+  'the terminal closing during the verify command (SIGHUP): the run stops, no process of the check outlives it, the halt is written, the program ends',
+  { skip },
+  async (t) => {
+    const root = await tempProject(t, {
+      'script.json': JSON.stringify([{ content: [{ type: 'text', text: 'Done.' }] }]),
+    });
+    const file = path.join(root, 'session.jsonl');
+    const pidFile = path.join(root, 'verify.pid');
+    const verify = `sh -c 'echo $$ > verify.pid; exec sleep 30'`;
+    const term = started(
+      t,
+      startInTerminal(['--script', 'script.json', '--session', file, '--verify', verify], { cwd: root }),
+    );
+    await term.waitFor(/you> /);
+    term.type('fix it\r');
+    await term.waitFor(/checking "done"/);
+    while ((await readFile(pidFile, 'utf8').catch(() => '')).trim() === '') await sleep(10);
+    const sleeper = Number(await readFile(pidFile, 'utf8'));
+    const program = parentOf(parentOf(sleeper)); // the check's shell, then the program that started it
+    term.kill(); // script(1) goes, and with it the terminal: the kernel hangs up on the program
+    for (const start = Date.now(); (alive(program) || alive(sleeper)) && Date.now() - start < 5_000;) await sleep(20);
+    assert.equal(alive(sleeper), false, 'the verify command outlived the terminal');
+    assert.equal(alive(program), false, 'the program outlived its terminal');
+    const last = (await readFile(file, 'utf8'))
+      .trim()
+      .split('\n')
+      .slice(-2)
+      .map((line) => JSON.parse(line));
+    assert.deepEqual(last, [
+      { type: 'interrupt', signal: 'SIGHUP', afterEvents: last[0].afterEvents },
+      { type: 'halt', halt: { kind: 'interrupted' } },
+    ]);
+  },
+);
+
+/** A process's parent, from /proc. */
+function parentOf(pid: number): number {
+  return Number(
+    readFileSync(`/proc/${pid}/stat`, 'utf8')
+      .replace(/^.*\) /s, '')
+      .split(' ')[1],
+  );
+}
+
+/** Whether a process still runs: not a zombie, nor one killed and tearing down (its exit code already set). */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return !/^\d+ \(.*\) Z/s.test(stat) && stat.trim().split(' ').at(-1) === '0';
+  } catch {
+    return false;
+  }
+}
