@@ -101,11 +101,25 @@ function endOnSignals(ending: AbortController, terminal: NodeJS.EventEmitter[]):
     hangUp();
   };
   for (const stream of terminal) stream.on('error', onError);
+  const watching = watchLauncher(hangUp);
   return () => {
     listening.forEach((stop) => stop());
     for (const stream of terminal) stream.off('error', onError);
+    clearInterval(watching);
   };
 }
+
+/** Prevents a run from going on unseen when SIGHUP reached only its launcher: started by tsx's command line (the
+ *  bin's `#!/usr/bin/env tsx`), the program is the child of a tsx process that passes SIGINT and SIGTERM on but dies
+ *  of SIGHUP, so its death (this process's parent changes) is that hang-up. Polled: no event tells a child of it. */
+function watchLauncher(hangUp: () => void): NodeJS.Timeout | undefined {
+  if (!process.execArgv.some((arg) => /[\\/]tsx[\\/].*preflight\.cjs$/.test(arg))) return undefined;
+  const launcher = process.ppid;
+  return setInterval(() => process.ppid !== launcher && hangUp(), LAUNCHER_POLL_MS).unref();
+}
+
+/** How often a child of tsx's command line checks that its launcher is still there. */
+const LAUNCHER_POLL_MS = 250;
 
 /** Asked at the start, as Node asks: a terminal that hung up since no longer says it is one. */
 const STARTED_AT_A_TERMINAL = [0, 1, 2].some((fd) => isatty(fd));

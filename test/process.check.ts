@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EXIT } from '../app/terminal.ts';
@@ -89,6 +90,45 @@ for (const [signal, code] of [
     await until(() => !alive(sleeper), 'the verify command to be gone', 1_000);
     assert.deepEqual(lastEntries(file, 1), [{ type: 'halt', halt: { kind: 'interrupted' } }]);
   });
+}
+
+test('SIGHUP to the tsx launcher alone (the bin runs under `#!/usr/bin/env tsx`, which passes SIGINT and SIGTERM on but not SIGHUP): the program stops its run all the same', async (t) => {
+  const root = await tempProject(t, { 'script.json': JSON.stringify([say('Done.')]) });
+  const file = path.join(root, 'session.jsonl');
+  const pidFile = path.join(root, 'verify.pid');
+  const verify = `sh -c 'echo $$ > verify.pid; exec sleep 30'`;
+  const args = [fileURLToPath(import.meta.resolve('tsx/cli')), program, '--yes', '--script', 'script.json'];
+  const launcher = spawn(process.execPath, [...args, '--session', file, '--verify', verify, 'fix'], {
+    cwd: root,
+    stdio: 'ignore',
+    env: environment(),
+  });
+  t.after(() => launcher.kill('SIGKILL'));
+  await until(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '', 'the verify command');
+  const sleeper = Number(readFileSync(pidFile, 'utf8'));
+  const child = theProgramAbove(sleeper);
+  assert.equal(parentOf(child), launcher.pid, "the program runs as the launcher's child");
+  t.after(() => alive(child) && process.kill(child, 'SIGKILL'));
+  launcher.kill('SIGHUP');
+  await until(() => !alive(child) && !alive(sleeper), 'the program and its check to end', 5_000);
+  assert.deepEqual(lastEntries(file, 1), [{ type: 'halt', halt: { kind: 'interrupted' } }]);
+});
+
+/** The program (app/main.ts) that started the process `pid`, up its line of parents. */
+function theProgramAbove(pid: number): number {
+  for (let at = parentOf(pid); at > 1; at = parentOf(at)) {
+    if (readFileSync(`/proc/${at}/cmdline`, 'utf8').includes('app/main.ts')) return at;
+  }
+  throw new Error(`no app/main.ts above process ${pid}`);
+}
+
+/** A process's parent, from /proc. */
+function parentOf(pid: number): number {
+  return Number(
+    readFileSync(`/proc/${pid}/stat`, 'utf8')
+      .replace(/^.*\) /s, '')
+      .split(' ')[1],
+  );
 }
 
 test('SIGTERM during a run of edits, five times over: each edit answered as applied is in the file, none answered otherwise is, and no temporary file is left', async (t) => {

@@ -160,7 +160,7 @@ test(
     await term.waitFor(/checking "done"/);
     while ((await readFile(pidFile, 'utf8').catch(() => '')).trim() === '') await sleep(10);
     const sleeper = Number(await readFile(pidFile, 'utf8'));
-    const program = parentOf(parentOf(sleeper)); // the check's shell, then the program that started it
+    const program = theProgramAbove(sleeper);
     term.kill(); // script(1) goes, and with it the terminal: the kernel hangs up on the program
     for (const start = Date.now(); (alive(program) || alive(sleeper)) && Date.now() - start < 5_000;) await sleep(20);
     assert.equal(alive(sleeper), false, 'the verify command outlived the terminal');
@@ -176,6 +176,14 @@ test(
     ]);
   },
 );
+
+/** The program (app/main.ts) that started the process `pid`, up its line of parents. */
+function theProgramAbove(pid: number): number {
+  for (let at = parentOf(pid); at > 1; at = parentOf(at)) {
+    if (readFileSync(`/proc/${at}/cmdline`, 'utf8').includes('app/main.ts')) return at;
+  }
+  throw new Error(`no app/main.ts above process ${pid}`);
+}
 
 /** A process's parent, from /proc. */
 function parentOf(pid: number): number {
