@@ -11,6 +11,8 @@ import path from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { main } from '../app/main.ts';
+import { parseCli, resumedOptions } from '../app/options.ts';
+import type { RecordedOptions } from '../app/session-file.ts';
 import { EXIT } from '../app/terminal.ts';
 import { call, say } from '../scripted-model.ts';
 import { runCli, tempProject, within } from './helpers.ts';
@@ -81,6 +83,38 @@ describe('--resume runs with the options the session recorded', () => {
     assert.equal(status, EXIT.accepted);
   });
 
+  test('every recorded option is taken unless given: budgets one by one, the task model, the window and the context files; a dollar budget still needs a price', () => {
+    const recorded: RecordedOptions = {
+      verify: 'npm test',
+      verifyTimeoutMs: 30_000,
+      protect: ['test/**'],
+      budgets: { maxTurns: 7, maxTokens: 9000, maxCostUsd: 2, timeoutMs: 60_000 },
+      approval: 'yes',
+      tools: [],
+      contextWindow: 100_000,
+      contextFiles: false,
+      taskModel: 'claude-haiku-4-5',
+    };
+    const given = parseCli(['--max-tokens', '500', '--resume', 's.jsonl', 'go'], {});
+    const { options, said } = resumedOptions(given, { model: 'claude-sonnet-4-5', options: recorded });
+    assert.deepEqual(
+      [options.verify, options.verifyTimeoutMs, options.protect, options.model, options.taskModel],
+      ['npm test', 30_000, ['test/**'], 'claude-sonnet-4-5', 'claude-haiku-4-5'],
+    );
+    assert.deepEqual(options.budgets, { maxTurns: 7, maxTokens: 500, maxCostUsd: 2, timeoutMs: 60_000 });
+    assert.deepEqual([options.contextWindow, options.contextFiles], [100_000, false]);
+    assert.equal(
+      said,
+      'options: from the session --verify "npm test" --verify-timeout 30 --protect "test/**" --max-turns 7 ' +
+        '--max-cost 2 --timeout 60 --model claude-sonnet-4-5 --task-model claude-haiku-4-5 --context-window 100000 ' +
+        '--no-context-files; from the command line --max-tokens',
+    );
+    const unpriced = parseCli(['--model', 'my-local-model', '--resume', 's.jsonl', 'go'], {});
+    assert.throws(() => resumedOptions(unpriced, { model: 'claude-sonnet-4-5', options: recorded }), {
+      message: /--max-cost needs a known price, and my-local-model has none: give one with --price/,
+    });
+  });
+
   test('a version 1 session, which recorded no options, says so and runs with the command line', async (t) => {
     const root = await project(t, { 'script.json': [say('Done.')] });
     const file = path.join(root, 'old.jsonl');
@@ -124,7 +158,7 @@ describe('a session path that cannot hold a session is one line and exit 2', () 
     assert.equal(await readFile(path.join(root, 'a.txt'), 'utf8'), 'alpha\n');
   });
 
-  test('a named pipe is refused, never opened: --session and --resume at a FIFO do not hang', async (t) => {
+  test('a named pipe is refused, never opened: --session, --resume and --export at a FIFO do not hang', async (t) => {
     const root = await project(t, { 'script.json': [say('Done.')] });
     const fifo = path.join(root, 'pipe.jsonl');
     execFileSync('mkfifo', [fifo]);
@@ -137,6 +171,9 @@ describe('a session path that cannot hold a session is one line and exit 2', () 
         new RegExp(`^agent: ${flag}: .*pipe\\.jsonl is a named pipe, not a session file \\(see --help\\)$`),
       );
     }
+    const said = stderrOf(t);
+    assert.equal(await within(main(['--export', fifo], {}), '--export', 5_000), EXIT.usage);
+    assert.deepEqual(said(), [`export: cannot read ${fifo}: not a regular file, so not a session file`]);
   });
 
   test('--resume of a file that cannot be written (or a directory) is refused before the run, naming why', async (t) => {

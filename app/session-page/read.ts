@@ -3,7 +3,7 @@
 // went wrong, so a torn line, a malformed entry, an unknown entry type or a newer format version is skipped
 // and reported as a warning, and everything else is still shown.
 
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { BudgetName, Halt } from '../../agent.ts';
 
@@ -101,6 +101,7 @@ const stringOr = (value: unknown, fallback: string) => (typeof value === 'string
 export async function readSession(file: string, nesting = 0): Promise<SessionRecord> {
   const record: SessionRecord = { file, header: null, entries: [], messages: [], requests: [], warnings: [] };
   const skippedTypes = new Map<string, number>();
+  await refuseIrregular(file);
   for (const [i, line] of (await readFile(file, 'utf8')).split('\n').entries()) {
     if (line.trim() === '') continue;
     const where = `${path.basename(file)} line ${i + 1}`;
@@ -215,6 +216,12 @@ function addCompaction(record: SessionRecord, value: Json): string | null {
   return null;
 }
 
+/** Prevents a named pipe given as a session from hanging the export (reading one waits for a writer), and a folder
+ *  or a device from being read as one: only a regular file is opened. */
+async function refuseIrregular(file: string): Promise<void> {
+  if (!(await stat(file)).isFile()) throw new Error('not a regular file, so not a session file');
+}
+
 async function addSubAgent(record: SessionRecord, value: Json, nesting: number): Promise<string | null> {
   if (typeof value.id !== 'string' || typeof value.file !== 'string') return 'a sub-agent without an id or a file';
   const link: SubAgentLink = {
@@ -231,7 +238,8 @@ async function addSubAgent(record: SessionRecord, value: Json, nesting: number):
       link.session = await readSession(path.join(path.dirname(record.file), value.file), nesting + 1);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      link.problem = code === 'ENOENT' ? 'its session file is missing' : `its session file cannot be read (${code})`;
+      const why = code ?? (error instanceof Error ? error.message : String(error));
+      link.problem = code === 'ENOENT' ? 'its session file is missing' : `its session file cannot be read (${why})`;
     }
   }
   if (link.problem !== null) record.warnings.push(`sub-agent ${value.id} (${value.file}): ${link.problem}`);
