@@ -40,6 +40,7 @@ import {
   loadContextFiles,
   runCommand,
   safe_path,
+  sandboxProblem,
   ToolError,
 } from './tools.ts';
 import type { ContextFile, Tool, ToolContext } from './tools.ts';
@@ -345,11 +346,22 @@ export interface GateOptions {
   /** The command whose exit code 0 is the only acceptable "done"; undefined: trust the model. */
   verify: string | undefined;
   verifyTimeoutMs: number;
+  /** Run the check in the OS sandbox (tools.ts): true fails closed where there is none; false never; undefined:
+   *  where this machine has one (the gate event says whether it was). */
+  sandbox?: boolean;
 }
 
 /** The gate's verdict, with the command's output (capped, head and tail), and that output live as it comes. */
 export type GateEvent =
-  | { type: 'gate'; command: string; exitCode: number | null; passed: boolean; reason: string; output: string }
+  | {
+      type: 'gate';
+      command: string;
+      exitCode: number | null;
+      passed: boolean;
+      reason: string;
+      output: string;
+      sandboxed: boolean;
+    }
   | { type: 'gate-output'; text: string };
 
 /** Either the run halts, or the loop goes on with this message to the model. */
@@ -376,27 +388,32 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   const { verify, root, verifyTimeoutMs, protect } = agent.config;
   const tampered = changedFiles(agent.protectedAtStart, await hashProtected(root, protect));
   if (tampered.length > 0) {
-    const [reason, output] = ['protected files changed', tampered.join('\n')];
-    agent.config.onEvent({ type: 'gate', command: verify ?? '(none)', exitCode: null, passed: false, reason, output });
-    return {
-      goOn:
-        `The task is not done: protected files changed since the session started: ${tampered.join(', ')}. ` +
-        'Restore them; the task must be done without changing them.',
-    };
+    const [command, reason, output] = [verify ?? '(none)', 'protected files changed', tampered.join(', ')];
+    agent.config.onEvent({ type: 'gate', command, exitCode: null, passed: false, reason, output, sandboxed: false });
+    const restore = 'Restore them; the task must be done without changing them.';
+    return { goOn: `The task is not done: protected files changed since the session started: ${output}. ${restore}` };
   }
   if (verify === undefined) return { halt: { kind: 'accepted', verifiedBy: null } };
+  const sandbox = await sandboxFor(agent);
+  if (typeof sandbox !== 'boolean') return { halt: sandbox };
   const onOutput = (text: string) => agent.config.onEvent({ type: 'gate-output', text });
-  const result = await runCommand(verify, { cwd: root, timeoutMs: verifyTimeoutMs, signal: run.signal, onOutput });
+  const options = { cwd: root, timeoutMs: verifyTimeoutMs, signal: run.signal, onOutput, sandbox };
+  const { exitCode, output, timedOut } = await runCommand(verify, options);
   if (run.signal.aborted) return { halt: stoppedHalt(agent, run) };
-  const passed = result.exitCode === 0;
-  const how = result.timedOut
-    ? `did not finish within ${verifyTimeoutMs / 1000} s`
-    : `exited with code ${result.exitCode}`;
-  const { exitCode, output } = result;
-  agent.config.onEvent({ type: 'gate', command: verify, exitCode, passed, reason: how, output });
+  const [passed, sandboxed] = [exitCode === 0, sandbox];
+  const how = timedOut ? `did not finish within ${verifyTimeoutMs / 1000} s` : `exited with code ${exitCode}`;
+  agent.config.onEvent({ type: 'gate', command: verify, exitCode, passed, reason: how, output, sandboxed });
   if (passed) return { halt: { kind: 'accepted', verifiedBy: verify } };
   const told = `Its output:\n\n${output}\n\nFix the cause, then say you are done.`;
   return { goOn: `The task is not done yet: the check \`${verify}\` ${how}. ${told}` };
+}
+
+/** Prevents code the model wrote from running unconfined when the sandbox was asked for and this machine has none:
+ *  then the check is not run, and the run halts saying what to install. */
+async function sandboxFor(agent: Agent): Promise<boolean | Halt> {
+  const problem = await sandboxProblem();
+  if (problem !== null && agent.config.sandbox) return { kind: 'error', message: `the check was not run: ${problem}` };
+  return agent.config.sandbox ?? problem === null;
 }
 
 // ---------------------------------------------------------------------------------------------------------------------
