@@ -517,7 +517,8 @@ async function compactOnRequest(agent: Agent, signal: AbortSignal): Promise<stri
   const made = events.find((event) => event.type === 'compaction');
   const smaller = made !== undefined && made.tokensAfter < made.tokensBefore;
   for (const event of events) if (event !== made || smaller) agent.config.onEvent(event);
-  if (compacted !== true) return compacted === false ? 'nothing old enough to summarise yet' : compacted;
+  if (typeof compacted === 'string') return compacted;
+  if (compacted === null) return 'nothing old enough to summarise yet';
   if (!smaller) {
     const sizes = made ? ` (~${made.tokensAfter} tokens, against ~${made.tokensBefore} now)` : '';
     return `declined: the summary${sizes} would not make what the model sees smaller; nothing changed`;
