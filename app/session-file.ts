@@ -26,11 +26,9 @@ import {
   type Halt,
   type LoadedSession,
   errorText,
-  issuesText,
-  MAX_INPUT_DEPTH,
-  nestedDeeperThan,
   transcriptRepair,
 } from '../agent.ts';
+import { issuesText, MAX_INPUT_DEPTH, nestedDeeperThan } from '../tools.ts';
 import type { ProgramEvent, SessionEvent } from './terminal.ts';
 
 /** Version 2 adds what a replay needs: the options, every reply as received, and what the person did. */
@@ -87,6 +85,8 @@ export interface RecordedOptions {
   contextWindow: number | undefined;
   contextFiles: boolean;
   taskModel: string | undefined;
+  /** --no-sandbox was given (missing in sessions recorded before it existed: it was not). */
+  noSandbox?: boolean;
 }
 
 /** The events a replay sees again in the same order; a steer or an interrupt is placed after the Nth of them.
@@ -425,6 +425,7 @@ const recordedOptionsSchema = z.object({
   contextWindow: positive.int().optional(),
   contextFiles: z.boolean(),
   taskModel: z.string().optional(),
+  noSandbox: z.boolean().optional(),
 });
 
 /** One schema per entry type. A field they do not name is allowed (a later version may add one), and kept: what
