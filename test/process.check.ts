@@ -13,7 +13,7 @@ import { test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EXIT } from '../app/terminal.ts';
 import { call, say } from '../scripted-model.ts';
-import { tempProject, within } from './helpers.ts';
+import { alive, parentOf, slowCheck, tempProject, theProgramAbove, within } from './helpers.ts';
 
 const program = path.join(import.meta.dirname, '..', 'app', 'main.ts');
 /** tsx by its full address, so the program can start in any folder. */
@@ -55,16 +55,6 @@ async function until(check: () => boolean, what: string, ms = 10_000): Promise<v
   }
 }
 
-/** Whether a process still runs: a zombie (killed, not yet reaped) or one tearing down after SIGKILL does not. */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return !/^\d+ \(.*\) Z/.test(stat) && stat.trim().split(' ').at(-1) === '0';
-  } catch {
-    return false;
-  }
-}
-
 const lastEntries = (file: string, n: number) =>
   readFileSync(file, 'utf8')
     .trim()
@@ -79,15 +69,22 @@ for (const [signal, code] of [
   test(`${signal} to the program during the verify command: no process of the check outlives it, the halt is in the session file, exit ${code}`, async (t) => {
     const root = await tempProject(t, { 'script.json': JSON.stringify([say('Done.')]) });
     const file = path.join(root, 'session.jsonl');
-    const pidFile = path.join(root, 'verify.pid');
-    const verify = `sh -c 'echo $$ > verify.pid; exec sleep 30'`;
-    const run = start(t, root, ['--yes', '--script', 'script.json', '--session', file, '--verify', verify, 'fix']);
-    await until(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '', 'the verify command');
-    const sleeper = Number(readFileSync(pidFile, 'utf8'));
+    const check = slowCheck();
+    const run = start(t, root, [
+      '--yes',
+      '--script',
+      'script.json',
+      '--session',
+      file,
+      '--verify',
+      check.command,
+      'fix',
+    ]);
+    await until(() => check.running().length > 0, 'the verify command');
     process.kill(run.pid, signal);
     const { code: exitCode, output } = await within(run.exited, 'the program after the signal', 10_000);
     assert.equal(exitCode, code, output);
-    await until(() => !alive(sleeper), 'the verify command to be gone', 1_000);
+    await until(() => check.running().length === 0, 'the verify command to be gone', 1_000);
     assert.deepEqual(lastEntries(file, 1), [{ type: 'halt', halt: { kind: 'interrupted' } }]);
   });
 }
@@ -95,41 +92,22 @@ for (const [signal, code] of [
 test('SIGHUP to the tsx launcher alone (the bin runs under `#!/usr/bin/env tsx`, which passes SIGINT and SIGTERM on but not SIGHUP): the program stops its run all the same', async (t) => {
   const root = await tempProject(t, { 'script.json': JSON.stringify([say('Done.')]) });
   const file = path.join(root, 'session.jsonl');
-  const pidFile = path.join(root, 'verify.pid');
-  const verify = `sh -c 'echo $$ > verify.pid; exec sleep 30'`;
+  const check = slowCheck();
   const args = [fileURLToPath(import.meta.resolve('tsx/cli')), program, '--yes', '--script', 'script.json'];
-  const launcher = spawn(process.execPath, [...args, '--session', file, '--verify', verify, 'fix'], {
+  const launcher = spawn(process.execPath, [...args, '--session', file, '--verify', check.command, 'fix'], {
     cwd: root,
     stdio: 'ignore',
     env: environment(),
   });
   t.after(() => launcher.kill('SIGKILL'));
-  await until(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '', 'the verify command');
-  const sleeper = Number(readFileSync(pidFile, 'utf8'));
-  const child = theProgramAbove(sleeper);
+  await until(() => check.running().length > 0, 'the verify command');
+  const child = theProgramAbove(check.running()[0]!);
   assert.equal(parentOf(child), launcher.pid, "the program runs as the launcher's child");
   t.after(() => alive(child) && process.kill(child, 'SIGKILL'));
   launcher.kill('SIGHUP');
-  await until(() => !alive(child) && !alive(sleeper), 'the program and its check to end', 5_000);
+  await until(() => !alive(child) && check.running().length === 0, 'the program and its check to end', 5_000);
   assert.deepEqual(lastEntries(file, 1), [{ type: 'halt', halt: { kind: 'interrupted' } }]);
 });
-
-/** The program (app/main.ts) that started the process `pid`, up its line of parents. */
-function theProgramAbove(pid: number): number {
-  for (let at = parentOf(pid); at > 1; at = parentOf(at)) {
-    if (readFileSync(`/proc/${at}/cmdline`, 'utf8').includes('app/main.ts')) return at;
-  }
-  throw new Error(`no app/main.ts above process ${pid}`);
-}
-
-/** A process's parent, from /proc. */
-function parentOf(pid: number): number {
-  return Number(
-    readFileSync(`/proc/${pid}/stat`, 'utf8')
-      .replace(/^.*\) /s, '')
-      .split(' ')[1],
-  );
-}
 
 test('SIGTERM during a run of edits, five times over: each edit answered as applied is in the file, none answered otherwise is, and no temporary file is left', async (t) => {
   const lines = Array.from({ length: 400 }, (_, i) => `line ${i}`);

@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { closeSync, constants, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, constants, mkdirSync, openSync, readdirSync, rmSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
@@ -15,7 +15,7 @@ import { parseCli, resumedOptions } from '../app/options.ts';
 import type { RecordedOptions } from '../app/session-file.ts';
 import { EXIT } from '../app/terminal.ts';
 import { call, say } from '../scripted-model.ts';
-import { runCli, tempProject, within } from './helpers.ts';
+import { runCli, slowCheck, tempProject, within } from './helpers.ts';
 
 /** A project with a test the model's fix must pass, and scripts of canned replies. */
 async function project(t: TestContext, scripts: Record<string, unknown[]> = {}): Promise<string> {
@@ -229,20 +229,6 @@ function lockAgainstWriting(file: string): (() => void) | null {
   return () => execFileSync('chattr', ['-i', file]);
 }
 
-/** Whether a process still runs: a zombie (killed, not yet reaped by its new parent) does not. */
-function alive(pid: number): boolean {
-  const stat = readFileOrEmpty(`/proc/${pid}/stat`);
-  return stat !== '' && !/^\d+ \(.*\) Z/.test(stat);
-}
-
-const readFileOrEmpty = (file: string) => {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch {
-    return '';
-  }
-};
-
 describe('SIGTERM and SIGHUP stop a run as Ctrl-C does, then end the program', () => {
   for (const [signal, code] of [
     ['SIGTERM', EXIT.SIGTERM],
@@ -251,24 +237,17 @@ describe('SIGTERM and SIGHUP stop a run as Ctrl-C does, then end the program', (
     test(`${signal} during the verify command: its processes are killed, the halt is written, exit ${code}`, async (t) => {
       const root = await project(t, { 'script.json': [say('Done.')] });
       const file = path.join(root, 'session.jsonl');
-      const pidFile = path.join(root, 'verify.pid');
-      // The verify command's child writes its pid, then sleeps: it must not outlive the run.
-      const verify = `sh -c 'echo $$ > verify.pid; exec sleep 30'`;
+      const check = slowCheck(); // it must not outlive the run
       const args = ['--root', root, '--yes', '--session', file, '--script', path.join(root, 'script.json')];
-      const running = runCli([...args, '--verify', verify, 'fix']);
-      while (!existsSync(pidFile) || (await readFile(pidFile, 'utf8')).trim() === '') await sleep(5);
-      const sleeper = Number(await readFile(pidFile, 'utf8'));
+      const running = runCli([...args, '--verify', check.command, 'fix']);
+      while (check.running().length === 0) await sleep(5);
       process.emit(signal, signal);
       const { status, stdout } = await within(running, 'the run after the signal', 5_000);
       assert.equal(status, code, stdout);
       assert.match(stdout, /halt: interrupted/);
       // Killed with the verify command's process group; a process killed a moment ago may still be tearing down.
-      for (const start = Date.now(); alive(sleeper) && Date.now() - start < 1_000;) await sleep(10);
-      assert.equal(
-        alive(sleeper),
-        false,
-        `the verify command was left running: ${readFileOrEmpty(`/proc/${sleeper}/stat`)}`,
-      );
+      for (const start = Date.now(); check.running().length > 0 && Date.now() - start < 1_000;) await sleep(10);
+      assert.deepEqual(check.running(), [], 'the verify command was left running');
       const written = await entries(file);
       assert.deepEqual(written.at(-1), { type: 'halt', halt: { kind: 'interrupted' } });
       assert.deepEqual(written.at(-2), { type: 'interrupt', signal, afterEvents: written.at(-2)?.afterEvents });

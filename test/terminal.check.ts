@@ -3,13 +3,12 @@
 // second), so they are kept out of `npm test`; .ci/run runs them too.
 
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fakeMessage, startFakeApi } from './fake-api.ts';
-import { tempProject } from './helpers.ts';
+import { alive, slowCheck, tempProject, theProgramAbove } from './helpers.ts';
 import { hasScript, startInTerminal, type Terminal } from './pty.ts';
 
 const skip = hasScript ? false : 'needs script(1) from util-linux';
@@ -149,21 +148,18 @@ test(
       'script.json': JSON.stringify([{ content: [{ type: 'text', text: 'Done.' }] }]),
     });
     const file = path.join(root, 'session.jsonl');
-    const pidFile = path.join(root, 'verify.pid');
-    const verify = `sh -c 'echo $$ > verify.pid; exec sleep 30'`;
-    const term = started(
-      t,
-      startInTerminal(['--script', 'script.json', '--session', file, '--verify', verify], { cwd: root }),
-    );
+    const check = slowCheck();
+    const args = ['--script', 'script.json', '--session', file, '--verify', check.command];
+    const term = started(t, startInTerminal(args, { cwd: root }));
     await term.waitFor(/you> /);
     term.type('fix it\r');
     await term.waitFor(/checking "done"/);
-    while ((await readFile(pidFile, 'utf8').catch(() => '')).trim() === '') await sleep(10);
-    const sleeper = Number(await readFile(pidFile, 'utf8'));
-    const program = theProgramAbove(sleeper);
+    while (check.running().length === 0) await sleep(10);
+    const program = theProgramAbove(check.running()[0]!);
     term.kill(); // script(1) goes, and with it the terminal: the kernel hangs up on the program
-    for (const start = Date.now(); (alive(program) || alive(sleeper)) && Date.now() - start < 5_000;) await sleep(20);
-    assert.equal(alive(sleeper), false, 'the verify command outlived the terminal');
+    for (const start = Date.now(); (alive(program) || check.running().length > 0) && Date.now() - start < 5_000;)
+      await sleep(20);
+    assert.deepEqual(check.running(), [], 'the verify command outlived the terminal');
     assert.equal(alive(program), false, 'the program outlived its terminal');
     const last = (await readFile(file, 'utf8'))
       .trim()
@@ -176,30 +172,3 @@ test(
     ]);
   },
 );
-
-/** The program (app/main.ts) that started the process `pid`, up its line of parents. */
-function theProgramAbove(pid: number): number {
-  for (let at = parentOf(pid); at > 1; at = parentOf(at)) {
-    if (readFileSync(`/proc/${at}/cmdline`, 'utf8').includes('app/main.ts')) return at;
-  }
-  throw new Error(`no app/main.ts above process ${pid}`);
-}
-
-/** A process's parent, from /proc. */
-function parentOf(pid: number): number {
-  return Number(
-    readFileSync(`/proc/${pid}/stat`, 'utf8')
-      .replace(/^.*\) /s, '')
-      .split(' ')[1],
-  );
-}
-
-/** Whether a process still runs: not a zombie, nor one killed and tearing down (its exit code already set). */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return !/^\d+ \(.*\) Z/s.test(stat) && stat.trim().split(' ').at(-1) === '0';
-  } catch {
-    return false;
-  }
-}
