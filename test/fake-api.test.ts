@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
 import { fakeMessage, startFakeApi, type FakeApi, type FakeStep } from './fake-api.ts';
-import { requestViolations } from './api-rules.ts';
+import { requestViolations } from '../lessons/api-rules.ts';
 
 const MODEL = 'claude-fake-1';
 

@@ -27,7 +27,7 @@ import {
 } from '../agent.ts';
 import { call, reply, say, ScriptedModel, toolUse } from '../scripted-model.ts';
 import { defineTool, ToolError, TOOLS } from '../tools.ts';
-import { requestViolations } from './api-rules.ts';
+import { requestViolations } from '../lessons/api-rules.ts';
 import { fakeMessage, streamEvents } from './fake-api.ts';
 import {
   deferred,

@@ -10,7 +10,7 @@ import { type AgentEvent, main, type ModelRequest } from '../agent.ts';
 import { scriptedAgent, writeFiles } from '../lessons/stories.ts';
 import { z } from 'zod';
 import { defineTool } from '../tools.ts';
-import { requestViolations } from './api-rules.ts';
+import { requestViolations } from '../lessons/api-rules.ts';
 
 /** A fresh project folder with the given files, removed when the test ends. */
 export async function tempProject(t: TestContext, files: Record<string, string> = {}): Promise<string> {

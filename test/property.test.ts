@@ -32,7 +32,7 @@ import {
 } from '../agent.ts';
 import { say, type ScriptedBlock, type ScriptedReply, type ScriptEntry, ScriptedModel } from '../scripted-model.ts';
 import { defineTool, TOOLS } from '../tools.ts';
-import { requestViolations } from './api-rules.ts';
+import { requestViolations } from '../lessons/api-rules.ts';
 import { scriptedAgent, tempProject } from './helpers.ts';
 
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : 20_251_130;

@@ -2,7 +2,7 @@
 // line reported with its number (a torn last line as a crash, any other as corruption), the
 // transcript repaired in both directions until the API's rules hold, and a file of any size
 // streamed rather than read into one string. Each test is named after the failure it prevents;
-// the oracle for "valid" is the API's rules as test/api-rules.ts writes them.
+// the oracle for "valid" is the API's rules as lessons/api-rules.ts writes them.
 
 import Anthropic from '@anthropic-ai/sdk';
 import assert from 'node:assert/strict';
@@ -22,7 +22,7 @@ import {
   sessionRecorder,
 } from '../agent.ts';
 import { say } from '../scripted-model.ts';
-import { requestViolations } from './api-rules.ts';
+import { requestViolations } from '../lessons/api-rules.ts';
 import { fakeMessage, startFakeApi } from './fake-api.ts';
 import { pointSdkAt, runCli, scriptedAgent, tempProject, violationsOf } from './helpers.ts';
 
