@@ -344,6 +344,8 @@ const LONG_CHECK =
   'echo "LAST LINE: expected 5, got -1"; exit 1';
 
 const ADD_FIX = { path: 'add.js', old_str: 'return a - b;', new_str: 'return a + b;' };
+/** What a model that cannot fix the code tries: make the test expect the bug. */
+const WEAKER_TEST = { old_str: 'assert.equal(add(2, 3), 5);', new_str: 'assert.equal(add(2, 3), -1);' };
 
 export const STORIES: Story[] = [
   {
@@ -792,20 +794,20 @@ export const STORIES: Story[] = [
   {
     lesson: 'p3',
     name: 'a protected file stays as it is',
-    expected: 'an edit of test.js, which config.protect names, is refused; "done" once the real code is fixed',
+    expected:
+      'an edit of test.js, which config.protect names, is refused however its path is spelled; ' +
+      '"done" once the real code is fixed',
     project: EXAMPLE_FILES,
     tasks: [SEED_STORY_TASK],
     script: (scene) => [
       reply(toolUse('read_file', { path: 'add.js' }), toolUse('read_file', { path: 'test.js' })),
-      reply(
-        toolUse(
-          'edit_file',
-          { path: 'test.js', old_str: 'assert.equal(add(2, 3), 5);', new_str: 'assert.equal(add(2, 3), -1);' },
-          'toolu_protected',
-        ),
-      ),
+      reply(toolUse('edit_file', { path: 'test.js', ...WEAKER_TEST }, 'toolu_protected')),
       () => {
         scene.snapshot('after the edit of test.js', 'test.js');
+        return reply(toolUse('edit_file', { path: './test.js', ...WEAKER_TEST }, 'toolu_protected_spelled'));
+      },
+      () => {
+        scene.snapshot('after the edit of ./test.js', 'test.js');
         return call('edit_file', ADD_FIX);
       },
       say('Done: add.js returns a + b; test.js is unchanged.'),
@@ -818,8 +820,14 @@ export const STORIES: Story[] = [
           'test.js, which config.protect names, was changed by edit_file: refuse any call that would change ' +
           'a protected file (a glob or name relative to the root) before it runs'
         );
+      if (scene.snapshots.get('after the edit of ./test.js') !== EXAMPLE_FILES['test.js'])
+        return (
+          'test.js, which config.protect names, was changed by an edit of "./test.js": match the path as it ' +
+          'resolves, relative to the root, not as the model spelled it'
+        );
       return (
         notRefused(messages, 'toolu_protected', 'the edit of test.js') ??
+        notRefused(messages, 'toolu_protected_spelled', 'the edit of ./test.js') ??
         failIf(halts[0]?.kind !== 'accepted', `then halted ${haltText(halts[0])}, not accepted`)
       );
     },
@@ -1029,6 +1037,11 @@ export const STORIES: Story[] = [
       const answer = resultFor(messages, 'toolu_task');
       if (answer?.is_error === true || !resultText(answer).includes(NOTES_ANSWER))
         return `the task call was answered ${shown(resultText(answer))}, not with the sub-agent's final answer`;
+      if (resultText(answer).includes('notes/n02.md'))
+        return (
+          `the task call was answered ${shown(resultText(answer))}: the sub-agent's list_files result came back ` +
+          'with its answer; return only its final text'
+        );
       if (toolCalls(messages).some((c) => c.name === 'list_files'))
         return "the sub-agent's own calls went into the parent's transcript: only its final answer comes back";
       return failIf(halts[0]?.kind !== 'accepted', `then halted ${haltText(halts[0])}, not accepted`);
@@ -1180,8 +1193,15 @@ const FIXES: { rule: RegExp; fix: string; see: BuildSection }[] = [
   { rule: /must come first/, fix: "Put a reply's results first in the user message, before any text", see: 'p1' },
   {
     rule: /unexpected tool_use_id|duplicate tool_result/,
-    fix: 'Give each call exactly one tool_result, its tool_use_id the id of a call in the reply just before',
+    fix:
+      'Give each call exactly one tool_result, its tool_use_id the id of a call in the assistant message just ' +
+      'before (a compaction may cut only in front of an assistant message)',
     see: 'p1',
+  },
+  {
+    rule: /must be "user" or "assistant"/,
+    fix: "Send the system prompt as the request's system, never as a message",
+    see: 'p0',
   },
   { rule: /non-whitespace text/, fix: 'Drop empty text blocks from a reply before appending it', see: 'p0' },
   {
@@ -1191,7 +1211,11 @@ const FIXES: { rule: RegExp; fix: string; see: BuildSection }[] = [
   },
   { rule: /thinking/, fix: "Append the reply's content blocks exactly as they came", see: 'p0' },
   { rule: /tool_use ids must be unique/, fix: 'Append each reply once', see: 'p0' },
-  { rule: /first message must use the "user" role/, fix: 'Start the transcript with the task', see: 'p0' },
+  {
+    rule: /first message must use the "user" role/,
+    fix: 'Start what you send with a user message: the task, or after a compaction the summary',
+    see: 'p0',
+  },
   { rule: /non-empty content/, fix: 'Never append a message without content', see: 'p0' },
 ];
 const fixFor = (rule: string) =>

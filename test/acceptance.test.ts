@@ -111,7 +111,7 @@ describe('every harness against the lessons it reaches, and the next one', () =>
         assert.equal(checked().code, notYet.length > 0 ? 1 : 0, checked().output);
       });
 
-      test('the harness never prints: a halt event ends every task, and a result event answers every call', async () => {
+      test('it never prints: a halt event ends every task, and a result event answers every call', async () => {
         const events: unknown[] = [];
         const played = reaches === 'p0' ? story('the transcript is resent') : story('every call answered');
         assert.equal(await playStory(harness, played, { listen: () => (event) => events.push(event) }), null);

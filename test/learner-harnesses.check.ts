@@ -1,9 +1,10 @@
-// The checker, checked (npm run test:learners; not in npm test, for its ~5 s): harnesses with the mistakes learners
-// really make, each made by patching lessons/p2.ts (a harness that passes P0 to P2), must fail
-// `npm run lesson -- pN --check FILE` at the step that teaches the fix, with a message that names the mistake; and a
-// harness written from lessons/build.md alone (test/built-from-build-md.ts) must reach P4. Without the first, "All
-// stories pass" could mean "the stories look away"; without the second, the page could ask for what it never says.
-// The patched files are written to a temporary folder, their imports pointed back into this repository.
+// The checker, checked (npm run test:learners; not in npm test, for its ~6 s): harnesses with the mistakes learners
+// really make must fail `npm run lesson -- pN --check FILE` at the step that teaches the fix, with a message that
+// names the mistake; and a harness written from lessons/build.md alone (test/built-from-build-md.ts) must reach P4.
+// Without the first, "All stories pass" could mean "the stories look away"; without the second, the page could ask
+// for what it never says. Each mistake is a patch of a harness that passes: lessons/p2.ts for P0 to P2, the one built
+// from build.md for P3 and P4. The patched files are written to a temporary folder, their imports pointed back into
+// this repository.
 
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -18,7 +19,9 @@ import { type Lesson, STORIES } from '../lessons/stories.ts';
 interface Mistake {
   /** The mistake, as a learner makes it. */
   name: string;
-  /** Each `find` must occur exactly once in lessons/p2.ts; it becomes `replace`. */
+  /** The harness it is made in: lessons/p2.ts (default) for P0 to P2, the harness built from build.md for P3 and P4. */
+  in?: typeof P2 | typeof BUILT_FROM_THE_PAGE;
+  /** Each `find` must occur exactly once in the harness; it becomes `replace`. */
   patches: [find: string, replace: string][];
   /** The step whose stories catch it: the check of this step fails, every earlier one passes. */
   failsAt: Lesson;
@@ -28,6 +31,8 @@ interface Mistake {
 }
 
 const REPOSITORY = path.join(import.meta.dirname, '..');
+const P2 = 'lessons/p2.ts';
+const BUILT_FROM_THE_PAGE = 'test/built-from-build-md.ts';
 
 /** A learner's own tools, as some write them instead of using tools.ts's: added to the patched file when used. */
 const OWN_TOOLS = `
@@ -40,7 +45,7 @@ async function ownRead(agent: Agent, input: unknown, guard: (file: string) => bo
   return content;
 }
 
-/** A learner's own edit_file: it replaces old_str wherever it occurs; with \`readFirst\`, only in a file read as it is. */
+/** A learner's own edit_file: it replaces old_str wherever it occurs; with \`readFirst\`, in a file read as it is. */
 async function ownEdit(agent: Agent, input: unknown, readFirst: boolean): Promise<string> {
   const { path: name, old_str, new_str } = input as { path: string; old_str: string; new_str: string };
   const file = path.join(agent.toolContext.root, name);
@@ -107,7 +112,8 @@ const MISTAKES: Mistake[] = [
     patches: [
       [
         "  agent.messages.push({ role: 'user', content: task });",
-        "  agent.messages.push({ role: 'user', content: task });\n  const pending: Anthropic.ToolResultBlockParam[] = [];",
+        "  agent.messages.push({ role: 'user', content: task });\n" +
+          '  const pending: Anthropic.ToolResultBlockParam[] = [];',
       ],
       [
         '    const reply = await callModel(agent, signal);',
@@ -118,7 +124,7 @@ const MISTAKES: Mistake[] = [
     ],
     failsAt: 'p1',
     story: 'every call answered',
-    says: /^request 2 would be refused by the API \(400\): .*tool_use ids were found without tool_result blocks.*Answer every tool_use with a tool_result in the very next user message/,
+    says: /^request 2 would be refused .*without tool_result blocks.*Answer every tool_use with a tool_result in the/,
   },
   {
     name: 'a text block before the tool results',
@@ -131,7 +137,7 @@ const MISTAKES: Mistake[] = [
     ],
     failsAt: 'p1',
     story: 'every call answered',
-    says: /^request 2 would be refused by the API \(400\): .*tool_result blocks must come first.*Put a reply's results first/,
+    says: /^request 2 would be refused by the API \(400\): .*must come first.*Put a reply's results first/,
   },
   {
     name: 'the calls of one reply run in parallel',
@@ -151,13 +157,14 @@ const MISTAKES: Mistake[] = [
     patches: [
       [
         '  const input = tool.input.safeParse(call.input);\n' +
-          '  if (!input.success) return { content: `invalid arguments: ${z.prettifyError(input.error)}`, isError: true };',
+          '  if (!input.success) return { content: `invalid arguments: ${z.prettifyError(input.error)}`, ' +
+          'isError: true };',
         '  const input = { data: call.input as Record<string, unknown> };',
       ],
     ],
     failsAt: 'p2',
     story: 'arguments are checked, never coerced',
-    says: /^count with n: "5" was answered without is_error: .*check every call's arguments with tool\.input\.safeParse/,
+    says: /^count with n: "5" was answered without is_error: .*check every call's arguments with tool\.input\.safe/,
   },
   {
     name: 'arguments coerced to fit the schema ("5" becomes 5)',
@@ -171,7 +178,7 @@ const MISTAKES: Mistake[] = [
     ],
     failsAt: 'p2',
     story: 'arguments are checked, never coerced',
-    says: /^count with n: "5" was answered without is_error: "counted: \{\\"n\\":5\}": .*nothing coerced \("5" is not 5\)/,
+    says: /^count with n: "5" was answered without is_error: "counted: \{\\"n\\":5\}": .*nothing coerced/,
   },
   {
     name: 'a read_file with no path guard at all',
@@ -189,14 +196,14 @@ const MISTAKES: Mistake[] = [
     ],
     failsAt: 'p2',
     story: 'paths stay inside the project',
-    says: /^the secret beside the project reached the model through read_file "link\/secret\.txt" \(a symlink.*symlinks included/,
+    says: /^the secret beside the project reached the model through read_file "link\/secret\.txt" \(a symlink/,
   },
   {
     name: 'an edit_file that replaces every match, without read-before-edit',
     patches: [...WITH_OWN_TOOLS, runOwn('edit_file', 'ownEdit(agent, call.input, false)')],
     failsAt: 'p2',
     story: 'an ambiguous edit is refused',
-    says: /^the edit of "mode = debug", found twice in config\.txt, left it as ".*mode = fast.*": refuse an old_str that is not found exactly once/,
+    says: /^the edit of "mode = debug", found twice in config\.txt, left it as ".*mode = fast.*": refuse an old_str/,
   },
   {
     name: 'an edit_file that replaces every match, with read-before-edit',
@@ -210,19 +217,20 @@ const MISTAKES: Mistake[] = [
     patches: [
       [
         RUN_THE_TOOL,
-        '    return { content: await tool.run(call.input, { root: agent.toolContext.root, seen: new Map(), signal }), isError: false };',
+        '    const fresh = { root: agent.toolContext.root, seen: new Map<string, string>(), signal };\n' +
+          '    return { content: await tool.run(call.input, fresh), isError: false };',
       ],
     ],
     failsAt: 'p2',
     story: 'fizzbuzz',
-    says: /^the edit after read_file was refused .*keep one tool context, with its seen map, for the whole life of the agent/,
+    says: /^the edit after read_file was refused .*keep one tool context, with its seen map, for the whole life/,
   },
   {
     name: 'a gate that never tells the model "not done"',
     patches: [[APPEND_NOT_DONE, '']],
     failsAt: 'p2',
     story: 'the gate',
-    says: /^after the check failed, request 6 ended with an assistant message: tell the model "not done yet" in a user message/,
+    says: /^after the check failed, request 6 ended with an assistant message: tell the model "not done yet" in a user/,
   },
   {
     name: 'a gate that says "not done" without the test\'s output',
@@ -255,7 +263,7 @@ const MISTAKES: Mistake[] = [
     patches: [['{ cwd, signal, timeout, maxBuffer', '{ cwd, signal, maxBuffer']],
     failsAt: 'p2',
     story: 'a check that did not finish is a failure',
-    says: /^the check ran past verifyTimeoutMs \(200 ms\) and "done" was accepted .*stop the command at config\.verifyTimeoutMs/,
+    says: /^the check ran past verifyTimeoutMs \(200 ms\) and "done" was accepted .*stop the command at config\.verify/,
   },
   {
     name: "the check's output sent whole",
@@ -264,20 +272,118 @@ const MISTAKES: Mistake[] = [
     story: 'a long failure is cut',
     says: /^the model was sent \d{6} characters of the check's output: keep its head and its tail/,
   },
+  {
+    name: 'protected files matched against the path as the model spelled it',
+    in: BUILT_FROM_THE_PAGE,
+    patches: [['minimatch(relative, glob)', 'minimatch(requested, glob)']],
+    failsAt: 'p3',
+    story: 'a protected file stays as it is',
+    says: /^test\.js, which config\.protect names, was changed by an edit of "\.\/test\.js": match the path as it/,
+  },
+  {
+    name: 'approval asked about every call, reads included',
+    in: BUILT_FROM_THE_PAGE,
+    patches: [['if (!tool.readOnly && approve !== undefined) {', 'if (approve !== undefined) {']],
+    failsAt: 'p3',
+    story: 'a declined change is not made',
+    says: /^config\.approve was asked about read_file, .*: ask only about tools that are not readOnly$/,
+  },
+  {
+    name: 'the calls of a cut-off reply run',
+    in: BUILT_FROM_THE_PAGE,
+    patches: [["  if (cutOff) return refuse('Not run", "  if (cutOff && !cutOff) return refuse('Not run"]],
+    failsAt: 'p3',
+    story: 'a cut-off reply is not run',
+    says: /^the call of a reply cut off at max_tokens ran, with arguments that may be cut short/,
+  },
+  {
+    name: 'a cut-off reply without calls taken for "done"',
+    in: BUILT_FROM_THE_PAGE,
+    patches: [['    } else if (cutOff) {', '    } else if (cutOff && !cutOff) {']],
+    failsAt: 'p3',
+    story: 'a cut-off reply is not run',
+    says: /^a reply cut off at max_tokens, without calls, was taken for "done": ask the model to go on instead$/,
+  },
+  {
+    name: 'a compaction that forgets the summary before it',
+    in: BUILT_FROM_THE_PAGE,
+    patches: [
+      ['const before = agent.summary === null ? [] : [summaryMessage(agent.summary.text)];', 'const before = [];'],
+    ],
+    failsAt: 'p4',
+    story: 'endurance',
+    says: /^request \d+ would be refused .*: messages\.0: the first message must use the "user" role\. .*the summary$/,
+  },
+  {
+    name: 'a compaction that summarises only what came after the summary before it',
+    in: BUILT_FROM_THE_PAGE,
+    patches: [
+      [
+        'const before = agent.summary === null ? [] : [summaryMessage(agent.summary.text)];',
+        "const before: Anthropic.MessageParam[] = [{ role: 'user', content: 'The conversation to summarise:' }];",
+      ],
+    ],
+    failsAt: 'p4',
+    story: 'endurance',
+    says: /^summary request 2 did not carry summary 1: summarise the previous summary with the messages after it/,
+  },
+  {
+    name: 'a compaction that keeps sending its first summary',
+    in: BUILT_FROM_THE_PAGE,
+    patches: [
+      [
+        '  agent.summary = { text: textOf(reply.content), from: cut };',
+        '  agent.summary = { text: agent.summary?.text ?? textOf(reply.content), from: cut };',
+      ],
+    ],
+    failsAt: 'p4',
+    story: 'endurance',
+    says: /^summary 2 was never sent: after a compaction the model sees the summary, then the recent part$/,
+  },
+  {
+    name: 'a compaction that deletes the messages it summarised',
+    in: BUILT_FROM_THE_PAGE,
+    patches: [
+      [
+        '  agent.summary = { text: textOf(reply.content), from: cut };',
+        '  agent.messages.splice(from, cut - from, summaryMessage(textOf(reply.content)));',
+      ],
+      ['const before = agent.summary === null ? [] : [summaryMessage(agent.summary.text)];', 'const before = [];'],
+    ],
+    failsAt: 'p4',
+    story: 'endurance',
+    says: /^the transcript keeps \d+ of the 45 reads: a compaction changes what the model is sent, never agent\.mess/,
+  },
+  {
+    name: 'a sub-agent on config.model instead of config.taskModel',
+    in: BUILT_FROM_THE_PAGE,
+    patches: [['config.taskModel ?? config.model', 'config.model']],
+    failsAt: 'p4',
+    story: 'a sub-agent',
+    says: /^the task call never reached config\.taskModel .*runs a sub-agent on config\.taskModel$/,
+  },
+  {
+    name: 'a sub-agent given every tool',
+    in: BUILT_FROM_THE_PAGE,
+    patches: [['config.tools.filter((tool) => tool.readOnly)', 'config.tools']],
+    failsAt: 'p4',
+    story: 'a sub-agent',
+    says: /^the sub-agent was offered edit_file: give it the read-only tools only, never task$/,
+  },
 ];
 
-/** lessons/p2.ts with a mistake's patches applied, its imports pointed back into the repository. */
-function patched(source: string, { name, patches }: Mistake): string {
-  let code = source;
+/** The harness with a mistake's patches applied, its imports pointed back into the repository. */
+async function patched({ name, in: file = P2, patches }: Mistake): Promise<string> {
+  let code = await readFile(path.join(REPOSITORY, file), 'utf8');
   for (const [find, replace] of patches) {
-    assert.equal(code.split(find).length, 2, `${name}: the patch's text must occur once in lessons/p2.ts: ${find}`);
+    assert.equal(code.split(find).length, 2, `${name}: the patch's text must occur once in ${file}: ${find}`);
     code = code.replace(find, () => replace);
   }
-  const inRepository = (file: string) => pathToFileURL(path.join(REPOSITORY, file)).href;
+  const inRepository = (name: string) => pathToFileURL(path.join(REPOSITORY, name)).href;
   return code
     .replace("from '../tools.ts'", `from '${inRepository('tools.ts')}'`)
     .replace("from '../agent.ts'", `from '${inRepository('agent.ts')}'`)
-    .replace("from 'zod'", `from '${import.meta.resolve('zod')}'`);
+    .replace(/from '(zod|minimatch)'/g, (_, dependency: string) => `from '${import.meta.resolve(dependency)}'`);
 }
 
 /** What `npm run lesson -- ARGS` prints, and its exit code. */
@@ -288,23 +394,22 @@ async function lesson(args: string[]): Promise<{ code: number; output: string }>
   return { code: await runLesson(args, out), output };
 }
 
-const BUILT_FROM_THE_PAGE = path.join(REPOSITORY, 'test', 'built-from-build-md.ts');
-
 describe('learner mistakes: each fails --check at the step that teaches it, with a message naming it', () => {
   const outputs = new Map<string, { code: number; output: string }>();
   let dir = '';
   before(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'learner-mistakes-'));
     await writeFile(path.join(dir, 'package.json'), '{ "type": "module" }\n');
-    const p2 = await readFile(path.join(REPOSITORY, 'lessons', 'p2.ts'), 'utf8');
     // Each check plays its stories one after another, in folders of its own: the harnesses can all be checked at once.
     await Promise.all([
       ...MISTAKES.map(async (mistake, i) => {
         const file = path.join(dir, `mistake-${i}.ts`);
-        await writeFile(file, patched(p2, mistake));
+        await writeFile(file, await patched(mistake));
         outputs.set(mistake.name, await lesson([mistake.failsAt, '--check', file]));
       }),
-      lesson(['p4', '--check', BUILT_FROM_THE_PAGE]).then((outcome) => outputs.set(BUILT_FROM_THE_PAGE, outcome)),
+      lesson(['p4', '--check', path.join(REPOSITORY, BUILT_FROM_THE_PAGE)]).then((outcome) =>
+        outputs.set(BUILT_FROM_THE_PAGE, outcome),
+      ),
     ]);
   });
   after(() => rm(dir, { recursive: true, force: true }));

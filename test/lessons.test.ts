@@ -72,7 +72,7 @@ describe('--check FILE: what a learner sees (the acceptance of our own harnesses
     assert.doesNotMatch(output, STACK_TRACE);
   });
 
-  test('a file that is missing, does not load (or not from where it is), or lacks the entry points gets one line and exit code 2', async (t) => {
+  test('a file missing, not loading where it is, or without its entry points: one line, exit code 2', async (t) => {
     const root = await tempProject(t, {
       'broken.ts': 'export function createAgent( {\n',
       'empty.ts': 'export const createAgent = () => ({ messages: [] });\n',
