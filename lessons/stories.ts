@@ -315,7 +315,7 @@ function continues(request: ModelRequest, task: string, previous: readonly strin
 const callIds = (step: ScriptedReply) =>
   step.content.flatMap((block) => (block.type === 'tool_use' && block.id !== undefined ? [block.id] : []));
 const summaryText = (n: number) =>
-  `Summary ${n}. Goal: a table of contents in notes/README.md. Done: some notes read. Next: the rest, then README.md.`;
+  `Goal: a table of contents in notes/README.md. Done: the notes read so far (summary ${n}). Next: the rest.`;
 
 const thinking = { type: 'thinking', thinking: 'The user gave a name; remember it.', signature: 'sig-p0' } as const;
 
