@@ -357,10 +357,10 @@ export const STORIES: Story[] = [
     script: () => [say('Nice to meet you, Ada.'), say('Your name is Ada.')],
     check: ({ requests }) => {
       const second = JSON.stringify(requests[1]?.messages ?? []);
-      if (requests.length !== 2) return `two tasks made ${modelCalls(requests.length)}, not 2`;
+      if (requests.length !== 2) return `two tasks made ${modelCalls(requests.length)}, not 2: one call per task`;
       return failIf(
         !second.includes('My name is Ada.') || !second.includes('Nice to meet you, Ada.'),
-        `the second request sent only ${second}: the model cannot know the name`,
+        `the second request sent only ${second}: the model cannot know the name; send all of messages every time`,
       );
     },
   },
@@ -416,7 +416,7 @@ export const STORIES: Story[] = [
       if (answered.length === 0)
         return `the calls ${asked.join(', ')} were not answered: each needs a tool_result in the next user message`;
       if (JSON.stringify(answered) !== JSON.stringify(asked))
-        return `the calls ${asked.join(', ')} were answered as ${answered.join(', ')}`;
+        return `the calls ${asked.join(', ')} were answered as ${answered.join(', ')}: one result each, in call order`;
       return failIf(halts[0]?.kind !== 'accepted', `then halted ${haltText(halts[0])}, not accepted`);
     },
   },
@@ -434,9 +434,14 @@ export const STORIES: Story[] = [
     check: ({ messages, requests, halts }) => {
       const at = messages.findIndex((m) => blocksOf(m).some((b) => b.type === 'tool_use'));
       const results = resultsOf(messages[at + 1]);
-      if (results.length !== 2) return `the two failing calls got ${results.length} results`;
+      if (results.length !== 2)
+        return (
+          `the two failing calls got ${results.length} results: answer every call, an unknown tool's and a ` +
+          "throwing tool's too, with an is_error result"
+        );
       const notErrors = results.filter((r) => r.is_error !== true).map((r) => r.tool_use_id);
-      if (notErrors.length > 0) return `the results of ${notErrors.join(', ')} are not marked is_error: true`;
+      if (notErrors.length > 0)
+        return `the results of ${notErrors.join(', ')} are not marked is_error: true, which a failed call's must be`;
       return failIf(
         requests.length !== 2 || halts[0]?.kind !== 'accepted',
         `after the errors: ${modelCalls(requests.length)}, halted ${haltText(halts[0])}; ` +
@@ -503,7 +508,8 @@ export const STORIES: Story[] = [
           'keep one tool context, with its seen map, for the whole life of the agent'
         );
       const code = await readFile(path.join(root, 'fizzbuzz.js'), 'utf8').catch(() => null);
-      if (code === null) return 'fizzbuzz.js was not created';
+      if (code === null)
+        return 'fizzbuzz.js was not created: run the edit_file calls (an empty old_str creates a file)';
       const printed = printedBy(code);
       return failIf(
         JSON.stringify(printed) !== JSON.stringify(FIZZBUZZ_15),
@@ -521,8 +527,11 @@ export const STORIES: Story[] = [
     check: ({ messages }) => {
       const results = messages.flatMap(resultsOf);
       const failed = results.filter((r) => r.is_error === true).map(resultText);
-      if (failed.length > 0) return `a call failed: ${failed[0]}`;
-      return failIf(!JSON.stringify(results).includes('1.0.0'), 'package.json was never read');
+      if (failed.length > 0) return `a call failed: ${failed[0]}; list_files and read_file inside the project must run`;
+      return failIf(
+        !JSON.stringify(results).includes('1.0.0'),
+        "package.json was never read: run the read_file call and send its text back as the call's result",
+      );
     },
   },
   {
