@@ -367,10 +367,17 @@ export const STORIES: Story[] = [
   {
     lesson: 'p0',
     name: 'the reply goes back as received',
-    expected: 'the next request carries the thinking block unchanged, and no empty text block (the API refuses both)',
+    expected:
+      'the next request carries the thinking block unchanged, no empty text block, and no message left empty by ' +
+      'dropping them (the API refuses all three)',
     project: {},
-    tasks: ['My name is Ada.', 'What is my name?'],
-    script: () => [reply(thinking, text(''), text('Nice to meet you, Ada.')), say('Your name is Ada.')],
+    tasks: ['My name is Ada.', 'What is my name?', 'Say nothing.', 'Still there?'],
+    script: () => [
+      reply(thinking, text(''), text('Nice to meet you, Ada.')),
+      say('Your name is Ada.'),
+      say(''),
+      say('Still here.'),
+    ],
     check: ({ requests }) => {
       const sent = (requests[1]?.messages ?? []).flatMap(blocksOf);
       const reply = requests[1]?.messages.find((m) => m.role === 'assistant');

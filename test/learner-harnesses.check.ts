@@ -87,6 +87,43 @@ const THE_REQUEST = '      { system: SYSTEM_PROMPT, tools: agent.toolDefinitions
 
 const MISTAKES: Mistake[] = [
   {
+    name: 'a reply rebuilt from its text',
+    patches: [
+      [
+        "  const content = reply.content.filter((block) => block.type !== 'text' || block.text.trim() !== '');",
+        "  const content = reply.content.flatMap((block) => (block.type === 'text' && block.text.trim() !== '' ? " +
+          "[{ type: 'text' as const, text: block.text }] : block.type === 'tool_use' ? [block] : []));",
+      ],
+    ],
+    failsAt: 'p0',
+    story: 'the reply goes back as received',
+    says: /^the thinking block did not go back unchanged: the reply went back as /,
+  },
+  {
+    name: 'empty text blocks sent back',
+    patches: [
+      [
+        "  const content = reply.content.filter((block) => block.type !== 'text' || block.text.trim() !== '');",
+        '  const content = reply.content;',
+      ],
+    ],
+    failsAt: 'p0',
+    story: 'the reply goes back as received',
+    says: /^request 2 would be refused by the API \(400\): .*non-whitespace text\. Drop empty text blocks from a reply/,
+  },
+  {
+    name: 'a reply with nothing left appended as an empty message',
+    patches: [
+      [
+        "  if (content.length > 0) agent.messages.push({ role: 'assistant', content });",
+        "  agent.messages.push({ role: 'assistant', content });",
+      ],
+    ],
+    failsAt: 'p0',
+    story: 'the reply goes back as received',
+    says: /^request 4 would be refused by the API \(400\): .*non-empty content\. Never append a message without/,
+  },
+  {
     name: 'a model error escapes runTask',
     patches: [["    return { kind: 'error', message: `model call failed: ${errorText(error)}` };", '    throw error;']],
     failsAt: 'p0',
