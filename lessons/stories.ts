@@ -785,7 +785,9 @@ export const STORIES: Story[] = [
       'told to the model; the next that exits 0 is accepted',
     project: {},
     tasks: ['Make the check pass.'],
-    script: () => [say('Done.'), say('Done, really.'), say('Done, I promise.')],
+    // More claims than the three the check needs: on a machine so busy that even the passing run outlasts the time
+    // limit, a right harness refuses that one too, and the next claim passes.
+    script: () => ['Done.', 'Done, really.', 'Done, I promise.', 'Done.', 'Done.', 'Done.'].map(say),
     verify: UNFINISHED_CHECK,
     options: () => ({ verifyTimeoutMs: UNFINISHED_TIMEOUT_MS }),
     check: ({ halts, requests }) => {
@@ -802,8 +804,8 @@ export const STORIES: Story[] = [
       const untold = notToldWhy(requests, 1) ?? notToldWhy(requests, 2);
       if (untold !== null) return untold;
       return failIf(
-        halt?.kind !== 'accepted' || halt.verifiedBy !== UNFINISHED_CHECK || requests.length !== 3,
-        `halted ${haltText(halt)} after ${modelCalls(requests.length)}; the check passes at its third run`,
+        halt?.kind !== 'accepted' || halt.verifiedBy !== UNFINISHED_CHECK,
+        `halted ${haltText(halt)} after ${modelCalls(requests.length)}; the check passes from its third run on`,
       );
     },
   },
@@ -1220,6 +1222,11 @@ const FIXES: { rule: RegExp; fix: string; see: BuildSection }[] = [
     see: 'p0',
   },
   { rule: /non-whitespace text/, fix: 'Drop empty text blocks from a reply before appending it', see: 'p0' },
+  {
+    rule: /Extra inputs are not permitted/,
+    fix: "Append a reply as { role: 'assistant', content } alone, not the whole message (its id, usage...)",
+    see: 'p0',
+  },
   {
     rule: /may only appear in/,
     fix: 'Append a reply as an assistant message, its results as a user message',
