@@ -972,13 +972,14 @@ export const STORIES: Story[] = [
         say('Added notes/README.md with all 15 notes.'),
       );
       let next = 0;
-      let asked = 0;
+      let requestIndex = -1;
       // Any request that does not go on with the loop (the task, then the results of the last step's calls) is
       // answered as a summary request, whatever it looks like: no marker, no event is needed.
       const answer = (request: ModelRequest): ScriptedReply => {
+        requestIndex++;
         const previous = next === 0 ? [] : callIds(steps[next - 1]!);
-        if (continues(request, NOTES_TASK, previous)) return (asked++, steps[next++]!);
-        scene.summaryRequests.push(asked++);
+        if (continues(request, NOTES_TASK, previous)) return steps[next++]!;
+        scene.summaryRequests.push(requestIndex);
         return say(summaryText(scene.summaryRequests.length));
       };
       return Array.from({ length: steps.length + 10 }, () => answer);
