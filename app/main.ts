@@ -7,12 +7,11 @@ import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { pathToFileURL } from 'node:url';
-import { type Agent, approveAll, createAgent, errorText, estimateTokens, type Model, resume } from '../agent.ts';
-import { TOOLS } from '../tools.ts';
-import { chooseModel, type CliOptions, configFromCli, helpText, parseCli, UsageError } from './options.ts';
+import { type Agent, approveAll, createAgent, errorText, estimateTokens, resume } from '../agent.ts';
+import { chooseModel, configFromCli, helpText, parseCli, recordedOptions, UsageError } from './options.ts';
 import { priced } from './prices.ts';
 import { replaySession } from './replay.ts';
-import { loadSession, recordAnswers, type RecordedOptions, SESSION_VERSION, sessionRecorder } from './session-file.ts';
+import { loadSession, recordAnswers, sessionHeader, sessionRecorder } from './session-file.ts';
 import {
   contextBreakdown,
   EXIT,
@@ -86,13 +85,10 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
         ? tracePrinter(out)
         : terminalPrinter(out, { screen, verify: options.verify });
     const secrets = [env.ANTHROPIC_API_KEY ?? ''];
+    const approval = options.yes ? 'yes' : interactive ? 'ask' : 'deny';
     const startSession = (file: string, fresh: boolean, agent: Agent) => {
-      const startedAt = new Date().toISOString();
-      const recorded = recordedOptions(options, interactive, taskModel);
-      const header = { type: 'session' as const, version: SESSION_VERSION, model: model.name, root, startedAt };
-      const { contextWindow, protectedAtStart } = agent;
-      const full = { ...header, contextWindow, protected: Object.fromEntries(protectedAtStart), options: recorded };
-      return sessionRecorder(file, fresh ? full : null, secrets);
+      const header = sessionHeader(agent, recordedOptions(options, approval, taskModel));
+      return sessionRecorder(file, fresh ? header : null, secrets);
     };
     const newSession = path.join(root, '.agent', 'sessions', `${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`);
     let sessionFile = path.resolve(options.resume ?? options.session ?? newSession);
@@ -141,24 +137,6 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     console.error(`agent: ${error.message} (see --help)`);
     return EXIT.usage;
   }
-}
-
-/** The options a replay needs to run the session the same way, for the session file's header. */
-function recordedOptions(options: CliOptions, interactive: boolean, taskModel: Model | undefined): RecordedOptions {
-  const { verify, verifyTimeoutMs, protect, budgets, contextWindow, contextFiles } = options;
-  const approval = options.yes ? 'yes' : interactive ? 'ask' : 'deny';
-  const tools = [...TOOLS.map((tool) => tool.name), 'task'];
-  return {
-    verify,
-    verifyTimeoutMs,
-    protect,
-    budgets,
-    approval,
-    tools,
-    contextWindow,
-    contextFiles,
-    taskModel: taskModel?.name,
-  };
 }
 
 // Run as a program (npx harness goes through a link in node_modules/.bin), not imported by a test.

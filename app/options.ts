@@ -18,6 +18,7 @@ import {
 import { loadScript, ScriptedModel } from '../scripted-model.ts';
 import { TOOLS } from '../tools.ts';
 import { priceOf } from './prices.ts';
+import type { RecordedOptions } from './session-file.ts';
 
 interface OptionSpec {
   type: 'string' | 'boolean';
@@ -254,5 +255,27 @@ export function configFromCli(
     contextWindow: options.contextWindow,
     contextFiles: options.contextFiles,
     onEvent,
+  };
+}
+
+/** The options a replay needs to run the session the same way, for the session file's header. `approval`: yes for
+ *  --yes, ask when a person answers (at a terminal or in an editor), deny when nobody can be asked. */
+export function recordedOptions(
+  options: CliOptions,
+  approval: RecordedOptions['approval'],
+  taskModel: Model | undefined,
+): RecordedOptions {
+  const { verify, verifyTimeoutMs, protect, budgets, contextWindow, contextFiles } = options;
+  const tools = [...TOOLS.map((tool) => tool.name), 'task'];
+  return {
+    verify,
+    verifyTimeoutMs,
+    protect,
+    budgets,
+    approval,
+    tools,
+    contextWindow,
+    contextFiles,
+    taskModel: taskModel?.name,
   };
 }
