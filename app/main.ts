@@ -1,6 +1,7 @@
 #!/usr/bin/env tsx
 // The program a person runs (package.json's bin): the harness in agent.ts under a terminal, a REPL, a session file,
-// --replay or --export. It only calls the harness's API and draws its events; the harness never imports it.
+// --replay or --export; or under an editor (--acp). It only calls the harness's API and draws its events; the harness
+// never imports it.
 
 import { realpathSync } from 'node:fs';
 import { realpath } from 'node:fs/promises';
@@ -66,6 +67,13 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       options.taskModel === undefined || options.script !== undefined
         ? undefined
         : priced(await chooseModel(options, env, options.taskModel));
+    const secrets = [env.ANTHROPIC_API_KEY ?? ''];
+    if (options.acp) {
+      // An editor is the interface (app/acp.ts); its library is loaded only then.
+      const { serveAcp } = await import('./acp.ts');
+      const log = (text: string) => void process.stderr.write(`agent --acp: ${text}\n`);
+      return await serveAcp({ options, model, taskModel, secrets, log });
+    }
     const interactive = process.stdin.isTTY === true;
     // The REPL's; paused until it listens, so no piped line is read before it is ready for it. A headless run in a
     // terminal leaves the terminal as it is (Ctrl-C a signal) until an approval asks, with a readline of its own.
@@ -84,7 +92,6 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       : options.trace
         ? tracePrinter(out)
         : terminalPrinter(out, { screen, verify: options.verify });
-    const secrets = [env.ANTHROPIC_API_KEY ?? ''];
     const approval = options.yes ? 'yes' : interactive ? 'ask' : 'deny';
     const startSession = (file: string, fresh: boolean, agent: Agent) => {
       const header = sessionHeader(agent, recordedOptions(options, approval, taskModel));
