@@ -63,7 +63,7 @@ export function consoleToStderr(): void {
 
 /** The agent side of the protocol on any stream: stdio, or a test's. `stopAll` stops every session's run, and
  *  settles once each has halted. */
-export function connectAcp(setup: AcpSetup, stream: acp.Stream) {
+function connectAcp(setup: AcpSetup, stream: acp.Stream) {
   const sessions = new Map<string, AcpSession>();
   let notices = false; // the editor shows `notice` updates; without them, notices go to stderr
   const sessionOf = (sessionId: string) => {
@@ -452,14 +452,17 @@ function permissionCall(seen: CallView, root: string, preview: string): acp.Tool
   return { toolCallId: call.id, status: 'pending', rawInput: call.input, ...describeCall(call, root), content };
 }
 
+/** The whole file before and after an edit_file call, worked out as the tool would (its snippet found once), or
+ *  null where it cannot be: then the harness's preview is shown instead. */
 function plannedDiff({ call, file, before }: CallView): acp.ToolCallContent | null {
   const [oldStr, newStr] = [field(call.input, 'old_str'), field(call.input, 'new_str')];
   if (file === undefined || before === undefined || typeof oldStr !== 'string' || typeof newStr !== 'string')
     return null;
   if (oldStr === '') return before === null ? { type: 'diff', path: file, oldText: null, newText: newStr } : null;
-  const at = before?.indexOf(oldStr) ?? -1;
-  if (at < 0 || before!.indexOf(oldStr, at + 1) >= 0) return null;
-  const newText = before!.slice(0, at) + newStr + before!.slice(at + oldStr.length);
+  if (before === null) return null;
+  const at = before.indexOf(oldStr);
+  if (at < 0 || before.indexOf(oldStr, at + 1) >= 0) return null;
+  const newText = before.slice(0, at) + newStr + before.slice(at + oldStr.length);
   return { type: 'diff', path: file, oldText: before, newText };
 }
 
