@@ -30,7 +30,7 @@ import {
 import { safe_path } from '../tools.ts';
 import { type CliOptions, configFromCli, recordedOptions } from './options.ts';
 import { loadSession, readEntry, recordAnswers, sessionHeader, sessionLines, sessionRecorder } from './session-file.ts';
-import { runGivenTask, type SessionEvent } from './terminal.ts';
+import { outsideSandbox, runGivenTask, type SessionEvent } from './terminal.ts';
 
 /** What every session of the connection shares: the command line's options and the model(s) they chose. */
 export interface AcpSetup {
@@ -47,7 +47,6 @@ export interface AcpSetup {
 export async function serveAcp(setup: AcpSetup): Promise<number> {
   consoleToStderr();
   setup.log('speaking the Agent Client Protocol on stdin and stdout: an editor starts this program (see README)');
-  if (setup.options.verify === undefined) setup.log('no --verify command: "done" will be accepted unverified');
   const stream = acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin));
   const { connection, stopAll } = connectAcp(setup, stream);
   await connection.closed;
@@ -404,10 +403,11 @@ const textContent = (text: string): acp.ToolCallContent[] =>
 /** Lines of a failing check's output the editor is shown: its end, where test runners say what failed. */
 const GATE_TAIL_LINES = 20;
 
-/** The gate's verdict as the editor shows it: the command, how it ended, and the end of its output when not done. */
+/** The gate's verdict as the editor shows it, as the terminal's line says it (a check run outside the sandbox marked
+ *  so), and the end of the check's output when not done. */
 function gateText(event: Extract<GateEvent, { type: 'gate' }>): string {
-  const command = `\`${event.command}\`${event.sandboxed ? ' (in the sandbox)' : ''}`;
-  const verdict = `\n\ngate: ${command} ${event.reason}: ${event.passed ? 'pass' : 'not done'}\n\n`;
+  const said = `\`${event.command}\` ${event.reason}: ${event.passed ? 'pass' : 'not done'}${outsideSandbox(event)}`;
+  const verdict = `\n\ngate: ${said}\n\n`;
   if (event.passed) return verdict;
   const tail = event.output.trimEnd().split('\n').slice(-GATE_TAIL_LINES).join('\n');
   return `${verdict}${fenced(tail === '' ? '(no output)' : tail)}\n\n`;

@@ -9,7 +9,17 @@ import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { pathToFileURL } from 'node:url';
 import { type Agent, approveAll, createAgent, errorText, estimateTokens, resume } from '../agent.ts';
-import { chooseModel, configFromCli, helpText, parseCli, recordedOptions, UsageError } from './options.ts';
+import { sandboxProblem } from '../tools.ts';
+import {
+  chooseModel,
+  type CliOptions,
+  configFromCli,
+  helpText,
+  parseCli,
+  recordedOptions,
+  sandboxPolicy,
+  UsageError,
+} from './options.ts';
 import { priced } from './prices.ts';
 import { replaySession } from './replay.ts';
 import { loadSession, recordAnswers, sessionHeader, sessionRecorder } from './session-file.ts';
@@ -72,6 +82,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       // An editor is the interface (app/acp.ts); its library is loaded only then.
       const { serveAcp } = await import('./acp.ts');
       const log = (text: string) => void process.stderr.write(`agent --acp: ${text}\n`);
+      if (options.verify === undefined) log('no --verify command: "done" will be accepted unverified');
+      else await tellSandbox(options, log);
       return await serveAcp({ options, model, taskModel, secrets, log });
     }
     const interactive = process.stdin.isTTY === true;
@@ -128,6 +140,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     }
     tell({ type: 'context', breakdown: contextBreakdown(agent) });
     if (options.verify === undefined) notice('no --verify command: "done" will be accepted unverified');
+    else await tellSandbox(options, notice);
     if (!options.yes && !interactive) notice('no terminal and no --yes: every change (edit_file) will be denied');
     if (options.task !== undefined) return await headless(agent, options.task, tell);
     const switchSession = async (file: string) => {
@@ -144,6 +157,16 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     console.error(`agent: ${error.message} (see --help)`);
     return EXIT.usage;
   }
+}
+
+/** Says once, at start, where the verify command will run: outside the sandbox (--no-sandbox), nowhere (no sandbox on
+ *  this machine, and the policy asks for one), or with the user's rights (no sandbox, and the policy allows that). */
+async function tellSandbox(options: CliOptions, notice: (text: string) => void): Promise<void> {
+  const problem = await sandboxProblem();
+  if (options.noSandbox) notice('--no-sandbox: the verify command runs outside the OS sandbox, with your full rights');
+  else if (problem !== null && sandboxPolicy(options))
+    notice(`${problem}: with --yes the check will not run; install it, or give --no-sandbox`);
+  else if (problem !== null) notice(`${problem}: the verify command will run with your full rights`);
 }
 
 // Run as a program (npx harness goes through a link in node_modules/.bin), not imported by a test.
