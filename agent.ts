@@ -219,7 +219,8 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
       const overspent = overBudget(agent); // after any compaction, right before the call
       if (overspent) return overspent;
       const estimatedTokens = estimateNextRequest(agent, view);
-      if (estimatedTokens > agent.contextWindow) return tooLargeHalt(estimatedTokens, agent.contextWindow);
+      if (estimatedTokens > agent.contextWindow)
+        return run.signal.aborted ? stoppedHalt(agent, run) : tooLarge(agent, estimatedTokens);
       config.onEvent({ type: 'request', turn, messages: view.length, estimatedTokens });
       // Automatic caching: the API puts the cache mark on the request's last block, so each request reads the one
       // before it from the prompt cache. The view goes uncopied (lent, see Model): a request costs what was appended.
@@ -236,9 +237,9 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
 }
 
 /** Prevents a request the API would refuse for its size from being sent at all: after compaction, still too large. */
-const tooLargeHalt = (tokens: number, window: number): Halt => ({
+const tooLarge = ({ contextWindow }: Agent, tokens: number): Halt => ({
   kind: 'error',
-  message: `the next request (~${tokens} tokens) would not fit the ${window}-token window, even after compaction`,
+  message: `the next request (~${tokens} tokens) would not fit the ${contextWindow}-token window, even after compaction`,
 });
 
 /** A prompt-cache mark: on the system prompt (the fixed prefix, tools then system) and on each whole request. */
