@@ -303,7 +303,7 @@ export function terminalPrinter(
         screen.wait(event.passed ? null : 'preparing the next request');
         return line(
           event.passed ? 'green' : 'yellow',
-          `gate: \`${event.command}\` ${event.reason}: ${event.passed ? 'pass' : 'not done'}${outside(event)}`,
+          `gate: \`${event.command}\` ${event.reason}: ${event.passed ? 'pass' : 'not done'}${outsideSandbox(event)}`,
         );
       case 'notice':
         return line('yellow', event.text);
@@ -429,7 +429,7 @@ export function tracePrinter(out: NodeJS.WritableStream = process.stdout, prefix
       }
       case 'gate': {
         const verdict = event.passed ? 'passed' : 'not done, go on';
-        return say('halt check', `verify \`${event.command}\` ${event.reason}: ${verdict}${outside(event)}`);
+        return say('halt check', `verify \`${event.command}\` ${event.reason}: ${verdict}${outsideSandbox(event)}`);
       }
       case 'compaction':
         nextTurn();
@@ -469,7 +469,7 @@ const summarizeText = (text: string) => {
 };
 
 /** A gate line's mark when its check ran outside the OS sandbox, with the user's full rights. */
-const outside = (event: Extract<AgentEvent, { type: 'gate' }>) =>
+export const outsideSandbox = (event: Extract<AgentEvent, { type: 'gate' }>) =>
   event.sandboxed || event.exitCode === null ? '' : ' (outside the sandbox)';
 
 /** The same events as JSON lines, for CI and other programs. */
