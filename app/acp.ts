@@ -184,7 +184,6 @@ async function openSession(
   loaded?: LoadedSession,
 ): Promise<AcpSession> {
   const calls = new Map<string, CallView>();
-  let announced: Anthropic.ToolUseBlock | undefined; // the latest call: the one an approval is about (see below)
   let allowAll = false; // the person chose "always" in this session
   let requests = 0; // model calls so far: each reply is a message of its own
   let sent = Promise.resolve();
@@ -196,7 +195,6 @@ async function openSession(
   const notice = (text: string, severity = 'warning') =>
     notices ? send({ sessionUpdate: 'notice', severity, title: text }) : setup.log(`${sessionId}: ${text}`);
   const view = (event: SessionEvent) => {
-    if (event.type === 'call') announced = event.call;
     if (event.type === 'request') requests++;
     if (event.type === 'notice') notice(event.text);
     if (event.type === 'compaction')
@@ -214,13 +212,11 @@ async function openSession(
       if (outcome.outcome === 'cancelled') return { approved: false, reason: 'the editor withdrew the question' };
       return ANSWERS[outcome.optionId] ?? { approved: false, reason: `the editor answered "${outcome.optionId}"` };
     }, record);
-  // The harness asks about one call at a time, the one it announced last (a call that changes something is decided
-  // alone, after the reads before it ran), so the approval knows which call it is about. Every change comes here,
-  // "always" and --yes included, so that its file is read before it changes, for the diff the editor is shown after.
+  // The harness names the call each approval is about. Every change comes here, "always" and --yes included, so
+  // that its file is read before it changes, for the diff the editor is shown after.
   const approve: Approver = async (request) => {
-    if (announced === undefined) throw new Error(`no call was announced before this ${request.tool} approval`);
-    const seen = { call: announced, ...(await fileBefore(root, announced)) };
-    calls.set(announced.id, seen);
+    const seen = { call: request.call, ...(await fileBefore(root, request.call)) };
+    calls.set(request.call.id, seen);
     if (setup.options.yes || allowAll) return { approved: true };
     const answer = await askEditor(seen)(request);
     allowAll ||= answer.approved && answer.always === true;
