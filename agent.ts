@@ -814,9 +814,8 @@ function pieceEnd(messages: Anthropic.MessageParam[], from: number, cut: number,
   let [size, end] = [0, null as number | null];
   for (let i = from + 1; i <= cut; i++) {
     size += estimateTokens(messages[i - 1]);
-    if (messages[i]!.role !== 'assistant') continue;
-    if (size > fitTokens) return end ?? i;
-    end = i;
+    if (messages[i]!.role === 'assistant' && size > fitTokens) return end ?? i; // a piece ends at a reply too
+    if (messages[i]!.role === 'assistant') end = i;
   }
   return cut;
 }
