@@ -305,7 +305,7 @@ export class StatusLine {
     }
     const seconds = Math.floor((Date.now() - this.since) / 1000);
     const frame = SPINNER[Math.floor(Date.now() / TICK_MS) % SPINNER.length];
-    const width = Math.max((this.out.columns ?? 80) - 1, 20);
+    const width = Math.max(Math.min((this.out.columns ?? 80) - 1, MAX_COLUMNS), 20);
     const parts = [`  ${frame} ${this.waitingFor} · ${seconds} s`, this.spent, this.latest].filter((part) => part);
     const status = this.waitingFor === null ? '' : cut(parts.join(' · '), width);
     const painted = colour('dim', status, this.out);

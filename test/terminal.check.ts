@@ -318,20 +318,21 @@ test(
 );
 
 test(
-  'the command line: --version, "did you mean --verify?" for a typo, --help and a missing key within 100 columns, one error prefix',
+  'the command line: --version, "did you mean --verify?" for a typo, --help and a missing key within 100 columns, one error prefix for all',
   { skip },
   async (t) => {
-    const root = await tempProject(t);
+    const root = await tempProject(t, { 'script.json': '[]' });
     const noKey = { ANTHROPIC_API_KEY: '', ANTHROPIC_BASE_URL: '' };
     const run = async (args: string[], env: NodeJS.ProcessEnv = {}) => {
       const term = started(t, startInTerminal(args, { cwd: root, env }));
       return { code: await term.exited, lines: screenLines(term.output()) };
     };
-    const [version, typo, help, missingKey] = await Promise.all([
+    const [version, typo, help, missingKey, unwritable] = await Promise.all([
       run(['--version']),
       run(['--verfy', 'npm test', 'fix it']),
       run(['--help']),
       run(['fix it'], noKey),
+      run(['--script', 'script.json', '--session', '/dev/null/s.jsonl', 'fix it']),
     ]);
     const { version: expected } = JSON.parse(
       await readFile(path.join(import.meta.dirname, '..', 'package.json'), 'utf8'),
@@ -344,6 +345,30 @@ test(
     assert.equal(help.code, 0);
     assert.ok(help.lines.length > 20);
     assert.match(missingKey.lines.join('\n'), /^harness: ANTHROPIC_API_KEY is not set/);
+    // An error nobody planned for is said the same way, in one line, not as a stack trace.
+    assert.equal(unwritable.code, 1);
+    assert.equal(unwritable.lines.length, 1, unwritable.lines.join('\n'));
+    assert.match(unwritable.lines[0]!, /^harness: E[A-Z]+: .*'\/dev\/null/);
     for (const line of [...help.lines, ...missingKey.lines]) assert.ok(line.length <= 100, `${line.length}: ${line}`);
   },
 );
+
+test('a block pasted while the agent works is one steering message, not one per line', { skip }, async (t) => {
+  const api = await startFakeApi([{ kind: 'reply', message: fakeMessage([text('Done.')]) }]);
+  t.after(() => api.close());
+  const root = await tempProject(t);
+  const env = { ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: api.baseURL };
+  const term = started(t, startInTerminal(['--verify', 'sleep 30'], { cwd: root, env }));
+  await term.waitFor(/you> /);
+  term.type('fix the bug\r');
+  await term.waitFor(/checking "done": sleep 30/);
+  term.type('\x1b[200~use tabs\rand keep the tests\x1b[201~');
+  await sleep(300);
+  assert.doesNotMatch(term.output(), /queued/, 'nothing is sent until Enter');
+  term.type('\r');
+  await term.waitFor(/queued/);
+  term.type('\x03');
+  await term.waitFor(/not sent \(the run was stopped\): "use tabs\r?\nand keep the tests"/);
+  assert.equal(term.output().match(/queued/g)?.length, 1, 'one message');
+  term.kill();
+});
