@@ -40,6 +40,7 @@ import {
   loadContextFiles,
   runCommand,
   safe_path,
+  sandboxProblem,
   ToolError,
 } from './tools.ts';
 import type { ContextFile, Tool, ToolContext } from './tools.ts';
@@ -97,6 +98,7 @@ export interface Agent {
   readonly beforeCall: readonly BeforeCallHook[];
   readonly afterCall: readonly AfterCallHook[];
   readonly steering: string[]; // what the user typed while the agent worked, sent with the next results
+  repeats: { key: string; times: number }; // the model's last call, and how many times in a row it made it
   readonly usage: UsageTotals;
   /** The run in progress: what it and its sub-agents spent, against its limits (P3). */
   ledger: Ledger;
@@ -136,7 +138,8 @@ export async function createAgent(config: AgentConfig): Promise<Agent> {
 const userText = (text: string): Anthropic.MessageParam => ({ role: 'user', content: [{ type: 'text', text }] });
 
 /** Appends to the transcript; the event lets the session file record it as it happens. */
-function append(agent: Agent, message: Anthropic.MessageParam): void {
+function append(agent: Agent, given: Anthropic.MessageParam): void {
+  const message = withinShare(agent, given);
   agent.messages.push(message);
   agent.config.onEvent({ type: 'message', message });
 }
@@ -216,12 +219,13 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
       const overspent = overBudget(agent); // after any compaction, right before the call
       if (overspent) return overspent;
       const estimatedTokens = estimateNextRequest(agent, view);
+      if (estimatedTokens > agent.contextWindow) return tooLargeHalt(estimatedTokens, agent.contextWindow);
       config.onEvent({ type: 'request', turn, messages: view.length, estimatedTokens });
       // Automatic caching: the API puts the cache mark on the request's last block, so each request reads the one
       // before it from the prompt cache. The view goes uncopied (lent, see Model): a request costs what was appended.
       const messages = view as Anthropic.MessageParam[];
       const request = { system: agent.system, tools: agent.toolDefinitions, messages, cache_control: CACHE };
-      return withShallowInputs(await config.model.complete(request, options)); // only replies that can be resent
+      return withResendableInputs(await config.model.complete(request, options));
     } catch (error) {
       if (run.signal.aborted) return stoppedHalt(agent, run);
       const retry = attempt === 1 && isPromptTooLong(error) && !overBudget(agent); // a summary is a call too
@@ -230,6 +234,12 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
     }
   }
 }
+
+/** Prevents a request the API would refuse for its size from being sent at all: after compaction, still too large. */
+const tooLargeHalt = (tokens: number, window: number): Halt => ({
+  kind: 'error',
+  message: `the next request (~${tokens} tokens) would not fit the ${window}-token window, even after compaction`,
+});
 
 /** A prompt-cache mark: on the system prompt (the fixed prefix, tools then system) and on each whole request. */
 const CACHE: Anthropic.CacheControlEphemeral = { type: 'ephemeral' };
@@ -260,6 +270,7 @@ async function answerCalls(agent: Agent, run: Run, reply: Anthropic.Message, cal
     // A call that may change something is decided after the reads before it ran, so its checks see what they did.
     if (!agent.config.tools.find((tool) => tool.name === call.name)?.readOnly) await flush();
     agent.config.onEvent({ type: 'call', call });
+    countRepeats(agent, call);
     const notRun = notRunReason(agent, run, reply);
     const decided = notRun ? { content: notRun, isError: true } : await decide(agent, run, call);
     if ('content' in decided) {
@@ -345,11 +356,22 @@ export interface GateOptions {
   /** The command whose exit code 0 is the only acceptable "done"; undefined: trust the model. */
   verify: string | undefined;
   verifyTimeoutMs: number;
+  /** Run the check in the OS sandbox (tools.ts): true fails closed where there is none; false never; undefined:
+   *  where this machine has one (the gate event says whether it was). */
+  sandbox?: boolean;
 }
 
 /** The gate's verdict, with the command's output (capped, head and tail), and that output live as it comes. */
 export type GateEvent =
-  | { type: 'gate'; command: string; exitCode: number | null; passed: boolean; reason: string; output: string }
+  | {
+      type: 'gate';
+      command: string;
+      exitCode: number | null;
+      passed: boolean;
+      reason: string;
+      output: string;
+      sandboxed: boolean;
+    }
   | { type: 'gate-output'; text: string };
 
 /** Either the run halts, or the loop goes on with this message to the model. */
@@ -376,27 +398,32 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   const { verify, root, verifyTimeoutMs, protect } = agent.config;
   const tampered = changedFiles(agent.protectedAtStart, await hashProtected(root, protect));
   if (tampered.length > 0) {
-    const [reason, output] = ['protected files changed', tampered.join('\n')];
-    agent.config.onEvent({ type: 'gate', command: verify ?? '(none)', exitCode: null, passed: false, reason, output });
-    return {
-      goOn:
-        `The task is not done: protected files changed since the session started: ${tampered.join(', ')}. ` +
-        'Restore them; the task must be done without changing them.',
-    };
+    const [command, reason, output] = [verify ?? '(none)', 'protected files changed', tampered.join(', ')];
+    agent.config.onEvent({ type: 'gate', command, exitCode: null, passed: false, reason, output, sandboxed: false });
+    const restore = 'Restore them; the task must be done without changing them.';
+    return { goOn: `The task is not done: protected files changed since the session started: ${output}. ${restore}` };
   }
   if (verify === undefined) return { halt: { kind: 'accepted', verifiedBy: null } };
+  const sandbox = await sandboxFor(agent);
+  if (typeof sandbox !== 'boolean') return { halt: sandbox };
   const onOutput = (text: string) => agent.config.onEvent({ type: 'gate-output', text });
-  const result = await runCommand(verify, { cwd: root, timeoutMs: verifyTimeoutMs, signal: run.signal, onOutput });
+  const options = { cwd: root, timeoutMs: verifyTimeoutMs, signal: run.signal, onOutput, sandbox };
+  const { exitCode, output, timedOut } = await runCommand(verify, options);
   if (run.signal.aborted) return { halt: stoppedHalt(agent, run) };
-  const passed = result.exitCode === 0;
-  const how = result.timedOut
-    ? `did not finish within ${verifyTimeoutMs / 1000} s`
-    : `exited with code ${result.exitCode}`;
-  const { exitCode, output } = result;
-  agent.config.onEvent({ type: 'gate', command: verify, exitCode, passed, reason: how, output });
+  const [passed, sandboxed] = [exitCode === 0, sandbox];
+  const how = timedOut ? `did not finish within ${verifyTimeoutMs / 1000} s` : `exited with code ${exitCode}`;
+  agent.config.onEvent({ type: 'gate', command: verify, exitCode, passed, reason: how, output, sandboxed });
   if (passed) return { halt: { kind: 'accepted', verifiedBy: verify } };
   const told = `Its output:\n\n${output}\n\nFix the cause, then say you are done.`;
   return { goOn: `The task is not done yet: the check \`${verify}\` ${how}. ${told}` };
+}
+
+/** Prevents code the model wrote from running unconfined when the sandbox was asked for and this machine has none:
+ *  then the check is not run, and the run halts saying what to install. */
+async function sandboxFor(agent: Agent): Promise<boolean | Halt> {
+  const problem = await sandboxProblem();
+  if (problem !== null && agent.config.sandbox) return { kind: 'error', message: `the check was not run: ${problem}` };
+  return agent.config.sandbox ?? problem === null;
 }
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -464,7 +491,10 @@ export type Approver = (request: { tool: string; preview: string; signal: AbortS
 
 export const approveAll: Approver = async () => ({ approved: true });
 
-type GuardState = Pick<Agent, 'beforeCall' | 'afterCall' | 'steering' | 'usage' | 'ledger' | 'protectedAtStart'>;
+type GuardState = Pick<
+  Agent,
+  'beforeCall' | 'afterCall' | 'steering' | 'repeats' | 'usage' | 'ledger' | 'protectedAtStart'
+>;
 
 /** P3's part of a session: the hooks in their order, the counters the budgets read, the protected files' hashes. */
 async function guardState(settings: Settings): Promise<GuardState> {
@@ -481,6 +511,7 @@ async function guardState(settings: Settings): Promise<GuardState> {
     ],
     afterCall: [capToolOutput, ...(settings.afterCall ?? [])],
     steering: [],
+    repeats: { key: '', times: 0 },
     usage: noUsage(settings.model),
     ledger: openLedger(settings),
     protectedAtStart: await hashProtected(settings.root, settings.protect),
@@ -567,12 +598,12 @@ export function protectedFiles(globs: readonly string[]): BeforeCallHook {
 }
 
 /** Prevents a model stuck in a loop from repeating itself forever: the third identical call in a row is refused.
- *  "In a row" is in the calls the model made, as the transcript holds them: one refused, skipped or cut off still
- *  counts, and a different one in between breaks the row, whatever became of it. */
+ *  "In a row" is in the calls the model made (counted by countRepeats): one refused, skipped or cut off still counts,
+ *  and a different one in between breaks the row, whatever became of it. */
 export const runawayGuard: BeforeCallHook = {
   name: 'runaway',
-  check({ call }, agent) {
-    const repeats = timesInARow(agent.messages, call);
+  check(_planned, agent) {
+    const repeats = agent.repeats.times;
     if (repeats < 3) return ALLOW;
     const reason = `not run: you made this exact call ${repeats} times in a row and its answer will not change`;
     return { action: 'deny', reason: `${reason}; try something different` };
@@ -665,8 +696,13 @@ function stoppedHalt(agent: Agent, run: Run): Halt {
 function stopCheck(agent: Agent, run: Run, turn: number): Halt | null {
   const { maxTurns } = agent.config.budgets;
   if (run.signal.aborted) return stoppedHalt(agent, run);
+  if (agent.repeats.times >= STUCK_AFTER) return { kind: 'error', message: STUCK };
   return overBudget(agent) ?? (turn >= maxTurns ? budgetHalt(agent, 'turns', maxTurns) : null);
 }
+
+/** A model that makes the same call this many times in a row ignored three refusals: it is stuck, and the run ends. */
+const STUCK_AFTER = 6;
+const STUCK = `the model made the same call ${STUCK_AFTER} times in a row, refused from the third on: it is stuck`;
 
 /** Prevents runaway spending, by one loop or by sub-agents running side by side: checked before every model
  *  call (a summary's too), so a run overshoots by at most the one call each of its loops has under way. */
@@ -706,6 +742,7 @@ export interface EnduranceOptions {
 
 export type EnduranceEvent =
   | ({ type: 'compaction'; usage: Anthropic.Usage; tokensBefore: number; tokensAfter: number } & Compaction)
+  | { type: 'compaction-failed'; usage: Anthropic.Usage; reason: string } // a summary paid for, and not used
   | { type: 'subagent'; id: string; description: string; event: AgentEvent };
 
 /** Gets the messages before every request and returns what the model should see: them as they are, or a new array
@@ -777,12 +814,18 @@ function estimateNextRequest(agent: Agent, view: readonly Anthropic.MessageParam
   return estimateTokens(agent.system) + estimateTokens(agent.toolDefinitions) + estimateMessages(view);
 }
 
-/** Prevents the session from dying when the window fills: before any request that would pass 75%
- *  of the window, the older part is summarised once, and only the summary plus the recent part is sent. */
+/** Prevents the session from dying when the window fills: before any request that would pass 75% of the window, the
+ *  older part is summarised (a part larger than the window, a piece at a time), and only the summary plus the recent
+ *  part is sent. */
 export const compaction: ContextHook = async (messages, agent, signal) => {
   const threshold = (agent.config.compactAt ?? 0.75) * agent.contextWindow;
-  const tooBig = estimateNextRequest(agent, compactedView(agent, messages)) > threshold;
-  if (tooBig && !overBudget(agent)) await compact(agent, signal); // spent: the loop halts before its call anyway
+  let size = estimateNextRequest(agent, compactedView(agent, messages));
+  while (size > threshold && !overBudget(agent)) {
+    const made = await compact(agent, signal); // spent: the loop halts before its call anyway
+    if (made === null) break;
+    size += made.tokensAfter - made.tokensBefore;
+    if (!made.piece) break; // all of the older part is summarised
+  }
   return compactedView(agent, messages);
 };
 
@@ -802,6 +845,41 @@ export function chooseCut(messages: Anthropic.MessageParam[], from: number, keep
   return cut;
 }
 
+/** Prevents a summary request larger than the window: the part [from, cut) is summarised up to the last reply before
+ *  `fitTokens` is passed (or the first reply, if even that passes it), and the rest in the next piece. */
+function pieceEnd(messages: Anthropic.MessageParam[], from: number, cut: number, fitTokens: number): number {
+  let [size, end] = [0, null as number | null];
+  for (let i = from + 1; i <= cut; i++) {
+    size += estimateTokens(messages[i - 1]);
+    if (messages[i]!.role !== 'assistant') continue;
+    if (size > fitTokens) return end ?? i;
+    end = i;
+  }
+  return cut;
+}
+
+/** Prevents one huge message (a 50 MB task, a 20 MB edit) from breaking every later request and every resume: a
+ *  message may take half the window; past that, each long string in it keeps its head and tail and says how much
+ *  was cut. Thinking blocks are kept whole: the API refuses altered ones. */
+function withinShare(agent: Agent, message: Anthropic.MessageParam): Anthropic.MessageParam {
+  const room = agent.contextWindow * 3.5 * 0.5; // characters, as estimateTokens counts them
+  if (estimateMessages([message]) * 3.5 <= room) return message;
+  const cutStrings = (value: unknown): unknown => {
+    if (typeof value === 'string') return value.length <= room / 4 ? value : keepEnds(value, room / 4);
+    if (typeof value !== 'object' || value === null) return value;
+    if ('type' in value && (value.type === 'thinking' || value.type === 'redacted_thinking')) return value;
+    if (Array.isArray(value)) return value.map(cutStrings);
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, cutStrings(item)]));
+  };
+  return cutStrings(message) as Anthropic.MessageParam;
+}
+
+/** `text` cut to about `chars` characters: its head and tail, and a note of how much is left out between them. */
+function keepEnds(text: string, chars: number): string {
+  const [head, tail] = [Math.floor(chars * 0.75), Math.floor(chars * 0.25)];
+  return `${text.slice(0, head)}\n[... ${text.length - head - tail} characters left out ...]\n${text.slice(-tail)}`;
+}
+
 /** Results longer than this are shortened before summarising, so the summary request itself fits. */
 const SUMMARY_RESULT_CHARS = 2_000;
 
@@ -811,42 +889,42 @@ function shortenResults(message: Anthropic.MessageParam): Anthropic.MessageParam
   const content = message.content.map((block) => {
     if (block.type !== 'tool_result' || typeof block.content !== 'string') return block;
     const text = block.content;
-    if (text.length <= SUMMARY_RESULT_CHARS) return block;
-    const [head, tail] = [SUMMARY_RESULT_CHARS * 0.75, SUMMARY_RESULT_CHARS * 0.25];
-    const left = `\n[... ${text.length - head - tail} characters left out ...]\n`;
-    return { ...block, content: `${text.slice(0, head)}${left}${text.slice(-tail)}` };
+    return text.length <= SUMMARY_RESULT_CHARS ? block : { ...block, content: keepEnds(text, SUMMARY_RESULT_CHARS) };
   });
   return { ...message, content } as Anthropic.MessageParam;
 }
 
-/** Summarises everything before the cut point with one more model call. Nothing is deleted: the session file
- *  gets a compaction entry and keeps every message. Returns false if there is nothing to cut. */
-export async function compact(agent: Agent, signal: AbortSignal): Promise<boolean> {
+/** Summarises the previous summary and the messages up to the cut point (or the first piece of them that fits half
+ *  the window) with one more model call. Nothing is deleted: the session file gets a compaction entry and keeps
+ *  every message. Returns what it reported, or null if there is nothing to cut. */
+export async function compact(agent: Agent, signal: AbortSignal): Promise<Compacted | null> {
+  const { messages, contextWindow } = agent;
   const from = agent.compaction?.keptFrom ?? 0;
-  const cut = chooseCut(agent.messages, from, Math.min(KEEP_VERBATIM_TOKENS, agent.contextWindow / 4));
-  if (cut === null) return false;
-  const previous = agent.compaction ? [summaryMessage(agent.compaction.summary)] : [];
-  const older = [...previous, ...agent.messages.slice(from, cut)].map(shortenResults);
-  const before = estimateTokens(compactedView(agent, agent.messages));
-  const messages: Anthropic.MessageParam[] = [...older, { role: 'user', content: SUMMARY_INSTRUCTIONS }];
-  const request = {
-    system: agent.system,
-    tools: agent.toolDefinitions,
-    tool_choice: { type: 'none' as const },
-    messages,
-  };
+  const verbatim = chooseCut(messages, from, Math.min(KEEP_VERBATIM_TOKENS, contextWindow / 4));
+  if (verbatim === null) return null;
+  const cut = pieceEnd(messages, from, verbatim, contextWindow / 2);
+  const older = [...(agent.compaction ? [summaryMessage(agent.compaction.summary)] : []), ...messages.slice(from, cut)];
+  const asked: Anthropic.MessageParam = { role: 'user', content: SUMMARY_INSTRUCTIONS };
+  const request = { ...{ system: agent.system, tools: agent.toolDefinitions }, tool_choice: { type: 'none' as const } };
   const onNotice = (text: string) => agent.config.onEvent({ type: 'notice', text });
-  const reply = await agent.config.model.complete(request, { signal, onText: () => {}, onNotice });
+  const options = { signal, onText: () => {}, onNotice };
+  const reply = await agent.config.model.complete(
+    { ...request, messages: [...older.map(shortenResults), asked] },
+    options,
+  );
   spend(agent, reply.usage); // an empty summary was paid for too
-  const summary = finalText([reply]);
+  const [summary, usage] = [finalText([reply]), reply.usage];
+  if (summary === '') agent.config.onEvent({ type: 'compaction-failed', usage, reason: 'the summary came back empty' });
   if (summary === '') throw new Error('the summary came back empty');
   agent.compaction = { summary, keptFrom: cut };
   agent.lastRequest = null;
-  const after = estimateTokens(compactedView(agent, agent.messages));
-  const { usage } = reply;
-  agent.config.onEvent({ type: 'compaction', summary, keptFrom: cut, tokensBefore: before, tokensAfter: after, usage });
-  return true;
+  const sizes = { tokensBefore: estimateMessages(older), tokensAfter: estimateMessages([summaryMessage(summary)]) };
+  agent.config.onEvent({ type: 'compaction', summary, keptFrom: cut, ...sizes, usage });
+  return { ...sizes, piece: cut < verbatim };
 }
+
+/** What a compaction replaced and with what, in estimated tokens; `piece`: more of the older part is left to do. */
+export type Compacted = { tokensBefore: number; tokensAfter: number; piece: boolean };
 
 // --- AGENTS.md: project context for the model, never instructions for the harness.
 
@@ -891,7 +969,7 @@ function taskTool(parent: Agent): Tool {
         contextFiles: false,
         systemPrompt: SUBAGENT_PROMPT,
         onEvent: (event) => {
-          if (event.type === 'reply' || event.type === 'compaction') addUsage(parent.usage, model, event.usage);
+          if ('usage' in event) addUsage(parent.usage, model, event.usage); // every call it paid for
           parent.config.onEvent({ type: 'subagent', id, description, event });
         },
       });
@@ -1168,22 +1246,23 @@ export function nestedDeeperThan(value: unknown, levels: number): boolean {
   return levels === 0 || Object.values(value).some((child) => nestedDeeperThan(child, levels - 1));
 }
 
-/** Prevents one absurd reply from ending the session: a tool input nested deeper than MAX_INPUT_DEPTH could never
- *  be sent back (JSON.stringify overflows), so it keeps its first levels only, still too deep for validation to let
- *  the call run, which tells the model why. */
-function withShallowInputs(reply: Anthropic.Message): Anthropic.Message {
-  const tooDeep = (block: Anthropic.ContentBlock) =>
-    block.type === 'tool_use' && nestedDeeperThan(block.input, MAX_INPUT_DEPTH);
-  if (!reply.content.some(tooDeep)) return reply;
-  const content = reply.content.map((block) =>
-    block.type === 'tool_use' && tooDeep(block)
-      ? { ...block, input: cutBelow(block.input, MAX_INPUT_DEPTH + 1) }
-      : block,
-  );
-  return { ...reply, content };
+/** Prevents one malformed call from making every later request fail: an input the API would not take back is stored
+ *  in a form it takes (not an object: a note of what it was; nested too deep for JSON.stringify: its first levels),
+ *  which validation then refuses, telling the model why. */
+function withResendableInputs(reply: Anthropic.Message): Anthropic.Message {
+  const resendable = (block: Anthropic.ContentBlock) => {
+    if (block.type !== 'tool_use') return block;
+    const { input } = block;
+    if (typeof input !== 'object' || input === null || Array.isArray(input))
+      return { ...block, input: { not_an_object: String(JSON.stringify(input)).slice(0, 200) } };
+    return nestedDeeperThan(input, MAX_INPUT_DEPTH) ? { ...block, input: cutBelow(input, MAX_INPUT_DEPTH + 1) } : block;
+  };
+  return reply.content.some((block) => resendable(block) !== block)
+    ? { ...reply, content: reply.content.map(resendable) }
+    : reply;
 }
 
-/** `value` with whatever nests deeper than `levels` replaced by a note. */
+/** `value` with whatever nests deeper than `levels` replaced by a note: still too deep for validation to pass. */
 function cutBelow(value: unknown, levels: number): unknown {
   if (typeof value !== 'object' || value === null) return value;
   if (levels === 0) return '[cut: nested too deep]';
@@ -1206,22 +1285,26 @@ async function settleOrAbandon<T>(work: Promise<T>, signal: AbortSignal, graceMs
   }
 }
 
-/** How many calls in a row, ending with `call`, had its name and arguments: read back through the transcript from
- *  `call` until a different call (only as far back as the row goes, so a long session costs no more). */
-function timesInARow(messages: readonly Anthropic.MessageParam[], call: Anthropic.ToolUseBlock): number {
+/** Counts each call the model makes against the one before it: the same name and arguments extend the row. It costs
+ *  the call's own size, never the transcript's (a resume reads the row the transcript ends with once: repeatsAtEnd). */
+function countRepeats(agent: Agent, call: Anthropic.ToolUseBlock): void {
   const key = JSON.stringify([call.name, call.input]);
-  let [repeats, reached] = [0, false];
-  for (let m = messages.length - 1; m >= 0; m--) {
-    const { role, content } = messages[m]!;
+  agent.repeats = { key, times: agent.repeats.key === key ? agent.repeats.times + 1 : 1 };
+}
+
+/** The row of identical calls a transcript ends with, read back only as far as it goes. */
+function repeatsAtEnd(messages: readonly Anthropic.MessageParam[]): Agent['repeats'] {
+  let row = { key: '', times: 0 };
+  for (const { role, content } of messages.toReversed()) {
     if (role !== 'assistant' || typeof content === 'string') continue;
-    for (let b = content.length - 1; b >= 0; b--) {
-      const block = content[b]!;
-      if (block.type !== 'tool_use' || !(reached ||= block.id === call.id)) continue;
-      if (JSON.stringify([block.name, block.input]) !== key) return repeats;
-      repeats++;
+    for (const block of content.toReversed()) {
+      if (block.type !== 'tool_use') continue;
+      const key = JSON.stringify([block.name, block.input]);
+      if (row.times > 0 && key !== row.key) return row;
+      row = { key, times: row.times + 1 };
     }
   }
-  return repeats;
+  return row;
 }
 
 /** Runs a list of tasks, at most `limit` at a time; results come back in the list's order. */
@@ -1431,11 +1514,11 @@ export interface LoadedSession {
 /** Continues a loaded session: its messages become the transcript, and unanswered calls get answered. */
 export function resume(agent: Agent, loaded: LoadedSession): void {
   agent.messages.length = 0;
-  for (const message of loaded.messages) agent.messages.push(message); // not push(...all): no argument limit
+  for (const message of loaded.messages) agent.messages.push(withinShare(agent, message)); // no argument limit
   agent.toolContext.seen.clear(); // what was read before must be read again before it is edited
   agent.compaction = loaded.compaction;
   agent.subAgentsStarted = loaded.subAgents;
-  agent.lastRequest = null;
+  [agent.lastRequest, agent.repeats] = [null, repeatsAtEnd(agent.messages)];
   // Prevents laundering a protected file between two runs: the gate compares with the session's first start.
   for (const [file, hash] of loaded.protectedAtStart ?? []) {
     if (agent.protectedAtStart.has(file)) agent.protectedAtStart.set(file, hash);

@@ -5,8 +5,22 @@
 
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import type { Stats } from 'node:fs';
-import { chmod, lstat, mkdir, open, readdir, readFile, realpath, rename, stat, writeFile } from 'node:fs/promises';
+import { existsSync, type Stats } from 'node:fs';
+import {
+  chmod,
+  lstat,
+  mkdir,
+  mkdtemp,
+  open,
+  readdir,
+  readFile,
+  realpath,
+  rename,
+  rm,
+  stat,
+  writeFile,
+} from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createTwoFilesPatch } from 'diff';
 import ignore, { type Ignore } from 'ignore';
@@ -686,7 +700,9 @@ async function writeAtomically(file: string, content: string): Promise<void> {
 export const TOOLS: readonly Tool[] = [list_files, read_file, edit_file];
 
 // ---------------------------------------------------------------------------------------------------------------------
-// The command runner: the verify gate's hands. Like the tools it acts on the project, and only inside it.
+// The command runner: the verify gate's hands. The check it runs imports code the model wrote, so no path check can
+// cover what it does; the kernel can. Contained, a command may write only in the project and a private temporary
+// folder, it has no network, and the rest of the file system is read-only: bubblewrap on Linux, sandbox-exec on macOS.
 
 export interface CommandRun {
   exitCode: number | null;
@@ -705,12 +721,29 @@ export interface CommandOptions {
   signal: AbortSignal;
   /** Each piece of output as it arrives, stdout and stderr alike: a live tail for whoever watches. */
   onOutput?: (text: string) => void;
+  /** Run it in the OS sandbox; throws if this machine has none (ask sandboxProblem first). */
+  sandbox?: boolean;
 }
 
 /** Runs a shell command in the project with a timeout; keeps the start and the end of its output. */
-export function runCommand(command: string, { cwd, timeoutMs, signal, onOutput }: CommandOptions): Promise<CommandRun> {
-  return new Promise((resolve) => {
-    const child = spawn(command, { cwd, shell: true, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+export async function runCommand(command: string, options: CommandOptions): Promise<CommandRun> {
+  if (!options.sandbox) return await runProcess(command, [], options);
+  const problem = await sandboxProblem();
+  if (problem !== null) throw new Error(problem);
+  const tmp = await realpath(await mkdtemp(path.join(tmpdir(), 'verify-tmp-')));
+  try {
+    return await runProcess(command, containedArgs(command, await realpath(options.cwd), tmp), options);
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
+}
+
+/** Runs `command` through a shell, or with `contained` given, runs that sandbox command line instead. */
+function runProcess(command: string, contained: string[], { cwd, timeoutMs, signal, onOutput }: CommandOptions) {
+  return new Promise<CommandRun>((resolve) => {
+    const [file = command, ...args] = contained;
+    const env = contained.length > 0 ? containedEnv() : process.env;
+    const child = spawn(file, args, { cwd, env, shell: contained.length === 0, detached: true, stdio: STDIO });
     let head = '';
     let tail = '';
     let dropped = 0;
@@ -727,7 +760,8 @@ export function runCommand(command: string, { cwd, timeoutMs, signal, onOutput }
     };
     child.stdout.on('data', collect);
     child.stderr.on('data', collect);
-    // The whole process group goes, so a test runner's children cannot outlive the timeout.
+    // The whole process group goes, so a test runner's children cannot outlive the timeout. In the sandbox the group
+    // is bubblewrap's: it takes its own processes with it (--die-with-parent, --unshare-pid).
     const kill = () => {
       try {
         if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
@@ -754,6 +788,65 @@ export function runCommand(command: string, { cwd, timeoutMs, signal, onOutput }
     });
     child.on('close', (code) => done(code));
   });
+}
+
+const STDIO: ['ignore', 'pipe', 'pipe'] = ['ignore', 'pipe', 'pipe'];
+
+/** The command line that runs `command` contained, in the project `root`, with `tmp` as its temporary folder. */
+function containedArgs(command: string, root: string, tmp: string): string[] {
+  const shell = ['/bin/sh', '-c', command];
+  if (process.platform === 'darwin') {
+    const where = ['-D', `ROOT=${root}`, '-D', `TMP=${tmp}`, '-D', `GIT=${path.join(root, '.git')}`];
+    return ['/usr/bin/sandbox-exec', '-p', SEATBELT_PROFILE, ...where, ...shell];
+  }
+  const git = path.join(root, '.git');
+  return [
+    'bwrap',
+    ...['--ro-bind', '/', '/'], // the whole file system, read-only: $HOME, the folders above the project, /usr
+    ...['--dev', '/dev', '--proc', '/proc'], // a fresh /dev, and a /proc of its own processes
+    ...['--tmpfs', '/run', '--bind', tmp, '/tmp'], // hides the host's sockets: a read-only mount still lets one connect
+    ...['--bind', root, root, '--chdir', root], // the project, writable
+    ...(existsSync(git) ? ['--ro-bind', git, git] : []), // but not its git hooks, which would run outside on a commit
+    ...['--unshare-user', '--unshare-pid', '--unshare-net'], // its own users, processes, and network: loopback only
+    ...['--die-with-parent', '--new-session', '--cap-drop', 'ALL'], // dies with us; no terminal; root has no powers
+    '--',
+    ...shell,
+  ];
+}
+
+/** macOS's sandbox policy: the last rule that matches wins. The paths come in as -D parameters. */
+const SEATBELT_PROFILE = `(version 1) (allow default) (deny network*) (deny lsopen) (deny appleevent-send)
+(deny file-write*)
+(allow file-write* (subpath (param "ROOT")) (subpath (param "TMP")) (literal "/dev/null") (regex #"^/dev/(tty|fd/)"))
+(deny file-write* (subpath (param "GIT")))`;
+
+/** The contained command's environment: temporary files in its own folder, and none of the harness's secrets. */
+function containedEnv(): NodeJS.ProcessEnv {
+  const inherited = Object.entries(process.env).filter(([name]) => !name.startsWith('ANTHROPIC_'));
+  const tmp = process.platform === 'darwin' ? {} : { TMPDIR: '/tmp', TMP: '/tmp', TEMP: '/tmp' };
+  return { ...Object.fromEntries(inherited), ...tmp, npm_config_logs_max: '0' }; // npm's log folder is read-only
+}
+
+let sandboxCheck: Promise<string | null> | undefined;
+
+/** Why this machine cannot contain a command, and what to install; null when it can. Found out once, by a trial
+ *  run of the real policy: the tool must be there, and work (a container may forbid the namespaces it needs). */
+export function sandboxProblem(): Promise<string | null> {
+  return (sandboxCheck ??= (async () => {
+    if (process.platform !== 'linux' && process.platform !== 'darwin') return `no OS sandbox on ${process.platform}`;
+    const base = await realpath(await mkdtemp(path.join(tmpdir(), 'sandbox-check-')));
+    try {
+      const never = new AbortController().signal;
+      const options = { cwd: base, timeoutMs: 10_000, signal: never };
+      const trial = await runProcess('touch probe', containedArgs('touch probe', base, base), options);
+      if (trial.exitCode === 0 && existsSync(path.join(base, 'probe'))) return null;
+      if (process.platform === 'darwin') return `sandbox-exec does not work here (${trial.output.trim()})`;
+      if (/ENOENT/.test(trial.output)) return 'no OS sandbox: bubblewrap is not installed (apt-get install bubblewrap)';
+      return `no OS sandbox: bubblewrap cannot run here (${trial.output.split('\n')[0]}); it needs user namespaces`;
+    } finally {
+      await rm(base, { recursive: true, force: true });
+    }
+  })());
 }
 
 // ---------------------------------------------------------------------------------------------------------------------

@@ -17,8 +17,16 @@ import {
   type Model,
   resume,
 } from '../agent.ts';
-import { TOOLS } from '../tools.ts';
-import { chooseModel, type CliOptions, configFromCli, helpText, parseCli, UsageError } from './options.ts';
+import { sandboxProblem, TOOLS } from '../tools.ts';
+import {
+  chooseModel,
+  type CliOptions,
+  configFromCli,
+  helpText,
+  parseCli,
+  sandboxPolicy,
+  UsageError,
+} from './options.ts';
 import { priced } from './prices.ts';
 import { replaySession } from './replay.ts';
 import { loadSession, recordAnswers, type RecordedOptions, SESSION_VERSION, sessionRecorder } from './session-file.ts';
@@ -148,6 +156,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     }
     tell({ type: 'context', breakdown: contextBreakdown(agent) });
     if (options.verify === undefined) notice('no --verify command: "done" will be accepted unverified');
+    else await tellSandbox(options, notice);
     if (!options.yes && !interactive) notice('no terminal and no --yes: every change (edit_file) will be denied');
     const switchSession = async (file: string) => {
       const next = await loadSession(file);
@@ -230,7 +239,18 @@ function recordedOptions(options: CliOptions, interactive: boolean, taskModel: M
     contextWindow,
     contextFiles,
     taskModel: taskModel?.name,
+    noSandbox: options.noSandbox,
   };
+}
+
+/** Says once, at start, where the verify command will run: outside the sandbox (--no-sandbox), nowhere (no sandbox on
+ *  this machine, and the policy asks for one), or with the user's rights (no sandbox, and the policy allows that). */
+async function tellSandbox(options: CliOptions, notice: (text: string) => void): Promise<void> {
+  const problem = await sandboxProblem();
+  if (options.noSandbox) notice('--no-sandbox: the verify command runs outside the OS sandbox, with your full rights');
+  else if (problem !== null && sandboxPolicy(options))
+    notice(`${problem}: with --yes the check will not run; install it, or give --no-sandbox`);
+  else if (problem !== null) notice(`${problem}: the verify command will run with your full rights`);
 }
 
 // Run as a program (npx harness goes through a link in node_modules/.bin), not imported by a test.

@@ -35,6 +35,7 @@ export const OPTIONS = {
   'verify-timeout': { type: 'string', arg: 'S', help: 'seconds the verify command may run (default: 120)' },
   protect: { type: 'string', arg: 'GLOB', multiple: true, help: 'files the agent may not change, e.g. "test/**"' },
   yes: { type: 'boolean', help: 'approve every change without asking' },
+  'no-sandbox': { type: 'boolean', help: 'run the verify command outside the OS sandbox, with your full rights' },
   'max-turns': { type: 'string', arg: 'N', help: 'model calls per task (default: 25)' },
   'max-tokens': { type: 'string', arg: 'N', help: 'input + output tokens per task, sub-agents included' },
   'max-cost': { type: 'string', arg: 'USD', help: 'dollars per task, sub-agents included (needs a known price)' },
@@ -99,6 +100,8 @@ export interface CliOptions {
   verifyTimeoutMs: number;
   protect: string[];
   yes: boolean;
+  /** --no-sandbox: the verify command runs uncontained, said at start and in every gate line. */
+  noSandbox: boolean;
   budgets: Budgets;
   /** --price: what --model costs, when the price table does not know it (or knows it wrong). */
   price: Price | undefined;
@@ -152,6 +155,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
     verifyTimeoutMs: (positiveNumber('--verify-timeout', values['verify-timeout']) ?? 120) * 1000,
     protect: values.protect ?? [],
     yes: values.yes ?? false,
+    noSandbox: values['no-sandbox'] ?? false,
     budgets: {
       maxTurns: positiveNumber('--max-turns', values['max-turns'], true) ?? 25,
       maxTokens: positiveNumber('--max-tokens', values['max-tokens'], true),
@@ -293,6 +297,15 @@ export function configFromCli(
     protect: options.protect,
     contextWindow: options.contextWindow,
     contextFiles: options.contextFiles,
+    sandbox: sandboxPolicy(options),
     onEvent,
   };
+}
+
+/** Prevents code a real model wrote from running with the user's rights when nobody reviews the edits (--yes): then
+ *  the check runs in the OS sandbox or not at all, unless --no-sandbox says so. Scripted runs, and a person approving
+ *  each edit, use the sandbox wherever this machine has one (undefined: the harness's default). */
+export function sandboxPolicy(options: Pick<CliOptions, 'noSandbox' | 'yes' | 'script'>): boolean | undefined {
+  if (options.noSandbox) return false;
+  return options.yes && options.script === undefined ? true : undefined;
 }

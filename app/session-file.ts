@@ -76,6 +76,8 @@ export interface RecordedOptions {
   contextWindow: number | undefined;
   contextFiles: boolean;
   taskModel: string | undefined;
+  /** --no-sandbox was given (missing in sessions recorded before it existed: it was not). */
+  noSandbox?: boolean;
 }
 
 /** The events a replay sees again in the same order; a steer or an interrupt is placed after the Nth of them.

@@ -517,8 +517,9 @@ describe('what the terminal shows', () => {
     const { out, lines } = screen(false);
     const print = terminalPrinter(out);
     const output = `${Array.from({ length: 30 }, (_, i) => `ok ${i}`).join('\n')}\n\x1b[31mFAIL\x1b[39m add\r\n50%\r100%\n\n`;
-    print({ type: 'gate', command: 'npm test', exitCode: 1, passed: false, reason: 'exited with code 1', output });
-    print({ type: 'gate', command: 'npm test', exitCode: 0, passed: true, reason: 'exited with code 0', output: 'ok' });
+    const check = { type: 'gate', command: 'npm test', sandboxed: true } as const;
+    print({ ...check, exitCode: 1, passed: false, reason: 'exited with code 1', output });
+    print({ ...check, exitCode: 0, passed: true, reason: 'exited with code 0', output: 'ok' });
     assert.deepEqual(lines(), [
       'gate: `npm test` exited with code 1: not done',
       ...Array.from({ length: 8 }, (_, i) => `  │ ok ${i + 22}`),

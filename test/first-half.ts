@@ -9,6 +9,7 @@ import './evals.test.ts';
 import './session-page.test.ts';
 import './cli.test.ts';
 import './layout.test.ts';
+import './sandbox.test.ts';
 import './session-file.test.ts';
 import './tools-details.test.ts';
 import './tools-gitignore.test.ts';

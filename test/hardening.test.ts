@@ -20,6 +20,7 @@ import {
   type Approver,
   type BeforeCallHook,
   type Model,
+  resume,
   runTask,
 } from '../agent.ts';
 import { jsonPrinter } from '../app/terminal.ts';
@@ -705,14 +706,15 @@ describe('runaway guard', () => {
     assert.equal(steered, 3, 'the third steer ran: it was not the third call in a row');
   });
 
-  test('a model repeating itself across a resume is still stopped at the third time: the count is in the transcript', async (t) => {
+  test('a model repeating itself across a resume is still stopped at the third time: the row is read from the transcript', async (t) => {
     const root = await tempProject(t);
     const { tool, runs } = echoTool();
     const same = call('echo', { text: 'again' });
     const first = await scriptedAgent(root, [same, same, say('ok')], { tools: [tool] });
     await runTask(first.agent, 'echo');
     const second = await scriptedAgent(root, [same, say('ok')], { tools: [tool] });
-    second.agent.messages.push(...first.agent.messages);
+    const saved = { compaction: null, subAgents: 0, repair: null, protectedAtStart: null, warnings: [] };
+    resume(second.agent, { ...saved, messages: first.agent.messages });
     await runTask(second.agent, 'echo once more');
     assert.deepEqual(runs, ['again', 'again']);
     assert.match(String(toolResults(second.agent.messages).at(-1)?.content), /3 times in a row/);
