@@ -43,7 +43,7 @@ export const OPTIONS = {
   timeout: { type: 'string', arg: 'S', help: 'wall-clock seconds per task' },
   model: { type: 'string', arg: 'ID', help: `model to use (default: $ANTHROPIC_MODEL or ${DEFAULT_MODEL})` },
   'task-model': { type: 'string', arg: 'ID', help: 'model for sub-agents started by the task tool (default: --model)' },
-  'context-window': { type: 'string', arg: 'N', help: `tokens, when the API does not say (default: 200000)` },
+  'context-window': { type: 'string', arg: 'N', help: `tokens, when the API does not say (default: 200,000)` },
   'no-context-files': { type: 'boolean', help: 'do not read AGENTS.md files into the system prompt' },
   script: { type: 'string', arg: 'FILE', help: 'replay canned replies from a JSON file instead of calling an API' },
   session: { type: 'string', arg: 'FILE', help: 'where to append the session (default: .agent/sessions/<time>.jsonl)' },
