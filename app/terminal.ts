@@ -287,8 +287,9 @@ export class StatusLine {
   /** The REPL is left: the terminal gets its own paste back, and the shell's prompt a line of its own. */
   close(): void {
     if (!this.enabled) return;
-    this.out.write(`${this.prompting ? '\n' : ''}${PASTE_MARKS_OFF}`);
-    this.prompting = false;
+    if (this.shown) this.hide();
+    this.out.write(`${this.prompting || this.midLine ? '\n' : ''}${PASTE_MARKS_OFF}`);
+    [this.prompting, this.midLine] = [false, false];
   }
 
   private tick(): void {
@@ -383,8 +384,12 @@ export function terminalPrinter(
       case 'request':
         screen.wait('waiting for the model');
         return screen.spending(spent());
-      case 'text':
-        return markdown ? show(blocks.add(event.delta)) : screen.text(event.delta);
+      case 'text': {
+        if (!markdown) return screen.text(event.delta);
+        const done = blocks.add(event.delta);
+        // Text drawn a block at a time: until a block is whole, the status line says the model is writing.
+        return done.length > 0 ? show(done) : screen.wait('the model is writing');
+      }
       case 'reply': {
         if (markdown) show(blocks.end());
         if (event.stopReason === 'max_tokens') {
