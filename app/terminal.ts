@@ -51,10 +51,11 @@ export function exitCodeFor(h: Halt): number {
 }
 
 /** Where the printers write: stdout, or any stream (a test's). Colour only on a terminal. */
-export type Output = NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
+export type Output = NodeJS.WritableStream & { isTTY?: boolean; columns?: number; hasColors?: () => boolean };
 
-/** Colour only on a terminal, and not when NO_COLOR asks for none (https://no-color.org). */
-export const colourOn = (out: Output) => out.isTTY === true && !process.env.NO_COLOR;
+/** Colour only on a terminal that shows it, and not when NO_COLOR asks for none (https://no-color.org): Node's own
+ *  judgement (hasColors: NO_COLOR, NODE_DISABLE_COLORS, TERM=dumb, FORCE_COLOR), which its styleText follows too. */
+export const colourOn = (out: Output) => out.isTTY === true && !process.env.NO_COLOR && (out.hasColors?.() ?? true);
 
 const colour = (format: Parameters<typeof styleText>[0], text: string, out: Output) =>
   colourOn(out) ? styleText(format, text) : text;
@@ -458,11 +459,10 @@ export function terminalPrinter(
         if (markdown) show(blocks.end());
         running.clear();
         screen.done();
-        const total = spent() === '' ? '' : ` · session: ${spent()}`;
-        return line(
-          event.halt.kind === 'accepted' ? 'green' : 'red',
-          `halt: ${haltText(event.halt)} after ${event.turns} turn(s)${total}`,
-        );
+        const colour = event.halt.kind === 'accepted' ? 'green' : 'red';
+        line(colour, `halt: ${haltText(event.halt)} after ${event.turns} turn(s)`);
+        if (spent() !== '') line('dim', `  session: ${spent()}`);
+        return;
       }
       default:
         return;

@@ -231,7 +231,7 @@ test(
     assert.match(shown, /^## Done\n+Fixed \*\*add\*\*\.$/m, 'NO_COLOR: the markdown as the model wrote it');
     assert.match(
       shown,
-      /^halt: accepted \(verified by `node check\.js`\) after 4 turn\(s\) · session: [\d,]+ tokens · \$/m,
+      /^halt: accepted \(verified by `node check\.js`\) after 4 turn\(s\)\n {2}session: 135,083 tokens · \$0\.0619$/m,
     );
     const wide = lines.filter((line) => line.length > 100);
     assert.deepEqual(wide, [], 'every line fits 100 columns');
@@ -239,18 +239,22 @@ test(
 );
 
 test(
-  'on a colour terminal the model\'s markdown is drawn: a heading and bold, not "##" and "**"',
+  'on a colour terminal the model\'s markdown is drawn (a heading and bold, not "##" and "**") and an edit\'s diff is red and green',
   { skip },
   async (t) => {
+    const edit = { path: 'a.css', old_str: 'float: left;', new_str: 'display: flex;' };
     const api = await startFakeApi([
+      { kind: 'reply', message: fakeMessage([toolUse('toolu_1', 'read_file', { path: 'a.css' })], 'tool_use') },
+      { kind: 'reply', message: fakeMessage([toolUse('toolu_2', 'edit_file', edit)], 'tool_use') },
       { kind: 'reply', message: fakeMessage([text('## Done\n\nFixed the **layout**.')]) },
     ]);
     t.after(() => api.close());
-    const root = await tempProject(t);
-    const env = { ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: api.baseURL, NO_COLOR: '' };
-    const term = started(t, startInTerminal(['fix the layout'], { cwd: root, env }));
+    const root = await tempProject(t, { 'a.css': 'float: left;\n' });
+    const env = { ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: api.baseURL, NO_COLOR: undefined };
+    const term = started(t, startInTerminal(['--yes', 'fix the layout'], { cwd: root, env }));
     assert.equal(await term.exited, 0);
     const output = term.output();
+    assert.match(output, /\x1b\[31m {4}-float: left;\x1b\[39m\r?\n\x1b\[32m {4}\+display: flex;\x1b\[39m/);
     assert.match(output, /\x1b\[1mDone\x1b\[22m/, 'the heading in bold');
     assert.match(output, /Fixed the \x1b\[1mlayout\x1b\[22m\./, '**layout** in bold');
     assert.doesNotMatch(output, /## Done|\*\*layout\*\*/);
