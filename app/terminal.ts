@@ -922,7 +922,7 @@ export function repl(
         return;
       }
       const text = [...pasted, line].join('\n').trim();
-      pasted = [];
+      [pasted, leaveAskedAt] = [[], -Infinity];
       if (steerable && interactive && text !== '' && !text.startsWith('/')) {
         steer(agent, text);
         tell({ type: 'steer', text });
@@ -945,6 +945,7 @@ export function repl(
         return;
       }
       if (!busy && (rl.line !== '' || pasted.length > 0)) {
+        leaveAskedAt = -Infinity; // typing since then: this Ctrl-C is about the text, not about leaving
         clearInput(rl);
         if (pasted.splice(0).length > 0) prompt();
         return;
