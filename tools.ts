@@ -3,6 +3,7 @@
 // and JSON Schema; everything it can do to the disk goes through this file.
 // This file never imports agent.ts: a tool knows nothing about the loop that calls it.
 
+import type Anthropic from '@anthropic-ai/sdk';
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, type Stats } from 'node:fs';
@@ -66,6 +67,46 @@ export function defineTool<S extends z.ZodObject>(spec: {
     preview: preview && ((input, ctx) => preview(spec.input.parse(input), ctx)),
   };
 }
+
+const TOOL_DEFINITIONS = new WeakMap<Tool, Anthropic.Tool>();
+
+/** A tool as the model is shown it: name, description, and the JSON Schema of its input. Built once per tool and
+ *  shared by every agent that has it: converting the schema was a fifth of `createAgent`'s time. */
+export function toolDefinition(tool: Tool): Anthropic.Tool {
+  let definition = TOOL_DEFINITIONS.get(tool);
+  if (definition === undefined) {
+    const { $schema: _ignored, ...schema } = z.toJSONSchema(tool.input, { io: 'input' });
+    definition = { name: tool.name, description: tool.description, input_schema: { ...schema, type: 'object' } };
+    TOOL_DEFINITIONS.set(tool, definition);
+  }
+  return definition;
+}
+
+/** What is wrong with a call's arguments, or null. The depth comes first: the echo below, the session file and the
+ *  SDK all use JSON.stringify, which overflows the stack a few thousand levels down. */
+export function schemaProblem(tool: Tool, input: unknown): string | null {
+  const refused = `invalid arguments for ${tool.name}`;
+  if (nestedDeeperThan(input, MAX_INPUT_DEPTH)) return `${refused}: nested deeper than ${MAX_INPUT_DEPTH} levels`;
+  if (typeof input === 'object' && input !== null && UNUSABLE in input) return `${refused}: ${input[UNUSABLE]}`;
+  const parsed = tool.input.safeParse(input);
+  if (parsed.success) return null;
+  return `${refused}: ${issuesText(parsed.error)}. You sent: ${JSON.stringify(input)}`;
+}
+
+export const issuesText = (error: z.ZodError) =>
+  error.issues.map((issue) => `${issue.path.join('.') || '(input)'}: ${issue.message}`).join('; ');
+
+/** Tool arguments nest a few levels; past this many, a call is refused (see schemaProblem). */
+export const MAX_INPUT_DEPTH = 64;
+
+/** Whether objects and arrays in `value` nest more than `levels` deep; the walk stops there, so any depth is safe. */
+export function nestedDeeperThan(value: unknown, levels: number): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  return levels === 0 || Object.values(value).some((child) => nestedDeeperThan(child, levels - 1));
+}
+
+/** The key under which an unusable input's note is stored (agent.ts's withResendableInputs). */
+export const UNUSABLE = 'unusable_input';
 
 /** A failure the model can act on: its message becomes an is_error tool_result. */
 export class ToolError extends Error {}
@@ -304,6 +345,25 @@ function gitIgnores(files: readonly IgnoreFile[], relative: string): boolean {
     if (ignored || unignored) return ignored;
   }
   return false;
+}
+
+/** `value` (a message, say) with every string longer than `chars` cut to its head and tail and a note of how much was
+ *  left out; thinking blocks stay whole, since the API refuses altered ones. The harness's cap on what it resends. */
+export function capStrings<T>(value: T, chars: number): T {
+  const cut = (item: unknown): unknown => {
+    if (typeof item === 'string') return item.length <= chars ? item : keepEnds(item, chars);
+    if (typeof item !== 'object' || item === null) return item;
+    if ('type' in item && (item.type === 'thinking' || item.type === 'redacted_thinking')) return item;
+    if (Array.isArray(item)) return item.map(cut);
+    return Object.fromEntries(Object.entries(item).map(([key, inner]) => [key, cut(inner)]));
+  };
+  return cut(value) as T;
+}
+
+/** `text` cut to about `chars` characters: its head and tail, and a note of how much is left out between them. */
+function keepEnds(text: string, chars: number): string {
+  const [head, tail] = [Math.floor(chars * 0.75), Math.floor(chars * 0.25)];
+  return `${text.slice(0, head)}\n[... ${text.length - head - tail} characters left out ...]\n${text.slice(-tail)}`;
 }
 
 /** Cuts any tool's text to the output caps, on whole lines, and says how much was left out. */

@@ -15,11 +15,9 @@ import {
   type Halt,
   type LoadedSession,
   errorText,
-  issuesText,
-  MAX_INPUT_DEPTH,
-  nestedDeeperThan,
   transcriptRepair,
 } from '../agent.ts';
+import { issuesText, MAX_INPUT_DEPTH, nestedDeeperThan } from '../tools.ts';
 import type { ProgramEvent, SessionEvent } from './terminal.ts';
 
 /** Version 2 adds what a replay needs: the options, every reply as received, and what the person did. */

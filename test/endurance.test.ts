@@ -43,7 +43,7 @@ import {
   toolUse,
 } from '../scripted-model.ts';
 import { defineTool, TOOLS } from '../tools.ts';
-import { requestViolations } from './api-rules.ts';
+import { requestViolations } from '../lessons/api-rules.ts';
 import { fakeMessage, startFakeApi } from './fake-api.ts';
 import {
   deferred,
