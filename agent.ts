@@ -474,8 +474,9 @@ export interface AfterCallHook {
 }
 
 export type ApprovalAnswer = { approved: true; always?: boolean } | { approved: false; reason?: string };
-/** Asks the person at the keyboard about one call that would change something. */
-export type Approver = (request: { tool: string; preview: string; signal: AbortSignal }) => Promise<ApprovalAnswer>;
+/** Asks the person at the keyboard about one call that would change something: that call, and what it would do. */
+export type Approver = (request: ApprovalRequest) => Promise<ApprovalAnswer>;
+export type ApprovalRequest = { tool: string; preview: string; signal: AbortSignal; call: Anthropic.ToolUseBlock };
 
 export const approveAll: Approver = async () => ({ approved: true });
 
@@ -596,10 +597,10 @@ export function approval(approve: Approver): BeforeCallHook {
   return {
     name: 'approval',
     timeoutMs: Infinity,
-    async check({ tool, input }, agent, signal) {
+    async check({ call, tool, input }, agent, signal) {
       if (tool.readOnly || always) return ALLOW;
       const preview = tool.preview ? await tool.preview(input, agent.toolContext) : JSON.stringify(input, null, 2);
-      const answer = await approve({ tool: tool.name, preview, signal });
+      const answer = await approve({ tool: tool.name, preview, signal, call });
       if (!answer.approved) {
         const why = answer.reason ? `: ${answer.reason}` : '';
         return { action: 'deny', reason: `the user declined this ${tool.name} call${why}` };
@@ -813,9 +814,8 @@ function pieceEnd(messages: Anthropic.MessageParam[], from: number, cut: number,
   let [size, end] = [0, null as number | null];
   for (let i = from + 1; i <= cut; i++) {
     size += estimateTokens(messages[i - 1]);
-    if (messages[i]!.role !== 'assistant') continue;
-    if (size > fitTokens) return end ?? i;
-    end = i;
+    if (messages[i]!.role === 'assistant' && size > fitTokens) return end ?? i; // a piece ends at a reply too
+    if (messages[i]!.role === 'assistant') end = i;
   }
   return cut;
 }

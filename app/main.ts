@@ -1,6 +1,7 @@
 #!/usr/bin/env tsx
 // The program a person runs (package.json's bin): the harness in agent.ts under a terminal, a REPL, a session file,
-// --replay or --export. It only calls the harness's API and draws its events; the harness never imports it.
+// --replay or --export; or under an editor (--acp). It only calls the harness's API and draws its events; the harness
+// never imports it.
 
 import { realpathSync } from 'node:fs';
 import { readFile, realpath } from 'node:fs/promises';
@@ -17,19 +18,20 @@ import {
   type Model,
   resume,
 } from '../agent.ts';
-import { sandboxProblem, TOOLS } from '../tools.ts';
+import { sandboxProblem } from '../tools.ts';
 import {
   chooseModel,
   type CliOptions,
   configFromCli,
   helpText,
   parseCli,
+  recordedOptions,
   sandboxPolicy,
   UsageError,
 } from './options.ts';
 import { priced } from './prices.ts';
 import { replaySession } from './replay.ts';
-import { loadSession, recordAnswers, type RecordedOptions, SESSION_VERSION, sessionRecorder } from './session-file.ts';
+import { loadSession, recordAnswers, sessionHeader, sessionRecorder } from './session-file.ts';
 import {
   colourOn,
   contextBreakdown,
@@ -91,6 +93,15 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       options.taskModel === undefined || options.script !== undefined
         ? undefined
         : priced(await chooseModel(options, env, options.taskModel));
+    const secrets = [env.ANTHROPIC_API_KEY ?? ''];
+    if (options.acp) {
+      // An editor is the interface (app/acp.ts); its library is loaded only then.
+      const { serveAcp } = await import('./acp.ts');
+      const log = (text: string) => void process.stderr.write(`harness --acp: ${text}\n`);
+      if (options.verify === undefined) log('no --verify command: "done" will be accepted unverified');
+      else await tellSandbox(options, log);
+      return await serveAcp({ options, model, taskModel, secrets, log });
+    }
     const interactive = process.stdin.isTTY === true;
     // The REPL's; paused until it listens, so no piped line is read before it is ready for it. A headless run in a
     // terminal leaves the terminal as it is (Ctrl-C a signal) until an approval asks, with a readline of its own.
@@ -111,14 +122,10 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       : options.trace
         ? tracePrinter(out)
         : terminalPrinter(out, { screen, verify: options.verify, price: model.price, session, markdown });
-    const secrets = [env.ANTHROPIC_API_KEY ?? ''];
+    const approval = options.yes ? 'yes' : interactive ? 'ask' : 'deny';
     const startSession = (file: string, fresh: boolean, agent: Agent) => {
-      const startedAt = new Date().toISOString();
-      const recorded = recordedOptions(options, interactive, taskModel);
-      const header = { type: 'session' as const, version: SESSION_VERSION, model: model.name, root, startedAt };
-      const { contextWindow, protectedAtStart } = agent;
-      const full = { ...header, contextWindow, protected: Object.fromEntries(protectedAtStart), options: recorded };
-      return sessionRecorder(file, fresh ? full : null, secrets);
+      const header = sessionHeader(agent, recordedOptions(options, approval, taskModel));
+      return sessionRecorder(file, fresh ? header : null, secrets);
     };
     const newSession = path.join(root, '.agent', 'sessions', `${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`);
     let sessionFile = path.resolve(options.resume ?? options.session ?? newSession);
@@ -222,25 +229,6 @@ async function exportPage(options: CliOptions, out: Output): Promise<number> {
 async function terminalMarkdown(out: Output): Promise<(block: string) => string> {
   const { markdownRenderer } = await import('./markdown.ts');
   return markdownRenderer(Math.min(out.columns ?? MAX_COLUMNS, MAX_COLUMNS));
-}
-
-/** The options a replay needs to run the session the same way, for the session file's header. */
-function recordedOptions(options: CliOptions, interactive: boolean, taskModel: Model | undefined): RecordedOptions {
-  const { verify, verifyTimeoutMs, protect, budgets, contextWindow, contextFiles } = options;
-  const approval = options.yes ? 'yes' : interactive ? 'ask' : 'deny';
-  const tools = [...TOOLS.map((tool) => tool.name), 'task'];
-  return {
-    verify,
-    verifyTimeoutMs,
-    protect,
-    budgets,
-    approval,
-    tools,
-    contextWindow,
-    contextFiles,
-    taskModel: taskModel?.name,
-    noSandbox: options.noSandbox,
-  };
 }
 
 /** Says once, at start, where the verify command will run: outside the sandbox (--no-sandbox), nowhere (no sandbox on

@@ -18,6 +18,7 @@ import {
 import { loadScript, ScriptedModel } from '../scripted-model.ts';
 import { TOOLS } from '../tools.ts';
 import { priceOf } from './prices.ts';
+import type { RecordedOptions } from './session-file.ts';
 import { MAX_COLUMNS, wrap } from './terminal.ts';
 
 interface OptionSpec {
@@ -53,6 +54,7 @@ export const OPTIONS = {
   replay: { type: 'string', arg: 'FILE', help: 're-run a recorded session offline in --root and compare each message' },
   json: { type: 'boolean', help: 'print events as JSON lines instead of text' },
   trace: { type: 'boolean', help: 'print each step tagged with the part of the loop doing it' },
+  acp: { type: 'boolean', help: 'serve an editor over stdio (Agent Client Protocol): it gives the folders and tasks' },
   version: { type: 'boolean', help: "print the program's version, then exit" },
   help: { type: 'boolean', short: 'h', help: 'show this help' },
 } as const satisfies Record<string, OptionSpec>;
@@ -120,6 +122,8 @@ export interface CliOptions {
   given: string[];
   json: boolean;
   trace: boolean;
+  /** Speak the Agent Client Protocol on stdin and stdout (app/acp.ts): an editor is the interface. */
+  acp: boolean;
   task: string | undefined;
   help: boolean;
   version: boolean;
@@ -148,6 +152,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
     }
   }
   if (positionals.length > 0 && positionals.join(' ').trim() === '') throw new UsageError('the task is empty');
+  if (values.acp) refuseBesideAcp(Object.keys(values), positionals);
   const timeout = positiveNumber('--timeout', values.timeout);
   return {
     root: values.root ?? process.cwd(),
@@ -176,10 +181,26 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
     given: Object.keys(values),
     json: values.json ?? false,
     trace: values.trace ?? false,
+    acp: values.acp ?? false,
     task: positionals.length > 0 ? positionals.join(' ') : undefined,
     help: values.help ?? false,
     version: values.version ?? false,
   };
+}
+
+/** What --acp leaves to the editor: the folder (each session's), the tasks, the session files, and stdout. */
+const EDITOR_GIVES = ['root', 'session', 'resume', 'replay', 'export', 'out', 'json', 'trace'];
+
+/** Prevents an option that --acp cannot honour from being silently ignored: the editor gives each session its folder
+ *  and its tasks, session files are the editor's to load, and stdout carries only the protocol. */
+function refuseBesideAcp(given: string[], positionals: string[]): void {
+  const clashing = given.filter((name) => EDITOR_GIVES.includes(name)).map((name) => `--${name}`);
+  if (positionals.length > 0) clashing.push('a task');
+  if (clashing.length === 0) return;
+  throw new UsageError(
+    `--acp takes no ${clashing.join(', ')}: the editor gives each session its folder and tasks, and stdout is the ` +
+      "protocol's",
+  );
 }
 
 /** parseArgs says each mistake in up to three lines of its own; this says it in one, in the terms of --help. */
@@ -299,6 +320,29 @@ export function configFromCli(
     contextFiles: options.contextFiles,
     sandbox: sandboxPolicy(options),
     onEvent,
+  };
+}
+
+/** The options a replay needs to run the session the same way, for the session file's header. `approval`: yes for
+ *  --yes, ask when a person answers (at a terminal or in an editor), deny when nobody can be asked. */
+export function recordedOptions(
+  options: CliOptions,
+  approval: RecordedOptions['approval'],
+  taskModel: Model | undefined,
+): RecordedOptions {
+  const { verify, verifyTimeoutMs, protect, budgets, contextWindow, contextFiles } = options;
+  const tools = [...TOOLS.map((tool) => tool.name), 'task'];
+  return {
+    verify,
+    verifyTimeoutMs,
+    protect,
+    budgets,
+    approval,
+    tools,
+    contextWindow,
+    contextFiles,
+    taskModel: taskModel?.name,
+    noSandbox: options.noSandbox,
   };
 }
 

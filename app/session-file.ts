@@ -8,6 +8,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
 import {
+  type Agent,
   type ApprovalAnswer,
   type Approver,
   type Budgets,
@@ -92,6 +93,19 @@ export const REPLAYED_EVENTS = new Set<SessionEvent['type']>([
   'compaction',
   'halt',
 ]);
+
+/** A new session file's first line: how the session started, which a resume and a replay read back. */
+export function sessionHeader(agent: Agent, options: RecordedOptions): SessionHeader {
+  const { model, root } = agent.config;
+  const startedAt = new Date().toISOString();
+  const header = { type: 'session' as const, version: SESSION_VERSION, model: model.name, root, startedAt };
+  return {
+    ...header,
+    contextWindow: agent.contextWindow,
+    protected: Object.fromEntries(agent.protectedAtStart),
+    options,
+  };
+}
 
 /** Writes each event worth keeping as it happens, synchronously, so a crash loses nothing appended.
  *  A sub-agent's events go to a file of their own, linked from this one. */

@@ -434,7 +434,7 @@ export function terminalPrinter(
       case 'gate': {
         checkOutput = '';
         screen.wait(event.passed ? null : 'preparing the next request');
-        const verdict = `${event.reason}: ${event.passed ? 'pass' : 'not done'}${outside(event)}`;
+        const verdict = `${event.reason}: ${event.passed ? 'pass' : 'not done'}${outsideSandbox(event)}`;
         line(event.passed ? 'green' : 'yellow', `gate: \`${event.command}\` ${verdict}`);
         const tail = event.passed ? [] : lastLines(event.output, FAILED_CHECK_LINES).map((text) => `  │ ${text}`);
         if (tail.length > 0) lines('dim', tail);
@@ -696,7 +696,7 @@ export function tracePrinter(out: NodeJS.WritableStream = process.stdout, prefix
       }
       case 'gate': {
         const verdict = event.passed ? 'passed' : 'not done, go on';
-        return say('halt check', `verify \`${event.command}\` ${event.reason}: ${verdict}${outside(event)}`);
+        return say('halt check', `verify \`${event.command}\` ${event.reason}: ${verdict}${outsideSandbox(event)}`);
       }
       case 'compaction':
         nextTurn();
@@ -736,7 +736,7 @@ const summarizeText = (text: string) => {
 };
 
 /** A gate line's mark when its check ran outside the OS sandbox, with the user's full rights. */
-const outside = (event: Extract<AgentEvent, { type: 'gate' }>) =>
+export const outsideSandbox = (event: Extract<AgentEvent, { type: 'gate' }>) =>
   event.sandboxed || event.exitCode === null ? '' : ' (outside the sandbox)';
 
 /** The same events as JSON lines, for CI and other programs. */

@@ -14,3 +14,4 @@ import './session-file.test.ts';
 import './tools-details.test.ts';
 import './tools-gitignore.test.ts';
 import './tools-inputs.test.ts';
+import './acp.test.ts';
