@@ -85,7 +85,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     if (options.replay !== undefined) return await replaySession(options.replay, { ...options, root }, out);
     // Markdown is drawn only where colour is: piped, or with NO_COLOR, the model's text stays as it wrote it. Its
     // renderer takes a moment to load, so it loads while the model is set up.
-    const plainText = options.json || options.trace || !colourOn(out);
+    const plainText = options.acp || options.json || options.trace || !colourOn(out);
     const loadingMarkdown = plainText ? undefined : terminalMarkdown(out);
     const chosen = await chooseModel(options, env, options.model);
     const model = priced(chosen, options.price);
