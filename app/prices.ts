@@ -9,16 +9,16 @@ export const PRICES_CHECKED = '2026-12-01';
 
 /** Dollars per million input and output tokens. A model missing here, and given no --price, has an unknown cost.
  *
- *  The harness prices cache writes at 1.25× and cache reads at 0.1× the input price (agent.ts, costOf). Where a
- *  model's own cache-read rate is lower (Claude Opus 5.5 and, per third-party notes of a cut on 2026-10-07, Sonnet
- *  5.5: 0.05×; Fable 5.1 and Mythos 5.1: 0.025×), its cached input is over-counted: the cost shown is an upper
- *  bound, never an under-estimate, so a --max-cost budget still holds. */
+ *  Cache writes cost 1.25× and cache reads 0.1× the input price (agent.ts, costOf) unless a model's entry says
+ *  otherwise, as Opus 5.5's (0.05×) and Fable and Mythos 5.1's (0.025×) do. Sonnet 5.5's cut to 0.05× is known only
+ *  from third-party notes (2026-10-07), so it keeps 0.1×: its cached input may be over-counted, an upper bound that
+ *  keeps a --max-cost budget safe. */
 const PRICES: Record<string, Price> = {
-  'claude-fable-5-1': { input: 10, output: 50 },
-  'claude-mythos-5-1': { input: 10, output: 50 }, // limited availability
+  'claude-fable-5-1': { input: 10, output: 50, cacheRead: 0.025 },
+  'claude-mythos-5-1': { input: 10, output: 50, cacheRead: 0.025 }, // limited availability
   'claude-fable-5': { input: 10, output: 50 }, // legacy
   'claude-mythos-5': { input: 10, output: 50 }, // legacy, limited availability
-  'claude-opus-5-5': { input: 4, output: 20 },
+  'claude-opus-5-5': { input: 4, output: 20, cacheRead: 0.05 },
   'claude-opus-5': { input: 5, output: 25 }, // legacy
   'claude-opus-4-8': { input: 5, output: 25 },
   'claude-opus-4-7': { input: 5, output: 25 },
