@@ -121,7 +121,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       ? jsonPrinter(out)
       : options.trace
         ? tracePrinter(out)
-        : terminalPrinter(out, { screen, verify: options.verify, price: model.price, session, markdown });
+        : terminalPrinter(out, { screen, verify: statusOfVerify(options), price: model.price, session, markdown });
     const approval = options.yes ? 'yes' : interactive ? 'ask' : 'deny';
     const startSession = (file: string, fresh: boolean, agent: Agent) => {
       const header = sessionHeader(agent, recordedOptions(options, approval, taskModel));
@@ -230,6 +230,10 @@ async function terminalMarkdown(out: Output): Promise<(block: string) => string>
   const { markdownRenderer } = await import('./markdown.ts');
   return markdownRenderer(Math.min(out.columns ?? MAX_COLUMNS, MAX_COLUMNS));
 }
+
+/** The verify command as the status line names it while it runs: marked when it runs outside the sandbox. */
+const statusOfVerify = ({ verify, noSandbox }: CliOptions) =>
+  verify !== undefined && noSandbox ? `${verify} (outside the sandbox)` : verify;
 
 /** Says once, at start, where the verify command will run: outside the sandbox (--no-sandbox), nowhere (no sandbox on
  *  this machine, and the policy asks for one), or with the user's rights (no sandbox, and the policy allows that). */
