@@ -813,7 +813,7 @@ export function chooseCut(messages: Anthropic.MessageParam[], from: number, keep
 function pieceEnd(messages: Anthropic.MessageParam[], from: number, cut: number, fitTokens: number): number {
   let [size, end] = [0, null as number | null];
   for (let i = from + 1; i <= cut; i++) {
-    size += estimateTokens(messages[i - 1]);
+    size += estimateMessages(messages.slice(i - 1, i)); // each message measured once, as the requests measure it
     if (messages[i]!.role === 'assistant' && size > fitTokens) return end ?? i; // a piece ends at a reply too
     if (messages[i]!.role === 'assistant') end = i;
   }
