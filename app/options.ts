@@ -19,6 +19,7 @@ import { loadScript, ScriptedModel } from '../scripted-model.ts';
 import { TOOLS } from '../tools.ts';
 import { priceOf } from './prices.ts';
 import type { RecordedOptions } from './session-file.ts';
+import { MAX_COLUMNS, wrap } from './terminal.ts';
 
 interface OptionSpec {
   type: 'string' | 'boolean';
@@ -30,52 +31,145 @@ interface OptionSpec {
 }
 
 export const OPTIONS = {
-  root: { type: 'string', arg: 'DIR', help: 'project folder the tools work in (default: the current folder)' },
-  verify: { type: 'string', arg: 'CMD', help: 'shell command that must exit 0 before "done" is accepted' },
-  'verify-timeout': { type: 'string', arg: 'S', help: 'seconds the verify command may run (default: 120)' },
-  protect: { type: 'string', arg: 'GLOB', multiple: true, help: 'files the agent may not change, e.g. "test/**"' },
+  root: {
+    type: 'string',
+    arg: 'DIR',
+    help: 'project folder the tools work in (default: the current folder)',
+  },
+  verify: {
+    type: 'string',
+    arg: 'CMD',
+    help: 'shell command that must exit 0 before "done" is accepted',
+  },
+  'verify-timeout': {
+    type: 'string',
+    arg: 'S',
+    help: 'seconds the verify command may run (default: 120)',
+  },
+  protect: {
+    type: 'string',
+    arg: 'GLOB',
+    multiple: true,
+    help: 'files the agent may not change, e.g. "test/**"',
+  },
   yes: { type: 'boolean', help: 'approve every change without asking' },
-  'no-sandbox': { type: 'boolean', help: 'run the verify command outside the OS sandbox, with your full rights' },
-  'max-turns': { type: 'string', arg: 'N', help: 'model calls per task (default: 25)' },
-  'max-tokens': { type: 'string', arg: 'N', help: 'input + output tokens per task, sub-agents included' },
-  'max-cost': { type: 'string', arg: 'USD', help: 'dollars per task, sub-agents included (needs a known price)' },
-  price: { type: 'string', arg: 'IN,OUT', help: 'dollars per million input and output tokens of --model' },
+  'no-sandbox': {
+    type: 'boolean',
+    help: 'run the verify command outside the OS sandbox, with your full rights',
+  },
+  'max-turns': {
+    type: 'string',
+    arg: 'N',
+    help: 'model calls per task (default: 25)',
+  },
+  'max-tokens': {
+    type: 'string',
+    arg: 'N',
+    help: 'input + output tokens per task, sub-agents included',
+  },
+  'max-cost': {
+    type: 'string',
+    arg: 'USD',
+    help: 'dollars per task, sub-agents included (needs a known price)',
+  },
+  price: {
+    type: 'string',
+    arg: 'IN,OUT',
+    help: 'dollars per million input and output tokens of --model',
+  },
   timeout: { type: 'string', arg: 'S', help: 'wall-clock seconds per task' },
-  model: { type: 'string', arg: 'ID', help: `model to use (default: $ANTHROPIC_MODEL or ${DEFAULT_MODEL})` },
-  'task-model': { type: 'string', arg: 'ID', help: 'model for sub-agents started by the task tool (default: --model)' },
-  'context-window': { type: 'string', arg: 'N', help: `tokens, when the API does not say (default: 200000)` },
-  'no-context-files': { type: 'boolean', help: 'do not read AGENTS.md files into the system prompt' },
-  script: { type: 'string', arg: 'FILE', help: 'replay canned replies from a JSON file instead of calling an API' },
-  session: { type: 'string', arg: 'FILE', help: 'where to append the session (default: .agent/sessions/<time>.jsonl)' },
-  resume: { type: 'string', arg: 'FILE', help: 'continue a saved session (and keep appending to it)' },
-  export: { type: 'string', arg: 'FILE', help: 'write a session file as one self-contained web page, then exit' },
-  out: { type: 'string', arg: 'FILE', help: 'where --export writes the page (default: beside the session, .html)' },
-  replay: { type: 'string', arg: 'FILE', help: 're-run a recorded session offline in --root and compare each message' },
+  model: {
+    type: 'string',
+    arg: 'ID',
+    help: `model to use (default: $ANTHROPIC_MODEL or ${DEFAULT_MODEL})`,
+  },
+  'task-model': {
+    type: 'string',
+    arg: 'ID',
+    help: 'model for sub-agents started by the task tool (default: --model)',
+  },
+  'context-window': {
+    type: 'string',
+    arg: 'N',
+    help: `tokens, when the API does not say (default: 200,000)`,
+  },
+  'no-context-files': {
+    type: 'boolean',
+    help: 'do not read AGENTS.md files into the system prompt',
+  },
+  script: {
+    type: 'string',
+    arg: 'FILE',
+    help: 'replay canned replies from a JSON file instead of calling an API',
+  },
+  session: {
+    type: 'string',
+    arg: 'FILE',
+    help: 'where to append the session (default: .agent/sessions/<time>.jsonl)',
+  },
+  resume: {
+    type: 'string',
+    arg: 'FILE',
+    help: 'continue a saved session (and keep appending to it)',
+  },
+  export: {
+    type: 'string',
+    arg: 'FILE',
+    help: 'write a session file as one self-contained web page, then exit',
+  },
+  out: {
+    type: 'string',
+    arg: 'FILE',
+    help: 'where --export writes the page (default: beside the session, .html)',
+  },
+  replay: {
+    type: 'string',
+    arg: 'FILE',
+    help: 're-run a recorded session offline in --root and compare each message',
+  },
   json: { type: 'boolean', help: 'print events as JSON lines instead of text' },
-  trace: { type: 'boolean', help: 'print each step tagged with the part of the loop doing it' },
+  trace: {
+    type: 'boolean',
+    help: 'print each step tagged with the part of the loop doing it',
+  },
+  acp: {
+    type: 'boolean',
+    help: 'serve an editor over stdio (Agent Client Protocol): it gives the folders and tasks',
+  },
+  version: { type: 'boolean', help: "print the program's version, then exit" },
   help: { type: 'boolean', short: 'h', help: 'show this help' },
 } as const satisfies Record<string, OptionSpec>;
+/** Where each option's help starts in --help, and so where its wrapped lines continue. */
+const HELP_COLUMN = 24;
 
 export function helpText(): string {
-  const rows = Object.entries(OPTIONS).map(([name, spec]: [string, OptionSpec]) => {
-    const flag = `${spec.short ? `-${spec.short}, ` : ''}--${name}${spec.arg ? ` ${spec.arg}` : ''}`;
-    return `  ${flag.padEnd(20)}${spec.help}${spec.multiple ? ' (repeatable)' : ''}`;
+  const rows = Object.entries(OPTIONS).flatMap(([name, spec]: [string, OptionSpec]) => {
+    const flag = `  ${spec.short ? `-${spec.short}, ` : ''}--${name}${spec.arg ? ` ${spec.arg}` : ''}`;
+    const [first = '', ...rest] = wrap(
+      `${spec.help}${spec.multiple ? ' (repeatable)' : ''}`,
+      MAX_COLUMNS - HELP_COLUMN,
+    );
+    return [`${flag.padEnd(HELP_COLUMN)}${first}`, ...rest.map((line) => `${' '.repeat(HELP_COLUMN)}${line}`)];
   });
   return [
-    'Usage: npx tsx agent.ts [options] [task]',
+    'Usage: npx harness [options] [task]',
     '',
-    'With a task: one run, then exit. Without: a REPL (one task per line; /exit to leave).',
+    'With a task: one run, then exit. Without: a REPL (one task per line; /help lists its commands).',
     'No API key? `npm start` plays the offline demo, and --script FILE runs on canned replies.',
     '',
     'Options:',
     ...rows,
     '',
-    'In the REPL: type while the agent works to steer it; Ctrl-C stops the run, and at an empty prompt leaves;',
-    "/context, /compact, /resume FILE, /exit. Leaving the REPL exits 0 (piped in: the last task's exit code).",
-    'Environment: ANTHROPIC_API_KEY, ANTHROPIC_MODEL, ANTHROPIC_BASE_URL (any Anthropic-compatible endpoint).',
+    ...wrap(
+      'In the REPL: type while the agent works to steer it; Ctrl-C stops the run, and twice at an empty prompt ' +
+        'leaves; a pasted block is one message. /help, /context, /compact, /resume FILE, /exit. Leaving the REPL ' +
+        "exits 0 (piped in: the last task's exit code).",
+      MAX_COLUMNS,
+    ),
+    'Environment: ANTHROPIC_API_KEY, ANTHROPIC_MODEL, ANTHROPIC_BASE_URL (any Anthropic-compatible API).',
     'Halts: accepted (verified | unverified), budget (turns | tokens | cost | time), interrupted, error.',
     'Exit codes: 0 accepted, 1 not accepted (budget, error), 2 usage error, 130 interrupted (Ctrl-C),',
-    '143 and 129: stopped by SIGTERM or SIGHUP (the run stops as with Ctrl-C, and its halt is written first).',
+    '143, 129: stopped by SIGTERM, SIGHUP (the run stops as with Ctrl-C; its halt is written first).',
   ].join('\n');
 }
 
@@ -110,15 +204,22 @@ export interface CliOptions {
   given: string[];
   json: boolean;
   trace: boolean;
+  /** Speak the Agent Client Protocol on stdin and stdout (app/acp.ts): an editor is the interface. */
+  acp: boolean;
   task: string | undefined;
   help: boolean;
+  version: boolean;
 }
 
 export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
   let values: ParsedValues;
   let positionals: string[];
   try {
-    ({ values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS }));
+    ({ values, positionals } = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: OPTIONS,
+    }));
   } catch (error) {
     throw new UsageError(describeCliError(errorText(error)));
   }
@@ -126,6 +227,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
   const price = parsePrice(values.price);
   const maxCostUsd = positiveNumber('--max-cost', values['max-cost']);
   if (positionals.length > 0 && positionals.join(' ').trim() === '') throw new UsageError('the task is empty');
+  if (values.acp) refuseBesideAcp(Object.keys(values), positionals);
   const timeout = positiveNumber('--timeout', values.timeout);
   return pricedForBudget({
     root: values.root ?? process.cwd(),
@@ -154,8 +256,10 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
     given: Object.keys(values),
     json: values.json ?? false,
     trace: values.trace ?? false,
+    acp: values.acp ?? false,
     task: positionals.length > 0 ? positionals.join(' ') : undefined,
     help: values.help ?? false,
+    version: values.version ?? false,
   });
 }
 
@@ -163,7 +267,10 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
 function pricedForBudget(options: CliOptions): CliOptions {
   if (options.budgets.maxCostUsd === undefined) return options;
   const scripted = options.script !== undefined;
-  const main = { name: options.model ?? (scripted ? 'scripted' : DEFAULT_MODEL), price: options.price };
+  const main = {
+    name: options.model ?? (scripted ? 'scripted' : DEFAULT_MODEL),
+    price: options.price,
+  };
   const task = options.taskModel === undefined || scripted ? main : { name: options.taskModel };
   for (const priced of [main, task]) {
     if (!priceOf(priced)) {
@@ -181,7 +288,10 @@ export function resumedOptions(
   recorded: { model: string; options?: RecordedOptions } | null,
 ): { options: CliOptions; said: string } {
   if (recorded?.options === undefined) {
-    return { options, said: 'options: the session recorded none (format 1), so the command line gives them all' };
+    return {
+      options,
+      said: 'options: the session recorded none (format 1), so the command line gives them all',
+    };
   }
   const saved = recorded.options;
   const fromSession: string[] = [];
@@ -243,19 +353,64 @@ export function resumedOptions(
     fromSession.length > 0 && `from the session ${fromSession.join(' ')}`,
     fromCommandLine.length > 0 && `from the command line ${fromCommandLine.join(' ')}`,
   ].filter((part) => part !== false);
-  return { options: pricedForBudget(resumed), said: `options: ${parts.join('; ') || 'the defaults, as recorded'}` };
+  return {
+    options: pricedForBudget(resumed),
+    said: `options: ${parts.join('; ') || 'the defaults, as recorded'}`,
+  };
+}
+
+/** What --acp leaves to the editor: the folder (each session's), the tasks, the session files, and stdout. */
+const EDITOR_GIVES = ['root', 'session', 'resume', 'replay', 'export', 'out', 'json', 'trace'];
+
+/** Prevents an option that --acp cannot honour from being silently ignored: the editor gives each session its folder
+ *  and its tasks, session files are the editor's to load, and stdout carries only the protocol. */
+function refuseBesideAcp(given: string[], positionals: string[]): void {
+  const clashing = given.filter((name) => EDITOR_GIVES.includes(name)).map((name) => `--${name}`);
+  if (positionals.length > 0) clashing.push('a task');
+  if (clashing.length === 0) return;
+  throw new UsageError(
+    `--acp takes no ${clashing.join(', ')}: the editor gives each session its folder and tasks, and stdout is the ` +
+      "protocol's",
+  );
 }
 
 /** parseArgs says each mistake in up to three lines of its own; this says it in one, in the terms of --help. */
 function describeCliError(message: string): string {
   const flag = /'(-[^' ]+)/.exec(message)?.[1] ?? '';
   const arg = (OPTIONS as Record<string, OptionSpec>)[flag.replace(/^--/, '')]?.arg ?? 'VALUE';
-  if (message.startsWith('Unknown option'))
-    return `unknown option ${flag} (a task that starts with "-" goes after --, as in: -- "${flag}")`;
+  if (message.startsWith('Unknown option')) {
+    const meant = nearestOption(flag);
+    const hint = meant ? `; did you mean --${meant}?` : ' (a task starting with "-" goes after --)';
+    return `unknown option ${flag}${hint}`;
+  }
   if (message.includes('argument missing')) return `${flag} needs a value: ${flag} ${arg}`;
   if (message.includes('ambiguous')) return `${flag} needs a value; one that starts with "-" is written ${flag}=${arg}`;
   if (message.includes('does not take an argument')) return `${flag} takes no value`;
   return message.split('\n')[0]!;
+}
+
+/** The option a mistyped flag most likely meant: the nearest name, if it is within two edits and the typing was
+ *  not mostly wrong (so `--x` suggests nothing). */
+export function nearestOption(flag: string): string | undefined {
+  const typed = flag.replace(/^-+/, '');
+  const [nearest] = Object.keys(OPTIONS)
+    .map((name) => ({ name, edits: editDistance(typed, name) }))
+    .sort((a, b) => a.edits - b.edits);
+  return nearest && nearest.edits <= Math.min(2, typed.length / 2) ? nearest.name : undefined;
+}
+
+/** How many one-character insertions, deletions or substitutions turn `a` into `b` (Levenshtein). */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1);
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, substitution);
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
 }
 
 /** "3,15": dollars per million input tokens, then output tokens (cache writes and reads are priced from input). */
@@ -292,8 +447,7 @@ export async function chooseModel(
     }
   }
   if (!env.ANTHROPIC_API_KEY && !env.ANTHROPIC_BASE_URL) {
-    const offline = 'use --script FILE to run offline, or `npm start` for the offline demo';
-    throw new UsageError(`ANTHROPIC_API_KEY is not set: set it, ${offline}`);
+    throw new UsageError('ANTHROPIC_API_KEY is not set; to run offline: --script FILE, or `npm start`');
   }
   // A local Anthropic-compatible server may need no key; the SDK still wants one to send.
   const { default: Anthropic } = await import('@anthropic-ai/sdk');
@@ -320,7 +474,12 @@ const changesNeedATerminal: BeforeCallHook = {
 /** Where the command line builds the agent's configuration: a forker adds their own hooks or tools here. */
 export function configFromCli(
   options: CliOptions,
-  made: { root: string; model: Model; taskModel: Model | undefined; approve: Approver | null },
+  made: {
+    root: string;
+    model: Model;
+    taskModel: Model | undefined;
+    approve: Approver | null;
+  },
   onEvent: (event: AgentEvent) => void,
 ): AgentConfig {
   const nobodyToAsk = made.approve === null; // the hook refuses every change, so approval never sees one
@@ -337,6 +496,29 @@ export function configFromCli(
     contextFiles: options.contextFiles,
     sandbox: sandboxPolicy(options),
     onEvent,
+  };
+}
+
+/** The options a replay needs to run the session the same way, for the session file's header. `approval`: yes for
+ *  --yes, ask when a person answers (at a terminal or in an editor), deny when nobody can be asked. */
+export function recordedOptions(
+  options: CliOptions,
+  approval: RecordedOptions['approval'],
+  taskModel: Model | undefined,
+): RecordedOptions {
+  const { verify, verifyTimeoutMs, protect, budgets, contextWindow, contextFiles } = options;
+  const tools = [...TOOLS.map((tool) => tool.name), 'task'];
+  return {
+    verify,
+    verifyTimeoutMs,
+    protect,
+    budgets,
+    approval,
+    tools,
+    contextWindow,
+    contextFiles,
+    taskModel: taskModel?.name,
+    noSandbox: options.noSandbox,
   };
 }
 

@@ -19,6 +19,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
 import {
+  type Agent,
   type ApprovalAnswer,
   type Approver,
   type Budgets,
@@ -104,6 +105,19 @@ export const REPLAYED_EVENTS = new Set<SessionEvent['type']>([
   'halt',
 ]);
 
+/** A new session file's first line: how the session started, which a resume and a replay read back. */
+export function sessionHeader(agent: Agent, options: RecordedOptions): SessionHeader {
+  const { model, root } = agent.config;
+  const startedAt = new Date().toISOString();
+  const header = { type: 'session' as const, version: SESSION_VERSION, model: model.name, root, startedAt };
+  return {
+    ...header,
+    contextWindow: agent.contextWindow,
+    protected: Object.fromEntries(agent.protectedAtStart),
+    options,
+  };
+}
+
 /** Writes each event worth keeping as it happens, synchronously, so a crash loses nothing appended.
  *  A sub-agent's events go to a file of their own, linked from this one. Starting throws if the file cannot be
  *  written; a write that fails later (the disk is full) is told to `failed`, once, and nothing more is written, so the
@@ -131,7 +145,7 @@ export function sessionRecorder(
     } catch (error) {
       if (failed === undefined) throw error;
       broken = true;
-      failed(`the session file ${file} can no longer be written (${fileProblem(error)})`);
+      failed(`the session file ${file} can no longer be written: ${fileProblem(error)}`);
     }
   };
   const children = new Map<string, (event: SessionEvent) => void>();
@@ -166,7 +180,7 @@ export function sessionRecorder(
           child = sessionRecorder(childFile, childHeader, secrets, failed);
         } catch (error) {
           if (failed === undefined) throw error;
-          failed(`the sub-agent's session file ${childFile} cannot be written (${fileProblem(error)})`);
+          failed(`the sub-agent's session file ${childFile} cannot be written: ${fileProblem(error)}`);
           child = () => {};
         }
         children.set(event.id, child);
@@ -193,7 +207,7 @@ export function checkSessionFile(file: string, use: 'resume' | 'new'): void {
       closeSync(fd);
     }
   } catch (error) {
-    throw new Error(error instanceof IrregularFile ? error.message : `${file} ${cannot} (${fileProblem(error)})`);
+    throw new Error(error instanceof IrregularFile ? error.message : `${file} ${cannot}: ${fileProblem(error)}`);
   }
 }
 

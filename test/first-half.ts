@@ -15,3 +15,4 @@ import './tools-details.test.ts';
 import './tools-gitignore.test.ts';
 import './tools-inputs.test.ts';
 import './program-session.test.ts';
+import './acp.test.ts';

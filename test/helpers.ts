@@ -13,7 +13,7 @@ import { main } from '../app/main.ts';
 import { scriptedAgent, writeFiles } from '../lessons/stories.ts';
 import { z } from 'zod';
 import { defineTool } from '../tools.ts';
-import { requestViolations } from './api-rules.ts';
+import { requestViolations } from '../lessons/api-rules.ts';
 
 /** A fresh project folder with the given files, removed when the test ends. */
 export async function tempProject(t: TestContext, files: Record<string, string> = {}): Promise<string> {

@@ -155,9 +155,10 @@ test('a session file that stops taking writes mid-run (the file size limit reach
   const run = start(t, root, ['--yes', '--script', 'script.json', '--session', file, 'read it twice'], 'ulimit -f 80');
   const { code, output } = await within(run.exited, 'the program', 10_000);
   assert.equal(code, EXIT.notAccepted, output);
-  const problems = output.split('\n').filter((line) => line.startsWith('agent: '));
+  const unwrapped = output.replace(/\n {2}/g, ' '); // the program wraps a long message at 100 columns
+  const problems = unwrapped.split('\n').filter((line) => line.startsWith('harness: '));
   assert.deepEqual(problems, [
-    `agent: the session file ${file} can no longer be written (file too large (EFBIG)); the run was stopped, so that nothing goes unrecorded`,
+    `harness: the session file ${file} can no longer be written: file too large (EFBIG); the run was stopped, so that nothing goes unrecorded`,
   ]);
   assert.doesNotMatch(output, /\n\s+at /, 'no stack trace');
 });

@@ -23,11 +23,15 @@ async function project(t: TestContext, scripts: Record<string, unknown[]> = {}):
   return tempProject(t, { 'a.txt': 'alpha\n', 'test.txt': 'the test\n', ...files });
 }
 
-/** What main says on stderr while it runs (usage errors, a session that can no longer be written). */
+/** What main says on stderr while it runs (usage errors, a session that can no longer be written), each message
+ *  unwrapped (the program wraps a long one at 100 columns). */
 function stderrOf(t: TestContext): () => string[] {
   const printed = t.mock.method(console, 'error', () => {});
-  return () => printed.mock.calls.map((c) => String(c.arguments[0]));
+  return () => printed.mock.calls.map((c) => String(c.arguments[0]).replace(/\n {2}/g, ' '));
 }
+
+/** What the program printed, a line wrapped at 100 columns joined again. */
+const unwrapped = (printed: string) => printed.replace(/\n {2}/g, ' ');
 
 const entries = async (file: string) =>
   (await readFile(file, 'utf8'))
@@ -55,11 +59,11 @@ describe('--resume runs with the options the session recorded', () => {
     const resumed = ['--root', root, '--yes', '--resume', file, '--script', path.join(root, 'second.json')];
     const { status, stdout } = await runCli([...resumed, 'keep going']);
     assert.match(
-      stdout,
+      unwrapped(stdout),
       /\noptions: from the session --verify "exit 3" --verify-timeout 120 --max-turns 1 --model scripted --context-window 50000\n/,
     );
     assert.doesNotMatch(stdout, /no --verify command|accepted \(unverified/);
-    assert.match(stdout, /context window 50000 tokens/);
+    assert.match(stdout, /context window 50,000 tokens/);
     assert.match(stdout, /halt: budget \(turns: the limit of 1 turns was reached/, 'the recorded check refused "done"');
     assert.equal(status, EXIT.notAccepted);
   });
@@ -74,7 +78,7 @@ describe('--resume runs with the options the session recorded', () => {
     const resumed = ['--root', root, '--yes', '--resume', file, '--script', path.join(root, 'second.json')];
     const { status, stdout } = await runCli([...resumed, '--verify', 'exit 0', '--max-turns', '5', 'keep going']);
     assert.match(
-      stdout,
+      unwrapped(stdout),
       /\noptions: from the session --verify-timeout 120 --protect "test.txt" --model scripted; from the command line --verify --max-turns\n/,
     );
     assert.match(stdout, /test\.txt.*protected/i, 'the recorded --protect still refuses the edit');
@@ -122,13 +126,16 @@ describe('--resume runs with the options the session recorded', () => {
     await writeFile(file, `${JSON.stringify(header)}\n`);
     const args = ['--root', root, '--yes', '--resume', file, '--script', path.join(root, 'script.json'), 'go on'];
     const { status, stdout } = await runCli(args);
-    assert.match(stdout, /\noptions: the session recorded none \(format 1\), so the command line gives them all\n/);
+    assert.match(
+      unwrapped(stdout),
+      /\noptions: the session recorded none \(format 1\), so the command line gives them all\n/,
+    );
     assert.equal(status, EXIT.accepted);
   });
 });
 
 describe('a session path that cannot hold a session is one line and exit 2', () => {
-  /** Runs main with `args`, in a project with a script, and returns the one line it printed. */
+  /** Runs main with `args`, in a project with a script, and returns the one message it printed. */
   async function refused(t: TestContext, root: string, args: string[]): Promise<string> {
     const said = stderrOf(t);
     const script = path.join(root, 'script.json');
@@ -136,7 +143,7 @@ describe('a session path that cannot hold a session is one line and exit 2', () 
     assert.equal(code, EXIT.usage, said().join('\n'));
     assert.equal(said().length, 1, said().join('\n'));
     const [line = ''] = said();
-    assert.doesNotMatch(line, /\n|    at /, 'one line, no stack');
+    assert.doesNotMatch(line, /\n|    at /, 'one message, no stack');
     return line;
   }
 
@@ -145,15 +152,15 @@ describe('a session path that cannot hold a session is one line and exit 2', () 
     mkdirSync(path.join(root, 'folder'));
     assert.match(
       await refused(t, root, ['--session', path.join(root, 'folder')]),
-      /^agent: --session: .*folder is a directory, not a session file \(see --help\)$/,
+      /^harness: --session: .*folder is a directory, not a session file \(see --help\)$/,
     );
     assert.match(
       await refused(t, root, ['--session', path.join(root, 'a.txt', 'x.jsonl')]),
-      /^agent: --session: .*a\.txt\/x\.jsonl cannot hold a session \(not a directory \(ENOTDIR\)\) \(see --help\)$/,
+      /^harness: --session: .*a\.txt\/x\.jsonl cannot hold a session: not a directory \(ENOTDIR\) \(see --help\)$/,
     );
     assert.match(
       await refused(t, root, ['--session', '/dev/full']),
-      /^agent: --session: \/dev\/full is a device, not a session file \(see --help\)$/,
+      /^harness: --session: \/dev\/full is a device, not a session file \(see --help\)$/,
     );
     assert.equal(await readFile(path.join(root, 'a.txt'), 'utf8'), 'alpha\n');
   });
@@ -168,12 +175,14 @@ describe('a session path that cannot hold a session is one line and exit 2', () 
     for (const flag of ['--session', '--resume']) {
       assert.match(
         await refused(t, root, [flag, fifo]),
-        new RegExp(`^agent: ${flag}: .*pipe\\.jsonl is a named pipe, not a session file \\(see --help\\)$`),
+        new RegExp(`^harness: ${flag}: .*pipe\\.jsonl is a named pipe, not a session file \\(see --help\\)$`),
       );
     }
     const said = stderrOf(t);
     assert.equal(await within(main(['--export', fifo], {}), '--export', 5_000), EXIT.usage);
-    assert.deepEqual(said(), [`export: cannot read ${fifo}: not a regular file, so not a session file`]);
+    assert.deepEqual(said(), [
+      `harness: --export: cannot read ${fifo}: not a regular file, so not a session file (see --help)`,
+    ]);
   });
 
   test('--resume of a file that cannot be written (or a directory) is refused before the run, naming why', async (t) => {
@@ -186,7 +195,7 @@ describe('a session path that cannot hold a session is one line and exit 2', () 
     try {
       assert.match(
         await refused(t, root, ['--resume', file]),
-        /^agent: --resume: .*locked\.jsonl cannot be resumed \(.+ \(E[A-Z]+\)\) \(see --help\)$/,
+        /^harness: --resume: .*locked\.jsonl cannot be resumed: .+ \(E[A-Z]+\) \(see --help\)$/,
       );
     } finally {
       unlock();
@@ -209,7 +218,7 @@ describe('a session path that cannot hold a session is one line and exit 2', () 
     rmSync(folder, { recursive: true });
     assert.equal(await within(running, 'main', 5_000), EXIT.notAccepted);
     assert.deepEqual(said(), [
-      `agent: the session file ${file} can no longer be written (no such file or directory (ENOENT)); the run was stopped, so that nothing goes unrecorded`,
+      `harness: the session file ${file} can no longer be written: no such file or directory (ENOENT); the run was stopped, so that nothing goes unrecorded`,
     ]);
   });
 });

@@ -2,7 +2,7 @@
 // line reported with its number (a torn last line as a crash, any other as corruption), the
 // transcript repaired in both directions until the API's rules hold, and a file of any size
 // streamed rather than read into one string. Each test is named after the failure it prevents;
-// the oracle for "valid" is the API's rules as test/api-rules.ts writes them.
+// the oracle for "valid" is the API's rules as lessons/api-rules.ts writes them.
 
 import Anthropic from '@anthropic-ai/sdk';
 import assert from 'node:assert/strict';
@@ -13,7 +13,7 @@ import fc from 'fast-check';
 import { AnthropicModel, type Compaction, type LoadedSession, resume, runTask } from '../agent.ts';
 import { loadSession, SESSION_VERSION, type SessionEntry, sessionRecorder } from '../app/session-file.ts';
 import { say } from '../scripted-model.ts';
-import { requestViolations } from './api-rules.ts';
+import { requestViolations } from '../lessons/api-rules.ts';
 import { fakeMessage, startFakeApi } from './fake-api.ts';
 import { pointSdkAt, runCli, scriptedAgent, tempProject, violationsOf } from './helpers.ts';
 
@@ -220,10 +220,11 @@ describe('repair in both directions: every resumed transcript obeys the API', ()
       ANTHROPIC_BASE_URL: api.baseURL,
     });
     assert.equal(run.status, 0, run.stdout);
-    assert.match(run.stdout, /session\.jsonl:4 is not a valid entry \(not an object with a "type": null\)/);
-    assert.match(run.stdout, /session\.jsonl:5 is corrupted/);
-    assert.match(run.stdout, /session\.jsonl:6: 1 result\(s\) answer no call just before them; dropped/);
-    assert.match(run.stdout, /session\.jsonl:6: 1 call\(s\) before this line have no result/);
+    const said = run.stdout.replace(/\n  /g, ' '); // a notice wider than 100 columns is wrapped
+    assert.match(said, /session\.jsonl:4 is not a valid entry \(not an object with a "type": null\)/);
+    assert.match(said, /session\.jsonl:5 is corrupted/);
+    assert.match(said, /session\.jsonl:6: 1 result\(s\) answer no call just before them; dropped/);
+    assert.match(said, /session\.jsonl:6: 1 call\(s\) before this line have no result/);
     const sent = api.requests.filter((r) => r.path === '/v1/messages');
     assert.equal(sent.length, 1);
     assert.deepEqual(requestViolations(sent[0]!.body), []);
