@@ -139,7 +139,7 @@ const STARTED_AT_A_TERMINAL = [0, 1, 2].some((fd) => isatty(fd));
 /** Exits with `code`. After a hang-up, with a terminal for stdin, stdout or stderr, by SIGHUP itself (its default
  *  action; a shell reads 129 all the same): Node's own exit restores the terminal's mode, which fails on a terminal
  *  that is gone, and Node then aborts the process (node::ResetStdio). */
-export function leave(code: number): never {
+function leave(code: number): never {
   if (code === EXIT.SIGHUP && STARTED_AT_A_TERMINAL) {
     process.removeAllListeners('SIGHUP');
     process.kill(process.pid, 'SIGHUP');

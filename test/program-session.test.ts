@@ -8,14 +8,16 @@ import { execFileSync } from 'node:child_process';
 import { closeSync, constants, mkdirSync, openSync, readdirSync, rmSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { createInterface } from 'node:readline/promises';
+import { PassThrough } from 'node:stream';
 import { describe, test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { main } from '../app/main.ts';
 import { parseCli, resumedOptions } from '../app/options.ts';
 import type { RecordedOptions } from '../app/session-file.ts';
-import { EXIT } from '../app/terminal.ts';
+import { type Ending, EXIT, repl, type SessionEvent } from '../app/terminal.ts';
 import { call, say } from '../scripted-model.ts';
-import { runCli, slowCheck, tempProject, within } from './helpers.ts';
+import { runCli, scriptedAgent, slowCheck, tempProject, within } from './helpers.ts';
 
 /** A project with a test the model's fix must pass, and scripts of canned replies. */
 async function project(t: TestContext, scripts: Record<string, unknown[]> = {}): Promise<string> {
@@ -263,6 +265,38 @@ describe('SIGTERM and SIGHUP stop a run as Ctrl-C does, then end the program', (
       assert.equal(process.listenerCount(signal), 0, 'the program stopped listening once it was done');
     });
   }
+
+  test('in the REPL, the ending stops the run under way, drops the lines queued behind it, and closes with its code', async (t) => {
+    const root = await project(t);
+    const check = slowCheck();
+    const { agent, events } = await scriptedAgent(root, [say('Done.'), say('Never asked.')], {
+      verify: check.command,
+    });
+    const input = new PassThrough();
+    const rl = createInterface({ input, terminal: false });
+    const told: SessionEvent[] = [];
+    const ending = new AbortController();
+    const code = repl(agent, rl, {
+      interactive: false,
+      switchSession: async () => {},
+      tell: (e) => told.push(e),
+      ending: ending.signal,
+    });
+    input.write('fix it\nand then this\n');
+    while (check.running().length === 0) await sleep(5);
+    ending.abort({ code: EXIT.SIGTERM, signal: 'SIGTERM' } satisfies Ending);
+    assert.equal(await within(code, 'the REPL after the ending', 5_000), EXIT.SIGTERM);
+    assert.deepEqual(
+      told.filter((e) => e.type === 'task' || e.type === 'interrupt').map((e) => JSON.stringify(e)),
+      ['{"type":"task","text":"fix it"}', '{"type":"interrupt","signal":"SIGTERM"}'],
+      'the queued line never ran',
+    );
+    assert.deepEqual(
+      events.flatMap((e) => (e.type === 'halt' ? [e.halt] : [])),
+      [{ kind: 'interrupted' }],
+    );
+    assert.deepEqual(check.running(), [], 'the verify command was left running');
+  });
 
   test('SIGTERM during a run of edits: every edit answered as applied is in the file, and no temporary file is left', async (t) => {
     const lines = Array.from({ length: 40 }, (_, i) => `line ${i}`);
