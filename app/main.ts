@@ -90,8 +90,15 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       const startedAt = new Date().toISOString();
       const recorded = recordedOptions(options, interactive, taskModel);
       const header = { type: 'session' as const, version: SESSION_VERSION, model: model.name, root, startedAt };
+      const price = model.price && { price: model.price }; // what the page prices the calls with, as the harness did
       const { contextWindow, protectedAtStart } = agent;
-      const full = { ...header, contextWindow, protected: Object.fromEntries(protectedAtStart), options: recorded };
+      const full = {
+        ...header,
+        ...price,
+        contextWindow,
+        protected: Object.fromEntries(protectedAtStart),
+        options: recorded,
+      };
       return sessionRecorder(file, fresh ? full : null, secrets);
     };
     const newSession = path.join(root, '.agent', 'sessions', `${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`);
