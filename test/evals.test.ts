@@ -2,7 +2,7 @@
 // end to end through the real CLI. That every trajectory resolves its task is `npm run eval` itself.
 
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,11 +13,15 @@ import {
   agentArgs,
   compareRuns,
   createRunFolder,
+  type EvalControl,
   type EvalResult,
+  type EvalSummary,
   evaluate,
   loadTasks,
   main,
   removeStaleRunFolders,
+  reportLines,
+  resolvedRates,
   RUN_PREFIX,
   shardOf,
   tableHeader,
@@ -62,17 +66,18 @@ function ready(task: Task | undefined): Extract<Task, { problem: null }> {
   return task;
 }
 
-async function runMain(args: string[], env: NodeJS.ProcessEnv = {}) {
+async function runMain(args: string[], env: NodeJS.ProcessEnv = {}, control: EvalControl = {}) {
   const [out, err] = [new PassThrough(), new PassThrough()];
   let [stdout, stderr] = ['', ''];
   out.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
   err.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  const status = await main(args, env, out, err);
+  const status = await main(args, env, out, err, control);
   return { status, stdout, stderr };
 }
 
 const result = (task: string, fields: Partial<EvalResult> = {}): EvalResult => ({
   task,
+  run: 1,
   model: 'scripted',
   halt: 'accepted',
   resolved: true,
@@ -127,7 +132,7 @@ describe('malformed tasks', () => {
   test('a task whose test already passes is malformed, not resolved', async (t) => {
     const { root, tasksDir } = await taskFolder(t, { green: sumTask(PASSING_TEST) });
     const [task] = await loadTasks(tasksDir, true);
-    const outcome = await evaluate(task!, await createRunFolder(root), { model: undefined, env: {} });
+    const outcome = (await evaluate(task!, await createRunFolder(root), { model: undefined, env: {} }))!;
     assert.deepEqual([outcome.halt, outcome.resolved], ['malformed', false]);
     assert.equal(outcome.why, 'malformed: the test passes before the run');
   });
@@ -139,7 +144,7 @@ describe('malformed tasks', () => {
       JSON.stringify({ ...TASK_JSON, protect: ['spec/**'] }),
     );
     const [task] = await loadTasks(tasksDir, true);
-    const outcome = await evaluate(task!, await createRunFolder(root), { model: undefined, env: {} });
+    const outcome = (await evaluate(task!, await createRunFolder(root), { model: undefined, env: {} }))!;
     assert.deepEqual([outcome.halt, outcome.resolved], ['malformed', false]);
     assert.match(outcome.why ?? '', /^malformed: no test: no file in project\/ matches spec\/\*\*/);
   });
@@ -231,6 +236,31 @@ describe('output', () => {
     assert.match(tableRow(big), /budget:tokens +no +120 +98\.8M +1,234,567 +91% +\$1234\.57/);
   });
 
+  test('--repeat: a table per run, then the resolved rate’s mean, min and max over the runs', () => {
+    const runs = [
+      result('a', { run: 1 }),
+      result('b', { run: 1 }),
+      result('a', { run: 2 }),
+      result('b', { run: 2, resolved: false, halt: 'budget:turns', why: 'the test still fails' }),
+    ];
+    assert.deepEqual(resolvedRates(runs, 2), { mean: 0.75, min: 0.5, max: 1 });
+    const lines = reportLines(runs, 2, 12_345);
+    assert.deepEqual(
+      lines
+        .filter((line) => /^(run|total|resolved rate|b \(|ran)/.test(line))
+        .map((line) => line.replace(/ {2,}/g, ' ')),
+      [
+        'run 1 of 2',
+        'total 2/2 100% 8 2,000 200 0% unknown 0.8 s',
+        'run 2 of 2',
+        'total 1/2 50% 8 2,000 200 0% unknown 0.8 s',
+        'b (run 2): the test still fails',
+        'resolved rate over 2 runs: mean 75.0%, min 50.0%, max 100.0%',
+        'ran in 12.3 s',
+      ],
+    );
+  });
+
   test('compare shows resolved flips, turns, token and cost deltas, and tasks in one run only', () => {
     const a = [result('flip', { costUsd: 0.01 }), result('same'), result('fixed', { resolved: false }), result('gone')];
     const b = [
@@ -283,25 +313,92 @@ describe('output', () => {
   });
 });
 
-describe('a run end to end', () => {
-  test('a task runs through the real CLI, is resolved, and leaves no temporary folder behind', async () => {
-    const ours = async () => {
-      const names = (await readdir(os.tmpdir())).filter((name) => name.startsWith(RUN_PREFIX));
-      const owners = await Promise.all(
-        names.map((name) => readFile(path.join(os.tmpdir(), name, 'owner.pid'), 'utf8').catch(() => '')),
-      );
-      return names.filter((_, i) => owners[i] === String(process.pid));
-    };
-    const { status, stdout } = await runMain(['--json', 'off-by-one'], process.env);
-    assert.equal(status, 0);
-    const lines = stdout.trim().split('\n');
-    assert.equal(lines.length, 1);
-    const outcome = JSON.parse(lines[0]!) as EvalResult;
-    assert.deepEqual(
-      [outcome.task, outcome.model, outcome.halt, outcome.resolved, outcome.why, outcome.turns, outcome.costUsd],
-      ['off-by-one', 'scripted', 'accepted', true, null, 4, null],
+// Both wait on child processes: they run side by side.
+describe('a run end to end', { concurrency: 2 }, () => {
+  /** The run folders in `parent` that this process (or `pid`) owns. */
+  const runFolders = async (parent: string, pid = process.pid) => {
+    const names = (await readdir(parent)).filter((name) => name.startsWith(RUN_PREFIX));
+    const owners = await Promise.all(
+      names.map((name) => readFile(path.join(parent, name, 'owner.pid'), 'utf8').catch(() => '')),
     );
-    assert.ok(outcome.inputTokens > 0 && outcome.outputTokens > 0 && outcome.wallMs > 0);
-    assert.deepEqual(await ours(), []);
+    return names.filter((_, i) => owners[i] === String(pid));
+  };
+
+  test('each task says so as it finishes, with a count; --json ends with a summary: commit, date, model, resolved rate, tokens, cost, wall time; no folder is left', async () => {
+    const { status, stdout, stderr } = await runMain(
+      ['--json', '--repeat', '2', '--jobs', '2', 'off-by-one'],
+      process.env,
+      { heartbeatMs: 100 },
+    );
+    assert.equal(status, 0, stderr);
+    const progress = stderr.split('\n').filter((line) => /^\[\d\/2\] off-by-one/.test(line));
+    assert.deepEqual(
+      progress.map((line) => line.replace(/run \d/, 'run N').replace(/\d+\.\d s$/, 'T s')),
+      ['[1/2] off-by-one (run N) resolved T s', '[2/2] off-by-one (run N) resolved T s'],
+    );
+    assert.match(stderr, /^\[0\/2\] still running: off-by-one \(run 1\) \(\d+\.\d s\), off-by-one \(run 2\)/m);
+    const lines = stdout.trim().split('\n');
+    assert.equal(lines.length, 3);
+    const outcomes = lines.slice(0, 2).map((line) => JSON.parse(line) as EvalResult);
+    assert.deepEqual(outcomes.map((outcome) => outcome.run).sort(), [1, 2]);
+    for (const outcome of outcomes) {
+      assert.deepEqual(
+        [outcome.task, outcome.model, outcome.halt, outcome.resolved, outcome.why, outcome.turns, outcome.costUsd],
+        ['off-by-one', 'scripted', 'accepted', true, null, 4, null],
+      );
+      assert.ok(outcome.inputTokens > 0 && outcome.outputTokens > 0 && outcome.wallMs > 0);
+    }
+    const summary = JSON.parse(lines[2]!) as EvalSummary;
+    const head = spawnSync('git', ['rev-parse', 'HEAD'], { encoding: 'utf8' }).stdout.trim();
+    assert.deepEqual(
+      [summary.type, summary.commit, summary.model, summary.tasks, summary.runs, summary.finished, summary.resolved],
+      ['summary', head || null, 'scripted', 1, 2, 2, 2],
+    );
+    assert.deepEqual(summary.resolvedRate, { mean: 1, min: 1, max: 1 });
+    assert.equal(summary.inputTokens, outcomes[0]!.inputTokens + outcomes[1]!.inputTokens);
+    assert.deepEqual([summary.costUsd, summary.interrupted], [null, false]);
+    assert.ok(Math.abs(Date.parse(summary.date) - Date.now()) < 60_000 && summary.wallMs > 0);
+    assert.deepEqual(await runFolders(os.tmpdir()), []);
+  });
+
+  test('Ctrl-C shows the tasks finished so far, stops the one running, removes the temporary folder and exits 130', async (t) => {
+    const fix = (delayMs: number) =>
+      JSON.stringify([
+        { content: [{ type: 'tool_use', name: 'read_file', input: { path: 'add.js' } }], delay_ms: delayMs },
+        {
+          content: [
+            { type: 'tool_use', name: 'edit_file', input: { path: 'add.js', old_str: 'a - b', new_str: 'a + b' } },
+          ],
+        },
+        { content: [{ type: 'text', text: 'Fixed.' }] },
+      ]);
+    const { tasksDir } = await taskFolder(t, {
+      quick: { ...sumTask(FAILING_TEST), 'trajectory.json': fix(0) },
+      slow: { ...sumTask(FAILING_TEST), 'trajectory.json': fix(60_000) },
+    });
+    // As `npm run eval` runs it, in a process group of its own: a terminal's Ctrl-C goes to the whole group.
+    const child = spawn(process.execPath, ['--import', 'tsx', 'app/evals/run.ts', '--tasks', tasksDir, '--jobs', '2'], {
+      cwd: path.join(import.meta.dirname, '..'),
+      env: process.env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let [stdout, stderr] = ['', ''];
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+    const quickDone = new Promise<void>((resolve) =>
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString('utf8');
+        if (stderr.includes('[1/2] quick resolved')) resolve();
+      }),
+    );
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    await Promise.race([quickDone, exited]);
+    process.kill(-child.pid!, 'SIGINT');
+    assert.equal(await exited, 130, `${stdout}\n${stderr}`);
+    assert.match(stdout, /\nquick +accepted +yes +3 /);
+    assert.match(stdout, /\ntotal +1\/1 100% /);
+    assert.doesNotMatch(stdout, /\nslow /);
+    assert.match(stderr, /\neval: interrupted \(Ctrl-C\): 1 of 2 finished; stopped: slow\n$/);
+    assert.deepEqual(await runFolders(os.tmpdir(), child.pid), [], 'the temporary folder is removed');
   });
 });

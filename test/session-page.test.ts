@@ -16,7 +16,7 @@ import { cli, defaultOut, exportSession } from '../app/session-page/export.ts';
 import { dollars, escapeHtml, html } from '../app/session-page/html.ts';
 import { renderMarkdown } from '../app/session-page/markdown.ts';
 import { exportP4 } from '../app/session-page/p4-example.ts';
-import { PAGE_MAX_BYTES, PART_MESSAGES } from '../app/session-page/page.ts';
+import { PAGE_MAX_BYTES } from '../app/session-page/page.ts';
 import { linkProblem } from '../app/session-page/read.ts';
 import { keyLines } from '../app/session-page/transcript.ts';
 import { longSession } from './bench/session-page.ts';
@@ -492,23 +492,43 @@ describe('bad input', () => {
 });
 
 describe('scale', () => {
-  test('a 1,000-message session stays under the page’s size limit: long texts are cut in the page, never in the file', async (t) => {
+  test('a long session’s transcript comes in parts of 100 messages, plain then packed, each listing what it holds so a link can find it', async (t) => {
     const file = path.join(await tempDir(t), 'big.jsonl');
-    writeFileSync(file, longSession(1_000, 3_000));
-    const before = createHash('sha256').update(readFileSync(file)).digest('hex');
-    const { out, warnings } = await exportSession(file, undefined, { maxBytes: 500_000 });
+    writeFileSync(file, longSession(600, 600));
+    const { out } = await exportSession(file, undefined, { maxBytes: 2_000_000 });
     const page = readFileSync(out, 'utf8');
-    assert.ok(Buffer.byteLength(page) <= 500_000, `${Buffer.byteLength(page)} bytes`);
-    const whole = unpacked(page);
-    const ids = [...whole.matchAll(/id="m-(\d+)"/g)].map((match) => Number(match[1]));
-    assert.deepEqual(ids, [...Array(1_000).keys()], 'every message, once, in order');
+    const parts = [...page.matchAll(/<section class="part( packed)?"([^>]*)>/g)];
     assert.match(
-      warnings.join('\n'),
-      /^to stay under 0\.5 MB, \d+ parts? of the transcript show at most [\d,]+ characters/m,
+      parts.map(([, packed]) => (packed ? 'packed' : 'plain')).join(' '),
+      /^(plain )+packed( packed)*$/,
+      'the first parts plain (up to an eighth of the page’s limit), the rest packed',
     );
-    assert.match(
-      whole,
-      /In this part, each text shows at most [\d,]+ characters, so that the page stays\s+under\s+0\.5 MB/,
+    const ranges = parts.map(([, , attributes]) => /data-m="(\d+) (\d+)"/.exec(attributes!)!.slice(1).map(Number));
+    assert.deepEqual(
+      ranges.map(([first]) => first),
+      [0, 101, 201, 301, 401, 501],
+      'each part starts at a reply, so a call and its result stay together',
+    );
+    ranges.forEach(([, last], i) => assert.equal(last! + 1, ranges[i + 1]?.[0] ?? 600, 'the parts follow each other'));
+    assert.match(parts.at(-1)![2]!, /data-r="251 299"/, 'and say which requests they hold');
+    const ids = [...unpacked(page).matchAll(/id="m-(\d+)"/g)].map((match) => Number(match[1]));
+    assert.deepEqual(ids, [...Array(600).keys()], 'every message, once, in order');
+  });
+
+  test('a long session’s page stays under its size limit: long texts are cut in the page, and say so, never in the file', async (t) => {
+    const file = path.join(await tempDir(t), 'big.jsonl');
+    writeFileSync(file, longSession(600, 3_000));
+    const before = createHash('sha256').update(readFileSync(file)).digest('hex');
+    const { out, warnings } = await exportSession(file, undefined, { maxBytes: 400_000 });
+    const page = readFileSync(out, 'utf8');
+    assert.ok(Buffer.byteLength(page) <= 400_000, `${Buffer.byteLength(page)} bytes`);
+    assert.deepEqual(warnings, [
+      'to stay under 0.4 MB, 6 parts of the transcript show at most 1,000 characters of any text',
+    ]);
+    const whole = unpacked(page);
+    assert.equal(
+      count(whole, /In this part, each text shows at most 1,000 characters, so that the page stays\s+under\s+0\.4 MB/g),
+      6,
     );
     assert.match(whole, /characters left out of this page; the session file has them all/);
     assert.equal(
@@ -516,26 +536,6 @@ describe('scale', () => {
       before,
       'the session file is untouched',
     );
-  });
-
-  test('the transcript comes in parts of 100 messages; each packed part lists what it holds, so a link can find it', async (t) => {
-    const file = path.join(await tempDir(t), 'big.jsonl');
-    writeFileSync(file, longSession(1_000, 1_000));
-    const { page } = await exported(file);
-    const parts = [...page.matchAll(/<section class="part( packed)?"([^>]*)>/g)];
-    assert.equal(parts.length, Math.ceil(1_000 / PART_MESSAGES));
-    assert.ok(
-      parts.some(([, packed]) => packed) && parts.some(([, packed]) => !packed),
-      'plain parts first, then packed',
-    );
-    let next = 0;
-    for (const [, , attributes] of parts) {
-      const [first, last] = /data-m="(\d+) (\d+)"/.exec(attributes!)!.slice(1).map(Number);
-      assert.equal(first, next, 'the parts follow each other');
-      next = last! + 1;
-    }
-    assert.equal(next, 1_000);
-    assert.match(parts.at(-1)![2]!, /data-r="\d+ 499"/, 'and the requests in each');
   });
 });
 

@@ -68,8 +68,11 @@ function* sessionLines(messages: number, resultChars: number): Generator<string>
   yield line({ type: 'message', message: { role: 'assistant', content: 'Read them all.' }, at: at(messages * 1_500) });
 }
 
-/** About 2 MB of lines of made-up words, from a seeded generator: the same text on every run. */
-function wordPool(): string {
+/** About 2 MB of lines of made-up words, from a seeded generator: the same text on every run, made once. */
+const wordPool = () => (pool ??= makeWordPool());
+let pool: string | undefined;
+
+function makeWordPool(): string {
   let seed = 42;
   const next = () => (seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648) / 2_147_483_648;
   const syllables = [
