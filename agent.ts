@@ -8,7 +8,7 @@
 //   loop:
 //     view = context hooks(transcript)      // what the model is sent: compacted near the window, all of it kept
 //     reply = model(system prompt, tools, view)                    // the model only ever writes text
-//       a call that fails (after one compaction and retry for "too long"):  halt error
+//       a view too large even so, or a call that fails (after one compaction and retry for "too long"):  halt error
 //     append reply to transcript
 //     if reply asks for tools:
 //       each call, in call order: before-call hooks (validate, safe_path, protect, runaway, approval) allow or refuse;
@@ -23,6 +23,7 @@
 //     else if the verify command passes (in a sandbox):  halt accepted, verified    (done is a claim until checked)
 //     else:  append "not done yet" and the command's output, then what the user typed
 //     if Ctrl-C, or a budget ran out (turns, tokens, dollars, time):  halt interrupted / budget, and say which
+//     if the model made one call six times in a row, refused from the third:  halt error (it is stuck)
 //
 // The model proposes, the harness disposes: every guarantee lives in plain code below, never in the prompt.
 
@@ -34,15 +35,24 @@ import path from 'node:path';
 import { z } from 'zod';
 import {
   capOutput,
+  capStrings,
   defineTool,
   globMatcher,
   hashProtected,
   loadContextFiles,
+  MAX_INPUT_DEPTH,
+  nestedDeeperThan,
+  schemaProblem,
+  toolDefinition,
+  UNUSABLE,
   runCommand,
   safe_path,
+  sandboxProblem,
   ToolError,
+  type ContextFile,
+  type Tool,
+  type ToolContext,
 } from './tools.ts';
-import type { ContextFile, Tool, ToolContext } from './tools.ts';
 
 // P0 — the model and the transcript. The API is stateless: the transcript is all the model knows of the task.
 
@@ -62,11 +72,9 @@ export interface Model {
   contextWindow?(): Promise<number | null>;
 }
 
-export interface ModelCallOptions {
-  signal: AbortSignal;
-  onText: (delta: string) => void; // each piece of text as it streams in
-  onNotice: (text: string) => void; // what the call has to say that is not text, e.g. "retrying"
-}
+/** onText hears each piece of text as it streams in; onNotice what else the call has to say ("retrying"). */
+export type ModelCallOptions = { signal: AbortSignal; onText: Listener; onNotice: Listener };
+type Listener = (text: string) => void;
 
 /** All createAgent needs is `{ root, model, tools }`: every later lesson's options have defaults. */
 export interface AgentConfig extends Partial<GateOptions>, Partial<GuardOptions>, EnduranceOptions {
@@ -97,6 +105,7 @@ export interface Agent {
   readonly beforeCall: readonly BeforeCallHook[];
   readonly afterCall: readonly AfterCallHook[];
   readonly steering: string[]; // what the user typed while the agent worked, sent with the next results
+  repeats: { key: string; times: number }; // the model's last call, and how many times in a row it made it
   readonly usage: UsageTotals;
   /** The run in progress: what it and its sub-agents spent, against its limits (P3). */
   ledger: Ledger;
@@ -132,11 +141,12 @@ export async function createAgent(config: AgentConfig): Promise<Agent> {
   return agent;
 }
 
-/** User text as a block, the form it takes once it carries a cache mark: the same bytes on every request. */
+/** User text as a block, the form every recorded session holds it in: the same bytes on every request. */
 const userText = (text: string): Anthropic.MessageParam => ({ role: 'user', content: [{ type: 'text', text }] });
 
 /** Appends to the transcript; the event lets the session file record it as it happens. */
-function append(agent: Agent, message: Anthropic.MessageParam): void {
+function append(agent: Agent, given: Anthropic.MessageParam): void {
+  const message = withinShare(agent, given);
   agent.messages.push(message);
   agent.config.onEvent({ type: 'message', message });
 }
@@ -216,12 +226,14 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
       const overspent = overBudget(agent); // after any compaction, right before the call
       if (overspent) return overspent;
       const estimatedTokens = estimateNextRequest(agent, view);
+      if (estimatedTokens > agent.contextWindow)
+        return run.signal.aborted ? stoppedHalt(agent, run) : tooLarge(agent, estimatedTokens);
       config.onEvent({ type: 'request', turn, messages: view.length, estimatedTokens });
       // Automatic caching: the API puts the cache mark on the request's last block, so each request reads the one
       // before it from the prompt cache. The view goes uncopied (lent, see Model): a request costs what was appended.
       const messages = view as Anthropic.MessageParam[];
       const request = { system: agent.system, tools: agent.toolDefinitions, messages, cache_control: CACHE };
-      return withShallowInputs(await config.model.complete(request, options)); // only replies that can be resent
+      return withResendableInputs(await config.model.complete(request, options));
     } catch (error) {
       if (run.signal.aborted) return stoppedHalt(agent, run);
       const retry = attempt === 1 && isPromptTooLong(error) && !overBudget(agent); // a summary is a call too
@@ -230,6 +242,12 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
     }
   }
 }
+
+/** Prevents a request the API would refuse for its size from being sent at all: after compaction, still too large. */
+const tooLarge = ({ contextWindow }: Agent, tokens: number): Halt => ({
+  kind: 'error',
+  message: `the next request (~${tokens} tokens) would not fit the ${contextWindow}-token window even after compaction`,
+});
 
 /** A prompt-cache mark: on the system prompt (the fixed prefix, tools then system) and on each whole request. */
 const CACHE: Anthropic.CacheControlEphemeral = { type: 'ephemeral' };
@@ -247,11 +265,7 @@ async function answerCalls(agent: Agent, run: Run, reply: Anthropic.Message, cal
   const results: Anthropic.ToolResultBlockParam[] = [];
   let batch: { planned: PlannedCall; index: number }[] = [];
   const flush = async () => {
-    const running = batch.map(
-      ({ planned }) =>
-        () =>
-          runUnlessStopped(agent, run, reply, planned),
-    );
+    const running = batch.map((b) => () => runUnlessStopped(agent, run, reply, b.planned));
     const outcomes = await runConcurrently(running, MAX_PARALLEL_READS);
     batch.forEach(({ planned, index }, i) => (results[index] = answer(agent, planned.call, outcomes[i]!)));
     batch = [];
@@ -260,6 +274,7 @@ async function answerCalls(agent: Agent, run: Run, reply: Anthropic.Message, cal
     // A call that may change something is decided after the reads before it ran, so its checks see what they did.
     if (!agent.config.tools.find((tool) => tool.name === call.name)?.readOnly) await flush();
     agent.config.onEvent({ type: 'call', call });
+    countRepeats(agent, call);
     const notRun = notRunReason(agent, run, reply);
     const decided = notRun ? { content: notRun, isError: true } : await decide(agent, run, call);
     if ('content' in decided) {
@@ -278,10 +293,7 @@ async function answerCalls(agent: Agent, run: Run, reply: Anthropic.Message, cal
 export const MAX_PARALLEL_READS = 8;
 
 /** What became of one call: the text the model reads, and whether it is an error. */
-export interface ToolOutcome {
-  content: string;
-  isError: boolean;
-}
+export type ToolOutcome = { content: string; isError: boolean };
 
 /** Prevents a call from going unanswered: every outcome, refusals included, becomes a result with the call's id. */
 function answer(agent: Agent, call: Anthropic.ToolUseBlock, outcome: ToolOutcome): Anthropic.ToolResultBlockParam {
@@ -345,12 +357,18 @@ export interface GateOptions {
   /** The command whose exit code 0 is the only acceptable "done"; undefined: trust the model. */
   verify: string | undefined;
   verifyTimeoutMs: number;
+  /** Run the check in the OS sandbox (tools.ts): true fails closed where there is none; false never; undefined:
+   *  where this machine has one (the gate event says whether it was). */
+  sandbox?: boolean;
 }
 
 /** The gate's verdict, with the command's output (capped, head and tail), and that output live as it comes. */
 export type GateEvent =
-  | { type: 'gate'; command: string; exitCode: number | null; passed: boolean; reason: string; output: string }
+  | ({ type: 'gate'; command: string; passed: boolean; reason: string } & GateRun)
   | { type: 'gate-output'; text: string };
+
+/** What came of the check: its exit code (null: killed or not run), its output (head and tail), where it ran. */
+export type GateRun = { exitCode: number | null; output: string; sandboxed: boolean };
 
 /** Either the run halts, or the loop goes on with this message to the model. */
 type Verdict = { halt: Halt } | { goOn: string };
@@ -358,16 +376,12 @@ type Verdict = { halt: Halt } | { goOn: string };
 /** Prevents a cut-off or refused reply from passing as "done": only an ordinary end goes to the gate. */
 async function judgeFinalReply(agent: Agent, run: Run, reply: Anthropic.Message): Promise<Verdict> {
   if (run.signal.aborted) return { halt: stoppedHalt(agent, run) }; // a reply that came in after Ctrl-C decides nothing
-  switch (reply.stop_reason) {
-    case 'max_tokens':
-      return { goOn: CUT_OFF_REPLY };
-    case 'refusal':
-      return { halt: { kind: 'error', message: 'the model refused to continue (stop reason: refusal)' } };
-    case 'model_context_window_exceeded':
-      return { halt: { kind: 'error', message: "the conversation no longer fits the model's context window" } };
-    default:
-      return await verifyGate(agent, run);
-  }
+  const stopped = reply.stop_reason;
+  if (stopped === 'max_tokens') return { goOn: CUT_OFF_REPLY };
+  if (stopped === 'refusal') return { halt: { kind: 'error', message: 'the model refused to continue (refusal)' } };
+  if (stopped === 'model_context_window_exceeded')
+    return { halt: { kind: 'error', message: "the conversation no longer fits the model's context window" } };
+  return await verifyGate(agent, run);
 }
 
 /** Prevents a false "done": plain code runs the verify command, and only exit code 0 ends the run.
@@ -376,27 +390,32 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   const { verify, root, verifyTimeoutMs, protect } = agent.config;
   const tampered = changedFiles(agent.protectedAtStart, await hashProtected(root, protect));
   if (tampered.length > 0) {
-    const [reason, output] = ['protected files changed', tampered.join('\n')];
-    agent.config.onEvent({ type: 'gate', command: verify ?? '(none)', exitCode: null, passed: false, reason, output });
-    return {
-      goOn:
-        `The task is not done: protected files changed since the session started: ${tampered.join(', ')}. ` +
-        'Restore them; the task must be done without changing them.',
-    };
+    const [command, reason, output] = [verify ?? '(none)', 'protected files changed', tampered.join(', ')];
+    agent.config.onEvent({ type: 'gate', command, exitCode: null, passed: false, reason, output, sandboxed: false });
+    const restore = 'Restore them; the task must be done without changing them.';
+    return { goOn: `The task is not done: protected files changed since the session started: ${output}. ${restore}` };
   }
   if (verify === undefined) return { halt: { kind: 'accepted', verifiedBy: null } };
+  const sandbox = await sandboxFor(agent);
+  if (typeof sandbox !== 'boolean') return { halt: sandbox };
   const onOutput = (text: string) => agent.config.onEvent({ type: 'gate-output', text });
-  const result = await runCommand(verify, { cwd: root, timeoutMs: verifyTimeoutMs, signal: run.signal, onOutput });
+  const options = { cwd: root, timeoutMs: verifyTimeoutMs, signal: run.signal, onOutput, sandbox };
+  const { exitCode, output, timedOut } = await runCommand(verify, options);
   if (run.signal.aborted) return { halt: stoppedHalt(agent, run) };
-  const passed = result.exitCode === 0;
-  const how = result.timedOut
-    ? `did not finish within ${verifyTimeoutMs / 1000} s`
-    : `exited with code ${result.exitCode}`;
-  const { exitCode, output } = result;
-  agent.config.onEvent({ type: 'gate', command: verify, exitCode, passed, reason: how, output });
+  const [passed, sandboxed] = [exitCode === 0, sandbox];
+  const how = timedOut ? `did not finish within ${verifyTimeoutMs / 1000} s` : `exited with code ${exitCode}`;
+  agent.config.onEvent({ type: 'gate', command: verify, exitCode, passed, reason: how, output, sandboxed });
   if (passed) return { halt: { kind: 'accepted', verifiedBy: verify } };
   const told = `Its output:\n\n${output}\n\nFix the cause, then say you are done.`;
   return { goOn: `The task is not done yet: the check \`${verify}\` ${how}. ${told}` };
+}
+
+/** Prevents code the model wrote from running unconfined when the sandbox was asked for and this machine has none:
+ *  then the check is not run, and the run halts saying what to install. */
+async function sandboxFor(agent: Agent): Promise<boolean | Halt> {
+  const problem = await sandboxProblem();
+  if (problem !== null && agent.config.sandbox) return { kind: 'error', message: `the check was not run: ${problem}` };
+  return agent.config.sandbox ?? problem === null;
 }
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -428,11 +447,7 @@ export type BudgetName = 'turns' | 'tokens' | 'cost' | 'time';
 export type GuardEvent = { type: 'decision'; call: Anthropic.ToolUseBlock; hook: string; decision: Decision };
 
 /** A call as it will run: the model's arguments, unless a hook rewrote them. */
-export interface PlannedCall {
-  readonly call: Anthropic.ToolUseBlock;
-  readonly tool: Tool;
-  readonly input: unknown;
-}
+export type PlannedCall = { readonly call: Anthropic.ToolUseBlock; readonly tool: Tool; readonly input: unknown };
 
 /** What a before-call hook decides: run it, refuse it, run it with other arguments, or answer instead. */
 export type Decision =
@@ -459,15 +474,14 @@ export interface AfterCallHook {
 }
 
 export type ApprovalAnswer = { approved: true; always?: boolean } | { approved: false; reason?: string };
-/** Asks the person at the keyboard about one call that would change something. */
-export type Approver = (request: { tool: string; preview: string; signal: AbortSignal }) => Promise<ApprovalAnswer>;
+/** Asks the person at the keyboard about one call that would change something: that call, and what it would do. */
+export type Approver = (request: ApprovalRequest) => Promise<ApprovalAnswer>;
+export type ApprovalRequest = { tool: string; preview: string; signal: AbortSignal; call: Anthropic.ToolUseBlock };
 
 export const approveAll: Approver = async () => ({ approved: true });
 
-type GuardState = Pick<Agent, 'beforeCall' | 'afterCall' | 'steering' | 'usage' | 'ledger' | 'protectedAtStart'>;
-
 /** P3's part of a session: the hooks in their order, the counters the budgets read, the protected files' hashes. */
-async function guardState(settings: Settings): Promise<GuardState> {
+async function guardState(settings: Settings) {
   return {
     // A forker's hooks come after validation and before the safety checks and approval, so
     // whatever they rewrite is still confined, protected, and shown to the user as it will run.
@@ -481,6 +495,7 @@ async function guardState(settings: Settings): Promise<GuardState> {
     ],
     afterCall: [capToolOutput, ...(settings.afterCall ?? [])],
     steering: [],
+    repeats: { key: '', times: 0 },
     usage: noUsage(settings.model),
     ledger: openLedger(settings),
     protectedAtStart: await hashProtected(settings.root, settings.protect),
@@ -500,12 +515,8 @@ async function askHook(
     return await withTimeout(Promise.resolve().then(check), hook.timeoutMs ?? HOOK_TIMEOUT_MS);
   } catch (error) {
     if (error instanceof ToolError) return { action: 'deny', reason: error.message };
-    if (signal.aborted)
-      return { action: 'deny', reason: 'not run: the run was stopped while this call was being checked' };
-    return {
-      action: 'deny',
-      reason: `not run: the ${hook.name} check failed (${errorText(error)}), so the call was refused`,
-    };
+    if (signal.aborted) return deny('the run was stopped while this call was being checked');
+    return deny(`the ${hook.name} check failed (${errorText(error)}), so the call was refused`);
   }
 }
 
@@ -521,6 +532,7 @@ async function checkResult(agent: Agent, hook: AfterCallHook, planned: PlannedCa
 
 const HOOK_TIMEOUT_MS = 10_000;
 const ALLOW: Decision = { action: 'allow' };
+const deny = (why: string): Decision => ({ action: 'deny', reason: `not run: ${why}` });
 
 /** Prevents a tool from ever seeing input that breaks the schema the model was shown.
  *  Nothing is coerced: "5" is not 5, and an unknown key is an error, so the transcript never lies. */
@@ -567,12 +579,12 @@ export function protectedFiles(globs: readonly string[]): BeforeCallHook {
 }
 
 /** Prevents a model stuck in a loop from repeating itself forever: the third identical call in a row is refused.
- *  "In a row" is in the calls the model made, as the transcript holds them: one refused, skipped or cut off still
- *  counts, and a different one in between breaks the row, whatever became of it. */
+ *  "In a row" is in the calls the model made (counted by countRepeats): one refused, skipped or cut off still counts,
+ *  and a different one in between breaks the row, whatever became of it. */
 export const runawayGuard: BeforeCallHook = {
   name: 'runaway',
-  check({ call }, agent) {
-    const repeats = timesInARow(agent.messages, call);
+  check(_planned, agent) {
+    const repeats = agent.repeats.times;
     if (repeats < 3) return ALLOW;
     const reason = `not run: you made this exact call ${repeats} times in a row and its answer will not change`;
     return { action: 'deny', reason: `${reason}; try something different` };
@@ -585,10 +597,10 @@ export function approval(approve: Approver): BeforeCallHook {
   return {
     name: 'approval',
     timeoutMs: Infinity,
-    async check({ tool, input }, agent, signal) {
+    async check({ call, tool, input }, agent, signal) {
       if (tool.readOnly || always) return ALLOW;
       const preview = tool.preview ? await tool.preview(input, agent.toolContext) : JSON.stringify(input, null, 2);
-      const answer = await approve({ tool: tool.name, preview, signal });
+      const answer = await approve({ tool: tool.name, preview, signal, call });
       if (!answer.approved) {
         const why = answer.reason ? `: ${answer.reason}` : '';
         return { action: 'deny', reason: `the user declined this ${tool.name} call${why}` };
@@ -628,9 +640,7 @@ async function runUnlessStopped(agent: Agent, run: Run, reply: Anthropic.Message
 
 /** How the person speaks to a run in progress: the text goes to the model with the next results (or the gate's
  *  answer), and any call not yet started is skipped so the model reads it first. */
-export function steer(agent: Agent, text: string): void {
-  agent.steering.push(text);
-}
+export const steer = (agent: Agent, text: string): void => void agent.steering.push(text);
 
 /** What the user typed while the agent worked: it follows the results (or the gate's answer) in the
  *  same user turn, so the model reads it next. */
@@ -639,11 +649,7 @@ function takeSteering(agent: Agent): Anthropic.TextBlockParam[] {
 }
 
 /** What stops one run (one task): Ctrl-C, or its time running out. Its spending is in `agent.ledger`. */
-interface Run {
-  signal: AbortSignal;
-  userSignal: AbortSignal;
-  timeUp: AbortSignal | undefined;
-}
+type Run = { signal: AbortSignal; userSignal: AbortSignal; timeUp: AbortSignal | undefined };
 
 /** A run opens a new ledger, unless it is a sub-agent's, which spends from its parent's. */
 function startRun(agent: Agent, userSignal = new AbortController().signal, ledger = openLedger(agent.config)): Run {
@@ -665,8 +671,13 @@ function stoppedHalt(agent: Agent, run: Run): Halt {
 function stopCheck(agent: Agent, run: Run, turn: number): Halt | null {
   const { maxTurns } = agent.config.budgets;
   if (run.signal.aborted) return stoppedHalt(agent, run);
+  if (agent.repeats.times >= STUCK_AFTER) return { kind: 'error', message: STUCK };
   return overBudget(agent) ?? (turn >= maxTurns ? budgetHalt(agent, 'turns', maxTurns) : null);
 }
+
+/** A model that makes the same call this many times in a row ignored three refusals: it is stuck, and the run ends. */
+const STUCK_AFTER = 6;
+const STUCK = `the model made the same call ${STUCK_AFTER} times in a row, refused from the third on: it is stuck`;
 
 /** Prevents runaway spending, by one loop or by sub-agents running side by side: checked before every model
  *  call (a summary's too), so a run overshoots by at most the one call each of its loops has under way. */
@@ -706,30 +717,22 @@ export interface EnduranceOptions {
 
 export type EnduranceEvent =
   | ({ type: 'compaction'; usage: Anthropic.Usage; tokensBefore: number; tokensAfter: number } & Compaction)
+  | { type: 'compaction-failed'; usage: Anthropic.Usage; reason: string } // a summary paid for, and not used
   | { type: 'subagent'; id: string; description: string; event: AgentEvent };
+
+/** Messages as the model is shown them, read-only: the transcript itself, or what the context hooks made of it. */
+export type View = readonly Anthropic.MessageParam[];
 
 /** Gets the messages before every request and returns what the model should see: them as they are, or a new array
  *  that is afterwards only ever appended to. They are the session's own, uncopied and read-only: changing the array
  *  or a message throws. Compaction is one; a forker might attach a git diff. */
-export type ContextHook = (
-  messages: readonly Anthropic.MessageParam[],
-  agent: Agent,
-  signal: AbortSignal,
-) => Promise<readonly Anthropic.MessageParam[]>;
+export type ContextHook = (messages: View, agent: Agent, signal: AbortSignal) => Promise<View>;
 
 /** The model sees the summary, then the transcript from `keptFrom` on, word for word. */
-export interface Compaction {
-  summary: string;
-  keptFrom: number;
-}
-
-type EnduranceState = Pick<
-  Agent,
-  'contextWindow' | 'contextFiles' | 'contextHooks' | 'compaction' | 'lastRequest' | 'subAgentsStarted'
->;
+export type Compaction = { summary: string; keptFrom: number };
 
 /** P4's part of a session: the window (from the model if it says), the context hooks, no summary yet. */
-async function enduranceState(settings: Settings, contextFiles: ContextFile[]): Promise<EnduranceState> {
+async function enduranceState(settings: Settings, contextFiles: ContextFile[]) {
   return {
     contextWindow: (await settings.model.contextWindow?.()) ?? settings.contextWindow ?? DEFAULT_CONTEXT_WINDOW,
     contextFiles,
@@ -748,8 +751,8 @@ export const estimateTokens = (value: unknown) =>
   Math.ceil((typeof value === 'string' ? value : JSON.stringify(value)).length / 3.5);
 
 /** Runs every context hook on the transcript (read-only, uncopied); what comes out is what the model sees. */
-async function contextView(agent: Agent, signal: AbortSignal): Promise<readonly Anthropic.MessageParam[]> {
-  let view: readonly Anthropic.MessageParam[] = freezeNewMessages(agent.messages);
+async function contextView(agent: Agent, signal: AbortSignal): Promise<View> {
+  let view: View = freezeNewMessages(agent.messages);
   for (const hook of agent.contextHooks) {
     view = await runReadOnly(view, (shown) => hook(shown, agent, signal)).catch((error: unknown) => {
       throw new ContextHookError(`the context hook ${hook.name || '(unnamed)'} failed: ${errorText(error)}`);
@@ -760,16 +763,13 @@ async function contextView(agent: Agent, signal: AbortSignal): Promise<readonly 
 
 /** The messages as the model sees them now: the summary, then the recent part verbatim, i.e.
  *  [summary, ...messages.slice(keptFrom)], kept from one request to the next and extended by what is new. */
-export function compactedView(
-  agent: Agent,
-  messages: readonly Anthropic.MessageParam[],
-): readonly Anthropic.MessageParam[] {
+export function compactedView(agent: Agent, messages: View): View {
   return agent.compaction ? compactedCopy(agent.compaction, messages) : messages;
 }
 
 /** The size of the next request: the last request's real size plus an estimate of what came since (each message is
  *  measured once, by estimateMessages, so a long session or its first request after a resume is not re-measured). */
-function estimateNextRequest(agent: Agent, view: readonly Anthropic.MessageParam[]): number {
+function estimateNextRequest(agent: Agent, view: View): number {
   const last = agent.lastRequest;
   if (last && last.keptFrom === (agent.compaction?.keptFrom ?? 0)) {
     return last.tokens + estimateMessages(agent.messages.slice(last.messages));
@@ -777,12 +777,18 @@ function estimateNextRequest(agent: Agent, view: readonly Anthropic.MessageParam
   return estimateTokens(agent.system) + estimateTokens(agent.toolDefinitions) + estimateMessages(view);
 }
 
-/** Prevents the session from dying when the window fills: before any request that would pass 75%
- *  of the window, the older part is summarised once, and only the summary plus the recent part is sent. */
+/** Prevents the session from dying when the window fills: before any request that would pass 75% of the window, the
+ *  older part is summarised (a part larger than the window, a piece at a time), and only the summary plus the recent
+ *  part is sent. */
 export const compaction: ContextHook = async (messages, agent, signal) => {
   const threshold = (agent.config.compactAt ?? 0.75) * agent.contextWindow;
-  const tooBig = estimateNextRequest(agent, compactedView(agent, messages)) > threshold;
-  if (tooBig && !overBudget(agent)) await compact(agent, signal); // spent: the loop halts before its call anyway
+  let size = estimateNextRequest(agent, compactedView(agent, messages));
+  while (size > threshold && !overBudget(agent)) {
+    const made = await compact(agent, signal); // spent: the loop halts before its call anyway
+    if (made === null) break;
+    size += made.tokensAfter - made.tokensBefore;
+    if (!made.piece) break; // all of the older part is summarised
+  }
   return compactedView(agent, messages);
 };
 
@@ -802,51 +808,60 @@ export function chooseCut(messages: Anthropic.MessageParam[], from: number, keep
   return cut;
 }
 
-/** Results longer than this are shortened before summarising, so the summary request itself fits. */
-const SUMMARY_RESULT_CHARS = 2_000;
-
-/** Prevents the summary request itself from overflowing the window: long results keep only head and tail. */
-function shortenResults(message: Anthropic.MessageParam): Anthropic.MessageParam {
-  if (typeof message.content === 'string') return message;
-  const content = message.content.map((block) => {
-    if (block.type !== 'tool_result' || typeof block.content !== 'string') return block;
-    const text = block.content;
-    if (text.length <= SUMMARY_RESULT_CHARS) return block;
-    const [head, tail] = [SUMMARY_RESULT_CHARS * 0.75, SUMMARY_RESULT_CHARS * 0.25];
-    const left = `\n[... ${text.length - head - tail} characters left out ...]\n`;
-    return { ...block, content: `${text.slice(0, head)}${left}${text.slice(-tail)}` };
-  });
-  return { ...message, content } as Anthropic.MessageParam;
+/** Prevents a summary request larger than the window: the part [from, cut) is summarised up to the last reply before
+ *  `fitTokens` is passed (or the first reply, if even that passes it), and the rest in the next piece. */
+function pieceEnd(messages: Anthropic.MessageParam[], from: number, cut: number, fitTokens: number): number {
+  let [size, end] = [0, null as number | null];
+  for (let i = from + 1; i <= cut; i++) {
+    size += estimateTokens(messages[i - 1]);
+    if (messages[i]!.role === 'assistant' && size > fitTokens) return end ?? i; // a piece ends at a reply too
+    if (messages[i]!.role === 'assistant') end = i;
+  }
+  return cut;
 }
 
-/** Summarises everything before the cut point with one more model call. Nothing is deleted: the session file
- *  gets a compaction entry and keeps every message. Returns false if there is nothing to cut. */
-export async function compact(agent: Agent, signal: AbortSignal): Promise<boolean> {
+/** Prevents one huge message (a 50 MB task, a 20 MB edit) from breaking every later request and every resume: a
+ *  message may take half the window; past that, each long string in it keeps its head and tail and says how much
+ *  was cut (thinking blocks stay whole: the API refuses altered ones). */
+function withinShare(agent: Agent, message: Anthropic.MessageParam): Anthropic.MessageParam {
+  const room = agent.contextWindow * 3.5 * 0.5; // characters, as estimateTokens counts them
+  return estimateMessages([message]) * 3.5 <= room ? message : capStrings(message, room / 4);
+}
+
+/** A summary is text only: the request keeps the tools (and so the cached prefix) but may not call them. */
+const NO_TOOLS: Anthropic.ToolChoice = { type: 'none' };
+
+/** Strings longer than this are cut before summarising (head and tail kept), so the summary request itself fits. */
+const SUMMARY_STRING_CHARS = 2_000;
+
+/** Summarises the previous summary and the messages up to the cut point (or the first piece of them that fits half
+ *  the window) with one more model call. Nothing is deleted: the session file gets a compaction entry and keeps
+ *  every message. Returns what it reported, or null if there is nothing to cut. */
+export async function compact(agent: Agent, signal: AbortSignal): Promise<Compacted | null> {
+  const { messages, contextWindow } = agent;
   const from = agent.compaction?.keptFrom ?? 0;
-  const cut = chooseCut(agent.messages, from, Math.min(KEEP_VERBATIM_TOKENS, agent.contextWindow / 4));
-  if (cut === null) return false;
-  const previous = agent.compaction ? [summaryMessage(agent.compaction.summary)] : [];
-  const older = [...previous, ...agent.messages.slice(from, cut)].map(shortenResults);
-  const before = estimateTokens(compactedView(agent, agent.messages));
-  const messages: Anthropic.MessageParam[] = [...older, { role: 'user', content: SUMMARY_INSTRUCTIONS }];
-  const request = {
-    system: agent.system,
-    tools: agent.toolDefinitions,
-    tool_choice: { type: 'none' as const },
-    messages,
-  };
+  const verbatim = chooseCut(messages, from, Math.min(KEEP_VERBATIM_TOKENS, contextWindow / 4));
+  if (verbatim === null) return null;
+  const cut = pieceEnd(messages, from, verbatim, contextWindow / 2);
+  const older = [...(agent.compaction ? [summaryMessage(agent.compaction.summary)] : []), ...messages.slice(from, cut)];
+  const asked: Anthropic.MessageParam = { role: 'user', content: SUMMARY_INSTRUCTIONS };
+  const shown = [...older.map((message) => capStrings(message, SUMMARY_STRING_CHARS)), asked];
+  const request = { system: agent.system, tools: agent.toolDefinitions, tool_choice: NO_TOOLS, messages: shown };
   const onNotice = (text: string) => agent.config.onEvent({ type: 'notice', text });
   const reply = await agent.config.model.complete(request, { signal, onText: () => {}, onNotice });
   spend(agent, reply.usage); // an empty summary was paid for too
-  const summary = finalText([reply]);
+  const [summary, usage] = [finalText([reply]), reply.usage];
+  if (summary === '') agent.config.onEvent({ type: 'compaction-failed', usage, reason: 'the summary came back empty' });
   if (summary === '') throw new Error('the summary came back empty');
   agent.compaction = { summary, keptFrom: cut };
   agent.lastRequest = null;
-  const after = estimateTokens(compactedView(agent, agent.messages));
-  const { usage } = reply;
-  agent.config.onEvent({ type: 'compaction', summary, keptFrom: cut, tokensBefore: before, tokensAfter: after, usage });
-  return true;
+  const sizes = { tokensBefore: estimateMessages(older), tokensAfter: estimateMessages([summaryMessage(summary)]) };
+  agent.config.onEvent({ type: 'compaction', summary, keptFrom: cut, ...sizes, usage });
+  return { ...sizes, piece: cut < verbatim };
 }
+
+/** What a compaction replaced and with what, in estimated tokens; `piece`: more of the older part is left to do. */
+export type Compacted = { tokensBefore: number; tokensAfter: number; piece: boolean };
 
 // --- AGENTS.md: project context for the model, never instructions for the harness.
 
@@ -891,7 +906,7 @@ function taskTool(parent: Agent): Tool {
         contextFiles: false,
         systemPrompt: SUBAGENT_PROMPT,
         onEvent: (event) => {
-          if (event.type === 'reply' || event.type === 'compaction') addUsage(parent.usage, model, event.usage);
+          if ('usage' in event) addUsage(parent.usage, model, event.usage); // every call it paid for
           parent.config.onEvent({ type: 'subagent', id, description, event });
         },
       });
@@ -922,34 +937,26 @@ export class AnthropicModel implements Model {
     // The SDK retries by itself; this only says, for each failed attempt, what the SDK will do next.
     const showRetries: Middleware = async (request, next, context) => {
       const retried = Number(request.headers.get('x-stainless-retry-count') ?? 0);
-      const attempts = { left: (context.options?.maxRetries ?? this.client.maxRetries) - retried, retried };
-      try {
-        const response = await next(request);
-        const notice = response.ok ? null : retryNotice(response.status, response.headers, attempts);
-        if (notice) onNotice(notice);
-        return response;
-      } catch (error) {
-        if (!signal.aborted) onNotice(retryNotice(null, new Headers(), attempts, errorText(error)) ?? errorText(error));
+      const left = (context.options?.maxRetries ?? this.client.maxRetries) - retried;
+      const response = await next(request).catch((error: unknown) => {
+        const failure = errorText(error);
+        if (!signal.aborted) onNotice(retryNotice(null, new Headers(), { left, retried, failure }) ?? failure);
         throw error;
-      }
+      });
+      const notice = response.ok ? null : retryNotice(response.status, response.headers, { left, retried });
+      if (notice) onNotice(notice);
+      return response;
     };
     const stream = this.client.messages.stream(
       { model: this.name, max_tokens: MAX_OUTPUT_TOKENS, ...request },
       { signal, middleware: [showRetries] },
     );
     stream.on('text', onText);
-    let stalled = false;
-    let timer: NodeJS.Timeout | undefined;
-    const arm = () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
-        stalled = true;
-        stream.abort();
-      }, this.idleMs);
-    };
-    // Armed only once the answer has arrived: the SDK's waits between retries are not a stall.
-    stream.on('connect', arm);
-    stream.on('streamEvent', arm);
+    let [stalled, timer] = [false, undefined as NodeJS.Timeout | undefined];
+    const stall = () => ((stalled = true), stream.abort());
+    // Armed only once the answer has arrived, and again by every event: the SDK's waits between retries are no stall.
+    stream.on('connect', () => (timer ??= setTimeout(stall, this.idleMs)).refresh());
+    stream.on('streamEvent', () => timer?.refresh());
     try {
       return await stream.finalMessage();
     } catch (error) {
@@ -963,23 +970,19 @@ export class AnthropicModel implements Model {
   /** Asked of the API once per model: every sub-agent's createAgent wants it too, and it does not change. */
   private window: Promise<number | null> | undefined;
   contextWindow(): Promise<number | null> {
-    return (this.window ??= this.client.models.retrieve(this.name).then(
-      (info) => info.max_input_tokens,
-      () => null,
-    ));
+    const maxInput = (info: { max_input_tokens: number | null }) => info.max_input_tokens;
+    return (this.window ??= this.client.models.retrieve(this.name).then(maxInput, () => null));
   }
 }
 
 type Middleware = NonNullable<Anthropic.RequestOptions['middleware']>[number];
+/** Where a failed attempt stands: retries left, retries made, and for a connection that failed, how. */
+type Attempt = { left: number; retried: number; failure?: string };
 
 /** Mirrors the SDK's own rule (client.js, shouldRetry): the server's x-should-retry header decides if present, else
  *  408, 409, 429 and 5xx are retried, and a connection that failed (status null) is too; all while retries are left. */
-export function retryNotice(
-  status: number | null,
-  headers: Headers,
-  { left, retried }: { left: number; retried: number },
-  failure?: string,
-): string | null {
+export function retryNotice(status: number | null, headers: Headers, attempt: Attempt): string | null {
+  const { left, retried, failure } = attempt;
   const said = headers.get('x-should-retry');
   const retryable =
     said === null ? status === null || [408, 409, 429].includes(status) || status >= 500 : said === 'true';
@@ -1080,7 +1083,7 @@ export function textOfMessage(message: Anthropic.MessageParam | Anthropic.Messag
 const compactedViews = new WeakMap<Compaction, Anthropic.MessageParam[]>();
 
 /** [summary, ...messages.slice(keptFrom)], built once per compaction and then only extended by what is new. */
-function compactedCopy(compaction: Compaction, messages: readonly Anthropic.MessageParam[]) {
+function compactedCopy(compaction: Compaction, messages: View) {
   let view = compactedViews.get(compaction);
   if (view === undefined) compactedViews.set(compaction, (view = [deepFreeze(summaryMessage(compaction.summary))]));
   for (let i = compaction.keptFrom + view.length - 1; i < messages.length; i++) view.push(messages[i]!);
@@ -1091,7 +1094,7 @@ const measuredChars = new WeakMap<Anthropic.MessageParam, number>();
 
 /** estimateTokens(messages), with each message's JSON measured once and remembered: a message never changes once
  *  the model may have seen it (freezeNewMessages), so neither does its length. */
-export function estimateMessages(messages: readonly Anthropic.MessageParam[]): number {
+export function estimateMessages(messages: View): number {
   let chars = messages.length === 0 ? 2 : messages.length + 1; // "[", "]" and the commas between
   for (const message of messages) {
     let length = measuredChars.get(message);
@@ -1118,10 +1121,7 @@ function deepFreeze<T>(value: T): T {
 
 /** Prevents a context hook from changing the array it was shown (the transcript itself, uncopied): it gets a view
  *  whose every write throws. If it returns that view unchanged, the array behind it goes on to the next hook. */
-async function runReadOnly(
-  messages: readonly Anthropic.MessageParam[],
-  hook: (shown: readonly Anthropic.MessageParam[]) => Promise<readonly Anthropic.MessageParam[]>,
-): Promise<readonly Anthropic.MessageParam[]> {
+async function runReadOnly(messages: View, hook: (shown: View) => Promise<View>): Promise<View> {
   const refuse = (): never => {
     throw new TypeError('a context hook may not change the messages it is shown: return a new array instead');
   };
@@ -1130,65 +1130,23 @@ async function runReadOnly(
   return returned === shown ? messages : returned;
 }
 
-// --- Small helpers the agent uses: tool schemas, timeouts, a bounded pool, token accounting, the /context numbers.
+// --- Small helpers the agent uses: resendable replies, timeouts, a bounded pool, repeats, token accounting.
 
-const TOOL_DEFINITIONS = new WeakMap<Tool, Anthropic.Tool>();
-
-/** A tool as the model is shown it: name, description, and the JSON Schema of its input. Built once per tool and
- *  shared by every agent that has it: converting the schema was a fifth of `createAgent`'s time. */
-export function toolDefinition(tool: Tool): Anthropic.Tool {
-  let definition = TOOL_DEFINITIONS.get(tool);
-  if (definition === undefined) {
-    const { $schema: _ignored, ...schema } = z.toJSONSchema(tool.input, { io: 'input' });
-    definition = { name: tool.name, description: tool.description, input_schema: { ...schema, type: 'object' } };
-    TOOL_DEFINITIONS.set(tool, definition);
-  }
-  return definition;
-}
-
-/** What is wrong with a call's arguments, or null. The depth comes first: the echo below, the session file and the
- *  SDK all use JSON.stringify, which overflows the stack a few thousand levels down. */
-function schemaProblem(tool: Tool, input: unknown): string | null {
-  const refused = `invalid arguments for ${tool.name}`;
-  if (nestedDeeperThan(input, MAX_INPUT_DEPTH)) return `${refused}: nested deeper than ${MAX_INPUT_DEPTH} levels`;
-  const parsed = tool.input.safeParse(input);
-  if (parsed.success) return null;
-  return `${refused}: ${issuesText(parsed.error)}. You sent: ${JSON.stringify(input)}`;
-}
-
-export const issuesText = (error: z.ZodError) =>
-  error.issues.map((issue) => `${issue.path.join('.') || '(input)'}: ${issue.message}`).join('; ');
-
-/** Tool arguments nest a few levels; past this many, a call is refused (see schemaProblem). */
-export const MAX_INPUT_DEPTH = 64;
-
-/** Whether objects and arrays in `value` nest more than `levels` deep; the walk stops there, so any depth is safe. */
-export function nestedDeeperThan(value: unknown, levels: number): boolean {
-  if (typeof value !== 'object' || value === null) return false;
-  return levels === 0 || Object.values(value).some((child) => nestedDeeperThan(child, levels - 1));
-}
-
-/** Prevents one absurd reply from ending the session: a tool input nested deeper than MAX_INPUT_DEPTH could never
- *  be sent back (JSON.stringify overflows), so it keeps its first levels only, still too deep for validation to let
- *  the call run, which tells the model why. */
-function withShallowInputs(reply: Anthropic.Message): Anthropic.Message {
-  const tooDeep = (block: Anthropic.ContentBlock) =>
-    block.type === 'tool_use' && nestedDeeperThan(block.input, MAX_INPUT_DEPTH);
-  if (!reply.content.some(tooDeep)) return reply;
-  const content = reply.content.map((block) =>
-    block.type === 'tool_use' && tooDeep(block)
-      ? { ...block, input: cutBelow(block.input, MAX_INPUT_DEPTH + 1) }
-      : block,
-  );
-  return { ...reply, content };
-}
-
-/** `value` with whatever nests deeper than `levels` replaced by a note. */
-function cutBelow(value: unknown, levels: number): unknown {
-  if (typeof value !== 'object' || value === null) return value;
-  if (levels === 0) return '[cut: nested too deep]';
-  if (Array.isArray(value)) return value.map((item) => cutBelow(item, levels - 1));
-  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, cutBelow(item, levels - 1)]));
+/** Prevents one malformed call from making every later request fail: an input the API would not take back (nested
+ *  too deep for JSON.stringify, or not an object) is stored as a note of what is wrong with it, which validation
+ *  refuses with that note. */
+function withResendableInputs(reply: Anthropic.Message): Anthropic.Message {
+  const wrong = (input: unknown) =>
+    nestedDeeperThan(input, MAX_INPUT_DEPTH)
+      ? `nested deeper than ${MAX_INPUT_DEPTH} levels`
+      : typeof input !== 'object' || input === null || Array.isArray(input)
+        ? `not an object: ${String(JSON.stringify(input)).slice(0, 200)}`
+        : null;
+  const content = reply.content.map((block) => {
+    const problem = block.type === 'tool_use' && wrong(block.input);
+    return problem ? { ...block, input: { [UNUSABLE]: problem } } : block;
+  });
+  return content.some((block, i) => block !== reply.content[i]) ? { ...reply, content } : reply;
 }
 
 /** Waits for `work`; once `signal` aborts, waits at most `graceMs` more, then settles with `fallback`. */
@@ -1206,22 +1164,11 @@ async function settleOrAbandon<T>(work: Promise<T>, signal: AbortSignal, graceMs
   }
 }
 
-/** How many calls in a row, ending with `call`, had its name and arguments: read back through the transcript from
- *  `call` until a different call (only as far back as the row goes, so a long session costs no more). */
-function timesInARow(messages: readonly Anthropic.MessageParam[], call: Anthropic.ToolUseBlock): number {
+/** Counts each call the model makes against the one before it: the same name and arguments extend the row. It costs
+ *  the call's own size, never the transcript's; a resumed session starts a row of its own. */
+function countRepeats(agent: Agent, call: Anthropic.ToolUseBlock): void {
   const key = JSON.stringify([call.name, call.input]);
-  let [repeats, reached] = [0, false];
-  for (let m = messages.length - 1; m >= 0; m--) {
-    const { role, content } = messages[m]!;
-    if (role !== 'assistant' || typeof content === 'string') continue;
-    for (let b = content.length - 1; b >= 0; b--) {
-      const block = content[b]!;
-      if (block.type !== 'tool_use' || !(reached ||= block.id === call.id)) continue;
-      if (JSON.stringify([block.name, block.input]) !== key) return repeats;
-      repeats++;
-    }
-  }
-  return repeats;
+  agent.repeats = { key, times: agent.repeats.key === key ? agent.repeats.times + 1 : 1 };
 }
 
 /** Runs a list of tasks, at most `limit` at a time; results come back in the list's order. */
@@ -1250,14 +1197,14 @@ export const errorText = (error: unknown) => (error instanceof Error ? error.mes
 const isPromptTooLong = (error: unknown) =>
   isApiError(error) && error.status === 400 && /prompt is too long/i.test(error.message);
 
-export interface UsageTotals {
+/** Tokens by kind, and dollars: null when the model's price is unknown, never a made-up zero. */
+export type UsageTotals = {
   input: number;
   cacheWrite: number;
   cacheRead: number;
   output: number;
-  /** Dollars, or null when the model's price is unknown: never a made-up zero. */
   costUsd: number | null;
-}
+};
 
 const totalTokens = (u: UsageTotals) => u.input + u.cacheWrite + u.cacheRead + u.output;
 
@@ -1266,20 +1213,12 @@ export type Spent = { tokens: number; costUsd: number | null };
 
 /** A run's spending against its token and dollar limits, shared by every loop in the run (the parent's and its
  *  sub-agents'): each adds its usage as it comes in, and checks what is left before each model call. */
-export interface Ledger {
-  readonly maxTokens: number | undefined;
-  readonly maxCostUsd: number | undefined;
-  readonly spent: UsageTotals;
-}
+export type Ledger = { readonly maxTokens?: number; readonly maxCostUsd?: number; readonly spent: UsageTotals };
 
 /** Nothing used yet: the cost starts at zero only if the model has a price. */
-const noUsage = (model: Model): UsageTotals => ({
-  input: 0,
-  cacheWrite: 0,
-  cacheRead: 0,
-  output: 0,
-  costUsd: model.price ? 0 : null,
-});
+const noUsage = ({ price }: Model): UsageTotals => {
+  return { input: 0, cacheWrite: 0, cacheRead: 0, output: 0, costUsd: price ? 0 : null };
+};
 
 /** A new run's ledger: nothing spent yet, against the budgets' token and dollar limits. */
 function openLedger({ budgets, model }: Settings): Ledger {
@@ -1324,10 +1263,7 @@ function addUsage(totals: UsageTotals, model: Model, usage: Anthropic.Usage): vo
 // price list); a model without one has an unknown cost, never a made-up zero.
 
 /** Dollars per million tokens of input and of output. */
-export interface Price {
-  input: number;
-  output: number;
-}
+export type Price = { input: number; output: number };
 
 /** Cache writes cost 1.25× input, cache reads 0.1×: why byte-stable requests matter. */
 export function costOf(price: Price | undefined, usage: Anthropic.Usage): number | null {
@@ -1344,8 +1280,8 @@ const LOST_RESULT =
   'result lost: the session file has no result for this call (a lost line); it may or may not have run';
 const DIED_MID_CALL = 'not run: the session ended before this call finished';
 
-const notRunResult = (id: string, content: string): Anthropic.ToolResultBlockParam => ({
-  type: 'tool_result',
+const notRunResult = (id: string, content: string) => ({
+  type: 'tool_result' as const,
   tool_use_id: id,
   content,
   is_error: true,
@@ -1415,15 +1351,14 @@ export function transcriptRepair(warn: (text: string) => void) {
   };
 }
 
-/** A saved session as `resume` takes it (app/session-file.ts reads one from disk, through transcriptRepair). */
+/** A saved session as `resume` takes it (app/session-file.ts reads one through transcriptRepair): its messages and
+ *  summary, the sub-agents it started (a new one gets a file of its own), the answer to calls that never finished
+ *  (appended, so the transcript is valid), and the protected files' hashes at its first start. */
 export interface LoadedSession {
   messages: Anthropic.MessageParam[];
   compaction: Compaction | null;
-  /** Sub-agents the session started, so a new one gets a file of its own. */
   subAgents: number;
-  /** A user message answering calls that never finished, to append so the transcript is valid. */
   repair: Anthropic.MessageParam | null;
-  /** The protected files' hashes when the session first started, or null. */
   protectedAtStart: Map<string, string> | null;
   warnings: string[];
 }
@@ -1431,11 +1366,11 @@ export interface LoadedSession {
 /** Continues a loaded session: its messages become the transcript, and unanswered calls get answered. */
 export function resume(agent: Agent, loaded: LoadedSession): void {
   agent.messages.length = 0;
-  for (const message of loaded.messages) agent.messages.push(message); // not push(...all): no argument limit
+  for (const message of loaded.messages) agent.messages.push(withinShare(agent, message)); // no argument limit
   agent.toolContext.seen.clear(); // what was read before must be read again before it is edited
   agent.compaction = loaded.compaction;
   agent.subAgentsStarted = loaded.subAgents;
-  agent.lastRequest = null;
+  [agent.lastRequest, agent.repeats] = [null, { key: '', times: 0 }]; // a new row: see countRepeats
   // Prevents laundering a protected file between two runs: the gate compares with the session's first start.
   for (const [file, hash] of loaded.protectedAtStart ?? []) {
     if (agent.protectedAtStart.has(file)) agent.protectedAtStart.set(file, hash);
@@ -1447,22 +1382,16 @@ export function resume(agent: Agent, loaded: LoadedSession): void {
 // --- How a run ended, in words: the sub-agent's report says it, and so may any program that shows a halt.
 
 export function describeHalt(h: Halt): string {
-  switch (h.kind) {
-    case 'accepted':
-      return h.verifiedBy === null
-        ? 'accepted (unverified: no verify command was given)'
-        : `accepted (verified by \`${h.verifiedBy}\`)`;
-    case 'budget': {
-      const reached = `${h.budget}: the limit of ${describeLimit(h.budget, h.limit)} was reached`;
-      if (h.spent === undefined) return `budget (${reached})`;
-      const cost = h.spent.costUsd === null ? '' : `, $${h.spent.costUsd.toFixed(4)}`;
-      return `budget (${reached}; spent ${h.spent.tokens} tokens${cost})`;
-    }
-    case 'interrupted':
-      return 'interrupted';
-    case 'error':
-      return `error: ${h.message}`;
-  }
+  if (h.kind === 'interrupted') return 'interrupted';
+  if (h.kind === 'error') return `error: ${h.message}`;
+  if (h.kind === 'accepted')
+    return h.verifiedBy === null
+      ? 'accepted (unverified: no verify command was given)'
+      : `accepted (verified by \`${h.verifiedBy}\`)`;
+  const reached = `${h.budget}: the limit of ${describeLimit(h.budget, h.limit)} was reached`;
+  if (h.spent === undefined) return `budget (${reached})`;
+  const cost = h.spent.costUsd === null ? '' : `, $${h.spent.costUsd.toFixed(4)}`;
+  return `budget (${reached}; spent ${h.spent.tokens} tokens${cost})`;
 }
 
 const describeLimit = (budget: BudgetName, limit: number) =>

@@ -3,10 +3,25 @@
 // and JSON Schema; everything it can do to the disk goes through this file.
 // This file never imports agent.ts: a tool knows nothing about the loop that calls it.
 
+import type Anthropic from '@anthropic-ai/sdk';
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import type { Stats } from 'node:fs';
-import { chmod, lstat, mkdir, open, readdir, readFile, realpath, rename, stat, writeFile } from 'node:fs/promises';
+import { existsSync, type Stats } from 'node:fs';
+import {
+  chmod,
+  lstat,
+  mkdir,
+  mkdtemp,
+  open,
+  readdir,
+  readFile,
+  realpath,
+  rename,
+  rm,
+  stat,
+  writeFile,
+} from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createTwoFilesPatch } from 'diff';
 import ignore, { type Ignore } from 'ignore';
@@ -52,6 +67,46 @@ export function defineTool<S extends z.ZodObject>(spec: {
     preview: preview && ((input, ctx) => preview(spec.input.parse(input), ctx)),
   };
 }
+
+const TOOL_DEFINITIONS = new WeakMap<Tool, Anthropic.Tool>();
+
+/** A tool as the model is shown it: name, description, and the JSON Schema of its input. Built once per tool and
+ *  shared by every agent that has it: converting the schema was a fifth of `createAgent`'s time. */
+export function toolDefinition(tool: Tool): Anthropic.Tool {
+  let definition = TOOL_DEFINITIONS.get(tool);
+  if (definition === undefined) {
+    const { $schema: _ignored, ...schema } = z.toJSONSchema(tool.input, { io: 'input' });
+    definition = { name: tool.name, description: tool.description, input_schema: { ...schema, type: 'object' } };
+    TOOL_DEFINITIONS.set(tool, definition);
+  }
+  return definition;
+}
+
+/** What is wrong with a call's arguments, or null. The depth comes first: the echo below, the session file and the
+ *  SDK all use JSON.stringify, which overflows the stack a few thousand levels down. */
+export function schemaProblem(tool: Tool, input: unknown): string | null {
+  const refused = `invalid arguments for ${tool.name}`;
+  if (nestedDeeperThan(input, MAX_INPUT_DEPTH)) return `${refused}: nested deeper than ${MAX_INPUT_DEPTH} levels`;
+  if (typeof input === 'object' && input !== null && UNUSABLE in input) return `${refused}: ${input[UNUSABLE]}`;
+  const parsed = tool.input.safeParse(input);
+  if (parsed.success) return null;
+  return `${refused}: ${issuesText(parsed.error)}. You sent: ${JSON.stringify(input)}`;
+}
+
+export const issuesText = (error: z.ZodError) =>
+  error.issues.map((issue) => `${issue.path.join('.') || '(input)'}: ${issue.message}`).join('; ');
+
+/** Tool arguments nest a few levels; past this many, a call is refused (see schemaProblem). */
+export const MAX_INPUT_DEPTH = 64;
+
+/** Whether objects and arrays in `value` nest more than `levels` deep; the walk stops there, so any depth is safe. */
+export function nestedDeeperThan(value: unknown, levels: number): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  return levels === 0 || Object.values(value).some((child) => nestedDeeperThan(child, levels - 1));
+}
+
+/** The key under which an unusable input's note is stored (agent.ts's withResendableInputs). */
+export const UNUSABLE = 'unusable_input';
 
 /** A failure the model can act on: its message becomes an is_error tool_result. */
 export class ToolError extends Error {}
@@ -290,6 +345,25 @@ function gitIgnores(files: readonly IgnoreFile[], relative: string): boolean {
     if (ignored || unignored) return ignored;
   }
   return false;
+}
+
+/** `value` (a message, say) with every string longer than `chars` cut to its head and tail and a note of how much was
+ *  left out; thinking blocks stay whole, since the API refuses altered ones. The harness's cap on what it resends. */
+export function capStrings<T>(value: T, chars: number): T {
+  const cut = (item: unknown): unknown => {
+    if (typeof item === 'string') return item.length <= chars ? item : keepEnds(item, chars);
+    if (typeof item !== 'object' || item === null) return item;
+    if ('type' in item && (item.type === 'thinking' || item.type === 'redacted_thinking')) return item;
+    if (Array.isArray(item)) return item.map(cut);
+    return Object.fromEntries(Object.entries(item).map(([key, inner]) => [key, cut(inner)]));
+  };
+  return cut(value) as T;
+}
+
+/** `text` cut to about `chars` characters: its head and tail, and a note of how much is left out between them. */
+function keepEnds(text: string, chars: number): string {
+  const [head, tail] = [Math.floor(chars * 0.75), Math.floor(chars * 0.25)];
+  return `${text.slice(0, head)}\n[... ${text.length - head - tail} characters left out ...]\n${text.slice(-tail)}`;
 }
 
 /** Cuts any tool's text to the output caps, on whole lines, and says how much was left out. */
@@ -686,7 +760,9 @@ async function writeAtomically(file: string, content: string): Promise<void> {
 export const TOOLS: readonly Tool[] = [list_files, read_file, edit_file];
 
 // ---------------------------------------------------------------------------------------------------------------------
-// The command runner: the verify gate's hands. Like the tools it acts on the project, and only inside it.
+// The command runner: the verify gate's hands. The check it runs imports code the model wrote, so no path check can
+// cover what it does; the kernel can. Contained, a command may write only in the project and a private temporary
+// folder, it has no network, and the rest of the file system is read-only: bubblewrap on Linux, sandbox-exec on macOS.
 
 export interface CommandRun {
   exitCode: number | null;
@@ -705,12 +781,29 @@ export interface CommandOptions {
   signal: AbortSignal;
   /** Each piece of output as it arrives, stdout and stderr alike: a live tail for whoever watches. */
   onOutput?: (text: string) => void;
+  /** Run it in the OS sandbox; throws if this machine has none (ask sandboxProblem first). */
+  sandbox?: boolean;
 }
 
 /** Runs a shell command in the project with a timeout; keeps the start and the end of its output. */
-export function runCommand(command: string, { cwd, timeoutMs, signal, onOutput }: CommandOptions): Promise<CommandRun> {
-  return new Promise((resolve) => {
-    const child = spawn(command, { cwd, shell: true, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+export async function runCommand(command: string, options: CommandOptions): Promise<CommandRun> {
+  if (!options.sandbox) return await runProcess(command, [], options);
+  const problem = await sandboxProblem();
+  if (problem !== null) throw new Error(problem);
+  const tmp = await realpath(await mkdtemp(path.join(tmpdir(), 'verify-tmp-')));
+  try {
+    return await runProcess(command, containedArgs(command, await realpath(options.cwd), tmp), options);
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
+}
+
+/** Runs `command` through a shell, or with `contained` given, runs that sandbox command line instead. */
+function runProcess(command: string, contained: string[], { cwd, timeoutMs, signal, onOutput }: CommandOptions) {
+  return new Promise<CommandRun>((resolve) => {
+    const [file = command, ...args] = contained;
+    const env = contained.length > 0 ? containedEnv() : process.env;
+    const child = spawn(file, args, { cwd, env, shell: contained.length === 0, detached: true, stdio: STDIO });
     let head = '';
     let tail = '';
     let dropped = 0;
@@ -727,7 +820,8 @@ export function runCommand(command: string, { cwd, timeoutMs, signal, onOutput }
     };
     child.stdout.on('data', collect);
     child.stderr.on('data', collect);
-    // The whole process group goes, so a test runner's children cannot outlive the timeout.
+    // The whole process group goes, so a test runner's children cannot outlive the timeout. In the sandbox the group
+    // is bubblewrap's: it takes its own processes with it (--die-with-parent, --unshare-pid).
     const kill = () => {
       try {
         if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
@@ -754,6 +848,65 @@ export function runCommand(command: string, { cwd, timeoutMs, signal, onOutput }
     });
     child.on('close', (code) => done(code));
   });
+}
+
+const STDIO: ['ignore', 'pipe', 'pipe'] = ['ignore', 'pipe', 'pipe'];
+
+/** The command line that runs `command` contained, in the project `root`, with `tmp` as its temporary folder. */
+function containedArgs(command: string, root: string, tmp: string): string[] {
+  const shell = ['/bin/sh', '-c', command];
+  if (process.platform === 'darwin') {
+    const where = ['-D', `ROOT=${root}`, '-D', `TMP=${tmp}`, '-D', `GIT=${path.join(root, '.git')}`];
+    return ['/usr/bin/sandbox-exec', '-p', SEATBELT_PROFILE, ...where, ...shell];
+  }
+  const git = path.join(root, '.git');
+  return [
+    'bwrap',
+    ...['--ro-bind', '/', '/'], // the whole file system, read-only: $HOME, the folders above the project, /usr
+    ...['--dev', '/dev', '--proc', '/proc'], // a fresh /dev, and a /proc of its own processes
+    ...['--tmpfs', '/run', '--bind', tmp, '/tmp'], // hides the host's sockets: a read-only mount still lets one connect
+    ...['--bind', root, root, '--chdir', root], // the project, writable
+    ...(existsSync(git) ? ['--ro-bind', git, git] : []), // but not its git hooks, which would run outside on a commit
+    ...['--unshare-user', '--unshare-pid', '--unshare-net'], // its own users, processes, and network: loopback only
+    ...['--die-with-parent', '--new-session', '--cap-drop', 'ALL'], // dies with us; no terminal; root has no powers
+    '--',
+    ...shell,
+  ];
+}
+
+/** macOS's sandbox policy: the last rule that matches wins. The paths come in as -D parameters. */
+const SEATBELT_PROFILE = `(version 1) (allow default) (deny network*) (deny lsopen) (deny appleevent-send)
+(deny file-write*)
+(allow file-write* (subpath (param "ROOT")) (subpath (param "TMP")) (literal "/dev/null") (regex #"^/dev/(tty|fd/)"))
+(deny file-write* (subpath (param "GIT")))`;
+
+/** The contained command's environment: temporary files in its own folder, and none of the harness's secrets. */
+function containedEnv(): NodeJS.ProcessEnv {
+  const inherited = Object.entries(process.env).filter(([name]) => !name.startsWith('ANTHROPIC_'));
+  const tmp = process.platform === 'darwin' ? {} : { TMPDIR: '/tmp', TMP: '/tmp', TEMP: '/tmp' };
+  return { ...Object.fromEntries(inherited), ...tmp, npm_config_logs_max: '0' }; // npm's log folder is read-only
+}
+
+let sandboxCheck: Promise<string | null> | undefined;
+
+/** Why this machine cannot contain a command, and what to install; null when it can. Found out once, by a trial
+ *  run of the real policy: the tool must be there, and work (a container may forbid the namespaces it needs). */
+export function sandboxProblem(): Promise<string | null> {
+  return (sandboxCheck ??= (async () => {
+    if (process.platform !== 'linux' && process.platform !== 'darwin') return `no OS sandbox on ${process.platform}`;
+    const base = await realpath(await mkdtemp(path.join(tmpdir(), 'sandbox-check-')));
+    try {
+      const never = new AbortController().signal;
+      const options = { cwd: base, timeoutMs: 10_000, signal: never };
+      const trial = await runProcess('touch probe', containedArgs('touch probe', base, base), options);
+      if (trial.exitCode === 0 && existsSync(path.join(base, 'probe'))) return null;
+      if (process.platform === 'darwin') return `sandbox-exec does not work here (${trial.output.trim()})`;
+      if (/ENOENT/.test(trial.output)) return 'no OS sandbox: bubblewrap is not installed (apt-get install bubblewrap)';
+      return `no OS sandbox: bubblewrap cannot run here (${trial.output.split('\n')[0]}); it needs user namespaces`;
+    } finally {
+      await rm(base, { recursive: true, force: true });
+    }
+  })());
 }
 
 // ---------------------------------------------------------------------------------------------------------------------

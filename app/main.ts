@@ -1,18 +1,28 @@
 #!/usr/bin/env tsx
 // The program a person runs (package.json's bin): the harness in agent.ts under a terminal, a REPL, a session file,
-// --replay or --export. It only calls the harness's API and draws its events; the harness never imports it.
+// --replay or --export; or under an editor (--acp). It only calls the harness's API and draws its events; the harness
+// never imports it.
 
 import { realpathSync } from 'node:fs';
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { pathToFileURL } from 'node:url';
-import { type Agent, approveAll, createAgent, errorText, estimateTokens, type Model, resume } from '../agent.ts';
-import { TOOLS } from '../tools.ts';
-import { chooseModel, type CliOptions, configFromCli, helpText, parseCli, UsageError } from './options.ts';
+import { type Agent, approveAll, createAgent, errorText, estimateTokens, resume } from '../agent.ts';
+import { sandboxProblem } from '../tools.ts';
+import {
+  chooseModel,
+  type CliOptions,
+  configFromCli,
+  helpText,
+  parseCli,
+  recordedOptions,
+  sandboxPolicy,
+  UsageError,
+} from './options.ts';
 import { priced } from './prices.ts';
 import { replaySession } from './replay.ts';
-import { loadSession, recordAnswers, type RecordedOptions, SESSION_VERSION, sessionRecorder } from './session-file.ts';
+import { loadSession, recordAnswers, sessionHeader, sessionRecorder } from './session-file.ts';
 import {
   contextBreakdown,
   EXIT,
@@ -67,6 +77,15 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       options.taskModel === undefined || options.script !== undefined
         ? undefined
         : priced(await chooseModel(options, env, options.taskModel));
+    const secrets = [env.ANTHROPIC_API_KEY ?? ''];
+    if (options.acp) {
+      // An editor is the interface (app/acp.ts); its library is loaded only then.
+      const { serveAcp } = await import('./acp.ts');
+      const log = (text: string) => void process.stderr.write(`agent --acp: ${text}\n`);
+      if (options.verify === undefined) log('no --verify command: "done" will be accepted unverified');
+      else await tellSandbox(options, log);
+      return await serveAcp({ options, model, taskModel, secrets, log });
+    }
     const interactive = process.stdin.isTTY === true;
     // The REPL's; paused until it listens, so no piped line is read before it is ready for it. A headless run in a
     // terminal leaves the terminal as it is (Ctrl-C a signal) until an approval asks, with a readline of its own.
@@ -85,21 +104,10 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       : options.trace
         ? tracePrinter(out)
         : terminalPrinter(out, { screen, verify: options.verify });
-    const secrets = [env.ANTHROPIC_API_KEY ?? ''];
+    const approval = options.yes ? 'yes' : interactive ? 'ask' : 'deny';
     const startSession = (file: string, fresh: boolean, agent: Agent) => {
-      const startedAt = new Date().toISOString();
-      const recorded = recordedOptions(options, interactive, taskModel);
-      const header = { type: 'session' as const, version: SESSION_VERSION, model: model.name, root, startedAt };
-      const price = model.price && { price: model.price }; // what the page prices the calls with, as the harness did
-      const { contextWindow, protectedAtStart } = agent;
-      const full = {
-        ...header,
-        ...price,
-        contextWindow,
-        protected: Object.fromEntries(protectedAtStart),
-        options: recorded,
-      };
-      return sessionRecorder(file, fresh ? full : null, secrets);
+      const header = sessionHeader(agent, recordedOptions(options, approval, taskModel));
+      return sessionRecorder(file, fresh ? header : null, secrets);
     };
     const newSession = path.join(root, '.agent', 'sessions', `${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`);
     let sessionFile = path.resolve(options.resume ?? options.session ?? newSession);
@@ -132,6 +140,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     }
     tell({ type: 'context', breakdown: contextBreakdown(agent) });
     if (options.verify === undefined) notice('no --verify command: "done" will be accepted unverified');
+    else await tellSandbox(options, notice);
     if (!options.yes && !interactive) notice('no terminal and no --yes: every change (edit_file) will be denied');
     if (options.task !== undefined) return await headless(agent, options.task, tell);
     const switchSession = async (file: string) => {
@@ -150,22 +159,14 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
   }
 }
 
-/** The options a replay needs to run the session the same way, for the session file's header. */
-function recordedOptions(options: CliOptions, interactive: boolean, taskModel: Model | undefined): RecordedOptions {
-  const { verify, verifyTimeoutMs, protect, budgets, contextWindow, contextFiles } = options;
-  const approval = options.yes ? 'yes' : interactive ? 'ask' : 'deny';
-  const tools = [...TOOLS.map((tool) => tool.name), 'task'];
-  return {
-    verify,
-    verifyTimeoutMs,
-    protect,
-    budgets,
-    approval,
-    tools,
-    contextWindow,
-    contextFiles,
-    taskModel: taskModel?.name,
-  };
+/** Says once, at start, where the verify command will run: outside the sandbox (--no-sandbox), nowhere (no sandbox on
+ *  this machine, and the policy asks for one), or with the user's rights (no sandbox, and the policy allows that). */
+async function tellSandbox(options: CliOptions, notice: (text: string) => void): Promise<void> {
+  const problem = await sandboxProblem();
+  if (options.noSandbox) notice('--no-sandbox: the verify command runs outside the OS sandbox, with your full rights');
+  else if (problem !== null && sandboxPolicy(options))
+    notice(`${problem}: with --yes the check will not run; install it, or give --no-sandbox`);
+  else if (problem !== null) notice(`${problem}: the verify command will run with your full rights`);
 }
 
 // Run as a program (npx harness goes through a link in node_modules/.bin), not imported by a test.

@@ -18,6 +18,7 @@ import {
 import { loadScript, ScriptedModel } from '../scripted-model.ts';
 import { TOOLS } from '../tools.ts';
 import { priceOf } from './prices.ts';
+import type { RecordedOptions } from './session-file.ts';
 
 interface OptionSpec {
   type: 'string' | 'boolean';
@@ -34,6 +35,7 @@ export const OPTIONS = {
   'verify-timeout': { type: 'string', arg: 'S', help: 'seconds the verify command may run (default: 120)' },
   protect: { type: 'string', arg: 'GLOB', multiple: true, help: 'files the agent may not change, e.g. "test/**"' },
   yes: { type: 'boolean', help: 'approve every change without asking' },
+  'no-sandbox': { type: 'boolean', help: 'run the verify command outside the OS sandbox, with your full rights' },
   'max-turns': { type: 'string', arg: 'N', help: 'model calls per task (default: 25)' },
   'max-tokens': { type: 'string', arg: 'N', help: 'input + output tokens per task, sub-agents included' },
   'max-cost': { type: 'string', arg: 'USD', help: 'dollars per task, sub-agents included (needs a known price)' },
@@ -51,6 +53,7 @@ export const OPTIONS = {
   replay: { type: 'string', arg: 'FILE', help: 're-run a recorded session offline in --root and compare each message' },
   json: { type: 'boolean', help: 'print events as JSON lines instead of text' },
   trace: { type: 'boolean', help: 'print each step tagged with the part of the loop doing it' },
+  acp: { type: 'boolean', help: 'serve an editor over stdio (Agent Client Protocol): it gives the folders and tasks' },
   help: { type: 'boolean', short: 'h', help: 'show this help' },
 } as const satisfies Record<string, OptionSpec>;
 
@@ -87,6 +90,8 @@ export interface CliOptions {
   verifyTimeoutMs: number;
   protect: string[];
   yes: boolean;
+  /** --no-sandbox: the verify command runs uncontained, said at start and in every gate line. */
+  noSandbox: boolean;
   budgets: Budgets;
   /** --price: what --model costs, when the price table does not know it (or knows it wrong). */
   price: Price | undefined;
@@ -105,6 +110,8 @@ export interface CliOptions {
   given: string[];
   json: boolean;
   trace: boolean;
+  /** Speak the Agent Client Protocol on stdin and stdout (app/acp.ts): an editor is the interface. */
+  acp: boolean;
   task: string | undefined;
   help: boolean;
 }
@@ -132,6 +139,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
     }
   }
   if (positionals.length > 0 && positionals.join(' ').trim() === '') throw new UsageError('the task is empty');
+  if (values.acp) refuseBesideAcp(Object.keys(values), positionals);
   const timeout = positiveNumber('--timeout', values.timeout);
   return {
     root: values.root ?? process.cwd(),
@@ -139,6 +147,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
     verifyTimeoutMs: (positiveNumber('--verify-timeout', values['verify-timeout']) ?? 120) * 1000,
     protect: values.protect ?? [],
     yes: values.yes ?? false,
+    noSandbox: values['no-sandbox'] ?? false,
     budgets: {
       maxTurns: positiveNumber('--max-turns', values['max-turns'], true) ?? 25,
       maxTokens: positiveNumber('--max-tokens', values['max-tokens'], true),
@@ -159,9 +168,25 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
     given: Object.keys(values),
     json: values.json ?? false,
     trace: values.trace ?? false,
+    acp: values.acp ?? false,
     task: positionals.length > 0 ? positionals.join(' ') : undefined,
     help: values.help ?? false,
   };
+}
+
+/** What --acp leaves to the editor: the folder (each session's), the tasks, the session files, and stdout. */
+const EDITOR_GIVES = ['root', 'session', 'resume', 'replay', 'export', 'out', 'json', 'trace'];
+
+/** Prevents an option that --acp cannot honour from being silently ignored: the editor gives each session its folder
+ *  and its tasks, session files are the editor's to load, and stdout carries only the protocol. */
+function refuseBesideAcp(given: string[], positionals: string[]): void {
+  const clashing = given.filter((name) => EDITOR_GIVES.includes(name)).map((name) => `--${name}`);
+  if (positionals.length > 0) clashing.push('a task');
+  if (clashing.length === 0) return;
+  throw new UsageError(
+    `--acp takes no ${clashing.join(', ')}: the editor gives each session its folder and tasks, and stdout is the ` +
+      "protocol's",
+  );
 }
 
 /** parseArgs says each mistake in up to three lines of its own; this says it in one, in the terms of --help. */
@@ -253,6 +278,38 @@ export function configFromCli(
     protect: options.protect,
     contextWindow: options.contextWindow,
     contextFiles: options.contextFiles,
+    sandbox: sandboxPolicy(options),
     onEvent,
   };
+}
+
+/** The options a replay needs to run the session the same way, for the session file's header. `approval`: yes for
+ *  --yes, ask when a person answers (at a terminal or in an editor), deny when nobody can be asked. */
+export function recordedOptions(
+  options: CliOptions,
+  approval: RecordedOptions['approval'],
+  taskModel: Model | undefined,
+): RecordedOptions {
+  const { verify, verifyTimeoutMs, protect, budgets, contextWindow, contextFiles } = options;
+  const tools = [...TOOLS.map((tool) => tool.name), 'task'];
+  return {
+    verify,
+    verifyTimeoutMs,
+    protect,
+    budgets,
+    approval,
+    tools,
+    contextWindow,
+    contextFiles,
+    taskModel: taskModel?.name,
+    noSandbox: options.noSandbox,
+  };
+}
+
+/** Prevents code a real model wrote from running with the user's rights when nobody reviews the edits (--yes): then
+ *  the check runs in the OS sandbox or not at all, unless --no-sandbox says so. Scripted runs, and a person approving
+ *  each edit, use the sandbox wherever this machine has one (undefined: the harness's default). */
+export function sandboxPolicy(options: Pick<CliOptions, 'noSandbox' | 'yes' | 'script'>): boolean | undefined {
+  if (options.noSandbox) return false;
+  return options.yes && options.script === undefined ? true : undefined;
 }

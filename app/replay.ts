@@ -244,6 +244,7 @@ export async function replaySession(file: string, options: CliOptions, out: Outp
     budgets: pick(['max-turns', 'max-tokens', 'max-cost', 'timeout'], options.budgets, recorded.budgets),
     contextWindow: pick(['context-window'], options.contextWindow, recorded.contextWindow),
     contextFiles: pick(['no-context-files'], options.contextFiles, recorded.contextFiles),
+    noSandbox: pick(['no-sandbox'], options.noSandbox, recorded.noSandbox ?? false),
   };
   const children = childReplay(recording.children, recorded.taskModel ?? recording.header.model);
   const made = {
@@ -310,4 +311,5 @@ const REPLAY_OVERRIDES = [
   'timeout',
   'context-window',
   'no-context-files',
+  'no-sandbox',
 ];

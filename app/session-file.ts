@@ -8,6 +8,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
 import {
+  type Agent,
   type ApprovalAnswer,
   type Approver,
   type Budgets,
@@ -16,11 +17,9 @@ import {
   type LoadedSession,
   type Price,
   errorText,
-  issuesText,
-  MAX_INPUT_DEPTH,
-  nestedDeeperThan,
   transcriptRepair,
 } from '../agent.ts';
+import { issuesText, MAX_INPUT_DEPTH, nestedDeeperThan } from '../tools.ts';
 import type { ProgramEvent, SessionEvent } from './terminal.ts';
 
 /** Version 2 adds what a replay needs: the options, every reply as received, and what the person did. */
@@ -95,6 +94,8 @@ export interface RecordedOptions {
   contextWindow: number | undefined;
   contextFiles: boolean;
   taskModel: string | undefined;
+  /** --no-sandbox was given (missing in sessions recorded before it existed: it was not). */
+  noSandbox?: boolean;
 }
 
 /** The events a replay sees again in the same order; a steer or an interrupt is placed after the Nth of them.
@@ -111,6 +112,20 @@ export const REPLAYED_EVENTS = new Set<SessionEvent['type']>([
   'compaction',
   'halt',
 ]);
+
+/** A new session file's first line: how the session started, which a resume and a replay read back. */
+export function sessionHeader(agent: Agent, options: RecordedOptions): SessionHeader {
+  const { model, root } = agent.config;
+  const startedAt = new Date().toISOString();
+  const header = { type: 'session' as const, version: SESSION_VERSION, model: model.name, root, startedAt };
+  return {
+    ...header,
+    ...(model.price && { price: model.price }), // what the page prices the calls with, as the harness did
+    contextWindow: agent.contextWindow,
+    protected: Object.fromEntries(agent.protectedAtStart),
+    options,
+  };
+}
 
 /** Writes each event worth keeping as it happens, synchronously, so a crash loses nothing appended.
  *  A sub-agent's events go to a file of their own, linked from this one. */

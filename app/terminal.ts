@@ -303,7 +303,7 @@ export function terminalPrinter(
         screen.wait(event.passed ? null : 'preparing the next request');
         return line(
           event.passed ? 'green' : 'yellow',
-          `gate: \`${event.command}\` ${event.reason}: ${event.passed ? 'pass' : 'not done'}`,
+          `gate: \`${event.command}\` ${event.reason}: ${event.passed ? 'pass' : 'not done'}${outsideSandbox(event)}`,
         );
       case 'notice':
         return line('yellow', event.text);
@@ -427,11 +427,10 @@ export function tracePrinter(out: NodeJS.WritableStream = process.stdout, prefix
           out.write(`${prefix}\n${prefix}--- task ${task}: the transcript carries on, and turns count from 1\n`);
         return say('state', `appended a user message: "${said}"`);
       }
-      case 'gate':
-        return say(
-          'halt check',
-          `verify \`${event.command}\` ${event.reason}: ${event.passed ? 'passed' : 'not done, go on'}`,
-        );
+      case 'gate': {
+        const verdict = event.passed ? 'passed' : 'not done, go on';
+        return say('halt check', `verify \`${event.command}\` ${event.reason}: ${verdict}${outsideSandbox(event)}`);
+      }
       case 'compaction':
         nextTurn();
         counted = null;
@@ -468,6 +467,10 @@ const summarizeText = (text: string) => {
   const flat = text.replace(/\s+/g, ' ').trim();
   return flat.length > 90 ? `${flat.slice(0, 87)}...` : flat;
 };
+
+/** A gate line's mark when its check ran outside the OS sandbox, with the user's full rights. */
+export const outsideSandbox = (event: Extract<AgentEvent, { type: 'gate' }>) =>
+  event.sandboxed || event.exitCode === null ? '' : ' (outside the sandbox)';
 
 /** The same events as JSON lines, for CI and other programs. */
 export const jsonPrinter =
@@ -514,7 +517,8 @@ async function compactOnRequest(agent: Agent, signal: AbortSignal): Promise<stri
   const made = events.find((event) => event.type === 'compaction');
   const smaller = made !== undefined && made.tokensAfter < made.tokensBefore;
   for (const event of events) if (event !== made || smaller) agent.config.onEvent(event);
-  if (compacted !== true) return compacted === false ? 'nothing old enough to summarise yet' : compacted;
+  if (typeof compacted === 'string') return compacted;
+  if (compacted === null) return 'nothing old enough to summarise yet';
   if (!smaller) {
     const sizes = made ? ` (~${made.tokensAfter} tokens, against ~${made.tokensBefore} now)` : '';
     return `declined: the summary${sizes} would not make what the model sees smaller; nothing changed`;

@@ -10,7 +10,7 @@ import { styleText } from 'node:util';
 import type Anthropic from '@anthropic-ai/sdk';
 import { type AgentEvent, approveAll, createAgent, type Halt, runTask } from '../agent.ts';
 import { loadScript, ScriptedModel } from '../scripted-model.ts';
-import { runCommand, TOOLS } from '../tools.ts';
+import { runCommand, sandboxProblem, TOOLS } from '../tools.ts';
 
 /** The example project as the demo and the lesson stories use it: written fresh for every run, so a
  *  change to lessons/example (say, someone ran the agent on it and fixed add.js) changes nothing here. */
@@ -158,6 +158,8 @@ export async function runDemo(out: Output = process.stdout, env: NodeJS.ProcessE
   say(`Task: "${SEED_STORY_TASK}" in a tiny project whose add(2, 3) returns -1.`);
   say('The same eight scripted replies go through two harnesses. The trusting one believes the');
   say(`model's "done"; the verifying one first runs \`${SEED_STORY_VERIFY}\`, and only exit code 0 counts.`);
+  const noSandbox = await sandboxProblem();
+  if (noSandbox !== null) say(paint('yellow', `${noSandbox}: the check runs with your full rights.`));
   say();
   let trusting: StoryRun;
   let verifying: StoryRun;

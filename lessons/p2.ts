@@ -31,6 +31,8 @@ export interface Config {
   tools: readonly Tool[];
   /** The command whose exit code 0 is the only acceptable "done"; without one, "done" is unverified. */
   verify?: string;
+  /** How long the verify command may run; default VERIFY_TIMEOUT_MS. */
+  verifyTimeoutMs?: number;
   onEvent?: (event: Event) => void;
 }
 
@@ -58,7 +60,7 @@ export interface Agent {
 
 /** A model that never stops calling tools would otherwise run (and bill) forever. */
 export const MAX_TURNS = 25;
-/** A verify command that hangs must not hang the run. */
+/** A verify command that hangs must not hang the run: one that outlasts this (or config.verifyTimeoutMs) fails. */
 export const VERIFY_TIMEOUT_MS = 120_000;
 /** The model sees the start and the end of the verify output, where the errors usually are. */
 const OUTPUT_KEPT_CHARS = 4_000;
@@ -177,9 +179,9 @@ async function execute(agent: Agent, tool: Tool, call: Anthropic.ToolUseBlock, s
 /** Prevents a false "done": the verify command runs in the project, and only exit code 0 ends the run.
  *  Anything else goes back to the model as a user message: the command, its exit code, its output. */
 async function verifyGate(agent: Agent, signal: AbortSignal): Promise<Halt | { notDone: string }> {
-  const { verify, root } = agent.config;
+  const { verify, root, verifyTimeoutMs = VERIFY_TIMEOUT_MS } = agent.config;
   if (verify === undefined) return { kind: 'accepted', verifiedBy: null };
-  const { exitCode, output } = await runCommand(verify, root, signal);
+  const { exitCode, output } = await runCommand(verify, root, verifyTimeoutMs, signal);
   agent.config.onEvent?.({ type: 'gate', command: verify, exitCode, passed: exitCode === 0 });
   if (exitCode === 0) return { kind: 'accepted', verifiedBy: verify };
   const how = exitCode === null ? 'did not finish' : `exited with code ${exitCode}`;
@@ -190,10 +192,11 @@ async function verifyGate(agent: Agent, signal: AbortSignal): Promise<Halt | { n
 function runCommand(
   command: string,
   cwd: string,
+  timeout: number,
   signal: AbortSignal,
 ): Promise<{ exitCode: number | null; output: string }> {
   return new Promise((resolve) => {
-    exec(command, { cwd, signal, timeout: VERIFY_TIMEOUT_MS, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+    exec(command, { cwd, signal, timeout, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
       const exitCode = error === null ? 0 : typeof error.code === 'number' && !error.killed ? error.code : null;
       const output = stdout + stderr;
       const kept =

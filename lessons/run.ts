@@ -9,6 +9,7 @@ import { parseArgs } from 'node:util';
 import * as agentTs from '../agent.ts';
 import { tracePrinter } from '../app/terminal.ts';
 import {
+  BUILD_SECTIONS,
   type Harness,
   type Lesson,
   LESSONS,
@@ -71,23 +72,25 @@ async function check(lesson: Lesson, file: string, out: NodeJS.WritableStream, t
   out.write(`Checking ${file} against the stories of ${reached.join(', ')}.\n\n`);
   const failing: Lesson[] = [];
   for (const story of stories) {
-    const problem = await playStory(harness, story, { timeoutMs });
-    if (problem === null) {
+    const failure = await playStory(harness, story, { timeoutMs });
+    if (failure === null) {
       out.write(`PASS  ${story.lesson}  ${story.name}\n`);
     } else {
       out.write(`FAIL  ${story.lesson}  ${story.name}\n`);
-      out.write(`        expected: ${story.expected}\n        happened: ${problem}\n`);
+      out.write(`        expected: ${story.expected}\n        happened: ${failure.happened}\n`);
+      out.write(`        see:      lessons/build.md, "${BUILD_SECTIONS[failure.see]}"\n`);
       failing.push(story.lesson);
     }
   }
   const passed = stories.length - failing.length;
+  const first = failing[0];
   out.write(
-    failing.length === 0
+    first === undefined
       ? `\nAll ${stories.length} stories pass: ${file} reaches ${lesson}.\n`
-      : `\n${passed} of ${stories.length} stories pass: ${file} does not reach ${failing[0]} yet ` +
-          '(hints: lessons/build.md).\n',
+      : `\n${passed} of ${stories.length} stories pass: ${file} does not reach ${first} yet ` +
+          `(lessons/build.md, "${BUILD_SECTIONS[first]}").\n`,
   );
-  return failing.length === 0 ? 0 : 1;
+  return first === undefined ? 0 : 1;
 }
 
 /** Imports a harness file; a file that cannot be used is one line saying why, never a stack trace. */
@@ -98,7 +101,7 @@ async function loadHarness(file: string): Promise<Harness | string> {
   try {
     loaded = await import(pathToFileURL(resolved).href);
   } catch (error) {
-    return `--check ${file}: the file does not load: ${loadError(error)}`;
+    return `--check ${file}: the file does not load: ${loadError(error)}${whereToPut(error, resolved)}`;
   }
   if (!isHarness(loaded)) {
     const missing = ENTRY_POINTS.filter((name) => !exportsFunction(loaded, name));
@@ -111,6 +114,20 @@ const ENTRY_POINTS = ['createAgent', 'runTask'] as const;
 const exportsFunction = (module: unknown, name: string) =>
   typeof module === 'object' && module !== null && typeof Reflect.get(module, name) === 'function';
 const isHarness = (module: unknown): module is Harness => ENTRY_POINTS.every((name) => exportsFunction(module, name));
+
+const REPOSITORY = path.join(import.meta.dirname, '..');
+
+/** Why an import the file makes was not found, and where the file must be for it to be: Node looks for a package in
+ *  the node_modules folders beside the file and above it, and for './tools.ts' beside the file. */
+function whereToPut(error: unknown, file: string): string {
+  const missing = /Cannot find (?:module|package) '([^']+)'/.exec(oneLine(error))?.[1];
+  if (missing === undefined) return '';
+  const where = `put it at the root of this repository, next to agent.ts (e.g. ${path.join(REPOSITORY, 'mine.ts')})`;
+  if (/^[./]/.test(missing))
+    return `. It imports ${missing}, looked for in ${path.dirname(file)}: ${where}, where the project's files are`;
+  const installed = `${missing} is installed in this repository's node_modules, which Node finds only from inside it`;
+  return `. ${installed}: ${where}`;
+}
 
 /** A compile error's message starts with "Transform failed"; the line that says what and where comes after. */
 function loadError(error: unknown): string {

@@ -124,9 +124,10 @@ describe('the P4 story’s page (40+ calls, a compaction, a sub-agent) in Chromi
   });
 
   test('the compaction shows its summary and the marked cut; the part it replaced is folded', async () => {
-    const compaction = page.locator('section.compaction').first();
+    // The last compaction: the one before it is folded away with the part it replaced.
+    const compaction = page.locator('section.compaction').last();
     assert.match(await compaction.innerText(), /SUMMARY\s+Goal: a table of contents in notes\/README\.md\./i);
-    assert.match(await page.locator('.cut').first().innerText(), /the verbatim part starts here/);
+    assert.match(await page.locator('.cut').last().innerText(), /the verbatim part starts here/);
     assert.equal(await page.locator('details.replaced').first().getAttribute('open'), null);
   });
 

@@ -43,7 +43,7 @@ import {
   toolUse,
 } from '../scripted-model.ts';
 import { defineTool, TOOLS } from '../tools.ts';
-import { requestViolations } from './api-rules.ts';
+import { requestViolations } from '../lessons/api-rules.ts';
 import { fakeMessage, startFakeApi } from './fake-api.ts';
 import {
   deferred,
@@ -955,9 +955,11 @@ describe('usage', () => {
 
 describe('budgets shared with sub-agents', () => {
   const TASKS = ['a', 'b', 'c', 'd'].map((name) => toolUse('task', { description: name, prompt: `Search ${name}.` }));
-  /** A sub-agent that never finishes: each reply says what it found so far, then lists the files again. */
+  /** A sub-agent that never finishes: each reply says what it found so far, then lists the files again (never the
+   *  same call twice in a row, or the runaway guard would stop it as stuck before the budget does). */
+  const listing = (i: number) => toolUse('list_files', i % 2 ? { path: '.' } : {});
   const endlessSearch = (usage: ScriptedReply['usage']) =>
-    Array.from({ length: 200 }, (_, i) => ({ ...reply(text(`Found ${i} so far.`), toolUse('list_files', {})), usage }));
+    Array.from({ length: 200 }, (_, i) => ({ ...reply(text(`Found ${i} so far.`), listing(i)), usage }));
   /** The parent's last message: the answers to its calls. */
   const lastResults = (messages: Anthropic.MessageParam[]) => {
     const last = messages.at(-1)!;
@@ -1077,7 +1079,7 @@ describe('budgets shared with sub-agents', () => {
   test('a spent budget buys no summary: the compaction hook leaves the view as it is, for the loop to halt', async (t) => {
     const root = await tempProject(t);
     const make = async () => {
-      const made = await scriptedAgent(root, [say('SUMMARY: nothing.')], { contextWindow: 2_000 });
+      const made = await scriptedAgent(root, Array(4).fill(say('SUMMARY: nothing.')), { contextWindow: 2_000 });
       const older = Array.from({ length: 6 }, (_, i): Anthropic.MessageParam => ({
         role: i % 2 ? 'assistant' : 'user',
         content: `${'filler '.repeat(200)}${i}`,
@@ -1094,7 +1096,7 @@ describe('budgets shared with sub-agents', () => {
 
     const control = await make();
     await compaction(control.agent.messages, control.agent, signal);
-    assert.equal(control.model.requests.length, 1, 'with budget left, this transcript is summarised');
+    assert.ok(control.model.requests.length >= 1, 'with budget left, this transcript is summarised');
 
     const spent = await make();
     spent.agent.ledger = spentOut(1_000);
@@ -1154,7 +1156,10 @@ describe('budgets shared with sub-agents', () => {
     const script = path.join(root, 'script.json');
     await writeFile(
       script,
-      JSON.stringify([reply(...TASKS), ...Array.from({ length: 300 }, () => call('list_files', {}))]),
+      JSON.stringify([
+        reply(...TASKS),
+        ...Array.from({ length: 300 }, (_, i) => call('list_files', i % 2 ? { path: '.' } : {})),
+      ]),
     );
     const session = path.join(root, 'session.jsonl');
     const args = ['--script', script, '--root', root, '--max-tokens', '20000', '--json', '--session', session];

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
 import { fakeMessage, startFakeApi, type FakeApi, type FakeStep } from './fake-api.ts';
-import { requestViolations } from './api-rules.ts';
+import { requestViolations } from '../lessons/api-rules.ts';
 
 const MODEL = 'claude-fake-1';
 
@@ -338,6 +338,11 @@ test('requestViolations names each broken rule', () => {
     ['no messages', (b) => void (b.messages = []), /messages: must be a non-empty array/],
     ['assistant first', (b) => void b.messages.shift(), /first message must use the "user" role/],
     ['system role', (b) => void (b.messages[0] = { role: 'system', content: 'x' }), /must be "user" or "assistant"/],
+    [
+      'a reply appended whole',
+      (b) => void Object.assign(b.messages[3]!, { id: 'msg_1', stop_reason: 'end_turn' }),
+      /messages\.3\.id: Extra inputs are not permitted/,
+    ],
     ['missing result', (b) => void (b.messages[2]!.content as unknown[]).splice(1, 1), /toolu_a/],
     ['result not first', (b) => void (b.messages[2]!.content as unknown[]).reverse(), /must come first/],
     [

@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { createHmac, randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type Anthropic from '@anthropic-ai/sdk';
-import { requestViolations } from './api-rules.ts';
+import { requestViolations } from '../lessons/api-rules.ts';
 
 export type FakeStep =
   | { kind: 'reply'; message: Anthropic.Message } // streamed as SSE (or plain JSON if the request has no stream:true)

@@ -17,7 +17,7 @@ import { loadSession, SESSION_VERSION, sessionRecorder } from '../app/session-fi
 import { jsonPrinter, terminalPrinter, tracePrinter } from '../app/terminal.ts';
 import { call, reply, say, ScriptedModel, toolUse } from '../scripted-model.ts';
 import { defineTool, ToolError, TOOLS } from '../tools.ts';
-import { requestViolations } from './api-rules.ts';
+import { requestViolations } from '../lessons/api-rules.ts';
 import { fakeMessage, streamEvents } from './fake-api.ts';
 import {
   deferred,

@@ -20,6 +20,7 @@ import {
   type Approver,
   type BeforeCallHook,
   type Model,
+  resume,
   runTask,
 } from '../agent.ts';
 import { jsonPrinter } from '../app/terminal.ts';
@@ -698,16 +699,17 @@ describe('runaway guard', () => {
     assert.equal(steered, 3, 'the third steer ran: it was not the third call in a row');
   });
 
-  test('a model repeating itself across a resume is still stopped at the third time: the count is in the transcript', async (t) => {
+  test('a resumed session starts a new row: the guard counts calls as they come, at a cost that never grows with the transcript', async (t) => {
     const root = await tempProject(t);
     const { tool, runs } = echoTool();
     const same = call('echo', { text: 'again' });
     const first = await scriptedAgent(root, [same, same, say('ok')], { tools: [tool] });
     await runTask(first.agent, 'echo');
-    const second = await scriptedAgent(root, [same, say('ok')], { tools: [tool] });
-    second.agent.messages.push(...first.agent.messages);
+    const second = await scriptedAgent(root, [same, same, same, say('ok')], { tools: [tool] });
+    const saved = { compaction: null, subAgents: 0, repair: null, protectedAtStart: null, warnings: [] };
+    resume(second.agent, { ...saved, messages: first.agent.messages });
     await runTask(second.agent, 'echo once more');
-    assert.deepEqual(runs, ['again', 'again']);
+    assert.deepEqual(runs, ['again', 'again', 'again', 'again'], 'two before the resume, two after');
     assert.match(String(toolResults(second.agent.messages).at(-1)?.content), /3 times in a row/);
   });
 });

@@ -11,7 +11,7 @@ import { main } from '../app/main.ts';
 import { scriptedAgent, writeFiles } from '../lessons/stories.ts';
 import { z } from 'zod';
 import { defineTool } from '../tools.ts';
-import { requestViolations } from './api-rules.ts';
+import { requestViolations } from '../lessons/api-rules.ts';
 
 /** A fresh project folder with the given files, removed when the test ends. */
 export async function tempProject(t: TestContext, files: Record<string, string> = {}): Promise<string> {
@@ -45,7 +45,7 @@ export function violationsOf(request: Pick<ModelRequest, 'messages'> & Partial<M
 export function tokensSpent(events: readonly AgentEvent[]): number {
   return events.reduce((sum, event) => {
     const inner = event.type === 'subagent' ? event.event : event;
-    if (inner.type !== 'reply' && inner.type !== 'compaction') return sum;
+    if (!('usage' in inner)) return sum;
     const { input_tokens, output_tokens, cache_creation_input_tokens, cache_read_input_tokens } = inner.usage;
     return sum + input_tokens + output_tokens + (cache_creation_input_tokens ?? 0) + (cache_read_input_tokens ?? 0);
   }, 0);

@@ -68,19 +68,30 @@ describe('--check FILE: what a learner sees (the acceptance of our own harnesses
       output,
       /^FAIL {2}p2 {2}the gate\n {8}expected: .+\n {8}happened: claimed done while the test fails: no gate/m,
     );
-    assert.match(output, /7 of 8 stories pass: lessons\/p1\.ts does not reach p2 yet/);
+    assert.match(output, /11 of 16 stories pass: lessons\/p1\.ts does not reach p2 yet/);
     assert.doesNotMatch(output, STACK_TRACE);
   });
 
-  test('a file that is missing, does not load, or lacks the entry points gets one line and exit code 2', async (t) => {
+  test('a file missing, not loading where it is, or without its entry points: one line, exit code 2', async (t) => {
     const root = await tempProject(t, {
       'broken.ts': 'export function createAgent( {\n',
       'empty.ts': 'export const createAgent = () => ({ messages: [] });\n',
+      'zod.ts': "import { z } from 'zod';\nexport const createAgent = () => z;\n",
+      'needs-tools.ts': "import { TOOLS } from './tools.ts';\nexport const createAgent = () => TOOLS;\n",
     });
+    const atTheRoot = `put it at the root of this repository, next to agent\\.ts \\(e\\.g\\. .*mine\\.ts\\)`;
     for (const [file, reason] of [
       [path.join(root, 'missing.ts'), /: no such file$/],
       [path.join(root, 'broken.ts'), /: the file does not load: .*broken\.ts:\d+:\d+: ERROR: /],
       [path.join(root, 'empty.ts'), /: it does not export runTask as a function \(see lessons\/build\.md\)$/],
+      [
+        path.join(root, 'zod.ts'),
+        new RegExp(`'zod'\\. zod is installed in this repository's node_modules.*${atTheRoot}$`),
+      ],
+      [
+        path.join(root, 'needs-tools.ts'),
+        new RegExp(`It imports \\./tools\\.ts, looked for in .*: ${atTheRoot}, where`),
+      ],
     ] as const) {
       const { code, output } = await lesson(['p0', '--check', file], 100);
       assert.equal(code, 2, output);
@@ -105,7 +116,7 @@ describe('--check FILE: what a learner sees (the acceptance of our own harnesses
     );
     const { code, output } = await lesson(['p0', '--check', file], 100);
     assert.equal(code, 1);
-    assert.match(output, /happened: runTask threw: Cannot read properties of undefined \(reading "content"\)\n/);
+    assert.match(output, /happened: runTask threw: Cannot read properties of undefined \(reading "content"\): /);
     assert.match(output, /happened: runTask did not return within 0.1 s/);
     assert.doesNotMatch(output, STACK_TRACE);
   });

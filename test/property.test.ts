@@ -31,7 +31,7 @@ import {
 import { exitCodeFor } from '../app/terminal.ts';
 import { say, type ScriptedBlock, type ScriptedReply, type ScriptEntry, ScriptedModel } from '../scripted-model.ts';
 import { defineTool, TOOLS } from '../tools.ts';
-import { requestViolations } from './api-rules.ts';
+import { requestViolations } from '../lessons/api-rules.ts';
 import { HAIKU_PRICE, scriptedAgent, tempProject } from './helpers.ts';
 
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : 20_251_130;
@@ -410,7 +410,7 @@ function watchSpending(inner: Model, limits: { maxTokens?: number; maxCostUsd?: 
     if (event.type === 'result') children.delete(event.call.id);
     mostLoops = Math.max(mostLoops, children.size);
     const counted = event.type === 'subagent' ? event.event : event;
-    if (counted.type !== 'reply' && counted.type !== 'compaction') return;
+    if (!('usage' in counted)) return; // every call the run paid for: replies, summaries, and failed summaries
     const { usage } = counted;
     const cached = (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
     const tokens = usage.input_tokens + usage.output_tokens + cached;

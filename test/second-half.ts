@@ -12,4 +12,5 @@ import './hardening.test.ts';
 import './tools.test.ts';
 import './guards.test.ts';
 import './guards-mutants.test.ts';
+import './limits.test.ts';
 import './suite.test.ts';

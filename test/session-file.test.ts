@@ -2,7 +2,7 @@
 // line reported with its number (a torn last line as a crash, any other as corruption), the
 // transcript repaired in both directions until the API's rules hold, and a file of any size
 // streamed rather than read into one string. Each test is named after the failure it prevents;
-// the oracle for "valid" is the API's rules as test/api-rules.ts writes them.
+// the oracle for "valid" is the API's rules as lessons/api-rules.ts writes them.
 
 import Anthropic from '@anthropic-ai/sdk';
 import assert from 'node:assert/strict';
@@ -13,7 +13,7 @@ import fc from 'fast-check';
 import { AnthropicModel, type Compaction, type LoadedSession, resume, runTask } from '../agent.ts';
 import { loadSession, SESSION_VERSION, type SessionEntry, sessionRecorder } from '../app/session-file.ts';
 import { say } from '../scripted-model.ts';
-import { requestViolations } from './api-rules.ts';
+import { requestViolations } from '../lessons/api-rules.ts';
 import { fakeMessage, startFakeApi } from './fake-api.ts';
 import { pointSdkAt, runCli, scriptedAgent, tempProject, violationsOf } from './helpers.ts';
 

@@ -18,7 +18,7 @@ import { main } from '../app/main.ts';
 import { loadSession, SESSION_VERSION, type SessionEntry, sessionRecorder } from '../app/session-file.ts';
 import { call, reply, say, type ScriptEntry, toolUse } from '../scripted-model.ts';
 import { defineTool, edit_file, type Tool, TOOLS } from '../tools.ts';
-import { requestViolations } from './api-rules.ts';
+import { requestViolations } from '../lessons/api-rules.ts';
 import { fakeMessage, type FakeApi, type FakeStep, startFakeApi } from './fake-api.ts';
 import { deferred, scriptedAgent, tempProject, textOf, unmarked, violationsOf, within } from './helpers.ts';
 

@@ -1,14 +1,17 @@
 // npm run mutate:agent: mutation testing of agent.ts's guard code (P1 answering calls, P2 the gate, P3 hooks,
 // budgets and stops), with the settings of stryker.config.mjs (read its comments first). A separate config, not
 // one run for both files: agent.ts needs other tests than tools.ts, and each mutant runs the whole command, so one
-// run would pay for every test file on every mutant. Survivors that cannot matter: MUTATION-SURVIVORS.md.
+// run would pay for every test file on every mutant. Survivors that cannot matter: test/MUTATION-SURVIVORS.md.
 //
-// The line range follows `grep -n '^// P' agent.ts`: from P1's banner to the line before P4's. Update it when the
-// sections move (the run says how many mutants it made; a sudden drop means the range no longer fits).
+// The line range is read from agent.ts's own banners (`grep -n '^// P' agent.ts`): from P1's to the line before P4's,
+// so it follows the sections as they move.
 
+import { readFileSync } from 'node:fs';
 import base from './stryker.config.mjs';
 
-const GUARD_SECTIONS = 'agent.ts:138-683';
+const banners = readFileSync(new URL('../agent.ts', import.meta.url), 'utf8').split('\n');
+const lineOf = (part) => banners.findIndex((line) => line.startsWith(`// ${part} — `)) + 1;
+const GUARD_SECTIONS = `agent.ts:${lineOf('P1')}-${lineOf('P4') - 2}`;
 // The tests that pin those sections, in one process (test/mutate-agent.ts imports them): one start of Node
 // and tsx per mutant instead of one per file (9 s instead of 13 s wall for the first four files).
 const COMMAND = 'node --import tsx --test test/mutate-agent.ts';

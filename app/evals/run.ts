@@ -16,7 +16,7 @@ import { minimatch } from 'minimatch';
 import { z } from 'zod';
 import { type AgentEvent, type UsageTotals } from '../../agent.ts';
 import { loadScript } from '../../scripted-model.ts';
-import { runCommand, walk } from '../../tools.ts';
+import { runCommand, sandboxProblem, walk } from '../../tools.ts';
 
 // =============================================================================================
 // Tasks: a folder with task.json, project/ and (for scripted runs) trajectory.json
@@ -112,8 +112,17 @@ async function protectedChanges(original: string, copy: string, globs: readonly 
   return [...changes, ...[...after.keys()].filter((file) => !before.has(file)).map((file) => `${file} (added)`)];
 }
 
-const runVerify = (command: string, cwd: string) =>
-  runCommand(command, { cwd, timeoutMs: VERIFY_TIMEOUT_MS, signal: new AbortController().signal });
+/** Runs a task's check as the gate does: in the OS sandbox where this machine has one (a real model's run refuses to
+ *  start without one, see main), since it runs code the agent wrote. */
+const runVerify = async (command: string, cwd: string) => {
+  const sandbox = (await sandboxProblem()) === null;
+  return await runCommand(command, {
+    cwd,
+    timeoutMs: VERIFY_TIMEOUT_MS,
+    signal: new AbortController().signal,
+    sandbox,
+  });
+};
 
 /** Prevents a task that proves nothing from counting as solved: its test must exist (the protect
  *  globs match a file) and must fail on the untouched project. Runs in `scratch`, a copy. */
@@ -698,6 +707,9 @@ async function runEval(
   control: EvalControl,
 ): Promise<number> {
   const tasks = await selectTasks(options);
+  // Prevents a real model's code from running uncontained: its checks run in the OS sandbox, or the eval won't start.
+  const noSandbox = options.model === undefined ? null : await sandboxProblem();
+  if (noSandbox !== null) throw new UsageError(`--model runs the tasks' checks in the OS sandbox, and ${noSandbox}`);
   await removeStaleRunFolders();
   const runFolder = await createRunFolder();
   // A second Ctrl-C exits at once, without the cleanup below: the folder goes as the process exits.

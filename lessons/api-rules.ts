@@ -1,4 +1,5 @@
-// The Messages API's request rules, as one function the fake API (and tests) can run on any body.
+// The Messages API's request rules, as one function that can run on any body: the fake API (test/fake-api.ts)
+// answers 400 to a request that breaks them, and `npm run lesson -- pN --check FILE` fails the story that sent it.
 // The body is untrusted JSON, so every field is narrowed from `unknown` before use.
 import type Anthropic from '@anthropic-ai/sdk';
 
@@ -96,6 +97,10 @@ function checkMessages(
     if (!ROLES.includes(role))
       violations.push(`${at}.role: must be "user" or "assistant", got ${JSON.stringify(role)}`);
     if (i === 0 && role !== 'user') violations.push(`${at}: the first message must use the "user" role`);
+    // A reply appended whole (its id, model, stop_reason, usage) is the usual way to get here.
+    for (const key of isRecord(message) ? Object.keys(message) : []) {
+      if (key !== 'role' && key !== 'content') violations.push(`${at}.${key}: Extra inputs are not permitted`);
+    }
 
     let blocks: unknown[] = [];
     if (typeof content === 'string' || Array.isArray(content)) {

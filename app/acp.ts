@@ -1,0 +1,514 @@
+// The editor as the interface (--acp): the Agent Client Protocol on stdin and stdout, spoken with the protocol's own
+// library. An editor (Zed, a JetBrains IDE, Neovim) starts this program, opens sessions in its folders and sends
+// prompts; each session is one harness agent. Like the terminal beside it, this file only subscribes to the harness's
+// events, drawn as the editor's session updates, and calls its API: runTask with an abort signal for session/cancel,
+// and an approver that asks the editor. agent.ts knows nothing of it.
+
+import * as acp from '@agentclientprotocol/sdk';
+import type Anthropic from '@anthropic-ai/sdk';
+import { Console } from 'node:console';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { readFile, realpath, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { Readable, Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import {
+  type Agent,
+  type ApprovalAnswer,
+  type Approver,
+  createAgent,
+  describeHalt,
+  errorText,
+  type GateEvent,
+  type Halt,
+  type LoadedSession,
+  type Model,
+  pathOf,
+  resume,
+} from '../agent.ts';
+import { safe_path } from '../tools.ts';
+import { type CliOptions, configFromCli, recordedOptions } from './options.ts';
+import { loadSession, readEntry, recordAnswers, sessionHeader, sessionLines, sessionRecorder } from './session-file.ts';
+import { outsideSandbox, runGivenTask, type SessionEvent } from './terminal.ts';
+
+/** What every session of the connection shares: the command line's options and the model(s) they chose. */
+export interface AcpSetup {
+  options: CliOptions;
+  model: Model;
+  taskModel: Model | undefined;
+  /** Redacted from the session files. */
+  secrets: string[];
+  /** Where what is not the protocol goes: stderr. */
+  log: (text: string) => void;
+}
+
+/** Serves one editor on stdin and stdout until it closes the connection; returns the exit code. */
+export async function serveAcp(setup: AcpSetup): Promise<number> {
+  consoleToStderr();
+  setup.log('speaking the Agent Client Protocol on stdin and stdout: an editor starts this program (see README)');
+  const stream = acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin));
+  const { connection, stopAll } = connectAcp(setup, stream);
+  await connection.closed;
+  await stopAll();
+  return 0;
+}
+
+/** Prevents a stray console.log (a library's, or a forker's while debugging a hook) from corrupting the protocol: on
+ *  stdout every line must be a JSON-RPC message, so the console writes to stderr. */
+export function consoleToStderr(): void {
+  globalThis.console = new Console({ stdout: process.stderr, stderr: process.stderr });
+}
+
+/** The agent side of the protocol on any stream: stdio, or a test's. `stopAll` stops every session's run, and
+ *  settles once each has halted. */
+function connectAcp(setup: AcpSetup, stream: acp.Stream) {
+  const sessions = new Map<string, AcpSession>();
+  let notices = false; // the editor shows `notice` updates; without them, notices go to stderr
+  const sessionOf = (sessionId: string) => {
+    const session = sessions.get(sessionId);
+    if (!session) throw acp.RequestError.sessionNotFound(sessionId);
+    return session;
+  };
+  const app = acp
+    .agent({ name: 'reference-harness' })
+    .onRequest(acp.methods.agent.initialize, ({ params }) => {
+      notices = params.clientCapabilities?.session?.notices != null;
+      return {
+        protocolVersion: acp.PROTOCOL_VERSION,
+        agentCapabilities: { loadSession: true, promptCapabilities: {} },
+        agentInfo: { name: 'reference-harness', title: 'Reference harness', version: VERSION },
+        authMethods: [],
+      };
+    })
+    .onRequest(acp.methods.agent.session.new, async ({ params, client }) => {
+      unusedServers(setup, params.mcpServers.length);
+      const root = await projectRoot(params.cwd);
+      const session = await openSession(setup, { client, root, sessionId: newSessionId(), notices });
+      sessions.set(session.id, session);
+      return { sessionId: session.id };
+    })
+    .onRequest(acp.methods.agent.session.load, async ({ params, client }) => {
+      unusedServers(setup, params.mcpServers.length);
+      const { sessionId } = params;
+      if (sessions.get(sessionId)?.running) throw acp.RequestError.invalidRequest(undefined, RUNNING);
+      const root = await projectRoot(params.cwd);
+      const file = sessionFile(root, sessionId);
+      const loaded = await loadSession(file).catch((error: unknown) => {
+        setup.log(`session/load ${sessionId}: ${errorText(error)}`);
+        throw acp.RequestError.sessionNotFound(sessionId);
+      });
+      const session = await openSession(setup, { client, root, sessionId, notices }, loaded);
+      for (const update of replayUpdates(loaded.messages, await personsWords(file), root)) session.send(update);
+      resume(session.agent, loaded);
+      sessions.set(sessionId, session);
+      await session.sent; // the whole conversation, then the answer
+      return {};
+    })
+    .onRequest(acp.methods.agent.session.prompt, async ({ params }) => {
+      const session = sessionOf(params.sessionId);
+      if (session.running) throw acp.RequestError.invalidRequest(undefined, RUNNING);
+      const task = taskText(params.prompt, session.agent.config.root);
+      const stop = new AbortController();
+      const halted = runGivenTask(session.agent, task, stop.signal, session.tell);
+      session.running = { stop, halted };
+      try {
+        const halt = await halted;
+        await session.sent; // every update of the turn goes before its answer
+        return { stopReason: stopReasonFor(halt) };
+      } finally {
+        session.running = null;
+      }
+    })
+    .onNotification(acp.methods.agent.session.cancel, ({ params }) => {
+      const session = sessions.get(params.sessionId);
+      if (session?.running) interrupt(session, session.running.stop);
+    });
+  return { connection: app.connect(stream), stopAll: () => stopRuns([...sessions.values()]) };
+}
+
+/** Stops a run as Ctrl-C does, and tells the session file so, once. */
+function interrupt(session: AcpSession, stop: AbortController): void {
+  if (stop.signal.aborted) return;
+  stop.abort();
+  session.tell({ type: 'interrupt' });
+}
+
+/** Prevents an editor that closes the connection mid-run from leaving a session file cut off in the middle of a call:
+ *  each run is stopped as by session/cancel, and the program waits for its halt to be recorded. */
+async function stopRuns(sessions: AcpSession[]): Promise<void> {
+  const halts = sessions.flatMap((session) => {
+    if (!session.running) return [];
+    interrupt(session, session.running.stop);
+    return [session.running.halted];
+  });
+  await Promise.allSettled(halts);
+}
+
+const RUNNING = 'a prompt is already running in this session: wait for it, or cancel it';
+
+const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
+  .version;
+
+/** The harness has no MCP client: servers the editor offers are named on stderr, not silently dropped. */
+function unusedServers(setup: AcpSetup, count: number): void {
+  if (count > 0) setup.log(`the editor offered ${count} MCP server(s); this agent has no MCP client, so none is used`);
+}
+
+/** One editor session: a harness agent, its session file, and the updates sent to the editor. */
+interface AcpSession {
+  readonly id: string;
+  readonly agent: Agent;
+  /** The harness's events and the person's actions, told to the session file and the editor alike. */
+  readonly tell: (event: SessionEvent) => void;
+  /** Queues an update after those before it. */
+  readonly send: (update: acp.SessionUpdate) => void;
+  /** Every update queued so far, sent: a prompt is answered once they are out. */
+  readonly sent: Promise<void>;
+  /** The run in progress: what stops it (session/cancel), and its halt to come. */
+  running: { stop: AbortController; halted: Promise<Halt> } | null;
+}
+
+/** What the editor is shown of one call in flight: the file it changes, and that file's text before (null: new). */
+interface CallView {
+  call: Anthropic.ToolUseBlock;
+  file?: string;
+  before?: string | null;
+}
+
+/** A harness agent for one editor session, recording to .agent/sessions/<id>.jsonl like the terminal's sessions
+ *  (appending, for a loaded one), its events drawn as session updates and its approvals asked of the editor. */
+async function openSession(
+  setup: AcpSetup,
+  { client, root, sessionId, notices }: { client: acp.AgentContext; root: string; sessionId: string; notices: boolean },
+  loaded?: LoadedSession,
+): Promise<AcpSession> {
+  const calls = new Map<string, CallView>();
+  let allowAll = false; // the person chose "always" in this session
+  let requests = 0; // model calls so far: each reply is a message of its own
+  let sent = Promise.resolve();
+  const send = (update: acp.SessionUpdate) => {
+    sent = sent
+      .then(() => client.notify(acp.methods.client.session.update, { sessionId, update }))
+      .catch((error: unknown) => setup.log(`${sessionId}: an update was not sent: ${errorText(error)}`));
+  };
+  const notice = (text: string, severity = 'warning') =>
+    notices ? send({ sessionUpdate: 'notice', severity, title: text }) : setup.log(`${sessionId}: ${text}`);
+  const view = (event: SessionEvent) => {
+    if (event.type === 'request') requests++;
+    if (event.type === 'notice') notice(event.text);
+    if (event.type === 'compaction')
+      notice(`compacted: ~${event.tokensBefore} → ~${event.tokensAfter} tokens; the session file keeps it all`, 'info');
+    for (const update of updatesFor(event, { root, calls, window: agent.contextWindow, requests })) send(update);
+  };
+  // The editor's answer about one call, recorded as the terminal records the person's, so a --replay gives it again.
+  const askEditor = (seen: CallView): Approver =>
+    recordAnswers(async ({ preview, signal }) => {
+      const { outcome } = await client.request(
+        acp.methods.client.session.requestPermission,
+        { sessionId, toolCall: permissionCall(seen, root, preview), options: PERMISSION_OPTIONS },
+        { cancellationSignal: signal, stopWaitingOnCancel: true },
+      );
+      if (outcome.outcome === 'cancelled') return { approved: false, reason: 'the editor withdrew the question' };
+      return ANSWERS[outcome.optionId] ?? { approved: false, reason: `the editor answered "${outcome.optionId}"` };
+    }, record);
+  // The harness names the call each approval is about. Every change comes here, "always" and --yes included, so
+  // that its file is read before it changes, for the diff the editor is shown after.
+  const approve: Approver = async (request) => {
+    const seen = { call: request.call, ...(await fileBefore(root, request.call)) };
+    calls.set(request.call.id, seen);
+    if (setup.options.yes || allowAll) return { approved: true };
+    const answer = await askEditor(seen)(request);
+    allowAll ||= answer.approved && answer.always === true;
+    return answer.approved ? { approved: true } : answer;
+  };
+  const made = { root, model: setup.model, taskModel: setup.taskModel, approve };
+  const tell = (event: SessionEvent) => {
+    record(event);
+    view(event);
+  };
+  const agent = await createAgent(configFromCli(setup.options, made, tell));
+  const approval = setup.options.yes ? 'yes' : 'ask';
+  const header = sessionHeader(agent, recordedOptions(setup.options, approval, setup.taskModel));
+  const record = sessionRecorder(sessionFile(root, sessionId), loaded ? null : header, setup.secrets);
+  return {
+    id: sessionId,
+    agent,
+    tell,
+    send,
+    get sent() {
+      return sent;
+    },
+    running: null,
+  };
+}
+
+const ALLOW = 'allow';
+const ALLOW_ALWAYS = 'allow-always';
+const REJECT = 'reject';
+const PERMISSION_OPTIONS: acp.PermissionOption[] = [
+  { optionId: ALLOW, name: 'Allow', kind: 'allow_once' },
+  { optionId: ALLOW_ALWAYS, name: 'Allow every change in this session', kind: 'allow_always' },
+  { optionId: REJECT, name: 'Reject', kind: 'reject_once' },
+];
+const ANSWERS: Record<string, ApprovalAnswer> = {
+  [ALLOW]: { approved: true },
+  [ALLOW_ALWAYS]: { approved: true, always: true },
+  [REJECT]: { approved: false },
+};
+
+/** A session's id is its file's name: `session/load` of the same id continues the same file. */
+const newSessionId = () => `${new Date().toISOString().replace(/[:.]/g, '-')}-${randomBytes(3).toString('hex')}`;
+
+/** Prevents a session id from naming a file outside the project's session folder: it is a file name, no more. */
+export function sessionFile(root: string, sessionId: string): string {
+  if (!/^[\w-][\w.-]*$/.test(sessionId))
+    throw acp.RequestError.invalidParams(undefined, `"${sessionId}" is not a session id (a session file's name)`);
+  return path.join(root, '.agent', 'sessions', `${sessionId}.jsonl`);
+}
+
+/** Prevents a session in a relative or missing folder: the protocol's cwd is an absolute path to the project. */
+async function projectRoot(cwd: string): Promise<string> {
+  const problem = (why: string) => acp.RequestError.invalidParams(undefined, `cwd ${cwd}: ${why}`);
+  if (!path.isAbsolute(cwd)) throw problem('not an absolute path');
+  const root = await realpath(cwd).catch(() => {
+    throw problem('no such folder');
+  });
+  if (!(await stat(root)).isDirectory()) throw problem('not a folder');
+  return root;
+}
+
+/** The person's prompt as the harness's task: text as written, a linked file as @ and its path in the project.
+ *  Images, audio and embedded files were not offered at initialize, so a client sending one is told so. */
+export function taskText(blocks: acp.ContentBlock[], root: string): string {
+  let task = '';
+  let linked = false; // the part before was a link
+  for (const block of blocks) {
+    if (block.type !== 'text' && block.type !== 'resource_link')
+      throw acp.RequestError.invalidParams(undefined, `a ${block.type} block: this agent takes text and file links`);
+    const part = block.type === 'text' ? block.text : `@${linkedPath(block.uri, root)}`;
+    // A link is a word of its own: spaced from a word it touches, not from punctuation.
+    const touching = (linked || block.type === 'resource_link') && /\S$/.test(task) && /^[\w@]/.test(part);
+    task += touching ? ` ${part}` : part;
+    linked = block.type === 'resource_link';
+  }
+  if (task.trim() === '') throw acp.RequestError.invalidParams(undefined, 'the prompt has no text');
+  return task;
+}
+
+/** A file link's path from the project root; a link elsewhere stays as it came. */
+function linkedPath(uri: string, root: string): string {
+  if (!uri.startsWith('file:')) return uri;
+  const file = fileURLToPath(uri);
+  const relative = path.relative(root, file);
+  return relative.startsWith('..') || path.isAbsolute(relative) ? file : relative;
+}
+
+/** How the harness's halt ends the prompt turn. The protocol's reasons are fewer than the halts: a dollar or time
+ *  budget has none (end_turn), and neither has an error, which is a halt like the others here (the transcript is
+ *  whole and the session takes the next prompt), not a failed request; the halt's own words say which. */
+export function stopReasonFor(halt: Halt): acp.StopReason {
+  if (halt.kind === 'interrupted') return 'cancelled';
+  if (halt.kind === 'budget' && halt.budget === 'turns') return 'max_turn_requests';
+  if (halt.kind === 'budget' && halt.budget === 'tokens') return 'max_tokens';
+  return 'end_turn';
+}
+
+const KINDS: Record<string, acp.ToolKind> = { list_files: 'read', read_file: 'read', edit_file: 'edit', task: 'think' };
+const VERBS: Record<string, string> = { list_files: 'List', read_file: 'Read', edit_file: 'Edit', task: 'Task:' };
+
+/** An argument of a call, by name, if it has one. */
+const field = (input: unknown, name: string): unknown =>
+  typeof input === 'object' && input !== null && name in input ? (input as Record<string, unknown>)[name] : undefined;
+
+/** How the editor lists a call: a title, a kind for its icon, and the file it touches, to follow the agent there. */
+function describeCall(call: Pick<Anthropic.ToolUseBlock, 'name' | 'input'>, root: string, by = '') {
+  const requested = pathOf(call.input);
+  const file =
+    requested === undefined ? (call.name === 'list_files' ? root : undefined) : path.resolve(root, requested);
+  const line = field(call.input, 'offset');
+  const creates = call.name === 'edit_file' && field(call.input, 'old_str') === '';
+  const what =
+    call.name === 'task'
+      ? field(call.input, 'description')
+      : call.name === 'list_files'
+        ? (requested ?? '.')
+        : requested;
+  const verb = creates ? 'Create' : (VERBS[call.name] ?? call.name);
+  return {
+    title: `${by === '' ? '' : `[${by}] `}${verb}${typeof what === 'string' ? ` ${what}` : ''}`,
+    kind: KINDS[call.name] ?? 'other',
+    locations: file === undefined ? [] : [{ path: file, ...(typeof line === 'number' && { line }) }],
+  };
+}
+
+/** The session updates one event becomes. A sub-agent's calls are shown too, under ids and titles of their own. */
+function updatesFor(
+  event: SessionEvent,
+  where: { root: string; calls: Map<string, CallView>; window: number; requests: number; by?: string },
+): acp.SessionUpdate[] {
+  const { root, calls, requests, by = '' } = where;
+  const id = (call: Anthropic.ToolUseBlock) => `${by === '' ? '' : `${by}/`}${call.id}`;
+  const shown = (call: Anthropic.ToolUseBlock) => ({ rawInput: call.input, ...describeCall(call, root, by) });
+  switch (event.type) {
+    case 'call':
+      return [{ sessionUpdate: 'tool_call', toolCallId: id(event.call), status: 'pending', ...shown(event.call) }];
+    case 'running':
+      return [{ sessionUpdate: 'tool_call_update', toolCallId: id(event.call), status: 'in_progress' }];
+    case 'result': {
+      const seen = by === '' ? calls.get(event.call.id) : undefined;
+      if (seen) calls.delete(event.call.id);
+      const failed = event.result.is_error === true;
+      const text = typeof event.result.content === 'string' ? event.result.content : '';
+      const diff = failed || seen === undefined ? null : diffAfter(seen);
+      const content = [...(diff ? [diff] : []), ...textContent(text)];
+      const status = failed ? 'failed' : 'completed';
+      return [{ sessionUpdate: 'tool_call_update', toolCallId: id(event.call), status, content }];
+    }
+    case 'subagent':
+      return ['call', 'running', 'result'].includes(event.event.type)
+        ? updatesFor(event.event, { ...where, by: event.id })
+        : [];
+    case 'text':
+      return [agentText(event.delta, `reply-${requests}`)];
+    case 'gate':
+      return [agentText(gateText(event), `gate-${requests}`)];
+    case 'reply': {
+      const { usage, totals } = event;
+      const cached = (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
+      const used = usage.input_tokens + cached + usage.output_tokens;
+      const cost = totals.costUsd === null ? {} : { cost: { amount: totals.costUsd, currency: 'USD' } };
+      return [{ sessionUpdate: 'usage_update', used, size: where.window, ...cost }];
+    }
+    case 'halt':
+      return [agentText(`\n\nhalt: ${describeHalt(event.halt)} after ${event.turns} turn(s)\n\n`, `halt-${requests}`)];
+    default:
+      return [];
+  }
+}
+
+/** Chunks of one message share its id: each model reply, gate verdict and halt is a message of its own. */
+const agentText = (text: string, messageId: string): acp.SessionUpdate => ({
+  sessionUpdate: 'agent_message_chunk',
+  messageId,
+  content: { type: 'text', text },
+});
+const textContent = (text: string): acp.ToolCallContent[] =>
+  text === '' ? [] : [{ type: 'content', content: { type: 'text', text } }];
+
+/** Lines of a failing check's output the editor is shown: its end, where test runners say what failed. */
+const GATE_TAIL_LINES = 20;
+
+/** The gate's verdict as the editor shows it, as the terminal's line says it (a check run outside the sandbox marked
+ *  so), and the end of the check's output when not done. */
+function gateText(event: Extract<GateEvent, { type: 'gate' }>): string {
+  const said = `\`${event.command}\` ${event.reason}: ${event.passed ? 'pass' : 'not done'}${outsideSandbox(event)}`;
+  const verdict = `\n\ngate: ${said}\n\n`;
+  if (event.passed) return verdict;
+  const tail = event.output.trimEnd().split('\n').slice(-GATE_TAIL_LINES).join('\n');
+  return `${verdict}${fenced(tail === '' ? '(no output)' : tail)}\n\n`;
+}
+
+/** Text as a Markdown code block whose fence no run of backticks inside it can close. */
+function fenced(text: string): string {
+  const fence = '`'.repeat(Math.max(2, ...[...text.matchAll(/`+/g)].map((run) => run[0].length)) + 1);
+  return `${fence}\n${text}\n${fence}`;
+}
+
+/** The file a call that changes something names, and its text now (null: it does not exist yet); nothing for a call
+ *  without a path, or one whose file cannot be read as text. */
+async function fileBefore(root: string, call: Anthropic.ToolUseBlock): Promise<Pick<CallView, 'file' | 'before'>> {
+  const requested = pathOf(call.input);
+  if (requested === undefined) return {};
+  const file = await safe_path(root, requested).catch(() => undefined);
+  if (file === undefined) return {};
+  const before = await readFile(file, 'utf8').then(
+    (text): string | null | undefined => text,
+    (error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? null : undefined),
+  );
+  return before === undefined ? {} : { file, before };
+}
+
+/** What a call changed, as the protocol's diff: the file before it ran and now (read at once, as the result comes). */
+function diffAfter(seen: CallView): acp.ToolCallContent | null {
+  if (seen.file === undefined || seen.before === undefined) return null;
+  try {
+    return { type: 'diff', path: seen.file, oldText: seen.before, newText: readFileSync(seen.file, 'utf8') };
+  } catch {
+    return null;
+  }
+}
+
+/** The call an approval is about, with what it would change: for edit_file the diff worked out from its arguments
+ *  and the file, otherwise (or if the snippet is not found once, as written) the harness's own preview. */
+function permissionCall(seen: CallView, root: string, preview: string): acp.ToolCallUpdate {
+  const { call } = seen;
+  const planned = call.name === 'edit_file' ? plannedDiff(seen) : null;
+  const content = planned ? [planned] : textContent(preview);
+  return { toolCallId: call.id, status: 'pending', rawInput: call.input, ...describeCall(call, root), content };
+}
+
+/** The whole file before and after an edit_file call, worked out as the tool would (its snippet found once), or
+ *  null where it cannot be: then the harness's preview is shown instead. */
+function plannedDiff({ call, file, before }: CallView): acp.ToolCallContent | null {
+  const [oldStr, newStr] = [field(call.input, 'old_str'), field(call.input, 'new_str')];
+  if (file === undefined || before === undefined || typeof oldStr !== 'string' || typeof newStr !== 'string')
+    return null;
+  if (oldStr === '') return before === null ? { type: 'diff', path: file, oldText: null, newText: newStr } : null;
+  if (before === null) return null;
+  const at = before.indexOf(oldStr);
+  if (at < 0 || before.indexOf(oldStr, at + 1) >= 0) return null;
+  const newText = before.slice(0, at) + newStr + before.slice(at + oldStr.length);
+  return { type: 'diff', path: file, oldText: before, newText };
+}
+
+/** The texts the person typed (tasks, and what steered a run), from a session file: in a replay they are the user's
+ *  messages, and the other user-role texts (the gate's "not done yet", say) are the harness's. */
+async function personsWords(file: string): Promise<Set<string>> {
+  const words = new Set<string>();
+  for await (const { text } of sessionLines(file)) {
+    const read = readEntry(text);
+    if ('entry' in read && (read.entry.type === 'task' || read.entry.type === 'steer')) words.add(read.entry.text);
+  }
+  return words;
+}
+
+/** A loaded session's transcript as the updates that would have shown it: what the person said, the agent's text
+ *  and thinking, each call and its result. */
+export function replayUpdates(
+  messages: readonly Anthropic.MessageParam[],
+  persons: Set<string>,
+  root: string,
+): acp.SessionUpdate[] {
+  const updates: acp.SessionUpdate[] = [];
+  for (const [index, { role, content }] of messages.entries()) {
+    const messageId = `replay-${index}`;
+    for (const block of typeof content === 'string' ? [{ type: 'text' as const, text: content }] : content) {
+      if (block.type === 'text') {
+        const said = role === 'user' && persons.has(block.text);
+        const chunk = { messageId, content: { type: 'text' as const, text: block.text } };
+        updates.push(said ? { sessionUpdate: 'user_message_chunk', ...chunk } : agentText(block.text, messageId));
+      } else if (block.type === 'thinking') {
+        const thought = { type: 'text' as const, text: block.thinking };
+        updates.push({ sessionUpdate: 'agent_thought_chunk', messageId, content: thought });
+      } else if (block.type === 'tool_use') {
+        updates.push({
+          sessionUpdate: 'tool_call',
+          toolCallId: block.id,
+          status: 'pending',
+          ...describeCall(block, root),
+        });
+      } else if (block.type === 'tool_result') {
+        const text = typeof block.content === 'string' ? block.content : '';
+        const status = block.is_error ? 'failed' : 'completed';
+        updates.push({
+          sessionUpdate: 'tool_call_update',
+          toolCallId: block.tool_use_id,
+          status,
+          content: textContent(text),
+        });
+      }
+    }
+  }
+  return updates;
+}

@@ -1,0 +1,182 @@
+// The gate's sandbox, tried for real: the model edits the code under test so that, when the check imports it, it
+// writes above the project, deletes a file above it, writes under $HOME and calls a server. Contained, none of it
+// happens and the run is still judged by the test's own exit code; with --no-sandbox, all of it does.
+
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { pathToFileURL } from 'node:url';
+import { sandboxPolicy } from '../app/options.ts';
+import { call, say } from '../scripted-model.ts';
+import { runCommand, sandboxProblem } from '../tools.ts';
+import { runCli } from './helpers.ts';
+
+const noSandbox = await sandboxProblem();
+const skip = noSandbox === null ? false : `no OS sandbox here (${noSandbox}); CI installs bubblewrap`;
+
+/** A project whose add.js the script "fixes", planting four escapes: in a folder outside /tmp (which the sandbox
+ *  replaces with a private one), beside a file to delete, with a server that counts the requests it gets. */
+async function plantedRun(t: TestContext, ...flags: string[]) {
+  const outside = await realpath(await mkdtemp(path.join(existsSync('/var/tmp') ? '/var/tmp' : os.tmpdir(), 'sbx-')));
+  const home = path.join(os.homedir(), `.harness-sandbox-check-${path.basename(outside)}`);
+  let requests = 0;
+  const server = createServer((_request, response) => void (requests++, response.end('ok')));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(async () => {
+    server.close();
+    await rm(outside, { recursive: true, force: true });
+    await rm(home, { recursive: true, force: true });
+  });
+  const root = path.join(outside, 'project');
+  await mkdir(root);
+  await writeFile(path.join(outside, 'victim.txt'), 'keep me\n');
+  await writeFile(path.join(root, 'package.json'), '{ "type": "module" }\n');
+  await writeFile(path.join(root, 'add.js'), 'export function add(a, b) {\n  return a - b;\n}\n');
+  await writeFile(
+    path.join(root, 'test.js'),
+    "import { add } from './add.js';\nif (add(2, 3) !== 5) throw new Error('add(2, 3) is not 5');\n",
+  );
+  const { port } = server.address() as AddressInfo;
+  const escapes = [
+    `import fs from 'node:fs';`,
+    `const attempt = (f) => { try { f(); } catch {} };`,
+    `attempt(() => fs.writeFileSync('../planted.txt', 'escaped'));`,
+    `attempt(() => fs.unlinkSync('../victim.txt'));`,
+    `attempt(() => fs.mkdirSync(${JSON.stringify(home)}));`,
+    `await fetch('http://127.0.0.1:${port}/').catch(() => {});`,
+  ].join('\n');
+  const script = path.join(outside, 'script.json');
+  const fix = { path: 'add.js', old_str: 'export function add(a, b) {\n  return a - b;', new_str: '' };
+  fix.new_str = `${escapes}\nexport function add(a, b) {\n  return a + b;`;
+  await writeFile(
+    script,
+    JSON.stringify([call('read_file', { path: 'add.js' }), call('edit_file', fix), say('Done.')]),
+  );
+  const { status, stdout } = await runCli(
+    ['--root', root, '--script', script, '--yes', '--verify', 'node test.js', '--json', ...flags, 'fix add'],
+    { HOME: os.homedir() },
+  );
+  const events = stdout
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as { type: string; sandboxed?: boolean; passed?: boolean });
+  return {
+    status,
+    gate: events.find((event) => event.type === 'gate'),
+    planted: existsSync(path.join(outside, 'planted.txt')),
+    victimKept: existsSync(path.join(outside, 'victim.txt')),
+    homeWritten: existsSync(home),
+    requests,
+    fixed: await readFile(path.join(root, 'add.js'), 'utf8'),
+  };
+}
+
+test(
+  'code the model wrote, run by the gate, cannot write or delete above the root, write under $HOME or reach a server, and the run is still judged by the test',
+  { skip },
+  async (t) => {
+    const run = await plantedRun(t);
+    assert.equal(run.status, 0, 'accepted: the test itself passes');
+    assert.deepEqual(run.gate, { ...run.gate, passed: true, sandboxed: true });
+    assert.match(run.fixed, /return a \+ b;/);
+    assert.deepEqual(
+      { planted: run.planted, victimKept: run.victimKept, homeWritten: run.homeWritten, requests: run.requests },
+      { planted: false, victimKept: true, homeWritten: false, requests: 0 },
+    );
+  },
+);
+
+test(
+  'with --no-sandbox the same edit escapes, so the contained run above proves the sandbox, not a harmless script',
+  { skip },
+  async (t) => {
+    const run = await plantedRun(t, '--no-sandbox');
+    assert.equal(run.status, 0);
+    assert.deepEqual(run.gate, { ...run.gate, passed: true, sandboxed: false });
+    assert.deepEqual(
+      { planted: run.planted, victimKept: run.victimKept, homeWritten: run.homeWritten, requests: run.requests },
+      { planted: true, victimKept: false, homeWritten: true, requests: 1 },
+    );
+  },
+);
+
+test(
+  'a failing check fails in the sandbox as it does outside: its exit code and output come through',
+  { skip },
+  async (t) => {
+    const root = await realpath(await mkdtemp(path.join(os.tmpdir(), 'sbx-fail-')));
+    t.after(() => rm(root, { recursive: true, force: true }));
+    const run = (sandbox: boolean) =>
+      runCommand('echo checking; exit 3', {
+        cwd: root,
+        timeoutMs: 10_000,
+        signal: new AbortController().signal,
+        sandbox,
+      });
+    assert.deepEqual(await run(true), await run(false));
+    assert.equal((await run(true)).exitCode, 3);
+  },
+);
+
+test(
+  'the sandboxed check gets none of the harness secrets: ANTHROPIC_ variables are not passed on',
+  { skip },
+  async (t) => {
+    const root = await realpath(await mkdtemp(path.join(os.tmpdir(), 'sbx-env-')));
+    t.after(() => rm(root, { recursive: true, force: true }));
+    process.env.ANTHROPIC_API_KEY_FOR_SANDBOX_TEST = 'sk-secret';
+    t.after(() => delete process.env.ANTHROPIC_API_KEY_FOR_SANDBOX_TEST);
+    const signal = new AbortController().signal;
+    const run = await runCommand('env', { cwd: root, timeoutMs: 10_000, signal, sandbox: true });
+    assert.equal(run.exitCode, 0);
+    assert.doesNotMatch(run.output, /sk-secret/);
+  },
+);
+
+test('where there is no sandbox and the caller asked for one, the check is not run: the run halts saying what to install', async (t) => {
+  // A child process whose PATH holds node but no bwrap: the harness must fail closed, not run the check uncontained.
+  const root = await realpath(await mkdtemp(path.join(os.tmpdir(), 'sbx-closed-')));
+  t.after(() => rm(root, { recursive: true, force: true }));
+  await writeFile(path.join(root, 'test.js'), "require('node:fs').writeFileSync('ran.txt', 'the check ran');\n");
+  const probe = path.join(root, 'probe.mts');
+  const agentTs = pathToFileURL(path.join(import.meta.dirname, '..', 'agent.ts')).href;
+  const scripted = pathToFileURL(path.join(import.meta.dirname, '..', 'scripted-model.ts')).href;
+  await writeFile(
+    probe,
+    [
+      `import { createAgent, runTask } from '${agentTs}';`,
+      `import { say, ScriptedModel } from '${scripted}';`,
+      `const model = new ScriptedModel([say('Done.')]);`,
+      `const agent = await createAgent({ root: '${root}', model, tools: [], verify: 'node test.js', sandbox: true });`,
+      `console.log(JSON.stringify(await runTask(agent, 'task')));`,
+    ].join('\n'),
+  );
+  const nodeOnly = await mkdtemp(path.join(os.tmpdir(), 'sbx-path-'));
+  t.after(() => rm(nodeOnly, { recursive: true, force: true }));
+  await symlink(process.execPath, path.join(nodeOnly, 'node'));
+  const halt = execFileSync(process.execPath, ['--import', 'tsx', probe], {
+    cwd: path.join(import.meta.dirname, '..'),
+    env: { PATH: nodeOnly },
+    encoding: 'utf8',
+  });
+  assert.deepEqual(JSON.parse(halt), {
+    kind: 'error',
+    message: 'the check was not run: no OS sandbox: bubblewrap is not installed (apt-get install bubblewrap)',
+  });
+  assert.equal(existsSync(path.join(root, 'ran.txt')), false);
+});
+
+test('the command line asks for the sandbox when nobody reviews a real model (--yes), and never with --no-sandbox', () => {
+  const policy = (flags: { yes?: boolean; script?: string; noSandbox?: boolean }) =>
+    sandboxPolicy({ yes: false, script: undefined, noSandbox: false, ...flags });
+  assert.equal(policy({ yes: true }), true, 'a real model under --yes: the sandbox or no check');
+  assert.equal(policy({ yes: true, noSandbox: true }), false);
+  assert.equal(policy({}), undefined, 'a person approves each edit: the sandbox where there is one');
+  assert.equal(policy({ yes: true, script: 'replies.json' }), undefined, 'a scripted run: only a warning');
+});
