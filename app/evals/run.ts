@@ -753,10 +753,8 @@ async function runEval(
       io.out.write(`${JSON.stringify(await summaryOf(finished, options, wallMs, io.signal.aborted))}\n`);
     else for (const line of reportLines(finished, options.repeat, wallMs)) say(line);
     if (io.signal.aborted) {
-      const unfinished = work.filter((_, i) => results[i] === undefined || results[i] === null);
-      tell(
-        `eval: interrupted (Ctrl-C): ${finished.length} of ${work.length} finished; ${unfinishedText(unfinished, results, work)}`,
-      );
+      const which = unfinishedText(work, results);
+      tell(`eval: interrupted (Ctrl-C): ${finished.length} of ${work.length} finished; ${which}`);
       return INTERRUPTED;
     }
     const failed = finished.filter((result) => result.why !== null).length;
@@ -774,10 +772,10 @@ async function runEval(
   }
 }
 
-/** The tasks a Ctrl-C left unfinished: those it stopped, then those it kept from starting. */
-function unfinishedText(unfinished: Work[], results: (EvalResult | null | undefined)[], work: Work[]): string {
-  const stopped = unfinished.filter((item) => results[work.indexOf(item)] === null).map((item) => item.label);
-  const notStarted = unfinished.length - stopped.length;
+/** The tasks a Ctrl-C left unfinished: those it stopped (null), then how many it kept from starting (undefined). */
+function unfinishedText(work: Work[], results: (EvalResult | null | undefined)[]): string {
+  const stopped = work.filter((_, i) => results[i] === null).map((item) => item.label);
+  const notStarted = results.filter((result) => result === undefined).length;
   return [stopped.length > 0 && `stopped: ${stopped.join(', ')}`, notStarted > 0 && `${notStarted} not started`]
     .filter(Boolean)
     .join('; ');
