@@ -280,10 +280,13 @@ describe('output', () => {
     for (const l of lines) assert.ok(l.length <= 100, l);
   });
 
-  test('--compare reads two --json runs and exits 0; a line that is not a result is one line and exit 2', async (t) => {
+  test('--compare reads two --json runs (their summaries skipped, of --repeat the first run) and exits 0; a line that is not a result is one line and exit 2', async (t) => {
+    const summary = JSON.stringify({ type: 'summary', commit: null, resolved: 1 });
     const root = await tempProject(t, {
-      'a.jsonl': `${JSON.stringify(result('x'))}\n`,
-      'b.jsonl': `${JSON.stringify(result('x', { resolved: false }))}\n`,
+      'a.jsonl': `${JSON.stringify(result('x'))}\n${summary}\n`,
+      'b.jsonl': [result('x', { resolved: false }), result('x', { run: 2 })]
+        .map((r) => `${JSON.stringify(r)}\n`)
+        .join(''),
       'banner.jsonl': `> reference-harness@0.1.0 eval\n${JSON.stringify(result('x'))}\n`,
     });
     const compared = await runMain(['--compare', path.join(root, 'a.jsonl'), path.join(root, 'b.jsonl')]);
@@ -297,6 +300,7 @@ describe('output', () => {
   test('bad flags are one line on stderr and exit code 2', async () => {
     for (const args of [
       ['--jobs', '0'],
+      ['--repeat', '1.5'],
       ['--shard', '3/2'],
       ['--shard', 'x'],
       ['--frobnicate'],
