@@ -572,7 +572,7 @@ export function protectedFiles(globs: readonly string[]): BeforeCallHook {
       const relative = path.relative(agent.toolContext.root, await safe_path(agent.toolContext.root, requested));
       const glob = protectedBy(relative.split(path.sep).join('/'));
       if (glob === undefined) return ALLOW;
-      const reason = `${requested} is protected (--protect "${glob}"): change the code, not the files that check it`;
+      const reason = `${requested} is protected ("${glob}"): change the code, not the files that check it`;
       return { action: 'deny', reason };
     },
   };
@@ -593,7 +593,7 @@ export const runawayGuard: BeforeCallHook = {
 
 /** Prevents unreviewed changes: a call that changes something runs only once the user approved its preview. */
 export function approval(approve: Approver): BeforeCallHook {
-  let always = approve === approveAll; // with --yes nobody would read a preview, so none is built
+  let always = approve === approveAll; // approving everything, nobody would read a preview: none is built
   return {
     name: 'approval',
     timeoutMs: Infinity,
@@ -684,7 +684,7 @@ const STUCK = `the model made the same call ${STUCK_AFTER} times in a row, refus
 function overBudget(agent: Agent): Halt | null {
   const { maxTokens, maxCostUsd, spent } = agent.ledger;
   if (maxTokens !== undefined && totalTokens(spent) >= maxTokens) return budgetHalt(agent, 'tokens', maxTokens);
-  const costUsd = spent.costUsd ?? 0; // an unknown price cannot be budgeted: --max-cost refuses it
+  const costUsd = spent.costUsd ?? 0; // an unknown price cannot be budgeted: withDefaults refuses it
   return maxCostUsd !== undefined && costUsd >= maxCostUsd ? budgetHalt(agent, 'cost', maxCostUsd) : null;
 }
 

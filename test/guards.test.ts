@@ -139,8 +139,8 @@ describe('protected files: dotfiles too, in each layer', () => {
     const { agent } = await scriptedAgent(root, script, { protect: GLOBS });
     await runTask(agent, 'make the tests pass');
     const [, snap, , ci] = toolResults(agent.messages);
-    assert.match(String(snap?.content), /test\/\.snapshots\/add\.snap is protected \(--protect "test\/\*\*"\)/);
-    assert.match(String(ci?.content), /\.github\/workflows\/ci\.yml is protected \(--protect "\*\*\/\*\.yml"\)/);
+    assert.match(String(snap?.content), /test\/\.snapshots\/add\.snap is protected \("test\/\*\*"\)/);
+    assert.match(String(ci?.content), /\.github\/workflows\/ci\.yml is protected \("\*\*\/\*\.yml"\)/);
     for (const [file, content] of Object.entries(FILES))
       assert.equal(await readFile(path.join(root, file), 'utf8'), content);
   });

@@ -297,7 +297,7 @@ describe('protected files', () => {
     await runTask(agent, 'make the tests pass');
     const [, edit] = toolResults(agent.messages);
     assert.equal(edit?.is_error, true);
-    assert.match(String(edit?.content), /test\/x\.test\.js is protected \(--protect "test\/\*\*"\)/);
+    assert.match(String(edit?.content), /test\/x\.test\.js is protected \("test\/\*\*"\)/);
     assert.equal(await readFile(path.join(root, 'test/x.test.js'), 'utf8'), TEST_FILE);
   });
 
