@@ -129,12 +129,14 @@ describe('the eval tasks', () => {
 });
 
 describe('malformed tasks', () => {
-  test('a task whose test already passes is malformed, not resolved', async (t) => {
+  test('a task whose test already passes is malformed, not resolved (in each --repeat run, each in its own folder)', async (t) => {
     const { root, tasksDir } = await taskFolder(t, { green: sumTask(PASSING_TEST) });
     const [task] = await loadTasks(tasksDir, true);
-    const outcome = (await evaluate(task!, await createRunFolder(root), { model: undefined, env: {} }))!;
-    assert.deepEqual([outcome.halt, outcome.resolved], ['malformed', false]);
+    const runFolder = await createRunFolder(root);
+    const outcome = (await evaluate(task!, runFolder, { model: undefined, env: {}, run: 2 }))!;
+    assert.deepEqual([outcome.run, outcome.halt, outcome.resolved], [2, 'malformed', false]);
     assert.equal(outcome.why, 'malformed: the test passes before the run');
+    assert.deepEqual((await readdir(runFolder)).sort(), ['green.run-2', 'owner.pid']);
   });
 
   test('a task with no test is malformed, not resolved', async (t) => {
@@ -328,79 +330,60 @@ describe('a run end to end', { concurrency: 2 }, () => {
     return names.filter((_, i) => owners[i] === String(pid));
   };
 
-  test('each task says so as it finishes, with a count; --json ends with a summary: commit, date, model, resolved rate, tokens, cost, wall time; no folder is left', async () => {
-    const { status, stdout, stderr } = await runMain(
-      ['--json', '--repeat', '2', '--jobs', '2', 'off-by-one'],
-      process.env,
-      { heartbeatMs: 100 },
-    );
+  test('each task says so as it finishes, with a count, and while it runs; --json ends with a summary: commit, date, model, resolved rate, tokens, cost, wall time; no folder is left', async () => {
+    const { status, stdout, stderr } = await runMain(['--json', 'off-by-one'], process.env, { heartbeatMs: 100 });
     assert.equal(status, 0, stderr);
-    const progress = stderr.split('\n').filter((line) => /^\[\d\/2\] off-by-one/.test(line));
-    assert.deepEqual(
-      progress.map((line) => line.replace(/run \d/, 'run N').replace(/\d+\.\d s$/, 'T s')),
-      ['[1/2] off-by-one (run N) resolved T s', '[2/2] off-by-one (run N) resolved T s'],
-    );
-    assert.match(stderr, /^\[0\/2\] still running: off-by-one \(run 1\) \(\d+\.\d s\), off-by-one \(run 2\)/m);
+    assert.match(stderr, /^\[0\/1\] still running: off-by-one \(\d+\.\d s\)$/m);
+    assert.match(stderr, /^\[1\/1\] off-by-one resolved \d+\.\d s$/m);
     const lines = stdout.trim().split('\n');
-    assert.equal(lines.length, 3);
-    const outcomes = lines.slice(0, 2).map((line) => JSON.parse(line) as EvalResult);
-    assert.deepEqual(outcomes.map((outcome) => outcome.run).sort(), [1, 2]);
-    for (const outcome of outcomes) {
-      assert.deepEqual(
-        [outcome.task, outcome.model, outcome.halt, outcome.resolved, outcome.why, outcome.turns, outcome.costUsd],
-        ['off-by-one', 'scripted', 'accepted', true, null, 4, null],
-      );
-      assert.ok(outcome.inputTokens > 0 && outcome.outputTokens > 0 && outcome.wallMs > 0);
-    }
-    const summary = JSON.parse(lines[2]!) as EvalSummary;
+    assert.equal(lines.length, 2);
+    const outcome = JSON.parse(lines[0]!) as EvalResult;
+    assert.deepEqual(
+      [outcome.task, outcome.run, outcome.model, outcome.halt, outcome.resolved, outcome.why, outcome.turns],
+      ['off-by-one', 1, 'scripted', 'accepted', true, null, 4],
+    );
+    assert.ok(outcome.inputTokens > 0 && outcome.outputTokens > 0 && outcome.wallMs > 0 && outcome.costUsd === null);
+    const summary = JSON.parse(lines[1]!) as EvalSummary;
     const head = spawnSync('git', ['rev-parse', 'HEAD'], { encoding: 'utf8' }).stdout.trim();
     assert.deepEqual(
       [summary.type, summary.commit, summary.model, summary.tasks, summary.runs, summary.finished, summary.resolved],
-      ['summary', head || null, 'scripted', 1, 2, 2, 2],
+      ['summary', head || null, 'scripted', 1, 1, 1, 1],
     );
     assert.deepEqual(summary.resolvedRate, { mean: 1, min: 1, max: 1 });
-    assert.equal(summary.inputTokens, outcomes[0]!.inputTokens + outcomes[1]!.inputTokens);
-    assert.deepEqual([summary.costUsd, summary.interrupted], [null, false]);
-    assert.ok(Math.abs(Date.parse(summary.date) - Date.now()) < 60_000 && summary.wallMs > 0);
+    assert.deepEqual(
+      [summary.inputTokens, summary.cachedTokens, summary.outputTokens, summary.costUsd, summary.interrupted],
+      [outcome.inputTokens, outcome.cachedTokens, outcome.outputTokens, null, false],
+    );
+    assert.ok(Math.abs(Date.parse(summary.date) - Date.now()) < 60_000 && summary.wallMs >= outcome.wallMs);
     assert.deepEqual(await runFolders(os.tmpdir()), []);
   });
 
-  test('Ctrl-C shows the tasks finished so far, stops the one running, removes the temporary folder and exits 130', async (t) => {
-    const fix = (delayMs: number) =>
-      JSON.stringify([
-        { content: [{ type: 'tool_use', name: 'read_file', input: { path: 'add.js' } }], delay_ms: delayMs },
-        {
-          content: [
-            { type: 'tool_use', name: 'edit_file', input: { path: 'add.js', old_str: 'a - b', new_str: 'a + b' } },
-          ],
-        },
-        { content: [{ type: 'text', text: 'Fixed.' }] },
-      ]);
+  test('Ctrl-C shows the tasks finished so far, stops the rest, removes the temporary folder and exits 130', async (t) => {
+    const slow = JSON.stringify([{ content: [{ type: 'text', text: 'Thinking.' }], delay_ms: 60_000 }]);
     const { tasksDir } = await taskFolder(t, {
-      quick: { ...sumTask(FAILING_TEST), 'trajectory.json': fix(0) },
-      slow: { ...sumTask(FAILING_TEST), 'trajectory.json': fix(60_000) },
+      green: sumTask(PASSING_TEST), // malformed: it finishes at once, without an agent
+      slow: { ...sumTask(FAILING_TEST), 'trajectory.json': slow },
     });
     // As `npm run eval` runs it, in a process group of its own: a terminal's Ctrl-C goes to the whole group.
     const child = spawn(process.execPath, ['--import', 'tsx', 'app/evals/run.ts', '--tasks', tasksDir, '--jobs', '2'], {
       cwd: path.join(import.meta.dirname, '..'),
-      env: process.env,
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let [stdout, stderr] = ['', ''];
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    const quickDone = new Promise<void>((resolve) =>
+    const greenDone = new Promise<void>((resolve) =>
       child.stderr.on('data', (chunk: Buffer) => {
         stderr += chunk.toString('utf8');
-        if (stderr.includes('[1/2] quick resolved')) resolve();
+        if (stderr.includes('[1/2] green malformed')) resolve();
       }),
     );
     const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
-    await Promise.race([quickDone, exited]);
+    await Promise.race([greenDone, exited]);
     process.kill(-child.pid!, 'SIGINT');
     assert.equal(await exited, 130, `${stdout}\n${stderr}`);
-    assert.match(stdout, /\nquick +accepted +yes +3 /);
-    assert.match(stdout, /\ntotal +1\/1 100% /);
+    assert.match(stdout, /\ngreen +malformed +no +0 /);
+    assert.match(stdout, /\ntotal +0\/1 0% /);
     assert.doesNotMatch(stdout, /\nslow /);
     assert.match(stderr, /\neval: interrupted \(Ctrl-C\): 1 of 2 finished; stopped: slow\n$/);
     assert.deepEqual(await runFolders(os.tmpdir(), child.pid), [], 'the temporary folder is removed');

@@ -267,7 +267,9 @@ function runAgentCli(
       child.kill('SIGINT');
       killer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
     };
-    signal?.addEventListener('abort', stop, { once: true });
+    if (signal?.aborted)
+      stop(); // stopped while the task was being set up
+    else signal?.addEventListener('abort', stop, { once: true });
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
     const done = () => {
