@@ -244,10 +244,10 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
 }
 
 /** Prevents a request the API would refuse for its size from being sent at all: after compaction, still too large. */
-const tooLarge = ({ contextWindow }: Agent, tokens: number): Halt => ({
-  kind: 'error',
-  message: `the next request (~${tokens} tokens) would not fit the ${contextWindow}-token window even after compaction`,
-});
+function tooLarge({ contextWindow }: Agent, tokens: number): Halt {
+  const message = `the next request (~${tokens} tokens) would not fit the ${contextWindow}-token window`;
+  return { kind: 'error', message: `${message} even after compaction` };
+}
 
 /** A prompt-cache mark: on the system prompt (the fixed prefix, tools then system) and on each whole request. */
 const CACHE: Anthropic.CacheControlEphemeral = { type: 'ephemeral' };
@@ -813,7 +813,7 @@ export function chooseCut(messages: Anthropic.MessageParam[], from: number, keep
 function pieceEnd(messages: Anthropic.MessageParam[], from: number, cut: number, fitTokens: number): number {
   let [size, end] = [0, null as number | null];
   for (let i = from + 1; i <= cut; i++) {
-    size += estimateTokens(messages[i - 1]);
+    size += estimateMessages(messages.slice(i - 1, i)); // each message measured once, as the requests measure it
     if (messages[i]!.role === 'assistant' && size > fitTokens) return end ?? i; // a piece ends at a reply too
     if (messages[i]!.role === 'assistant') end = i;
   }
@@ -1262,14 +1262,16 @@ function addUsage(totals: UsageTotals, model: Model, usage: Anthropic.Usage): vo
 // --- Prices: what a token costs, so a budget in dollars can be kept. The Model carries its own (the program knows the
 // price list); a model without one has an unknown cost, never a made-up zero.
 
-/** Dollars per million tokens of input and of output. */
-export type Price = { input: number; output: number };
+/** Dollars per million tokens in and out; cache writes and reads as multiples of input (default 1.25 and 0.1). */
+export type Price = { input: number; output: number; cacheWrite?: number; cacheRead?: number };
 
-/** Cache writes cost 1.25× input, cache reads 0.1×: why byte-stable requests matter. */
+/** Cache reads cost a tenth of input (or less), writes a quarter more: why byte-stable requests matter. */
 export function costOf(price: Price | undefined, usage: Anthropic.Usage): number | null {
   if (!price) return null;
-  const inputLike =
-    usage.input_tokens + 1.25 * (usage.cache_creation_input_tokens ?? 0) + 0.1 * (usage.cache_read_input_tokens ?? 0);
+  const { cacheWrite = 1.25, cacheRead = 0.1 } = price;
+  const cached =
+    cacheWrite * (usage.cache_creation_input_tokens ?? 0) + cacheRead * (usage.cache_read_input_tokens ?? 0);
+  const inputLike = usage.input_tokens + cached;
   return (inputLike * price.input + usage.output_tokens * price.output) / 1_000_000;
 }
 
@@ -1388,11 +1390,10 @@ export function describeHalt(h: Halt): string {
     return h.verifiedBy === null
       ? 'accepted (unverified: no verify command was given)'
       : `accepted (verified by \`${h.verifiedBy}\`)`;
-  const reached = `${h.budget}: the limit of ${describeLimit(h.budget, h.limit)} was reached`;
+  const { budget, limit } = h;
+  const of = { turns: `${limit} turns`, tokens: `${limit} tokens`, cost: `$${limit}`, time: `${limit / 1000} s` };
+  const reached = `${budget}: the limit of ${of[budget]} was reached`;
   if (h.spent === undefined) return `budget (${reached})`;
   const cost = h.spent.costUsd === null ? '' : `, $${h.spent.costUsd.toFixed(4)}`;
   return `budget (${reached}; spent ${h.spent.tokens} tokens${cost})`;
 }
-
-const describeLimit = (budget: BudgetName, limit: number) =>
-  ({ turns: `${limit} turns`, tokens: `${limit} tokens`, cost: `$${limit}`, time: `${limit / 1000} s` })[budget];

@@ -4,11 +4,20 @@
 // never imports it.
 
 import { realpathSync } from 'node:fs';
-import { realpath } from 'node:fs/promises';
+import { readFile, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { pathToFileURL } from 'node:url';
-import { type Agent, approveAll, createAgent, errorText, estimateTokens, resume } from '../agent.ts';
+import {
+  type Agent,
+  approveAll,
+  createAgent,
+  errorText,
+  estimateTokens,
+  type Halt,
+  type Model,
+  resume,
+} from '../agent.ts';
 import { sandboxProblem } from '../tools.ts';
 import {
   chooseModel,
@@ -24,11 +33,15 @@ import { priced } from './prices.ts';
 import { replaySession } from './replay.ts';
 import { loadSession, recordAnswers, sessionHeader, sessionRecorder } from './session-file.ts';
 import {
+  colourOn,
   contextBreakdown,
   EXIT,
   exitCodeFor,
+  grouped,
   jsonPrinter,
+  MAX_COLUMNS,
   type Output,
+  programError,
   repl,
   runGivenTask,
   type SessionEvent,
@@ -61,16 +74,19 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       out.write(`${helpText()}\n`);
       return EXIT.accepted;
     }
-    if (options.export !== undefined) {
-      // The page has its own command (app/session-page/export.ts): the command line only hands the file over.
-      const { cli } = await import('./session-page/export.ts');
-      const window = options.contextWindow === undefined ? [] : ['--context-window', String(options.contextWindow)];
-      return await cli([options.export, ...(options.out === undefined ? [] : ['--out', options.out]), ...window]);
+    if (options.version) {
+      out.write(`harness ${await version()}\n`);
+      return EXIT.accepted;
     }
+    if (options.export !== undefined) return await exportPage(options, out);
     const root = await realpath(options.root).catch(() => {
       throw new UsageError(`--root ${options.root}: no such folder`);
     });
     if (options.replay !== undefined) return await replaySession(options.replay, { ...options, root }, out);
+    // Markdown is drawn only where colour is: piped, or with NO_COLOR, the model's text stays as it wrote it. Its
+    // renderer takes a moment to load, so it loads while the model is set up.
+    const plainText = options.acp || options.json || options.trace || !colourOn(out);
+    const loadingMarkdown = plainText ? undefined : terminalMarkdown(out);
     const chosen = await chooseModel(options, env, options.model);
     const model = priced(chosen, options.price);
     const taskModel =
@@ -81,7 +97,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     if (options.acp) {
       // An editor is the interface (app/acp.ts); its library is loaded only then.
       const { serveAcp } = await import('./acp.ts');
-      const log = (text: string) => void process.stderr.write(`agent --acp: ${text}\n`);
+      const log = (text: string) => void process.stderr.write(`harness --acp: ${text}\n`);
       if (options.verify === undefined) log('no --verify command: "done" will be accepted unverified');
       else await tellSandbox(options, log);
       return await serveAcp({ options, model, taskModel, secrets, log });
@@ -99,11 +115,13 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
         : undefined;
     rl?.pause();
     const screen = new StatusLine(out, interactive && rl ? { rl, input: process.stdin } : undefined);
+    const markdown = await loadingMarkdown;
+    const session = () => agent.usage;
     const printer = options.json
       ? jsonPrinter(out)
       : options.trace
         ? tracePrinter(out)
-        : terminalPrinter(out, { screen, verify: options.verify });
+        : terminalPrinter(out, { screen, verify: statusOfVerify(options), price: model.price, session, markdown });
     const approval = options.yes ? 'yes' : interactive ? 'ask' : 'deny';
     const startSession = (file: string, fresh: boolean, agent: Agent) => {
       const header = sessionHeader(agent, recordedOptions(options, approval, taskModel));
@@ -122,8 +140,11 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       : interactive
         ? recordAnswers(terminalApprover(screen, out), (event) => tell(event))
         : null;
+    const runs = { tasks: 0, turns: 0, last: null as Halt | null };
     // The harness's events and the person's actions, told to the session file and the printer alike.
     const tell = (event: SessionEvent) => {
+      if (event.type === 'halt')
+        [runs.tasks, runs.turns, runs.last] = [runs.tasks + 1, runs.turns + event.turns, event.halt];
       record(event);
       printer(event);
     };
@@ -134,30 +155,85 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     const notice = (text: string) => tell({ type: 'notice', text });
     const showSession = () =>
       notice(`session: ${path.relative(process.cwd(), sessionFile) || sessionFile} (continue it with --resume)`);
+    notice(`model: ${describeModel(model)} · root: ${root}`);
     showSession();
     for (const file of agent.contextFiles) {
-      notice(`context: ${path.relative(process.cwd(), file.path) || file.path} (~${estimateTokens(file.text)} tokens)`);
+      const tokens = grouped(estimateTokens(file.text));
+      notice(`context: ${path.relative(process.cwd(), file.path) || file.path} (~${tokens} tokens)`);
     }
     tell({ type: 'context', breakdown: contextBreakdown(agent) });
     if (options.verify === undefined) notice('no --verify command: "done" will be accepted unverified');
     else await tellSandbox(options, notice);
     if (!options.yes && !interactive) notice('no terminal and no --yes: every change (edit_file) will be denied');
-    if (options.task !== undefined) return await headless(agent, options.task, tell);
     const switchSession = async (file: string) => {
       const next = await loadSession(file);
       sessionFile = path.resolve(file);
       record = startSession(sessionFile, false, agent);
       resume(agent, next);
-      notice(`resumed ${file}: ${next.messages.length} messages`);
+      notice(`resumed ${file}: ${grouped(next.messages.length)} messages`);
       showSession();
     };
-    return await repl(agent, rl!, { interactive, switchSession, screen, tell });
+    const started = Date.now();
+    const code =
+      options.task !== undefined
+        ? await headless(agent, options.task, tell)
+        : await repl(agent, rl!, { interactive, switchSession, screen, tell });
+    if (options.json) out.write(`${JSON.stringify(resultEvent(agent, runs, code, Date.now() - started))}\n`);
+    return code;
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
-    console.error(`agent: ${error.message} (see --help)`);
+    console.error(programError(`${error.message} (see --help)`));
     return EXIT.usage;
   }
 }
+
+/** --json's last line: what the whole invocation did and spent, for a script or CI to read without adding up. */
+function resultEvent(
+  agent: Agent,
+  runs: { tasks: number; turns: number; last: Halt | null },
+  code: number,
+  ms: number,
+) {
+  const { input, cacheWrite, cacheRead, output, costUsd } = agent.usage;
+  const tokens = { input, cacheWrite, cacheRead, output, total: input + cacheWrite + cacheRead + output };
+  const { tasks, turns, last } = runs;
+  return { type: 'result', exitCode: code, halt: last, tasks, turns, tokens, costUsd, durationMs: ms };
+}
+
+/** The model by name, and what it costs when that is known. */
+function describeModel(model: Model): string {
+  if (model.price === undefined) return `${model.name} (no price known: costs are not counted)`;
+  return `${model.name} ($${model.price.input} in, $${model.price.output} out per million tokens)`;
+}
+
+/** package.json's version: the one place it is written. */
+async function version(): Promise<string> {
+  const manifest = await readFile(new URL('../package.json', import.meta.url), 'utf8');
+  return (JSON.parse(manifest) as { version: string }).version;
+}
+
+/** --export: the page has its own module (app/session-page/); the command line hands the file over and reports in
+ *  its own words. Exit 2 when there is no session to show. */
+async function exportPage(options: CliOptions, out: Output): Promise<number> {
+  const { exportSession } = await import('./session-page/export.ts');
+  const page = options.contextWindow === undefined ? {} : { contextWindow: options.contextWindow };
+  const written = await exportSession(options.export!, options.out, page).catch((error: unknown) => {
+    throw new UsageError(`--export: ${errorText(error)}`);
+  });
+  for (const warning of written.warnings) console.error(programError(`warning: ${warning}`));
+  out.write(`${written.out}\n`);
+  return EXIT.accepted;
+}
+
+/** The renderer for the model's markdown, loaded only for a terminal that shows colour (it is not small). */
+async function terminalMarkdown(out: Output): Promise<(block: string) => string> {
+  const { markdownRenderer } = await import('./markdown.ts');
+  return markdownRenderer(Math.min(out.columns ?? MAX_COLUMNS, MAX_COLUMNS));
+}
+
+/** The verify command as the status line names it while it runs: marked when it runs outside the sandbox. */
+const statusOfVerify = ({ verify, noSandbox }: CliOptions) =>
+  verify !== undefined && noSandbox ? `${verify} (outside the sandbox)` : verify;
 
 /** Says once, at start, where the verify command will run: outside the sandbox (--no-sandbox), nowhere (no sandbox on
  *  this machine, and the policy asks for one), or with the user's rights (no sandbox, and the policy allows that). */
@@ -179,10 +255,17 @@ if (import.meta.url === pathToFileURL(realpathSync(process.argv[1] ?? '.')).href
     if (decided !== undefined) process.exit(decided);
     if (process.listenerCount('SIGINT') === 1) process.exit(EXIT.interrupted);
   });
-  void main(process.argv.slice(2), process.env).then((code) => {
-    decided = code;
-    // Out as soon as the output is: Node's own wind-down (sockets, the loader's thread) can take a few hundred ms,
-    // during which it no longer listens for Ctrl-C, and one would kill the process with 130.
-    process.stdout.write('', () => process.exit(code));
-  });
+  void main(process.argv.slice(2), process.env).then(
+    (code) => {
+      decided = code;
+      // Out as soon as the output is: Node's own wind-down (sockets, the loader's thread) can take a few hundred ms,
+      // during which it no longer listens for Ctrl-C, and one would kill the process with 130.
+      process.stdout.write('', () => process.exit(code));
+    },
+    // Prevents a stack trace as the program's last word: whatever failed is said in one error, like the others.
+    (error: unknown) => {
+      console.error(programError(errorText(error)));
+      process.exit(EXIT.notAccepted);
+    },
+  );
 }

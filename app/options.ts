@@ -19,6 +19,7 @@ import { loadScript, ScriptedModel } from '../scripted-model.ts';
 import { TOOLS } from '../tools.ts';
 import { priceOf } from './prices.ts';
 import type { RecordedOptions } from './session-file.ts';
+import { MAX_COLUMNS, wrap } from './terminal.ts';
 
 interface OptionSpec {
   type: 'string' | 'boolean';
@@ -43,7 +44,7 @@ export const OPTIONS = {
   timeout: { type: 'string', arg: 'S', help: 'wall-clock seconds per task' },
   model: { type: 'string', arg: 'ID', help: `model to use (default: $ANTHROPIC_MODEL or ${DEFAULT_MODEL})` },
   'task-model': { type: 'string', arg: 'ID', help: 'model for sub-agents started by the task tool (default: --model)' },
-  'context-window': { type: 'string', arg: 'N', help: `tokens, when the API does not say (default: 200000)` },
+  'context-window': { type: 'string', arg: 'N', help: `tokens, when the API does not say (default: 200,000)` },
   'no-context-files': { type: 'boolean', help: 'do not read AGENTS.md files into the system prompt' },
   script: { type: 'string', arg: 'FILE', help: 'replay canned replies from a JSON file instead of calling an API' },
   session: { type: 'string', arg: 'FILE', help: 'where to append the session (default: .agent/sessions/<time>.jsonl)' },
@@ -54,26 +55,37 @@ export const OPTIONS = {
   json: { type: 'boolean', help: 'print events as JSON lines instead of text' },
   trace: { type: 'boolean', help: 'print each step tagged with the part of the loop doing it' },
   acp: { type: 'boolean', help: 'serve an editor over stdio (Agent Client Protocol): it gives the folders and tasks' },
+  version: { type: 'boolean', help: "print the program's version, then exit" },
   help: { type: 'boolean', short: 'h', help: 'show this help' },
 } as const satisfies Record<string, OptionSpec>;
+/** Where each option's help starts in --help, and so where its wrapped lines continue. */
+const HELP_COLUMN = 24;
 
 export function helpText(): string {
-  const rows = Object.entries(OPTIONS).map(([name, spec]: [string, OptionSpec]) => {
-    const flag = `${spec.short ? `-${spec.short}, ` : ''}--${name}${spec.arg ? ` ${spec.arg}` : ''}`;
-    return `  ${flag.padEnd(20)}${spec.help}${spec.multiple ? ' (repeatable)' : ''}`;
+  const rows = Object.entries(OPTIONS).flatMap(([name, spec]: [string, OptionSpec]) => {
+    const flag = `  ${spec.short ? `-${spec.short}, ` : ''}--${name}${spec.arg ? ` ${spec.arg}` : ''}`;
+    const [first = '', ...rest] = wrap(
+      `${spec.help}${spec.multiple ? ' (repeatable)' : ''}`,
+      MAX_COLUMNS - HELP_COLUMN,
+    );
+    return [`${flag.padEnd(HELP_COLUMN)}${first}`, ...rest.map((line) => `${' '.repeat(HELP_COLUMN)}${line}`)];
   });
   return [
-    'Usage: npx tsx agent.ts [options] [task]',
+    'Usage: npx harness [options] [task]',
     '',
-    'With a task: one run, then exit. Without: a REPL (one task per line; /exit to leave).',
+    'With a task: one run, then exit. Without: a REPL (one task per line; /help lists its commands).',
     'No API key? `npm start` plays the offline demo, and --script FILE runs on canned replies.',
     '',
     'Options:',
     ...rows,
     '',
-    'In the REPL: type while the agent works to steer it; Ctrl-C stops the run, and at an empty prompt leaves;',
-    "/context, /compact, /resume FILE, /exit. Leaving the REPL exits 0 (piped in: the last task's exit code).",
-    'Environment: ANTHROPIC_API_KEY, ANTHROPIC_MODEL, ANTHROPIC_BASE_URL (any Anthropic-compatible endpoint).',
+    ...wrap(
+      'In the REPL: type while the agent works to steer it; Ctrl-C stops the run, and twice at an empty prompt ' +
+        'leaves; a pasted block is one message. /help, /context, /compact, /resume FILE, /exit. Leaving the REPL ' +
+        "exits 0 (piped in: the last task's exit code).",
+      MAX_COLUMNS,
+    ),
+    'Environment: ANTHROPIC_API_KEY, ANTHROPIC_MODEL, ANTHROPIC_BASE_URL (any Anthropic-compatible API).',
     'Halts: accepted (verified | unverified), budget (turns | tokens | cost | time), interrupted, error.',
     'Exit codes: 0 accepted, 1 not accepted (budget, error), 2 usage error, 130 interrupted.',
   ].join('\n');
@@ -114,6 +126,7 @@ export interface CliOptions {
   acp: boolean;
   task: string | undefined;
   help: boolean;
+  version: boolean;
 }
 
 export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
@@ -171,6 +184,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
     acp: values.acp ?? false,
     task: positionals.length > 0 ? positionals.join(' ') : undefined,
     help: values.help ?? false,
+    version: values.version ?? false,
   };
 }
 
@@ -193,12 +207,39 @@ function refuseBesideAcp(given: string[], positionals: string[]): void {
 function describeCliError(message: string): string {
   const flag = /'(-[^' ]+)/.exec(message)?.[1] ?? '';
   const arg = (OPTIONS as Record<string, OptionSpec>)[flag.replace(/^--/, '')]?.arg ?? 'VALUE';
-  if (message.startsWith('Unknown option'))
-    return `unknown option ${flag} (a task that starts with "-" goes after --, as in: -- "${flag}")`;
+  if (message.startsWith('Unknown option')) {
+    const meant = nearestOption(flag);
+    const hint = meant ? `; did you mean --${meant}?` : ' (a task starting with "-" goes after --)';
+    return `unknown option ${flag}${hint}`;
+  }
   if (message.includes('argument missing')) return `${flag} needs a value: ${flag} ${arg}`;
   if (message.includes('ambiguous')) return `${flag} needs a value; one that starts with "-" is written ${flag}=${arg}`;
   if (message.includes('does not take an argument')) return `${flag} takes no value`;
   return message.split('\n')[0]!;
+}
+
+/** The option a mistyped flag most likely meant: the nearest name, if it is within two edits and the typing was
+ *  not mostly wrong (so `--x` suggests nothing). */
+export function nearestOption(flag: string): string | undefined {
+  const typed = flag.replace(/^-+/, '');
+  const [nearest] = Object.keys(OPTIONS)
+    .map((name) => ({ name, edits: editDistance(typed, name) }))
+    .sort((a, b) => a.edits - b.edits);
+  return nearest && nearest.edits <= Math.min(2, typed.length / 2) ? nearest.name : undefined;
+}
+
+/** How many one-character insertions, deletions or substitutions turn `a` into `b` (Levenshtein). */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1);
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, substitution);
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
 }
 
 /** "3,15": dollars per million input tokens, then output tokens (cache writes and reads are priced from input). */
@@ -235,8 +276,7 @@ export async function chooseModel(
     }
   }
   if (!env.ANTHROPIC_API_KEY && !env.ANTHROPIC_BASE_URL) {
-    const offline = 'use --script FILE to run offline, or `npm start` for the offline demo';
-    throw new UsageError(`ANTHROPIC_API_KEY is not set: set it, ${offline}`);
+    throw new UsageError('ANTHROPIC_API_KEY is not set; to run offline: --script FILE, or `npm start`');
   }
   // A local Anthropic-compatible server may need no key; the SDK still wants one to send.
   const { default: Anthropic } = await import('@anthropic-ai/sdk');

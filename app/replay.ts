@@ -14,7 +14,7 @@ import {
   runTask,
 } from '../agent.ts';
 import { say, type ScriptEntry, type ScriptedBlock, ScriptedModel, type ScriptedReply } from '../scripted-model.ts';
-import { type CliOptions, configFromCli } from './options.ts';
+import { type CliOptions, configFromCli, UsageError } from './options.ts';
 import { priced } from './prices.ts';
 import {
   previewHash,
@@ -26,7 +26,7 @@ import {
   type SessionHeader,
   sessionLines,
 } from './session-file.ts';
-import { EXIT, type Output } from './terminal.ts';
+import { EXIT, MAX_COLUMNS, type Output, wrap } from './terminal.ts';
 
 /** Everything a replay plays back: the tasks, each model reply in call order, and what the person did. */
 interface Recording {
@@ -99,7 +99,8 @@ async function readEntries(file: string): Promise<SessionEntry[]> {
     }
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw code === undefined ? error : new Error(`${file}: cannot be read (${code})`);
+    if (code === undefined) throw error;
+    throw new Error(`${file}: ${code === 'ENOENT' ? 'no such file' : `cannot be read (${code})`}`);
   }
   return entries;
 }
@@ -208,14 +209,10 @@ function canonical(value: unknown): string {
 /** --replay: runs the recorded tasks through this harness with the recorded replies and answers, and stops at the
  *  first message that differs from the recording. Exit 0: identical; 1: it differs; 2: it cannot be replayed. */
 export async function replaySession(file: string, options: CliOptions, out: Output): Promise<number> {
-  const tell = (text: string) => out.write(`replay: ${text}\n`);
-  let recording: Recording;
-  try {
-    recording = await readRecording(path.resolve(file));
-  } catch (error) {
-    tell(errorText(error));
-    return EXIT.usage;
-  }
+  const tell = (text: string) => out.write(`${wrap(`replay: ${text}`, MAX_COLUMNS, '  ').join('\n')}\n`);
+  const recording = await readRecording(path.resolve(file)).catch((error: unknown) => {
+    throw new UsageError(`--replay: ${errorText(error)}`);
+  });
   const recorded = recording.header.options;
   const overridden = REPLAY_OVERRIDES.filter((flag) => options.given.includes(flag));
   for (const flag of overridden) tell(`--${flag} from the command line replaces the recorded value`);

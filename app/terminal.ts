@@ -6,6 +6,8 @@ import path from 'node:path';
 import { clearScreenDown, cursorTo, moveCursor } from 'node:readline';
 import { createInterface, type Interface } from 'node:readline/promises';
 import { styleText } from 'node:util';
+import type Anthropic from '@anthropic-ai/sdk';
+import { structuredPatch } from 'diff';
 import {
   type Agent,
   type AgentEvent,
@@ -13,14 +15,17 @@ import {
   type Approver,
   compact,
   compactedView,
+  costOf,
   describeHalt,
   errorText,
   estimateMessages,
   estimateTokens,
   type Halt,
+  type Price,
   runTask,
   steer,
   textOfMessage,
+  type UsageTotals,
 } from '../agent.ts';
 
 /** What the person did, which the harness never sees as an event: the program tells the session file, so a replay can
@@ -46,16 +51,63 @@ export function exitCodeFor(h: Halt): number {
 }
 
 /** Where the printers write: stdout, or any stream (a test's). Colour only on a terminal. */
-export type Output = NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
+export type Output = NodeJS.WritableStream & { isTTY?: boolean; columns?: number; hasColors?: () => boolean };
+
+/** Colour only on a terminal that shows it, and not when NO_COLOR asks for none (https://no-color.org): Node's own
+ *  judgement (hasColors: NO_COLOR, NODE_DISABLE_COLORS, TERM=dumb, FORCE_COLOR), which its styleText follows too. */
+export const colourOn = (out: Output) => out.isTTY === true && !process.env.NO_COLOR && (out.hasColors?.() ?? true);
 
 const colour = (format: Parameters<typeof styleText>[0], text: string, out: Output) =>
-  out.isTTY && !process.env.NO_COLOR ? styleText(format, text) : text;
+  colourOn(out) ? styleText(format, text) : text;
+
+/** The widest line the program writes itself: --help, errors, and the printers' lines. */
+export const MAX_COLUMNS = 100;
+
+/** Where the printers' lines must fit: the terminal's width, at most MAX_COLUMNS. */
+const widthOf = (out: Output) => Math.max(Math.min(out.columns ?? MAX_COLUMNS, MAX_COLUMNS), 20);
+
+/** Prevents a line wider than `width`: each line of the text broken at spaces, its continuations indented like it
+ *  and then by `indent` (a word longer than a line is cut). */
+export function wrap(text: string, width: number, indent = ''): string[] {
+  return text.split('\n').flatMap((given) => {
+    const lead = /^ */.exec(given)![0];
+    const more = `${lead}${indent}`;
+    const lines: string[] = [];
+    let line = lead;
+    for (const word of given.slice(lead.length).split(' ')) {
+      if (line.trim() !== '' && line.length + 1 + word.length > width) {
+        lines.push(line);
+        line = `${more}${word}`;
+      } else {
+        line = line.trim() === '' ? `${line}${word}` : `${line} ${word}`;
+      }
+      while (line.length > width && width > more.length) {
+        lines.push(line.slice(0, width));
+        line = `${more}${line.slice(width)}`;
+      }
+    }
+    return [...lines, line];
+  });
+}
+
+/** One line, cut to `width` with an ellipsis: for what is a single thing, like a call or a line of output. */
+const cut = (text: string, width: number) => (text.length > width ? `${text.slice(0, width - 1)}…` : text);
+
+/** Numbers with thousands separators: 12,345. */
+export const grouped = (n: number) => n.toLocaleString('en-US');
+
+/** Every error the program reports, in one form: "harness: …", wrapped to MAX_COLUMNS. */
+export const programError = (message: string) => wrap(`harness: ${message}`, MAX_COLUMNS, '  ').join('\n');
 
 /** Empties the line being typed, through readline (Ctrl-E, Ctrl-U), so it redraws what it knows it drew. */
 function clearInput(rl: Interface): void {
   rl.write('', { ctrl: true, name: 'e' });
   rl.write('', { ctrl: true, name: 'u' });
 }
+
+/** Bracketed paste: the terminal marks the start and end of what is pasted. */
+const PASTE_MARKS_ON = '\x1b[?2004h';
+const PASTE_MARKS_OFF = '\x1b[?2004l';
 
 const SPINNER = '⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏';
 const TICK_MS = 250;
@@ -81,6 +133,14 @@ export class StatusLine {
   private heldText = '';
   /** Rows readline still thinks its prompt spans after hide(); written as blank lines before it draws again. */
   private pad = 0;
+  /** What the session has spent so far, shown after the wait's clock. */
+  private spent = '';
+  /** The last line of what the awaited command prints, shown last. */
+  private latest = '';
+  /** The REPL's prompt is on the screen, waiting: a line printed now goes above it, and it is drawn again. */
+  private prompting = false;
+  /** Between the terminal's marks around a paste: Enter is part of what is pasted, not a send. */
+  pasting = false;
 
   private readonly rl: Interface | undefined;
 
@@ -92,6 +152,8 @@ export class StatusLine {
     this.rl = terminal?.rl;
     // Before readline sees the key: a first character opens the input line, Enter closes it into the scrollback.
     terminal?.input.prependListener('keypress', (typed: string | undefined, key: { name?: string; ctrl?: boolean }) => {
+      if (key.name === 'paste-start' || key.name === 'paste-end') this.pasting = key.name === 'paste-start';
+      if (key.name === 'return' || key.name === 'enter') this.prompting = false; // readline moves to a new line
       if (!this.active || this.held) return;
       if (key.name === 'return' || key.name === 'enter') {
         if (this.typing || this.shown) this.redraw(terminal.rl.line === '' ? '' : '» ');
@@ -109,9 +171,9 @@ export class StatusLine {
 
   /** What the agent now waits for (null: nothing worth showing); the clock restarts with each new wait. */
   wait(what: string | null): void {
-    if (what !== this.waitingFor) this.since = Date.now();
+    if (what !== this.waitingFor) [this.since, this.latest] = [Date.now(), ''];
     this.waitingFor = what;
-    this.active = true;
+    [this.active, this.prompting] = [true, false];
     if (what !== null && this.timer === undefined && this.enabled) {
       // unref: the status line must never be what keeps the process alive after a halt.
       this.timer = setInterval(() => this.tick(), TICK_MS).unref();
@@ -130,15 +192,27 @@ export class StatusLine {
     this.flushHeld();
   }
 
-  /** Whole lines, above the status line. */
+  /** What the session has spent so far (tokens, dollars), shown on the status line after the clock. */
+  spending(text: string): void {
+    this.spent = text;
+  }
+
+  /** The last line the awaited command printed, shown at the end of the status line until the wait changes. */
+  tail(text: string): void {
+    this.latest = text;
+  }
+
+  /** Whole lines, above the status line (or above the REPL's prompt, which is then drawn again below them). */
   line(text: string): void {
-    if (this.shown) this.hide();
+    const prompting = this.prompting && this.rl !== undefined;
+    if (this.shown || prompting) this.hide();
     this.flushHeld();
     if (this.midLine) this.out.write('\n');
     this.out.write(`${text}\n`);
     this.midLine = false;
     this.lastOutput = Date.now();
     if (this.typing) this.show();
+    else if (prompting) this.redraw(this.rl!.getPrompt());
   }
 
   /** Text as it streams; held back line by line while the user types. */
@@ -200,6 +274,23 @@ export class StatusLine {
   /** The REPL's prompt, drawn where readline expects it. */
   prompt(text: string): void {
     this.redraw(text);
+    this.prompting = true;
+  }
+
+  /** The REPL reads the keyboard: a paste comes marked (bracketed paste), so it can be told from typing. Until
+   *  the program ends, whichever way it ends. */
+  startReading(): void {
+    if (!this.enabled) return;
+    this.out.write(PASTE_MARKS_ON);
+    process.once('exit', () => this.out.write(PASTE_MARKS_OFF));
+  }
+
+  /** The REPL is left: the terminal gets its own paste back, and the shell's prompt a line of its own. */
+  close(): void {
+    if (!this.enabled) return;
+    if (this.shown) this.hide();
+    this.out.write(`${this.prompting || this.midLine ? '\n' : ''}${PASTE_MARKS_OFF}`);
+    [this.prompting, this.midLine] = [false, false];
   }
 
   private tick(): void {
@@ -216,8 +307,9 @@ export class StatusLine {
     }
     const seconds = Math.floor((Date.now() - this.since) / 1000);
     const frame = SPINNER[Math.floor(Date.now() / TICK_MS) % SPINNER.length];
-    const width = Math.max((this.out.columns ?? 80) - 1, 20);
-    const status = this.waitingFor === null ? '' : `  ${frame} ${this.waitingFor} · ${seconds} s`.slice(0, width);
+    const width = Math.max(Math.min((this.out.columns ?? 80) - 1, MAX_COLUMNS), 20);
+    const parts = [`  ${frame} ${this.waitingFor} · ${seconds} s`, this.spent, this.latest].filter((part) => part);
+    const status = this.waitingFor === null ? '' : cut(parts.join(' · '), width);
     const painted = colour('dim', status, this.out);
     if (!this.rl) {
       this.out.write(`\r\x1b[K${painted}`);
@@ -250,37 +342,73 @@ export class StatusLine {
   }
 }
 
-/** The terminal view of the event stream: streamed text, one line per call and what came of it, a status line
- *  while the agent waits (model, tools, the verify command), and a footer per turn with tokens and cost. */
+export interface PrinterOptions {
+  /** The status line (and the REPL's prompt) the printer draws on. */
+  screen?: StatusLine;
+  verify?: string;
+  /** The model's price: each turn's footer says what the turn cost. */
+  price?: Price;
+  /** What the session has spent so far, sub-agents and summaries included: on the status line and after a halt. */
+  session?: () => UsageTotals;
+  /** Renders a finished block of the model's markdown for the terminal; without it, text prints as it streams. */
+  markdown?: (block: string) => string;
+}
+
+/** The terminal view of the event stream: the model's text, one line per call and what came of it (an edit as a
+ *  diff), the gate's verdict with the end of a failing check's output, a status line while the agent waits (model,
+ *  tools, the verify command and its latest line), and a footer per turn with that turn's tokens and cost. */
 export function terminalPrinter(
   out: Output = process.stdout,
-  { screen = new StatusLine(out), verify }: { screen?: StatusLine; verify?: string } = {},
+  { screen = new StatusLine(out), verify, price, session, markdown }: PrinterOptions = {},
 ): (event: SessionEvent) => void {
-  const line = (format: Parameters<typeof styleText>[0], text: string) => screen.line(colour(format, text, out));
+  const width = widthOf(out);
+  /** Text that may wrap: each line indented like the first, and by two more. */
+  const line = (format: Format, text: string) =>
+    screen.line(
+      wrap(text, width, '  ')
+        .map((part) => colour(format, part, out))
+        .join('\n'),
+    );
+  /** Lines that are one thing each (a call, a line of output): cut to the width, never wrapped. */
+  const lines = (format: Format, texts: string[]) =>
+    screen.line(texts.map((text) => colour(format, cut(text, width), out)).join('\n'));
   const running = new Map<string, string>();
+  const blocks = new MarkdownBlocks();
+  const show = (done: string[]) => {
+    for (const block of done) screen.text(block === '' ? '\n' : `${markdown!(block)}\n`);
+  };
+  const spent = () => (session === undefined ? '' : spentText(session()));
+  let diffShown = false; // the person was asked about this edit and saw its diff then
+  let checkOutput = '';
   return (event) => {
     switch (event.type) {
       case 'request':
         screen.wait('waiting for the model');
-        return;
-      case 'text':
-        return screen.text(event.delta);
+        return screen.spending(spent());
+      case 'text': {
+        if (!markdown) return screen.text(event.delta);
+        const done = blocks.add(event.delta);
+        // Text drawn a block at a time: until a block is whole, the status line says the model is writing.
+        return done.length > 0 ? show(done) : screen.wait('the model is writing');
+      }
       case 'reply': {
-        const { input, cacheRead, cacheWrite, output, costUsd } = event.totals;
-        const allInput = input + cacheRead + cacheWrite;
-        const cached = allInput > 0 ? Math.round((100 * cacheRead) / allInput) : 0;
-        const cost = costUsd === null ? 'cost unknown' : `$${costUsd.toFixed(4)}`;
+        if (markdown) show(blocks.end());
         if (event.stopReason === 'max_tokens') {
           const calls = event.calls === 0 ? '' : `; its ${event.calls} call(s) will not run`;
-          line('yellow', `  (the reply was cut off at the output limit${calls}: the model is asked to go on)`);
+          line('yellow', `  (cut off at the output limit${calls}: the model is asked to go on)`);
         }
-        line('dim', `  [turn ${event.turn} · in ${allInput} (${cached}% cached) · out ${output} · ${cost} so far]`);
+        line('dim', `  [turn ${event.turn} · ${turnText(event.usage, price)}]`);
+        screen.spending(spent());
         const judged = event.calls === 0 && !['max_tokens', 'pause_turn'].includes(event.stopReason ?? '');
         return screen.wait(judged ? (verify === undefined ? 'checking "done"' : `checking "done": ${verify}`) : null);
       }
       case 'call':
         screen.wait(null); // the hooks decide, and approval may ask
-        return line('cyan', `→ ${event.call.name} ${summarize(event.call.input)}`);
+        diffShown = false;
+        return lines('cyan', [`→ ${describeCall(event.call.name, event.call.input)}`]);
+      case 'approval':
+        diffShown = true;
+        return;
       case 'running': {
         running.set(event.call.id, event.call.name);
         const names = [...running.values()];
@@ -292,49 +420,188 @@ export function terminalPrinter(
       case 'result': {
         const content = typeof event.result.content === 'string' ? event.result.content : '';
         if (running.delete(event.call.id) && running.size === 0) screen.wait('preparing the next request');
-        if (event.result.is_error) return line('red', `  ✗ ${content.split('\n')[0]}`);
+        if (event.result.is_error) return lines('red', [`  ✗ ${content.split('\n')[0]}`]);
+        if (event.call.name === 'edit_file' && !diffShown) showEdit(event.call.input);
         // A one-line result is a tool's own summary ("edited add.js: replaced 1 line(s) at line 2 …"); of a longer
         // one (what was read), its size and how it starts.
-        const lines = content.split('\n').length;
+        const count = content.split('\n').length;
         const first = summarizeText(content.split('\n')[0]!);
-        return line('dim', `  ✓ ${lines === 1 ? first : `${lines} lines: ${first}`}`);
+        return lines('dim', [`  ✓ ${count === 1 ? first : `${grouped(count)} lines: ${first}`}`]);
       }
-      case 'gate':
+      case 'gate-output':
+        checkOutput = `${checkOutput}${event.text}`.slice(-4_096);
+        return screen.tail(lastLines(checkOutput, 1)[0] ?? '');
+      case 'gate': {
+        checkOutput = '';
         screen.wait(event.passed ? null : 'preparing the next request');
-        return line(
-          event.passed ? 'green' : 'yellow',
-          `gate: \`${event.command}\` ${event.reason}: ${event.passed ? 'pass' : 'not done'}${outsideSandbox(event)}`,
-        );
+        const verdict = `${event.reason}: ${event.passed ? 'pass' : 'not done'}${outsideSandbox(event)}`;
+        line(event.passed ? 'green' : 'yellow', `gate: \`${event.command}\` ${verdict}`);
+        const tail = event.passed ? [] : lastLines(event.output, FAILED_CHECK_LINES).map((text) => `  │ ${text}`);
+        if (tail.length > 0) lines('dim', tail);
+        return;
+      }
       case 'notice':
         return line('yellow', event.text);
       case 'compaction':
         return line(
           'yellow',
-          `compacted: ~${event.tokensBefore} → ~${event.tokensAfter} tokens; messages before ` +
+          `compacted: ~${grouped(event.tokensBefore)} → ~${grouped(event.tokensAfter)} tokens; messages before ` +
             `#${event.keptFrom} are now a summary (still in the session file)`,
         );
-      case 'context': {
-        const b = event.breakdown;
-        const parts =
-          `system ${b.systemPrompt} · tools ${b.toolDefinitions} · AGENTS.md ${b.projectFiles} · ` +
-          `messages ${b.messages} · free ${b.free}`;
-        return line('dim', `context window ${b.window} tokens: ${parts}`);
-      }
+      case 'context':
+        return line('dim', contextText(event.breakdown));
       case 'subagent':
         if (event.event.type === 'call')
-          line('dim', `  [${event.id}] → ${event.event.call.name} ${summarize(event.event.call.input)}`);
+          lines('dim', [`  [${event.id}] → ${describeCall(event.event.call.name, event.event.call.input)}`]);
+        if (event.event.type === 'reply') screen.spending(spent());
         return;
-      case 'halt':
+      case 'halt': {
+        if (markdown) show(blocks.end());
         running.clear();
         screen.done();
-        return line(
-          event.halt.kind === 'accepted' ? 'green' : 'red',
-          `halt: ${describeHalt(event.halt)} after ${event.turns} turn(s)`,
-        );
+        const colour = event.halt.kind === 'accepted' ? 'green' : 'red';
+        line(colour, `halt: ${haltText(event.halt)} after ${event.turns} turn(s)`);
+        if (spent() !== '') line('dim', `  session: ${spent()}`);
+        return;
+      }
       default:
         return;
     }
   };
+
+  /** An edit as a compact diff of what the call replaced, built from its old_str and new_str. */
+  function showEdit(input: unknown): void {
+    const { old_str: before, new_str: after } = (input ?? {}) as Record<string, unknown>;
+    if (typeof before !== 'string' || typeof after !== 'string') return;
+    const diff = compactDiff(before, after);
+    if (diff.length === 0) return;
+    const painted = diff.map((text) => {
+      const shown = cut(`    ${text}`, width);
+      return colour(text.startsWith('+') ? 'green' : text.startsWith('-') ? 'red' : 'dim', shown, out);
+    });
+    screen.line(painted.join('\n'));
+  }
+}
+
+type Format = Parameters<typeof styleText>[0];
+
+/** Lines of a failing check's output shown under the gate's verdict: its end, where the failure usually is. */
+const FAILED_CHECK_LINES = 10;
+
+/** One turn's figures: what it sent (and how much of that the cache served), what came back, what it cost. */
+function turnText(usage: Anthropic.Usage, price: Price | undefined): string {
+  const cacheRead = usage.cache_read_input_tokens ?? 0;
+  const allInput = usage.input_tokens + cacheRead + (usage.cache_creation_input_tokens ?? 0);
+  const cached = allInput > 0 ? Math.round((100 * cacheRead) / allInput) : 0;
+  const cost = costOf(price, usage);
+  const dollars = cost === null ? 'cost unknown' : dollarText(cost);
+  return `in ${grouped(allInput)} (${cached}% cached) · out ${grouped(usage.output_tokens)} · ${dollars}`;
+}
+
+/** What a session has spent: its tokens, and its dollars when the price is known. */
+function spentText(totals: UsageTotals): string {
+  const tokens = totals.input + totals.cacheWrite + totals.cacheRead + totals.output;
+  if (tokens === 0) return '';
+  return `${grouped(tokens)} tokens${totals.costUsd === null ? '' : ` · ${dollarText(totals.costUsd)}`}`;
+}
+
+const dollarText = (usd: number) =>
+  `$${usd.toLocaleString('en-US', { minimumFractionDigits: 4, maximumFractionDigits: 4 })}`;
+
+/** How a run ended, its numbers grouped (a budget halt names tokens by the ten thousand). Only a budget's words are
+ *  the harness's own; an error or a verify command is shown as it is. */
+function haltText(halt: Halt): string {
+  const text = describeHalt(halt);
+  return halt.kind === 'budget' ? text.replace(/(?<![\d.])\d{4,}(?![\d.])/g, (n) => grouped(Number(n))) : text;
+}
+
+function contextText(b: ContextBreakdown): string {
+  const parts =
+    `system ${grouped(b.systemPrompt)} · tools ${grouped(b.toolDefinitions)} · AGENTS.md ${grouped(b.projectFiles)}` +
+    ` · messages ${grouped(b.messages)} · free ${grouped(b.free)}`;
+  return `context window ${grouped(b.window)} tokens: ${parts}`;
+}
+
+/** A tool call in a few words, as a person would say it: `read_file add.js (lines 1–40)`, `list_files src/`. A call
+ *  whose arguments are not what its tool takes is shown as they are. */
+export function describeCall(name: string, input: unknown): string {
+  const args = typeof input === 'object' && input !== null ? (input as Record<string, unknown>) : {};
+  const text = (key: string) => (typeof args[key] === 'string' ? (args[key] as string) : undefined);
+  const number = (key: string) => (typeof args[key] === 'number' ? (args[key] as number) : undefined);
+  const file = text('path');
+  if (name === 'read_file' && file !== undefined) {
+    const [from, count] = [number('offset'), number('limit')];
+    if (from === undefined && count === undefined) return `read_file ${file}`;
+    if (count === undefined) return `read_file ${file} (from line ${from})`;
+    return `read_file ${file} (lines ${from ?? 1}–${(from ?? 1) + count - 1})`;
+  }
+  if (name === 'edit_file' && file !== undefined) return `edit_file ${file}${text('old_str') === '' ? ' (new)' : ''}`;
+  if (name === 'list_files')
+    return `list_files ${file === undefined || file === '.' ? '.' : file.replace(/\/?$/, '/')}`;
+  if (name === 'task' && text('description') !== undefined) return `task "${text('description')}"`;
+  return `${name} ${summarize(input)}`;
+}
+
+/** What an edit replaced, as diff lines (" " context, "-" removed, "+" added) with one line of context around each
+ *  change, "…" between changes, and at most `limit` lines (the rest counted). */
+export function compactDiff(before: string, after: string, limit = 16): string[] {
+  const whole = (text: string) => (text === '' || text.endsWith('\n') ? text : `${text}\n`);
+  const { hunks } = structuredPatch('', '', whole(before), whole(after), '', '', { context: 1 });
+  const diff = hunks.flatMap((hunk, i) => [...(i > 0 ? ['…'] : []), ...hunk.lines]);
+  if (diff.length <= limit) return diff;
+  return [...diff.slice(0, limit - 1), `… ${grouped(diff.length - limit + 1)} more lines`];
+}
+
+/** The last `count` lines of a command's output as a terminal would leave them: colours, carriage-return redraws
+ *  and other control characters gone, trailing blank lines dropped. */
+function lastLines(output: string, count: number): string[] {
+  const lines = output
+    .replace(/\x1b\[[0-?]*[ -/]*[@-~]/g, '')
+    .split('\n')
+    .map((text) => {
+      const redrawn = text.replace(/\r+$/, '');
+      return redrawn
+        .slice(redrawn.lastIndexOf('\r') + 1)
+        .replaceAll('\t', '  ')
+        .replace(/[\x00-\x1f\x7f]/g, '')
+        .trimEnd();
+    });
+  while (lines.length > 0 && lines.at(-1) === '') lines.pop();
+  return lines.slice(-count);
+}
+
+/** The model's streamed markdown in blocks that render alone: a block ends at a blank line outside a code fence.
+ *  Each call returns the blocks it finished, with '' for each blank line between them. */
+export class MarkdownBlocks {
+  private partial = '';
+  private block: string[] = [];
+  private fence: string | null = null;
+
+  add(delta: string): string[] {
+    const lines = `${this.partial}${delta}`.split('\n');
+    this.partial = lines.pop()!;
+    const done: string[] = [];
+    for (const text of lines) {
+      const fence = /^ {0,3}(`{3,}|~{3,})/.exec(text)?.[1];
+      const open = this.fence;
+      if (fence !== undefined && open === null) this.fence = fence;
+      else if (fence !== undefined && open !== null && fence[0] === open[0] && fence.length >= open.length)
+        this.fence = null; // a fence closes with the same character, at least as many times
+      if (this.fence === null && text.trim() === '') {
+        if (this.block.length > 0) done.push(this.block.join('\n'));
+        this.block = [];
+        done.push('');
+      } else this.block.push(text);
+    }
+    return done;
+  }
+
+  /** The reply ended: what is left is a block. */
+  end(): string[] {
+    const rest = this.partial === '' ? this.block : [...this.block, this.partial];
+    [this.partial, this.block, this.fence] = ['', [], null];
+    return rest.length > 0 ? [rest.join('\n')] : [];
+  }
 }
 
 /** --trace: each step tagged with the part of the loop doing it (seed 002's table), one line a part. A turn opens
@@ -582,13 +849,21 @@ export function repl(
   let steerable = false; // a task: what is typed meanwhile steers it
   let busy = false;
   let closed = false;
+  let pasted: string[] = []; // the lines of a paste so far: sent with the line that ends it, as one message
+  let leaveAskedAt = -Infinity; // when a Ctrl-C last said "press Ctrl-C again to exit"
   const pending: string[] = [];
   const notice = (text: string) => tell({ type: 'notice', text });
   // Piped input gets no prompt: it would land in the middle of the output (and break --json).
-  const prompt = () => interactive && (screen ? screen.prompt(PROMPT) : rl.prompt(true));
+  const prompt = (text = PROMPT) => {
+    if (!interactive) return;
+    if (screen) return screen.prompt(text);
+    rl.setPrompt(text);
+    rl.prompt(true);
+  };
   const command = async (input: string, signal: AbortSignal): Promise<void> => {
     const [name = '', ...rest] = input.split(/\s+/);
     const argument = rest.join(' ');
+    if (name === '/help') return notice(REPL_HELP);
     if (name === '/context') return tell({ type: 'context', breakdown: contextBreakdown(agent) });
     if (name === '/compact') {
       const declined = await compactOnRequest(agent, signal);
@@ -601,7 +876,7 @@ export function repl(
     }
     if (name === '/resume')
       return await switchSession(argument).catch((error: unknown) => notice(`/resume: ${errorText(error)}`));
-    notice(`unknown command "${input}"; the commands are /context, /compact, /resume FILE, /exit`);
+    notice(`unknown command "${input}"; the commands are /help, /context, /compact, /resume FILE, /exit`);
   };
   /** Prevents text typed during a run from starting a run by itself: what the agent did not read is shown back,
    *  not sent; after Ctrl-C, lines queued behind the run are dropped too, and the REPL waits at its prompt. */
@@ -614,6 +889,7 @@ export function repl(
   return new Promise((resolve) => {
     const finish = () => {
       process.off('SIGINT', interrupt);
+      screen?.close();
       resolve(interactive || last === undefined ? EXIT.accepted : exitCodeFor(last));
     };
     const work = async () => {
@@ -638,7 +914,15 @@ export function repl(
       else prompt();
     };
     rl.on('line', (line) => {
-      const text = line.trim();
+      // Prevents a pasted block from becoming a task and then steering messages: its lines wait for the one the
+      // person ends it with (Enter), and go as one message.
+      if (screen?.pasting) {
+        pasted.push(line);
+        if (!busy) prompt(CONTINUATION);
+        return;
+      }
+      const text = [...pasted, line].join('\n').trim();
+      [pasted, leaveAskedAt] = [[], -Infinity];
       if (steerable && interactive && text !== '' && !text.startsWith('/')) {
         steer(agent, text);
         tell({ type: 'steer', text });
@@ -649,15 +933,31 @@ export function repl(
       if (pending.length > 0) void work();
       else prompt();
     });
+    /** Ctrl-C: stops a run; clears what is typed; and at an empty prompt leaves, once asked twice. */
     function interrupt() {
-      if (running) {
-        if (running.signal.aborted) process.exit(EXIT.interrupted);
+      if (running && !running.signal.aborted) {
         running.abort();
         return tell({ type: 'interrupt' });
       }
-      if (busy) return;
-      if (interactive && rl.line !== '') return clearInput(rl);
-      rl.close();
+      if (!interactive) {
+        if (running) process.exit(EXIT.interrupted); // a second one while the run stops
+        if (!busy) rl.close();
+        return;
+      }
+      if (!busy && (rl.line !== '' || pasted.length > 0)) {
+        leaveAskedAt = -Infinity; // typing since then: this Ctrl-C is about the text, not about leaving
+        clearInput(rl);
+        if (pasted.splice(0).length > 0) prompt();
+        return;
+      }
+      // Prevents leaving by accident, e.g. with a second Ctrl-C meant for a run that had already stopped.
+      if (Date.now() - leaveAskedAt < LEAVE_WITHIN_MS) {
+        if (!busy) return rl.close();
+        screen?.close();
+        process.exit(EXIT.interrupted); // the run is still stopping: leave it
+      }
+      leaveAskedAt = Date.now();
+      notice(busy ? 'the run is stopping; press Ctrl-C again to exit now' : 'press Ctrl-C again to exit');
     }
     rl.on('SIGINT', interrupt); // a terminal: readline turns Ctrl-C into this event
     if (!interactive) process.on('SIGINT', interrupt);
@@ -666,10 +966,25 @@ export function repl(
       if (!busy) finish();
     });
     rl.setPrompt(PROMPT);
+    if (interactive) screen?.startReading();
     rl.resume();
     prompt();
   });
 }
+
+/** How long a Ctrl-C at an empty prompt waits for the second one that leaves. */
+const LEAVE_WITHIN_MS = 3_000;
+
+const REPL_HELP = [
+  'Type a task and press Enter: the agent works on it until it halts. While it works, what you type',
+  'steers it (it reads it before its next tool call), and Ctrl-C stops the run.',
+  'A pasted block of lines is one message: press Enter to send it.',
+  '  /help           this list',
+  '  /context        where the context window goes',
+  '  /compact        summarise the older messages now',
+  '  /resume FILE    continue a saved session (and keep appending to it)',
+  '  /exit           leave; so do Ctrl-D, and Ctrl-C twice at an empty prompt',
+].join('\n');
 
 /** Runs a task typed or given on the command line, telling the session file first (a replay gives it again). */
 export function runGivenTask(
@@ -683,3 +998,5 @@ export function runGivenTask(
 }
 
 const PROMPT = '\nyou> ';
+/** The prompt under the first line of a paste, until Enter sends it. */
+const CONTINUATION = '   … ';

@@ -200,7 +200,7 @@ export async function runDemo(out: Output = process.stdout, env: NodeJS.ProcessE
     return 1;
   }
   say('Same model, same replies: only checking "done" made it true.');
-  say(paint('dim', 'Next: npm run lesson -- p0 (the lessons), or npx tsx agent.ts --help (the real agent).'));
+  say(paint('dim', 'Next: npm run lesson -- p0 (the lessons), or npx harness --help (the real agent).'));
   return 0;
 }
 

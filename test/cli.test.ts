@@ -8,11 +8,21 @@ import { PassThrough, Writable } from 'node:stream';
 import { describe, test } from 'node:test';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { type Agent, type AgentEvent, type ModelRequest, runTask } from '../agent.ts';
+import { type Agent, type AgentEvent, DEFAULT_MODEL, type ModelRequest, runTask } from '../agent.ts';
 import type { SessionEvent } from '../app/terminal.ts';
 import { main } from '../app/main.ts';
-import { OPTIONS } from '../app/options.ts';
-import { EXIT, repl, terminalPrinter, tracePrinter } from '../app/terminal.ts';
+import { nearestOption, OPTIONS } from '../app/options.ts';
+import { PRICES_CHECKED, priceOf } from '../app/prices.ts';
+import {
+  compactDiff,
+  describeCall,
+  EXIT,
+  MarkdownBlocks,
+  repl,
+  terminalPrinter,
+  tracePrinter,
+  wrap,
+} from '../app/terminal.ts';
 import { call, say, type ScriptedReply } from '../scripted-model.ts';
 import { fakeMessage, startFakeApi } from './fake-api.ts';
 import { runCli, scriptedAgent, tempProject, textOf, violationsOf } from './helpers.ts';
@@ -66,7 +76,7 @@ describe('the REPL', () => {
     assert.equal(model.requests.length, 0);
     const notices = events.flatMap((e) => (e.type === 'notice' ? [e.text] : []));
     assert.deepEqual(notices, [
-      'unknown command "/frobnicate"; the commands are /context, /compact, /resume FILE, /exit',
+      'unknown command "/frobnicate"; the commands are /help, /context, /compact, /resume FILE, /exit',
     ]);
   });
 
@@ -117,6 +127,11 @@ describe('the REPL', () => {
     assert.ok(agent.usage.output > 0);
   });
 });
+
+const text = (said: string) => ({ type: 'text' as const, text: said, citations: null });
+
+/** An error message as one line again: the program wraps long ones at 100 columns. */
+const unwrapped = (text: string) => text.replace(/\n  /g, ' ');
 
 /** A stream that keeps what is written to it, synchronously. */
 function screen(isTTY = false) {
@@ -285,10 +300,7 @@ describe('the terminal printer', () => {
     print(finalReply);
     t.mock.timers.tick(5_000);
     print({ type: 'halt', halt: { kind: 'interrupted' }, turns: 1 });
-    assert.equal(
-      text(),
-      '  [turn 1 · in 10 (0% cached) · out 5 · cost unknown so far]\nhalt: interrupted after 1 turn(s)\n',
-    );
+    assert.equal(text(), '  [turn 1 · in 10 (0% cached) · out 5 · cost unknown]\nhalt: interrupted after 1 turn(s)\n');
   });
 
   test('the view says what happened: a reply cut off at max_tokens, and what an edit changed (not its size)', () => {
@@ -300,8 +312,8 @@ describe('the terminal printer', () => {
     print({ type: 'result', call: edit, result: { type: 'tool_result', tool_use_id: 'e', content: summary } });
     print({ type: 'result', call: edit, result: { type: 'tool_result', tool_use_id: 'e', content: '1 a\n2 b\n3 c' } });
     assert.deepEqual(lines(), [
-      '  (the reply was cut off at the output limit; its 2 call(s) will not run: the model is asked to go on)',
-      '  [turn 1 · in 10 (0% cached) · out 5 · cost unknown so far]',
+      '  (cut off at the output limit; its 2 call(s) will not run: the model is asked to go on)',
+      '  [turn 1 · in 10 (0% cached) · out 5 · cost unknown]',
       `  ✓ ${summary}`,
       '  ✓ 3 lines: 1 a',
     ]);
@@ -333,23 +345,23 @@ describe('a malformed --script', () => {
     const printed = t.mock.method(console, 'error', () => {});
     const said = async (file: string) => {
       assert.equal(await main(['--script', path.join(root, file), 'task'], {}), EXIT.usage);
-      return String(printed.mock.calls.at(-1)!.arguments[0]).replace(`${root}/`, '');
+      return unwrapped(String(printed.mock.calls.at(-1)!.arguments[0])).replace(`${root}/`, '');
     };
     assert.equal(
       await said('typo.json'),
-      'agent: --script typo.json is not a script of replies: at [0].content[0].type: Invalid discriminator value. ' +
+      'harness: --script typo.json is not a script of replies: at [0].content[0].type: Invalid discriminator value. ' +
         "Expected 'text' | 'tool_use' | 'thinking' (see --help)",
     );
     assert.equal(
       await said('broken.json'),
-      "agent: --script broken.json is not valid JSON: Expected ',' or '}' after property value (line 3, column 18) " +
+      "harness: --script broken.json is not valid JSON: Expected ',' or '}' after property value (line 3, column 18) " +
         '(see --help)',
     );
     assert.match(
       await said('object.json'),
-      /^agent: --script object\.json is not a script of replies: the file: .*array/,
+      /^harness: --script object\.json is not a script of replies: the file: .*array/,
     );
-    assert.equal(await said('missing.json'), 'agent: --script missing.json: no such file (see --help)');
+    assert.equal(await said('missing.json'), 'harness: --script missing.json: no such file (see --help)');
   });
 });
 
@@ -372,18 +384,29 @@ describe('--price', () => {
       stdout,
       /halt: budget \(cost: the limit of \$0\.0001 was reached; spent \d+ tokens, \$0\.\d+\) after 1 turn/,
     );
-    assert.match(stdout, /\$0\.0006 so far/);
+    assert.match(stdout, /\[turn 1 · in 100 \(0% cached\) · out 20 · \$0\.0006\]/);
     assert.equal(status, EXIT.notAccepted);
     assert.equal(api.requests.filter((r) => r.path === '/v1/messages').length, 1);
   });
 
   test('--max-cost without a known price is refused and names --price, rather than a budget that can never trip', async (t) => {
     const printed = t.mock.method(console, 'error', () => {});
-    assert.equal(await main(['--max-cost', '1', 'task'], { ANTHROPIC_API_KEY: 'k' }), EXIT.usage);
-    assert.match(
-      String(printed.mock.calls[0]!.arguments[0]),
-      /claude-sonnet-5-5 has none: give one with --price IN,OUT/,
-    );
+    const args = ['--max-cost', '1', '--model', 'my-local-model', 'task'];
+    assert.equal(await main(args, { ANTHROPIC_API_KEY: 'k' }), EXIT.usage);
+    assert.match(String(printed.mock.calls[0]!.arguments[0]), /my-local-model has none: give one with --price IN,OUT/);
+  });
+
+  test('--max-cost 1 works with the default model and no --price: it is in the price table, so the run goes ahead', async (t) => {
+    const root = await tempProject(t);
+    const api = await startFakeApi([{ kind: 'reply', message: fakeMessage([text('Done.')]) }]);
+    t.after(() => api.close());
+    const env = { ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: api.baseURL };
+    const { status, stdout } = await runCli(['--root', root, '--max-cost', '1', 'say done'], env);
+    assert.equal(status, EXIT.accepted, stdout);
+    assert.equal((api.requests.find((r) => r.path === '/v1/messages')?.body as { model: string }).model, DEFAULT_MODEL);
+    // 100 tokens in and 20 out at the table's $2 and $10 a million.
+    assert.match(stdout, /\[turn 1 · in 100 \(0% cached\) · out 20 · \$0\.0004\]/);
+    assert.match(stdout, /^model: claude-sonnet-5-5 \(\$2 in, \$10 out per million tokens\)/m);
   });
 
   test('a malformed --price is one usage line, not a price of NaN', async (t) => {
@@ -424,18 +447,187 @@ describe('one options table', () => {
     const unknown = await said(['--no-such-flag']);
     assert.equal(
       unknown,
-      'agent: unknown option --no-such-flag (a task that starts with "-" goes after --, as in: -- "--no-such-flag") (see --help)',
+      'harness: unknown option --no-such-flag (a task starting with "-" goes after --) (see --help)',
     );
-    assert.equal(await said(['--root']), 'agent: --root needs a value: --root DIR (see --help)');
+    assert.equal(await said(['--root']), 'harness: --root needs a value: --root DIR (see --help)');
     assert.equal(
       await said(['--max-turns', '-3']),
-      'agent: --max-turns needs a value; one that starts with "-" is written --max-turns=N (see --help)',
+      'harness: --max-turns needs a value; one that starts with "-" is written --max-turns=N (see --help)',
     );
-    assert.equal(await said(['--yes=no']), 'agent: --yes takes no value (see --help)');
+    assert.equal(await said(['--yes=no']), 'harness: --yes takes no value (see --help)');
     for (const line of printed.mock.calls.map((c) => String(c.arguments[0]))) {
       assert.doesNotMatch(line, /\n/);
       assert.equal((line.match(/"/g) ?? []).length % 2, 0, `unbalanced quotes: ${line}`);
       assert.equal((line.match(/'/g) ?? []).length % 2, 0, `unbalanced quotes: ${line}`);
     }
+  });
+});
+
+describe('what the terminal shows', () => {
+  const usage = (input: number, output: number) => ({ input_tokens: input, output_tokens: output }) as Anthropic.Usage;
+  const edit = (input: unknown) =>
+    ({ type: 'tool_use', id: 'e', name: 'edit_file', input, caller: { type: 'direct' } }) as const;
+  const edited = {
+    type: 'tool_result',
+    tool_use_id: 'e',
+    content: 'edited add.js: replaced 1 line(s) at line 2',
+  } as const;
+
+  test('a tool call reads as a person would say it, not as its JSON cut at 80 characters', () => {
+    assert.equal(describeCall('read_file', { path: 'add.js', offset: 1, limit: 40 }), 'read_file add.js (lines 1–40)');
+    assert.equal(describeCall('read_file', { path: 'add.js', offset: 120 }), 'read_file add.js (from line 120)');
+    assert.equal(describeCall('read_file', { path: 'add.js' }), 'read_file add.js');
+    assert.equal(describeCall('edit_file', { path: 'add.js', old_str: 'a', new_str: 'b' }), 'edit_file add.js');
+    assert.equal(describeCall('edit_file', { path: 'new.js', old_str: '', new_str: 'b' }), 'edit_file new.js (new)');
+    assert.equal(describeCall('list_files', { path: 'src' }), 'list_files src/');
+    assert.equal(describeCall('list_files', {}), 'list_files .');
+    assert.equal(describeCall('task', { description: 'find the loader', prompt: '…' }), 'task "find the loader"');
+    assert.equal(describeCall('read_file', { offset: 'x' }), 'read_file {"offset":"x"}', 'arguments it cannot take');
+  });
+
+  test('an edit that was not asked about (--yes) shows as a compact diff of what it replaced; one asked about is not shown twice', () => {
+    const { out, lines } = screen(false);
+    const print = terminalPrinter(out);
+    const input = { path: 'add.js', old_str: '  // adds\n  return a - b;', new_str: '  // adds\n  return a + b;' };
+    print({ type: 'call', call: edit(input) });
+    print({ type: 'result', call: edit(input), result: edited });
+    assert.deepEqual(lines().slice(1), [
+      '       // adds',
+      '    -  return a - b;',
+      '    +  return a + b;',
+      '  ✓ edited add.js: replaced 1 line(s) at line 2',
+    ]);
+    const asked = screen(false);
+    const printAsked = terminalPrinter(asked.out);
+    printAsked({ type: 'call', call: edit(input) });
+    printAsked({ type: 'approval', tool: 'edit_file', preview: '(the diff)', answer: { approved: true } });
+    printAsked({ type: 'result', call: edit(input), result: edited });
+    assert.deepEqual(asked.lines(), ['→ edit_file add.js', '  ✓ edited add.js: replaced 1 line(s) at line 2']);
+  });
+
+  test('a big edit is cut to a few lines, with a count of the rest, so it never floods the screen', () => {
+    const before = Array.from({ length: 40 }, (_, i) => `line ${i}`).join('\n');
+    const diff = compactDiff(before, before.replaceAll('line', 'LINE'));
+    assert.equal(diff.length, 16);
+    assert.equal(diff.at(-1), '… 65 more lines');
+    assert.deepEqual(compactDiff('', 'new file\n'), ['+new file'], 'a new file is all added lines');
+  });
+
+  test("a failing check's last lines show under the verdict, without its colours or redraws; a passing one's do not", () => {
+    const { out, lines } = screen(false);
+    const print = terminalPrinter(out);
+    const output = `${Array.from({ length: 30 }, (_, i) => `ok ${i}`).join('\n')}\n\x1b[31mFAIL\x1b[39m add\r\n50%\r100%\n\n`;
+    const check = { type: 'gate', command: 'npm test', sandboxed: true } as const;
+    print({ ...check, exitCode: 1, passed: false, reason: 'exited with code 1', output });
+    print({ ...check, exitCode: 0, passed: true, reason: 'exited with code 0', output: 'ok' });
+    assert.deepEqual(lines(), [
+      'gate: `npm test` exited with code 1: not done',
+      ...Array.from({ length: 8 }, (_, i) => `  │ ok ${i + 22}`),
+      '  │ FAIL add',
+      '  │ 100%',
+      'gate: `npm test` exited with code 0: pass',
+    ]);
+  });
+
+  test("the footer shows this turn's tokens and cost, not the session's running total; numbers have separators", () => {
+    const { out, lines } = screen(false);
+    const price = { input: 2, output: 10 };
+    const print = terminalPrinter(out, { price });
+    const reply = (turn: number, used: Anthropic.Usage, total: number): AgentEvent => ({
+      type: 'reply',
+      turn,
+      stopReason: 'tool_use',
+      calls: 1,
+      content: [],
+      usage: used,
+      totals: { input: total, cacheWrite: 0, cacheRead: 0, output: 0, costUsd: 1 },
+    });
+    print(reply(1, usage(120_000, 2_000), 122_000));
+    print(reply(2, usage(1_000, 10), 123_010));
+    assert.deepEqual(lines(), [
+      '  [turn 1 · in 120,000 (0% cached) · out 2,000 · $0.2600]',
+      '  [turn 2 · in 1,000 (0% cached) · out 10 · $0.0021]',
+    ]);
+  });
+
+  test('streamed markdown is drawn in whole blocks: a block ends at a blank line, but not inside a code fence', () => {
+    const blocks = new MarkdownBlocks();
+    const deltas = ['## Do', 'ne\n\nFixed **la', 'yout**.\n\n```js\nconst a = 1;\n\nconst b', ' = 2;\n```\n\n', 'Bye'];
+    const got = deltas.flatMap((delta) => blocks.add(delta));
+    const code = '```js\nconst a = 1;\n\nconst b = 2;\n```';
+    assert.deepEqual(got, ['## Done', '', 'Fixed **layout**.', '', code, '']);
+    assert.deepEqual(blocks.end(), ['Bye']);
+    assert.deepEqual(blocks.end(), [], 'and nothing twice');
+  });
+
+  test("piped, the model's markdown is printed as it wrote it: no colour codes in a log", async (t) => {
+    const root = await tempProject(t, { 'script.json': JSON.stringify([say('## Done\n\nFixed **layout**.')]) });
+    const { stdout } = await runCli(['--root', root, '--script', path.join(root, 'script.json'), 'fix']);
+    assert.match(stdout, /^## Done\n\nFixed \*\*layout\*\*\.\n/m);
+    assert.doesNotMatch(stdout, /\x1b/);
+  });
+
+  test('a long line is wrapped at spaces within the width, its continuations indented', () => {
+    assert.deepEqual(wrap('  ✓ one two three four', 12, '  '), ['  ✓ one two', '    three', '    four']);
+    assert.ok(
+      wrap('x'.repeat(250), 100).every((line) => line.length <= 100),
+      'a word longer than a line is cut',
+    );
+  });
+});
+
+describe('the command line a person meets', () => {
+  test('every line of --help and of the missing-key error fits 100 columns', async (t) => {
+    const { stdout } = await runCli(['--help']);
+    for (const line of stdout.split('\n')) assert.ok(line.length <= 100, `${line.length}: ${line}`);
+    const printed = t.mock.method(console, 'error', () => {});
+    assert.equal(await main(['fix it'], {}), EXIT.usage);
+    const said = String(printed.mock.calls[0]!.arguments[0]);
+    assert.match(said, /^harness: ANTHROPIC_API_KEY is not set; to run offline: --script FILE, or `npm start`/);
+    for (const line of said.split('\n')) assert.ok(line.length <= 100, `${line.length}: ${line}`);
+  });
+
+  test("--version prints package.json's version and exits 0", async () => {
+    const { version } = JSON.parse(await readFile(path.join(import.meta.dirname, '..', 'package.json'), 'utf8'));
+    assert.deepEqual(await runCli(['--version']), { status: EXIT.accepted, stdout: `harness ${version}\n` });
+  });
+
+  test('a mistyped flag is answered with the flag it most likely meant, and a wild one with none', async (t) => {
+    assert.equal(nearestOption('--verfy'), 'verify');
+    assert.equal(nearestOption('--max_cost'), 'max-cost');
+    assert.equal(nearestOption('--jsn'), 'json');
+    assert.equal(nearestOption('--x'), undefined);
+    assert.equal(nearestOption('--frobnicate'), undefined);
+    const printed = t.mock.method(console, 'error', () => {});
+    assert.equal(await main(['--verfy', 'npm test', 'fix'], {}), EXIT.usage);
+    assert.equal(
+      String(printed.mock.calls[0]!.arguments[0]),
+      'harness: unknown option --verfy; did you mean --verify? (see --help)',
+    );
+  });
+
+  test('every error the program reports has one prefix, "harness:": an export or a resume of a missing file too', async (t) => {
+    const root = await tempProject(t);
+    const printed = t.mock.method(console, 'error', () => {});
+    const missing = path.join(root, 'gone.jsonl');
+    assert.equal(await main(['--export', missing], {}), EXIT.usage);
+    assert.equal(await main(['--root', root, '--script', missing, '--resume', missing, 'x'], {}), EXIT.usage);
+    const said = printed.mock.calls.map((call) => String(call.arguments[0]).replace(/\n  /g, ' '));
+    assert.equal(said.length, 2);
+    assert.match(said[0]!, /^harness: --export: cannot read .*gone\.jsonl: no such file/);
+    assert.match(said[1]!, /^harness: --script .*gone\.jsonl: no such file/);
+  });
+});
+
+describe('prices', () => {
+  test('the default model has a price, so --max-cost works out of the box; the table says when it was checked', () => {
+    assert.ok(priceOf({ name: DEFAULT_MODEL }), `${DEFAULT_MODEL} is not in the price table`);
+    assert.deepEqual(
+      priceOf({ name: `${DEFAULT_MODEL}-20261001` }),
+      priceOf({ name: DEFAULT_MODEL }),
+      'dated names too',
+    );
+    assert.equal(priceOf({ name: 'my-local-model' }), undefined);
+    assert.match(PRICES_CHECKED, /^\d{4}-\d{2}-\d{2}$/);
   });
 });

@@ -30,7 +30,7 @@ import {
 } from '../agent.ts';
 import { CONTEXT_FILES_MAX_BYTES } from '../tools.ts';
 import { loadSession, SESSION_VERSION, type SessionEntry, sessionRecorder } from '../app/session-file.ts';
-import { contextBreakdown, terminalPrinter } from '../app/terminal.ts';
+import { contextBreakdown, grouped, terminalPrinter } from '../app/terminal.ts';
 import { z } from 'zod';
 import {
   call,
@@ -1182,7 +1182,8 @@ describe('budgets shared with sub-agents', () => {
     }
     assert.ok(spent >= 20_000 && spent <= 20_000 + TASKS.length * largestCall, `${spent} tokens spent`);
     const halt = { kind: 'budget', budget: 'tokens', limit: 20_000, spent: { tokens: spent, costUsd: null } } as const;
-    assert.deepEqual(events.at(-1), { type: 'halt', halt, turns: 1 }, 'the --json halt event says what was spent');
+    assert.deepEqual(events.at(-2), { type: 'halt', halt, turns: 1 }, 'the --json halt event says what was spent');
+    assert.equal(events.at(-1)?.type, 'result', '--json ends with the totals');
     const entries = await entriesOf(session);
     assert.deepEqual(
       { ...entries.at(-1), at: undefined },
@@ -1199,7 +1200,7 @@ describe('budgets shared with sub-agents', () => {
     });
     assert.equal(
       printed,
-      `halt: budget (tokens: the limit of 20000 tokens was reached; spent ${spent} tokens) after 1 turn(s)\n`,
+      `halt: budget (tokens: the limit of 20,000 tokens was reached; spent ${grouped(spent)} tokens) after 1 turn(s)\n`,
     );
   });
 });

@@ -543,8 +543,15 @@ describe('command line without a terminal', () => {
       .split('\n')
       .map((line) => JSON.parse(line) as AgentEvent);
     assert.ok(events.every((e) => typeof e === 'object' && e !== null && typeof e.type === 'string'));
-    assert.deepEqual(events.at(-1), { type: 'halt', halt: { kind: 'accepted', verifiedBy: null }, turns: 3 });
+    const halt = { kind: 'accepted', verifiedBy: null } as const;
+    assert.deepEqual(events.at(-2), { type: 'halt', halt, turns: 3 });
     assert.equal(await readFile(path.join(root, 'add.js'), 'utf8'), ADD.replace('a - b', 'a + b'));
+    // The last line adds it all up, so a script need not: the run, its tokens, its cost (null: no price) and time.
+    const { tokens, durationMs, ...result } = events.at(-1) as unknown as Record<string, unknown>;
+    assert.deepEqual(result, { type: 'result', exitCode: 0, halt, tasks: 1, turns: 3, costUsd: null });
+    const { input, cacheWrite, cacheRead, output, total } = tokens as Record<string, number>;
+    assert.ok(input! > 0 && output! > 0 && total === input! + cacheWrite! + cacheRead! + output!, `${tokens}`);
+    assert.ok(typeof durationMs === 'number' && durationMs >= 0);
   });
 });
 

@@ -252,7 +252,7 @@ describe('command line', () => {
       const printed = t.mock.method(console, 'error', () => {});
       assert.equal(await main(args, {}), EXIT.usage, args.join(' '));
       assert.equal(printed.mock.callCount(), 1);
-      assert.match(String(printed.mock.calls[0]!.arguments[0]), /^agent: [^\n]+$/);
+      assert.match(String(printed.mock.calls[0]!.arguments[0]), /^harness: [^\n]+$/);
       printed.mock.restore();
     }
   });

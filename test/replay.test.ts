@@ -88,7 +88,9 @@ describe('recorded sessions replay as regression tests', async () => {
     await writeFile(path.join(root, 'add.js'), 'export function add(a, b) {\n  return a * b;\n}\n');
     const { status, stdout } = await replay(path.join(RECORDINGS, 'local-endpoint.jsonl'), root);
     assert.equal(status, EXIT.notAccepted);
-    assert.match(stdout, /differs at message #2 \(user\), block 0 \(tool_result\): expected .*a - b.*, got .*a \* b/);
+    const said = stdout.replace(/\n  /g, ' '); // a line wider than 100 columns is wrapped
+    assert.match(said, /differs at message #2 \(user\), block 0 \(tool_result\): expected .*a - b.*, got .*a \* b/);
+    for (const line of stdout.split('\n')) assert.ok(line.length <= 100, `${line.length} columns: ${line}`);
   });
 
   test('an option given on the command line replaces the recorded one, and the replay says so', async (t) => {
@@ -102,15 +104,30 @@ describe('recorded sessions replay as regression tests', async () => {
 describe('a session that cannot be replayed is one clear line and exit 2', () => {
   const header = { type: 'session', version: 1, model: 'scripted', root: '/x', startedAt: '2026-01-01T00:00:00Z' };
 
+  /** What the program said on stderr, as one line (it wraps long errors at 100 columns). */
+  const errorOf = (t: TestContext) => {
+    const printed = t.mock.method(console, 'error', () => {});
+    return () => printed.mock.calls.map((call) => String(call.arguments[0]).replace(/\n  /g, ' ')).join('\n');
+  };
+
   test('a version 1 session (no replies recorded) is refused as unreplayable, not replayed wrongly', async (t) => {
     const root = await project(t);
     await writeFile(path.join(root, 'old.jsonl'), `${JSON.stringify(header)}\n`);
+    const said = errorOf(t);
     const { status, stdout } = await replay(path.join(root, 'old.jsonl'), root);
     assert.equal(status, EXIT.usage);
+    assert.equal(stdout, '');
     assert.match(
-      stdout,
-      /^replay: .*old\.jsonl: session format 1 records no replies; it can be resumed, not replayed\n$/,
+      said(),
+      /^harness: --replay: .*old\.jsonl: session format 1 records no replies; it can be resumed, not replayed/,
     );
+  });
+
+  test('a missing file is "no such file", with the one error prefix, not a system error code', async (t) => {
+    const root = await project(t);
+    const said = errorOf(t);
+    assert.equal((await replay(path.join(root, 'gone.jsonl'), root)).status, EXIT.usage);
+    assert.match(said(), /^harness: --replay: .*gone\.jsonl: no such file \(see --help\)$/);
   });
 
   test('a torn line is refused with its line number, not played as if the session were shorter', async (t) => {
@@ -119,9 +136,10 @@ describe('a session that cannot be replayed is one clear line and exit 2', () =>
     const lines = recorded.split('\n');
     lines[3] = lines[3]!.slice(0, 20);
     await writeFile(path.join(root, 'torn.jsonl'), lines.join('\n'));
-    const { status, stdout } = await replay(path.join(root, 'torn.jsonl'), root);
+    const said = errorOf(t);
+    const { status } = await replay(path.join(root, 'torn.jsonl'), root);
     assert.equal(status, EXIT.usage);
-    assert.match(stdout, /torn\.jsonl:4 is not a whole JSON line/);
+    assert.match(said(), /torn\.jsonl:4 is not a whole JSON line/);
   });
 
   test("a missing sub-agent file is refused, naming it, so a child's replies are never guessed", async (t) => {
@@ -132,9 +150,10 @@ describe('a session that cannot be replayed is one clear line and exit 2', () =>
       path.join(root, 's.jsonl'),
       [v2, { type: 'task', text: 'x' }, link].map((e) => JSON.stringify(e)).join('\n'),
     );
-    const { status, stdout } = await replay(path.join(root, 's.jsonl'), root);
+    const said = errorOf(t);
+    const { status } = await replay(path.join(root, 's.jsonl'), root);
     assert.equal(status, EXIT.usage);
-    assert.match(stdout, /gone\.task-1\.jsonl: cannot be read \(ENOENT\)/);
+    assert.match(said(), /gone\.task-1\.jsonl: no such file/);
   });
 });
 

@@ -180,3 +180,19 @@ test('the command line asks for the sandbox when nobody reviews a real model (--
   assert.equal(policy({}), undefined, 'a person approves each edit: the sandbox where there is one');
   assert.equal(policy({ yes: true, script: 'replies.json' }), undefined, 'a scripted run: only a warning');
 });
+
+test('--no-sandbox is never silent: said at start, on the traced gate line, and recorded in the session header', async (t) => {
+  const root = await realpath(await mkdtemp(path.join(os.tmpdir(), 'sbx-said-')));
+  t.after(() => rm(root, { recursive: true, force: true }));
+  await writeFile(path.join(root, 'test.js'), 'process.exit(0);\n');
+  const script = path.join(root, 'script.json');
+  await writeFile(script, JSON.stringify([say('Done.')]));
+  const session = path.join(root, 'session.jsonl');
+  const args = ['--root', root, '--script', script, '--yes', '--verify', 'node test.js', '--session', session];
+  const { status, stdout } = await runCli([...args, '--no-sandbox', '--trace', 'check']);
+  assert.equal(status, 0);
+  assert.match(stdout, /--no-sandbox: the verify command runs outside the OS sandbox, with your full rights/);
+  assert.match(stdout, /verify `node test.js` exited with code 0: passed \(outside the sandbox\)/);
+  const header = JSON.parse((await readFile(session, 'utf8')).split('\n')[0]!) as { options: { noSandbox: boolean } };
+  assert.equal(header.options.noSandbox, true);
+});

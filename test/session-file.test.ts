@@ -220,10 +220,11 @@ describe('repair in both directions: every resumed transcript obeys the API', ()
       ANTHROPIC_BASE_URL: api.baseURL,
     });
     assert.equal(run.status, 0, run.stdout);
-    assert.match(run.stdout, /session\.jsonl:4 is not a valid entry \(not an object with a "type": null\)/);
-    assert.match(run.stdout, /session\.jsonl:5 is corrupted/);
-    assert.match(run.stdout, /session\.jsonl:6: 1 result\(s\) answer no call just before them; dropped/);
-    assert.match(run.stdout, /session\.jsonl:6: 1 call\(s\) before this line have no result/);
+    const said = run.stdout.replace(/\n  /g, ' '); // a notice wider than 100 columns is wrapped
+    assert.match(said, /session\.jsonl:4 is not a valid entry \(not an object with a "type": null\)/);
+    assert.match(said, /session\.jsonl:5 is corrupted/);
+    assert.match(said, /session\.jsonl:6: 1 result\(s\) answer no call just before them; dropped/);
+    assert.match(said, /session\.jsonl:6: 1 call\(s\) before this line have no result/);
     const sent = api.requests.filter((r) => r.path === '/v1/messages');
     assert.equal(sent.length, 1);
     assert.deepEqual(requestViolations(sent[0]!.body), []);

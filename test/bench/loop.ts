@@ -33,6 +33,9 @@ export interface Measurement {
   note?: string;
 }
 
+/** Thrown by a row that cannot measure on this machine, with the reason: the table says "skipped", not "FAILED". */
+export class RowSkipped extends Error {}
+
 /** The median of several runs, with their spread. */
 export function spreadOf(values: number[]): Pick<Measurement, 'value' | 'spread'> {
   return { value: median(values), spread: { min: Math.min(...values), max: Math.max(...values), runs: values.length } };
