@@ -11,7 +11,8 @@ import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { loadSession, SESSION_VERSION, type SessionHeader } from '../app/session-file.ts';
-import { call, say, ScriptedModel } from '../scripted-model.ts';
+import { costOf } from '../agent.ts';
+import { call, say, ScriptedModel, usageOf } from '../scripted-model.ts';
 import { cli, defaultOut, exportSession } from '../app/session-page/export.ts';
 import { dollars, escapeHtml, html } from '../app/session-page/html.ts';
 import { renderMarkdown } from '../app/session-page/markdown.ts';
@@ -345,6 +346,32 @@ describe('the showcase session’s page (a priced model, a sub-agent, a failed c
     assert.deepEqual(old.warnings, []);
     assert.doesNotMatch(old.page, / took | ran \d|class="at"/);
     assert.match(flat(old.page), /<div class="person"><span class="approval yes">approved by you<\/span>/);
+  });
+});
+
+describe('prices', () => {
+  test('a recorded price with its own cache rate prices the page as the harness priced the run', async (t) => {
+    const price = { input: 4, output: 20, cacheRead: 0.05 };
+    const usage = { input_tokens: 10, cache_read_input_tokens: 1_000_000, output_tokens: 100 };
+    const file = path.join(await tempDir(t), 'priced.jsonl');
+    const header = {
+      type: 'session',
+      version: 2,
+      model: 'some-model',
+      root: '/p',
+      startedAt: '2026-12-01T10:00:00Z',
+      price,
+    };
+    const entries = [
+      header,
+      { type: 'message', message: { role: 'user', content: 'hi' } },
+      { type: 'usage', turn: 1, usage },
+    ];
+    writeFileSync(file, entries.map((entry) => `${JSON.stringify(entry)}\n`).join(''));
+    const { page } = await exported(file);
+    const cost = costOf(price, usageOf(usage))!;
+    assert.equal(dollars(cost), '$0.2020');
+    assert.match(flat(page), /<span class="total-cost">\$0\.2020<\/span>/);
   });
 });
 

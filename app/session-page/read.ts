@@ -239,19 +239,22 @@ function toEntry(value: Json, state: ReadState): Entry | string | null {
 function toHeader(value: Json): Header {
   const options = isRecord(value.options) ? value.options : {};
   const approval = options.approval;
-  const price = value.price;
   return {
     version: typeof value.version === 'number' ? value.version : null,
     model: stringOr(value.model, '(unknown model)'),
     root: stringOr(value.root, '(unknown root)'),
     startedAt: stringOr(value.startedAt, '(unknown start time)'),
     contextWindow: isCount(value.contextWindow) && value.contextWindow > 0 ? value.contextWindow : null,
-    price:
-      isRecord(price) && isCount(price.input) && isCount(price.output)
-        ? { input: price.input, output: price.output }
-        : null,
+    price: toPrice(value.price),
     approval: approval === 'yes' || approval === 'ask' || approval === 'deny' ? approval : null,
   };
+}
+
+/** The price the session recorded: dollars per million tokens, and the cache multipliers when the model has its own. */
+function toPrice(value: unknown): Price | null {
+  if (!isRecord(value) || !isCount(value.input) || !isCount(value.output)) return null;
+  const { input, output, cacheWrite, cacheRead } = value;
+  return { input, output, ...(isCount(cacheWrite) && { cacheWrite }), ...(isCount(cacheRead) && { cacheRead }) };
 }
 
 function toRequest(
