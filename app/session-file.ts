@@ -152,7 +152,7 @@ export function sessionRecorder(
     if (REPLAYED_EVENTS.has(event.type)) events++;
     if (event.type === 'task') events = 0;
     if (event.type === 'task') write(event);
-    if (event.type === 'approval') write({ ...event, ...clock.callOfApproval() });
+    if (event.type === 'approval') write(event);
     if (event.type === 'steer' || event.type === 'interrupt') write({ ...event, afterEvents: events });
     if (event.type === 'message') write({ type: 'message', message: event.message, ...clock.callTimes(event.message) });
     if (event.type === 'reply') {
@@ -193,18 +193,16 @@ function subAgentHeader(header: SessionHeader): SessionHeader {
 }
 
 /** The timings the session page shows, taken from the events as they come: how long each model call and each tool
- *  call took, and which call an approval was about. */
+ *  call took. */
 function stopwatch() {
   let sentAt: number | null = null; // when the model call under way was sent
   let lastAt = Date.now(); // when anything last happened: a summary call starts right after
-  let lastCall: string | null = null; // the call being decided: an approval is asked about it
   const running = new Map<string, number>(); // call id → when it started running
   const ran = new Map<string, number>(); // call id → how long it ran, until its result goes into a message
   return {
     see(event: SessionEvent) {
       const now = Date.now();
       if (event.type === 'request') sentAt = now;
-      if (event.type === 'call') lastCall = event.call.id;
       if (event.type === 'running') running.set(event.call.id, now);
       if (event.type === 'result') {
         const started = running.get(event.call.id);
@@ -219,7 +217,6 @@ function stopwatch() {
       return ms === undefined ? {} : { ms };
     },
     summaryMs: (): { ms: number } => ({ ms: Date.now() - lastAt }),
-    callOfApproval: (): { callId?: string } => (lastCall === null ? {} : { callId: lastCall }),
     callTimes(message: Anthropic.MessageParam): { callMs?: Record<string, number> } {
       if (typeof message.content === 'string') return {};
       const times: Record<string, number> = {};
@@ -429,7 +426,13 @@ export const previewHash = (preview: string) => createHash('sha256').update(prev
 export function recordAnswers(approver: Approver, tell: (event: ProgramEvent) => void): Approver {
   return async (request) => {
     const answer = await approver(request);
-    tell({ type: 'approval', tool: request.tool, preview: previewHash(request.preview), answer });
+    tell({
+      type: 'approval',
+      tool: request.tool,
+      preview: previewHash(request.preview),
+      answer,
+      callId: request.call.id,
+    });
     return answer;
   };
 }

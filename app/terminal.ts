@@ -32,7 +32,7 @@ import {
  *  do the same at the same point. */
 export type ProgramEvent =
   | { type: 'task'; text: string }
-  | { type: 'approval'; tool: string; preview: string; answer: ApprovalAnswer }
+  | { type: 'approval'; tool: string; preview: string; answer: ApprovalAnswer; callId: string }
   | { type: 'steer'; text: string }
   | { type: 'interrupt' }
   /** The program's own report of where the window goes (/context, and at start); never recorded. */
