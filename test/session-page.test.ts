@@ -51,6 +51,25 @@ const entriesOf = (file: string, type: string) =>
 // 1. Escaping: session text is shown, never run
 
 describe('escaping', () => {
+  test('a session run with --no-sandbox says so at the top of its page, and one run without it does not', async (t) => {
+    const dir = await tempDir(t);
+    const write = (name: string, noSandbox: boolean) => {
+      const file = path.join(dir, name);
+      const header = { type: 'session', version: 2, model: 'scripted', root: dir, startedAt: '2026-12-01T00:00:00Z' };
+      const task = { role: 'user', content: [{ type: 'text', text: 'check' }] };
+      const lines = [
+        { ...header, options: { noSandbox } },
+        { type: 'task', text: 'check' },
+        { type: 'message', message: task },
+      ];
+      writeFileSync(file, lines.map((line) => JSON.stringify(line)).join('\n') + '\n');
+      return file;
+    };
+    const outside = /run outside the OS sandbox \(--no-sandbox\)/;
+    assert.match(flat((await exported(write('outside.jsonl', true))).page), outside);
+    assert.doesNotMatch(flat((await exported(write('inside.jsonl', false))).page), outside);
+  });
+
   test('session text cannot become markup: the five HTML characters are escaped, in text and in attributes', () => {
     assert.equal(
       escapeHtml(`<a href="x" title='y'>&</a>`),

@@ -186,6 +186,11 @@ function renderMeta(outline: SessionOutline, window: { tokens: number; source: s
       html`<dt>approvals</dt>
         <dd>${approvals[header.approval]}</dd>`
     }
+    ${
+      header.noSandbox &&
+      html`<dt>verify command</dt>
+        <dd class="outside">run outside the OS sandbox (--no-sandbox), with the user's full rights</dd>`
+    }
     <dt>format</dt>
     <dd>session format ${header.version ?? '(none given)'}</dd>
   </dl>`;
@@ -406,6 +411,7 @@ a { color: var(--you); }
 .meta { display: grid; grid-template-columns: max-content 1fr; gap: .1rem 1rem; margin: 0; }
 .meta dt { color: var(--muted); } .meta dd { margin: 0; overflow-wrap: anywhere; }
 .total-cost { font-weight: 600; }
+.meta .outside { color: var(--error); font-weight: 600; }
 .tasks li { margin: .25rem 0; overflow-wrap: anywhere; }
 .halt { font-weight: 600; }
 .halt.accepted { color: var(--ok); } .halt.budget, .halt.error, .halt.none { color: var(--error); }

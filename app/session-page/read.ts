@@ -33,6 +33,8 @@ export interface Header {
   price: Price | null;
   /** How calls that change something were approved: --yes, asking the person, or nobody to ask. */
   approval: 'yes' | 'ask' | 'deny' | null;
+  /** --no-sandbox: the verify command ran outside the OS sandbox (false also for sessions that do not say). */
+  noSandbox: boolean;
 }
 
 export type Block =
@@ -247,6 +249,7 @@ function toHeader(value: Json): Header {
     contextWindow: isCount(value.contextWindow) && value.contextWindow > 0 ? value.contextWindow : null,
     price: toPrice(value.price),
     approval: approval === 'yes' || approval === 'ask' || approval === 'deny' ? approval : null,
+    noSandbox: options.noSandbox === true,
   };
 }
 
