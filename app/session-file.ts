@@ -26,6 +26,7 @@ import {
   type Compaction,
   type Halt,
   type LoadedSession,
+  type Price,
   errorText,
   transcriptRepair,
 } from '../agent.ts';
@@ -39,16 +40,31 @@ const RESUMABLE_VERSIONS = [1, 2];
 
 export type SessionEntry =
   | SessionHeader
-  | { type: 'message'; message: Anthropic.MessageParam }
-  | { type: 'usage'; turn: number; usage: Anthropic.Usage }
-  | { type: 'reply'; turn: number; stopReason: StopReason; content: Anthropic.ContentBlock[]; usage: Anthropic.Usage }
-  | CompactionEntry
-  | { type: 'subagent'; id: string; description: string; file: string }
-  | { type: 'halt'; halt: Halt }
-  | { type: 'task'; text: string }
-  | { type: 'approval'; tool: string; preview: string; answer: ApprovalAnswer }
-  | { type: 'steer'; text: string; afterEvents: number }
-  | { type: 'interrupt'; afterEvents: number };
+  | Timed<{ type: 'message'; message: Anthropic.MessageParam; callMs?: Record<string, number> }>
+  | Timed<{ type: 'usage'; turn: number; usage: Anthropic.Usage; ms?: number }>
+  | Timed<{
+      type: 'reply';
+      turn: number;
+      stopReason: StopReason;
+      content: Anthropic.ContentBlock[];
+      usage: Anthropic.Usage;
+      ms?: number;
+    }>
+  | Timed<CompactionEntry>
+  | Timed<{ type: 'subagent'; id: string; description: string; file: string }>
+  | Timed<{ type: 'halt'; halt: Halt }>
+  | Timed<{ type: 'task'; text: string }>
+  | Timed<{ type: 'approval'; tool: string; preview: string; answer: ApprovalAnswer; callId?: string }>
+  | Timed<{ type: 'steer'; text: string; afterEvents: number }>
+  | Timed<{ type: 'interrupt'; afterEvents: number }>;
+
+/** Since the page shows durations, each entry after the header says when it was written (an ISO time). Optional, so
+ *  older files still load; nothing but the page reads the timings:
+ *  - `at` on every entry;
+ *  - `ms` on a `usage`, `reply` or `compaction` entry: how long its model call took, from sending to the reply;
+ *  - `callMs` on a message of tool results: how long each call ran, by call id (a refused call did not run);
+ *  - `callId` on an `approval` entry: the call the person was asked about. */
+type Timed<Entry> = Entry & { at?: string };
 
 type StopReason = Anthropic.StopReason | null;
 
@@ -59,6 +75,7 @@ interface CompactionEntry {
   usage: Anthropic.Usage;
   /** The API had refused the request before it as too long (a replay refuses it too); missing: it had not. */
   promptTooLong?: true;
+  ms?: number;
 }
 
 export interface SessionHeader {
@@ -73,6 +90,8 @@ export interface SessionHeader {
   protected?: Record<string, string>;
   /** Since version 2: the options that change what a run does, so a replay can use them again. */
   options?: RecordedOptions;
+  /** --price, when it was given: the page prices the session's calls with it, as the harness did. */
+  price?: Price;
 }
 
 export interface RecordedOptions {
@@ -112,6 +131,7 @@ export function sessionHeader(agent: Agent, options: RecordedOptions): SessionHe
   const header = { type: 'session' as const, version: SESSION_VERSION, model: model.name, root, startedAt };
   return {
     ...header,
+    ...(model.price && { price: model.price }), // what the page prices the calls with, as the harness did
     contextWindow: agent.contextWindow,
     protected: Object.fromEntries(agent.protectedAtStart),
     options,
@@ -132,7 +152,7 @@ export function sessionRecorder(
   // A line torn by a crash must stay its own line, or the next entry would be glued to it.
   if (!endsWithNewline(file)) appendFileSync(file, '\n');
   const append = (entry: SessionEntry) => {
-    let line = JSON.stringify(entry);
+    let line = JSON.stringify(entry.type === 'session' ? entry : { ...entry, at: new Date().toISOString() });
     for (const secret of secrets) if (secret.length >= 8) line = line.split(secret).join('[redacted]');
     appendFileSync(file, `${line}\n`);
   };
@@ -149,22 +169,27 @@ export function sessionRecorder(
     }
   };
   const children = new Map<string, (event: SessionEvent) => void>();
+  const clock = stopwatch();
   let events = 0; // of the current task, counted as a replay counts them
   let unanswered = false; // a request went out and neither a reply nor a halt came back: the API refused it
   return (event) => {
+    clock.see(event);
     if (REPLAYED_EVENTS.has(event.type)) events++;
     if (event.type === 'task') events = 0;
-    if (event.type === 'task' || event.type === 'approval') write(event);
+    if (event.type === 'task') write(event);
+    if (event.type === 'approval') write(event);
     if (event.type === 'steer' || event.type === 'interrupt') write({ ...event, afterEvents: events });
-    if (event.type === 'message') write({ type: 'message', message: event.message });
+    if (event.type === 'message') write({ type: 'message', message: event.message, ...clock.callTimes(event.message) });
     if (event.type === 'reply') {
       const { turn, stopReason, content, usage } = event;
-      write({ type: 'usage', turn, usage });
-      write({ type: 'reply', turn, stopReason, content, usage });
+      const ms = clock.modelCallMs();
+      write({ type: 'usage', turn, usage, ...ms });
+      write({ type: 'reply', turn, stopReason, content, usage, ...ms });
     }
     if (event.type === 'compaction') {
       const { summary, keptFrom, usage } = event;
-      write({ type: 'compaction', summary, keptFrom, usage, ...(unanswered && { promptTooLong: true as const }) });
+      const refused = unanswered && { promptTooLong: true as const };
+      write({ type: 'compaction', summary, keptFrom, usage, ...refused, ...clock.summaryMs() });
       unanswered = false; // one refusal, one summary: a second compaction before the retry answered no refusal
     }
     if (event.type === 'request' || event.type === 'reply' || event.type === 'halt')
@@ -175,7 +200,7 @@ export function sessionRecorder(
       if (child === undefined) {
         const childFile = file.replace(/(\.jsonl)?$/, `.${event.id}.jsonl`);
         write({ type: 'subagent', id: event.id, description: event.description, file: path.basename(childFile) });
-        const childHeader = header && { ...header, startedAt: new Date().toISOString() };
+        const childHeader = header && subAgentHeader(header);
         try {
           child = sessionRecorder(childFile, childHeader, secrets, failed);
         } catch (error) {
@@ -234,6 +259,53 @@ function fileProblem(error: unknown): string {
   if (code === undefined) return errorText(error);
   const words = message.replace(/^\w+: /, '').replace(/, \w+( '.*)?$/s, ''); // "ENOSPC: …, write", "…, open '…'"
   return `${words} (${code})`;
+}
+
+/** A sub-agent's header: the parent's, with the model sub-agents run on (--task-model's, if given), and --price only
+ *  when that is the parent's model, so the page prices each call as the harness did. */
+function subAgentHeader(header: SessionHeader): SessionHeader {
+  const { price, ...rest } = header;
+  const taskModel = header.options?.taskModel;
+  const model = taskModel ?? header.model;
+  return { ...rest, model, ...(model === header.model && price && { price }), startedAt: new Date().toISOString() };
+}
+
+/** The timings the session page shows, taken from the events as they come: how long each model call and each tool
+ *  call took. */
+function stopwatch() {
+  let sentAt: number | null = null; // when the model call under way was sent
+  let lastAt = Date.now(); // when anything last happened: a summary call starts right after
+  const running = new Map<string, number>(); // call id → when it started running
+  const ran = new Map<string, number>(); // call id → how long it ran, until its result goes into a message
+  return {
+    see(event: SessionEvent) {
+      const now = Date.now();
+      if (event.type === 'request') sentAt = now;
+      if (event.type === 'running') running.set(event.call.id, now);
+      if (event.type === 'result') {
+        const started = running.get(event.call.id);
+        running.delete(event.call.id);
+        if (started !== undefined) ran.set(event.call.id, now - started);
+      }
+      if (event.type !== 'compaction') lastAt = now;
+    },
+    modelCallMs(): { ms?: number } {
+      const ms = sentAt === null ? undefined : Date.now() - sentAt;
+      sentAt = null;
+      return ms === undefined ? {} : { ms };
+    },
+    summaryMs: (): { ms: number } => ({ ms: Date.now() - lastAt }),
+    callTimes(message: Anthropic.MessageParam): { callMs?: Record<string, number> } {
+      if (typeof message.content === 'string') return {};
+      const times: Record<string, number> = {};
+      for (const block of message.content)
+        if (block.type === 'tool_result' && ran.has(block.tool_use_id)) {
+          times[block.tool_use_id] = ran.get(block.tool_use_id)!;
+          ran.delete(block.tool_use_id);
+        }
+      return Object.keys(times).length === 0 ? {} : { callMs: times };
+    },
+  };
 }
 
 /** Whether a file is missing, empty or ends with a newline, from its last byte alone: a session has no size limit. */
@@ -475,7 +547,13 @@ export const previewHash = (preview: string) => createHash('sha256').update(prev
 export function recordAnswers(approver: Approver, tell: (event: ProgramEvent) => void): Approver {
   return async (request) => {
     const answer = await approver(request);
-    tell({ type: 'approval', tool: request.tool, preview: previewHash(request.preview), answer });
+    tell({
+      type: 'approval',
+      tool: request.tool,
+      preview: previewHash(request.preview),
+      answer,
+      callId: request.call.id,
+    });
     return answer;
   };
 }

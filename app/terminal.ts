@@ -32,7 +32,7 @@ import {
  *  do the same at the same point. */
 export type ProgramEvent =
   | { type: 'task'; text: string }
-  | { type: 'approval'; tool: string; preview: string; answer: ApprovalAnswer }
+  | { type: 'approval'; tool: string; preview: string; answer: ApprovalAnswer; callId: string }
   | { type: 'steer'; text: string }
   /** Ctrl-C; or SIGTERM, SIGHUP, which stop the run the same way and then end the program. */
   | { type: 'interrupt'; signal?: EndingSignal }

@@ -500,7 +500,7 @@ describe('what the terminal shows', () => {
     const asked = screen(false);
     const printAsked = terminalPrinter(asked.out);
     printAsked({ type: 'call', call: edit(input) });
-    printAsked({ type: 'approval', tool: 'edit_file', preview: '(the diff)', answer: { approved: true } });
+    printAsked({ type: 'approval', tool: 'edit_file', preview: '(the diff)', answer: { approved: true }, callId: 'e' });
     printAsked({ type: 'result', call: edit(input), result: edited });
     assert.deepEqual(asked.lines(), ['→ edit_file add.js', '  ✓ edited add.js: replaced 1 line(s) at line 2']);
   });

@@ -6,7 +6,6 @@
 import './property.test.ts';
 import './sessions.test.ts';
 import './evals.test.ts';
-import './session-page.test.ts';
 import './cli.test.ts';
 import './layout.test.ts';
 import './sandbox.test.ts';
@@ -16,3 +15,4 @@ import './tools-gitignore.test.ts';
 import './tools-inputs.test.ts';
 import './program-session.test.ts';
 import './acp.test.ts';
+import './replay.test.ts';

@@ -156,3 +156,8 @@ function procFile(pid: number, name: string): string {
     return '';
   }
 }
+
+/** A session entry without the time it was written (`at`), which no two runs share. */
+export function withoutTime<T extends { at?: string }>({ at: _written, ...entry }: T): Omit<T, 'at'> {
+  return entry;
+}

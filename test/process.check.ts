@@ -13,7 +13,7 @@ import { test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EXIT } from '../app/terminal.ts';
 import { call, say } from '../scripted-model.ts';
-import { alive, parentOf, slowCheck, tempProject, theProgramAbove, within } from './helpers.ts';
+import { alive, parentOf, slowCheck, tempProject, theProgramAbove, within, withoutTime } from './helpers.ts';
 
 const program = path.join(import.meta.dirname, '..', 'app', 'main.ts');
 /** tsx by its full address, so the program can start in any folder. */
@@ -60,7 +60,7 @@ const lastEntries = (file: string, n: number) =>
     .trim()
     .split('\n')
     .slice(-n)
-    .map((line) => JSON.parse(line) as { type: string; [field: string]: unknown });
+    .map((line) => withoutTime(JSON.parse(line) as { type: string; at?: string; [field: string]: unknown }));
 
 for (const [signal, code] of [
   ['SIGTERM', EXIT.SIGTERM],

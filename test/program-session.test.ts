@@ -17,7 +17,7 @@ import { parseCli, resumedOptions } from '../app/options.ts';
 import type { RecordedOptions } from '../app/session-file.ts';
 import { type Ending, EXIT, repl, type SessionEvent } from '../app/terminal.ts';
 import { call, say } from '../scripted-model.ts';
-import { runCli, scriptedAgent, slowCheck, tempProject, within } from './helpers.ts';
+import { runCli, scriptedAgent, slowCheck, tempProject, withoutTime, within } from './helpers.ts';
 
 /** A project with a test the model's fix must pass, and scripts of canned replies. */
 async function project(t: TestContext, scripts: Record<string, unknown[]> = {}): Promise<string> {
@@ -39,7 +39,7 @@ const entries = async (file: string) =>
   (await readFile(file, 'utf8'))
     .split('\n')
     .filter((line) => line !== '')
-    .map((line) => JSON.parse(line) as { type: string; [field: string]: unknown });
+    .map((line) => withoutTime(JSON.parse(line) as { type: string; at?: string; [field: string]: unknown }));
 
 describe('--resume runs with the options the session recorded', () => {
   test('a session started with --verify resumes with it, instead of accepting "done" unverified, and says where each option came from', async (t) => {
