@@ -73,10 +73,7 @@ async function headless(
     controller.abort();
     const { signal } = ending.reason as Ending;
     if (signal)
-      tell({
-        type: 'notice',
-        text: `${signal}: stopping the run; the program ends once its halt is written`,
-      });
+      tell({ type: 'notice', text: `${signal}: stopping the run; the program ends once its halt is written` });
     tell({ type: 'interrupt', ...(signal && { signal }) });
   };
   process.on('SIGINT', onSigint);
@@ -222,13 +219,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       ? jsonPrinter(out)
       : options.trace
         ? tracePrinter(out)
-        : terminalPrinter(out, {
-            screen,
-            verify: statusOfVerify(options),
-            price: model.price,
-            session,
-            markdown,
-          });
+        : terminalPrinter(out, { screen, verify: statusOfVerify(options), price: model.price, session, markdown });
     const approval = options.yes ? 'yes' : interactive ? 'ask' : 'deny';
     // Aborted, with an Ending, when the program must stop before its work is done.
     const ending = new AbortController();
@@ -289,13 +280,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       code =
         options.task !== undefined
           ? await headless(agent, options.task, tell, ending.signal)
-          : await repl(agent, rl!, {
-              interactive,
-              switchSession,
-              screen,
-              tell,
-              ending: ending.signal,
-            });
+          : await repl(agent, rl!, { interactive, switchSession, screen, tell, ending: ending.signal });
     } finally {
       stopListening();
     }
@@ -319,24 +304,9 @@ function resultEvent(
   ms: number,
 ) {
   const { input, cacheWrite, cacheRead, output, costUsd } = agent.usage;
-  const tokens = {
-    input,
-    cacheWrite,
-    cacheRead,
-    output,
-    total: input + cacheWrite + cacheRead + output,
-  };
+  const tokens = { input, cacheWrite, cacheRead, output, total: input + cacheWrite + cacheRead + output };
   const { tasks, turns, last } = runs;
-  return {
-    type: 'result',
-    exitCode: code,
-    halt: last,
-    tasks,
-    turns,
-    tokens,
-    costUsd,
-    durationMs: ms,
-  };
+  return { type: 'result', exitCode: code, halt: last, tasks, turns, tokens, costUsd, durationMs: ms };
 }
 
 /** The model by name, and what it costs when that is known. */

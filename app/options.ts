@@ -31,111 +31,30 @@ interface OptionSpec {
 }
 
 export const OPTIONS = {
-  root: {
-    type: 'string',
-    arg: 'DIR',
-    help: 'project folder the tools work in (default: the current folder)',
-  },
-  verify: {
-    type: 'string',
-    arg: 'CMD',
-    help: 'shell command that must exit 0 before "done" is accepted',
-  },
-  'verify-timeout': {
-    type: 'string',
-    arg: 'S',
-    help: 'seconds the verify command may run (default: 120)',
-  },
-  protect: {
-    type: 'string',
-    arg: 'GLOB',
-    multiple: true,
-    help: 'files the agent may not change, e.g. "test/**"',
-  },
+  root: { type: 'string', arg: 'DIR', help: 'project folder the tools work in (default: the current folder)' },
+  verify: { type: 'string', arg: 'CMD', help: 'shell command that must exit 0 before "done" is accepted' },
+  'verify-timeout': { type: 'string', arg: 'S', help: 'seconds the verify command may run (default: 120)' },
+  protect: { type: 'string', arg: 'GLOB', multiple: true, help: 'files the agent may not change, e.g. "test/**"' },
   yes: { type: 'boolean', help: 'approve every change without asking' },
-  'no-sandbox': {
-    type: 'boolean',
-    help: 'run the verify command outside the OS sandbox, with your full rights',
-  },
-  'max-turns': {
-    type: 'string',
-    arg: 'N',
-    help: 'model calls per task (default: 25)',
-  },
-  'max-tokens': {
-    type: 'string',
-    arg: 'N',
-    help: 'input + output tokens per task, sub-agents included',
-  },
-  'max-cost': {
-    type: 'string',
-    arg: 'USD',
-    help: 'dollars per task, sub-agents included (needs a known price)',
-  },
-  price: {
-    type: 'string',
-    arg: 'IN,OUT',
-    help: 'dollars per million input and output tokens of --model',
-  },
+  'no-sandbox': { type: 'boolean', help: 'run the verify command outside the OS sandbox, with your full rights' },
+  'max-turns': { type: 'string', arg: 'N', help: 'model calls per task (default: 25)' },
+  'max-tokens': { type: 'string', arg: 'N', help: 'input + output tokens per task, sub-agents included' },
+  'max-cost': { type: 'string', arg: 'USD', help: 'dollars per task, sub-agents included (needs a known price)' },
+  price: { type: 'string', arg: 'IN,OUT', help: 'dollars per million input and output tokens of --model' },
   timeout: { type: 'string', arg: 'S', help: 'wall-clock seconds per task' },
-  model: {
-    type: 'string',
-    arg: 'ID',
-    help: `model to use (default: $ANTHROPIC_MODEL or ${DEFAULT_MODEL})`,
-  },
-  'task-model': {
-    type: 'string',
-    arg: 'ID',
-    help: 'model for sub-agents started by the task tool (default: --model)',
-  },
-  'context-window': {
-    type: 'string',
-    arg: 'N',
-    help: `tokens, when the API does not say (default: 200,000)`,
-  },
-  'no-context-files': {
-    type: 'boolean',
-    help: 'do not read AGENTS.md files into the system prompt',
-  },
-  script: {
-    type: 'string',
-    arg: 'FILE',
-    help: 'replay canned replies from a JSON file instead of calling an API',
-  },
-  session: {
-    type: 'string',
-    arg: 'FILE',
-    help: 'where to append the session (default: .agent/sessions/<time>.jsonl)',
-  },
-  resume: {
-    type: 'string',
-    arg: 'FILE',
-    help: 'continue a saved session (and keep appending to it)',
-  },
-  export: {
-    type: 'string',
-    arg: 'FILE',
-    help: 'write a session file as one self-contained web page, then exit',
-  },
-  out: {
-    type: 'string',
-    arg: 'FILE',
-    help: 'where --export writes the page (default: beside the session, .html)',
-  },
-  replay: {
-    type: 'string',
-    arg: 'FILE',
-    help: 're-run a recorded session offline in --root and compare each message',
-  },
+  model: { type: 'string', arg: 'ID', help: `model to use (default: $ANTHROPIC_MODEL or ${DEFAULT_MODEL})` },
+  'task-model': { type: 'string', arg: 'ID', help: 'model for sub-agents started by the task tool (default: --model)' },
+  'context-window': { type: 'string', arg: 'N', help: `tokens, when the API does not say (default: 200,000)` },
+  'no-context-files': { type: 'boolean', help: 'do not read AGENTS.md files into the system prompt' },
+  script: { type: 'string', arg: 'FILE', help: 'replay canned replies from a JSON file instead of calling an API' },
+  session: { type: 'string', arg: 'FILE', help: 'where to append the session (default: .agent/sessions/<time>.jsonl)' },
+  resume: { type: 'string', arg: 'FILE', help: 'continue a saved session (and keep appending to it)' },
+  export: { type: 'string', arg: 'FILE', help: 'write a session file as one self-contained web page, then exit' },
+  out: { type: 'string', arg: 'FILE', help: 'where --export writes the page (default: beside the session, .html)' },
+  replay: { type: 'string', arg: 'FILE', help: 're-run a recorded session offline in --root and compare each message' },
   json: { type: 'boolean', help: 'print events as JSON lines instead of text' },
-  trace: {
-    type: 'boolean',
-    help: 'print each step tagged with the part of the loop doing it',
-  },
-  acp: {
-    type: 'boolean',
-    help: 'serve an editor over stdio (Agent Client Protocol): it gives the folders and tasks',
-  },
+  trace: { type: 'boolean', help: 'print each step tagged with the part of the loop doing it' },
+  acp: { type: 'boolean', help: 'serve an editor over stdio (Agent Client Protocol): it gives the folders and tasks' },
   version: { type: 'boolean', help: "print the program's version, then exit" },
   help: { type: 'boolean', short: 'h', help: 'show this help' },
 } as const satisfies Record<string, OptionSpec>;
@@ -215,11 +134,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
   let values: ParsedValues;
   let positionals: string[];
   try {
-    ({ values, positionals } = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: OPTIONS,
-    }));
+    ({ values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS }));
   } catch (error) {
     throw new UsageError(describeCliError(errorText(error)));
   }
@@ -267,10 +182,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
 function pricedForBudget(options: CliOptions): CliOptions {
   if (options.budgets.maxCostUsd === undefined) return options;
   const scripted = options.script !== undefined;
-  const main = {
-    name: options.model ?? (scripted ? 'scripted' : DEFAULT_MODEL),
-    price: options.price,
-  };
+  const main = { name: options.model ?? (scripted ? 'scripted' : DEFAULT_MODEL), price: options.price };
   const task = options.taskModel === undefined || scripted ? main : { name: options.taskModel };
   for (const priced of [main, task]) {
     if (!priceOf(priced)) {
@@ -288,10 +200,7 @@ export function resumedOptions(
   recorded: { model: string; options?: RecordedOptions } | null,
 ): { options: CliOptions; said: string } {
   if (recorded?.options === undefined) {
-    return {
-      options,
-      said: 'options: the session recorded none (format 1), so the command line gives them all',
-    };
+    return { options, said: 'options: the session recorded none (format 1), so the command line gives them all' };
   }
   const saved = recorded.options;
   const fromSession: string[] = [];
@@ -353,10 +262,7 @@ export function resumedOptions(
     fromSession.length > 0 && `from the session ${fromSession.join(' ')}`,
     fromCommandLine.length > 0 && `from the command line ${fromCommandLine.join(' ')}`,
   ].filter((part) => part !== false);
-  return {
-    options: pricedForBudget(resumed),
-    said: `options: ${parts.join('; ') || 'the defaults, as recorded'}`,
-  };
+  return { options: pricedForBudget(resumed), said: `options: ${parts.join('; ') || 'the defaults, as recorded'}` };
 }
 
 /** What --acp leaves to the editor: the folder (each session's), the tasks, the session files, and stdout. */
@@ -474,12 +380,7 @@ const changesNeedATerminal: BeforeCallHook = {
 /** Where the command line builds the agent's configuration: a forker adds their own hooks or tools here. */
 export function configFromCli(
   options: CliOptions,
-  made: {
-    root: string;
-    model: Model;
-    taskModel: Model | undefined;
-    approve: Approver | null;
-  },
+  made: { root: string; model: Model; taskModel: Model | undefined; approve: Approver | null },
   onEvent: (event: AgentEvent) => void,
 ): AgentConfig {
   const nobodyToAsk = made.approve === null; // the hook refuses every change, so approval never sees one
