@@ -8,7 +8,6 @@ import './sessions.test.ts';
 import './evals.test.ts';
 import './cli.test.ts';
 import './layout.test.ts';
-import './sandbox.test.ts';
 import './session-file.test.ts';
 import './tools-details.test.ts';
 import './tools-gitignore.test.ts';
