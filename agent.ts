@@ -8,7 +8,7 @@
 //   loop:
 //     view = context hooks(transcript)      // what the model is sent: compacted near the window, all of it kept
 //     reply = model(system prompt, tools, view)                    // the model only ever writes text
-//       a view too large even so, or a call that fails (after one compaction and retry for "too long"):  halt error
+//       a view still too large after compaction, or a call that fails (after one retry for "too long"):  halt error
 //     append reply to transcript
 //     if reply asks for tools:
 //       each call, in call order: before-call hooks (validate, safe_path, protect, runaway, approval) allow or refuse;
@@ -36,22 +36,22 @@ import { z } from 'zod';
 import {
   capOutput,
   capStrings,
+  type ContextFile,
   defineTool,
   globMatcher,
   hashProtected,
   loadContextFiles,
   MAX_INPUT_DEPTH,
   nestedDeeperThan,
-  schemaProblem,
-  toolDefinition,
-  UNUSABLE,
   runCommand,
   safe_path,
   sandboxProblem,
-  ToolError,
-  type ContextFile,
+  schemaProblem,
   type Tool,
   type ToolContext,
+  toolDefinition,
+  ToolError,
+  UNUSABLE,
 } from './tools.ts';
 
 // P0 — the model and the transcript. The API is stateless: the transcript is all the model knows of the task.

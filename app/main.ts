@@ -7,6 +7,7 @@ import { realpathSync } from 'node:fs';
 import { readFile, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
+import { isatty } from 'node:tty';
 import { pathToFileURL } from 'node:url';
 import {
   type Agent,
@@ -26,15 +27,17 @@ import {
   helpText,
   parseCli,
   recordedOptions,
+  resumedOptions,
   sandboxPolicy,
   UsageError,
 } from './options.ts';
 import { priced } from './prices.ts';
 import { replaySession } from './replay.ts';
-import { loadSession, recordAnswers, sessionHeader, sessionRecorder } from './session-file.ts';
+import { checkSessionFile, loadSession, recordAnswers, sessionHeader, sessionRecorder } from './session-file.ts';
 import {
   colourOn,
   contextBreakdown,
+  type Ending,
   EXIT,
   exitCodeFor,
   grouped,
@@ -51,25 +54,100 @@ import {
   tracePrinter,
 } from './terminal.ts';
 
-/** One run, then exit. Ctrl-C stops it like in the REPL; a second one exits at once. */
-async function headless(agent: Agent, task: string, tell: (event: SessionEvent) => void): Promise<number> {
+/** One run, then exit. Ctrl-C stops it like in the REPL; a second one exits at once. So does the program's ending (a
+ *  signal, a session file that can no longer be written), whose exit code it then is if the run was stopped. */
+async function headless(
+  agent: Agent,
+  task: string,
+  tell: (event: SessionEvent) => void,
+  ending: AbortSignal,
+): Promise<number> {
   const controller = new AbortController();
   const onSigint = () => {
     if (controller.signal.aborted) process.exit(EXIT.interrupted);
     controller.abort();
     tell({ type: 'interrupt' });
   };
+  const onEnding = () => {
+    if (controller.signal.aborted) return;
+    controller.abort();
+    const { signal } = ending.reason as Ending;
+    if (signal)
+      tell({ type: 'notice', text: `${signal}: stopping the run; the program ends once its halt is written` });
+    tell({ type: 'interrupt', ...(signal && { signal }) });
+  };
   process.on('SIGINT', onSigint);
+  ending.addEventListener('abort', onEnding, { once: true });
   try {
-    return exitCodeFor(await runGivenTask(agent, task, controller.signal, tell));
+    if (ending.aborted) return (ending.reason as Ending).code; // before the run started: nothing to stop
+    const halt = await runGivenTask(agent, task, controller.signal, tell);
+    return ending.aborted && halt.kind === 'interrupted' ? (ending.reason as Ending).code : exitCodeFor(halt);
   } finally {
     process.off('SIGINT', onSigint);
+    ending.removeEventListener('abort', onEnding);
   }
+}
+
+/** Prevents SIGTERM (a service manager, `kill`) or SIGHUP (the terminal closed) from killing the program mid-run,
+ *  which left the verify command's processes running and no halt in the session file: the run stops as Ctrl-C stops
+ *  it (the verify command's whole process group is killed; a running edit is let finish and answered), its halt is
+ *  written, and then the program exits with 128 + the signal's number. A second signal exits at once. A terminal that
+ *  hangs up may fail its reads and writes (EIO) before the SIGHUP arrives: that is the same hang-up, not a crash. */
+function endOnSignals(ending: AbortController, terminal: NodeJS.EventEmitter[]): () => void {
+  const hangUp = () => ending.signal.aborted || ending.abort({ code: EXIT.SIGHUP, signal: 'SIGHUP' } satisfies Ending);
+  const listening = (['SIGTERM', 'SIGHUP'] as const).map((signal) => {
+    let received = false;
+    const handler = () => {
+      if (received) leave(EXIT[signal]);
+      received = true;
+      if (!ending.signal.aborted) ending.abort({ code: EXIT[signal], signal } satisfies Ending);
+    };
+    process.on(signal, handler);
+    return () => process.off(signal, handler);
+  });
+  const onError = (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EIO') throw error;
+    hangUp();
+  };
+  for (const stream of terminal) stream.on('error', onError);
+  const watching = watchLauncher(hangUp);
+  return () => {
+    listening.forEach((stop) => stop());
+    for (const stream of terminal) stream.off('error', onError);
+    clearInterval(watching);
+  };
+}
+
+/** Prevents a run from going on unseen when SIGHUP reached only its launcher: started by tsx's command line (the
+ *  bin's `#!/usr/bin/env tsx`), the program is the child of a tsx process that passes SIGINT and SIGTERM on but dies
+ *  of SIGHUP, so its death (this process's parent changes) is that hang-up. Polled: no event tells a child of it. */
+function watchLauncher(hangUp: () => void): NodeJS.Timeout | undefined {
+  if (!process.execArgv.some((arg) => /[\\/]tsx[\\/].*preflight\.cjs$/.test(arg))) return undefined;
+  const launcher = process.ppid;
+  return setInterval(() => process.ppid !== launcher && hangUp(), LAUNCHER_POLL_MS).unref();
+}
+
+/** How often a child of tsx's command line checks that its launcher is still there. */
+const LAUNCHER_POLL_MS = 250;
+
+/** Asked at the start, as Node asks: a terminal that hung up since no longer says it is one. */
+const STARTED_AT_A_TERMINAL = [0, 1, 2].some((fd) => isatty(fd));
+
+/** Exits with `code`. After a hang-up, with a terminal for stdin, stdout or stderr, by SIGHUP itself (its default
+ *  action; a shell reads 129 all the same): Node's own exit restores the terminal's mode, which fails on a terminal
+ *  that is gone, and Node then aborts the process (node::ResetStdio). */
+function leave(code: number): never {
+  if (code === EXIT.SIGHUP && STARTED_AT_A_TERMINAL) {
+    process.removeAllListeners('SIGHUP');
+    process.kill(process.pid, 'SIGHUP');
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1_000); // another thread may take it a moment
+  }
+  process.exit(code);
 }
 
 export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output = process.stdout): Promise<number> {
   try {
-    const options = parseCli(argv, env);
+    let options = parseCli(argv, env);
     if (options.help) {
       out.write(`${helpText()}\n`);
       return EXIT.accepted;
@@ -83,6 +161,25 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       throw new UsageError(`--root ${options.root}: no such folder`);
     });
     if (options.replay !== undefined) return await replaySession(options.replay, { ...options, root }, out);
+    const newSession = path.join(root, '.agent', 'sessions', `${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`);
+    let sessionFile = path.resolve(options.resume ?? options.session ?? newSession);
+    const flag = options.resume !== undefined ? '--resume' : options.session !== undefined ? '--session' : 'session';
+    const usable = (use: 'resume' | 'new') => {
+      try {
+        checkSessionFile(sessionFile, use);
+      } catch (error) {
+        throw new UsageError(`${flag}: ${errorText(error)}`);
+      }
+    };
+    let loaded: Awaited<ReturnType<typeof loadSession>> | undefined;
+    let optionsSaid: string | undefined;
+    if (options.resume !== undefined) {
+      usable('resume');
+      loaded = await loadSession(sessionFile).catch((error: unknown) => {
+        throw new UsageError(`--resume: ${errorText(error)}`);
+      });
+      ({ options, said: optionsSaid } = resumedOptions(options, loaded.header));
+    }
     // Markdown is drawn only where colour is: piped, or with NO_COLOR, the model's text stays as it wrote it. Its
     // renderer takes a moment to load, so it loads while the model is set up.
     const plainText = options.acp || options.json || options.trace || !colourOn(out);
@@ -102,6 +199,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       else await tellSandbox(options, log);
       return await serveAcp({ options, model, taskModel, secrets, log });
     }
+    if (loaded === undefined) usable('new');
     const interactive = process.stdin.isTTY === true;
     // The REPL's; paused until it listens, so no piped line is read before it is ready for it. A headless run in a
     // terminal leaves the terminal as it is (Ctrl-C a signal) until an approval asks, with a readline of its own.
@@ -123,18 +221,18 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
         ? tracePrinter(out)
         : terminalPrinter(out, { screen, verify: statusOfVerify(options), price: model.price, session, markdown });
     const approval = options.yes ? 'yes' : interactive ? 'ask' : 'deny';
+    // Aborted, with an Ending, when the program must stop before its work is done.
+    const ending = new AbortController();
+    const unwritable = (problem: string) =>
+      ending.signal.aborted || ending.abort({ code: EXIT.notAccepted, problem } satisfies Ending);
     const startSession = (file: string, fresh: boolean, agent: Agent) => {
       const header = sessionHeader(agent, recordedOptions(options, approval, taskModel));
-      return sessionRecorder(file, fresh ? header : null, secrets);
+      try {
+        return sessionRecorder(file, fresh ? header : null, secrets, unwritable);
+      } catch (error) {
+        throw new UsageError(`${flag}: ${errorText(error)}`);
+      }
     };
-    const newSession = path.join(root, '.agent', 'sessions', `${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`);
-    let sessionFile = path.resolve(options.resume ?? options.session ?? newSession);
-    const loaded =
-      options.resume === undefined
-        ? undefined
-        : await loadSession(sessionFile).catch((error: unknown) => {
-            throw new UsageError(`--resume: ${errorText(error)}`);
-          });
     const approve = options.yes
       ? approveAll
       : interactive
@@ -157,6 +255,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       notice(`session: ${path.relative(process.cwd(), sessionFile) || sessionFile} (continue it with --resume)`);
     notice(`model: ${describeModel(model)} · root: ${root}`);
     showSession();
+    if (optionsSaid !== undefined) notice(optionsSaid);
     for (const file of agent.contextFiles) {
       const tokens = grouped(estimateTokens(file.text));
       notice(`context: ${path.relative(process.cwd(), file.path) || file.path} (~${tokens} tokens)`);
@@ -166,6 +265,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     else await tellSandbox(options, notice);
     if (!options.yes && !interactive) notice('no terminal and no --yes: every change (edit_file) will be denied');
     const switchSession = async (file: string) => {
+      checkSessionFile(path.resolve(file), 'resume');
       const next = await loadSession(file);
       sessionFile = path.resolve(file);
       record = startSession(sessionFile, false, agent);
@@ -174,10 +274,19 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       showSession();
     };
     const started = Date.now();
-    const code =
-      options.task !== undefined
-        ? await headless(agent, options.task, tell)
-        : await repl(agent, rl!, { interactive, switchSession, screen, tell });
+    const stopListening = endOnSignals(ending, [process.stdin, process.stdout, process.stderr, ...(rl ? [rl] : [])]);
+    let code: number;
+    try {
+      code =
+        options.task !== undefined
+          ? await headless(agent, options.task, tell, ending.signal)
+          : await repl(agent, rl!, { interactive, switchSession, screen, tell, ending: ending.signal });
+    } finally {
+      stopListening();
+    }
+    const { problem } = (ending.signal.reason ?? {}) as Ending;
+    if (problem !== undefined)
+      console.error(programError(`${problem}; the run was stopped, so that nothing goes unrecorded`));
     if (options.json) out.write(`${JSON.stringify(resultEvent(agent, runs, code, Date.now() - started))}\n`);
     return code;
   } catch (error) {
@@ -255,12 +364,23 @@ if (import.meta.url === pathToFileURL(realpathSync(process.argv[1] ?? '.')).href
     if (decided !== undefined) process.exit(decided);
     if (process.listenerCount('SIGINT') === 1) process.exit(EXIT.interrupted);
   });
+  // The same for SIGTERM and SIGHUP: before a run listens for them they end the program at once, as they would have.
+  for (const signal of ['SIGTERM', 'SIGHUP'] as const) {
+    process.on(signal, () => {
+      // Prevents a closed terminal from crashing the program while it starts or winds down (a run has endOnSignals):
+      // once the terminal hangs up, reading and writing it fail (EIO), and an unheard stream error ends the process.
+      if (signal === 'SIGHUP')
+        for (const stream of [process.stdin, process.stdout, process.stderr]) stream.on('error', () => {});
+      if (decided !== undefined) leave(decided);
+      if (process.listenerCount(signal) === 1) leave(EXIT[signal]);
+    });
+  }
   void main(process.argv.slice(2), process.env).then(
     (code) => {
       decided = code;
       // Out as soon as the output is: Node's own wind-down (sockets, the loader's thread) can take a few hundred ms,
       // during which it no longer listens for Ctrl-C, and one would kill the process with 130.
-      process.stdout.write('', () => process.exit(code));
+      process.stdout.write('', () => leave(code));
     },
     // Prevents a stack trace as the program's last word: whatever failed is said in one error, like the others.
     (error: unknown) => {

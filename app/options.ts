@@ -87,7 +87,8 @@ export function helpText(): string {
     ),
     'Environment: ANTHROPIC_API_KEY, ANTHROPIC_MODEL, ANTHROPIC_BASE_URL (any Anthropic-compatible API).',
     'Halts: accepted (verified | unverified), budget (turns | tokens | cost | time), interrupted, error.',
-    'Exit codes: 0 accepted, 1 not accepted (budget, error), 2 usage error, 130 interrupted.',
+    'Exit codes: 0 accepted, 1 not accepted (budget, error), 2 usage error, 130 interrupted (Ctrl-C),',
+    '143, 129: stopped by SIGTERM, SIGHUP (the run stops as with Ctrl-C; its halt is written first).',
   ].join('\n');
 }
 
@@ -140,21 +141,10 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
   const model = values.model ?? env.ANTHROPIC_MODEL;
   const price = parsePrice(values.price);
   const maxCostUsd = positiveNumber('--max-cost', values['max-cost']);
-  if (maxCostUsd !== undefined) {
-    const main = { name: model ?? (values.script === undefined ? DEFAULT_MODEL : 'scripted'), price };
-    const task =
-      values['task-model'] === undefined || values.script !== undefined ? main : { name: values['task-model'] };
-    for (const priced of [main, task]) {
-      if (!priceOf(priced)) {
-        const fix = priced === main ? 'give one with --price IN,OUT' : 'add it to the price table (PRICES)';
-        throw new UsageError(`--max-cost needs a known price, and ${priced.name} has none: ${fix}`);
-      }
-    }
-  }
   if (positionals.length > 0 && positionals.join(' ').trim() === '') throw new UsageError('the task is empty');
   if (values.acp) refuseBesideAcp(Object.keys(values), positionals);
   const timeout = positiveNumber('--timeout', values.timeout);
-  return {
+  return pricedForBudget({
     root: values.root ?? process.cwd(),
     verify: values.verify,
     verifyTimeoutMs: (positiveNumber('--verify-timeout', values['verify-timeout']) ?? 120) * 1000,
@@ -185,7 +175,94 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
     task: positionals.length > 0 ? positionals.join(' ') : undefined,
     help: values.help ?? false,
     version: values.version ?? false,
+  });
+}
+
+/** Prevents a dollar budget that can never halt: with --max-cost, the model and the task model need a known price. */
+function pricedForBudget(options: CliOptions): CliOptions {
+  if (options.budgets.maxCostUsd === undefined) return options;
+  const scripted = options.script !== undefined;
+  const main = { name: options.model ?? (scripted ? 'scripted' : DEFAULT_MODEL), price: options.price };
+  const task = options.taskModel === undefined || scripted ? main : { name: options.taskModel };
+  for (const priced of [main, task]) {
+    if (!priceOf(priced)) {
+      const fix = priced === main ? 'give one with --price IN,OUT' : 'add it to the price table (PRICES)';
+      throw new UsageError(`--max-cost needs a known price, and ${priced.name} has none: ${fix}`);
+    }
+  }
+  return options;
+}
+
+/** What a --resume runs with: each option the session recorded, unless the command line gives it, and one line
+ *  saying which came from where. A version 1 session recorded none. */
+export function resumedOptions(
+  options: CliOptions,
+  recorded: { model: string; options?: RecordedOptions } | null,
+): { options: CliOptions; said: string } {
+  if (recorded?.options === undefined) {
+    return { options, said: 'options: the session recorded none (format 1), so the command line gives them all' };
+  }
+  const saved = recorded.options;
+  const fromSession: string[] = [];
+  const fromCommandLine: string[] = [];
+  /** The command line's value if it gives `flag`, else the session's, shown as `shown` when it has one. */
+  const take = <T>(flag: string, given: T, inSession: T, shown?: string): T => {
+    if (options.given.includes(flag)) {
+      fromCommandLine.push(`--${flag}`);
+      return given;
+    }
+    if (shown !== undefined) fromSession.push(`--${flag}${shown === '' ? '' : ` ${shown}`}`);
+    return inSession;
   };
+  const show = (value: number | string | undefined, as = (v: number | string) => String(v)) =>
+    value === undefined ? undefined : as(value);
+  const { budgets } = saved;
+  const resumed: CliOptions = {
+    ...options,
+    verify: take(
+      'verify',
+      options.verify,
+      saved.verify,
+      show(saved.verify, (v) => JSON.stringify(v)),
+    ),
+    verifyTimeoutMs: take(
+      'verify-timeout',
+      options.verifyTimeoutMs,
+      saved.verifyTimeoutMs,
+      `${saved.verifyTimeoutMs / 1000}`,
+    ),
+    protect: take(
+      'protect',
+      options.protect,
+      saved.protect,
+      show(saved.protect.map((g) => JSON.stringify(g)).join(' ') || undefined),
+    ),
+    budgets: {
+      maxTurns: take('max-turns', options.budgets.maxTurns, budgets.maxTurns, show(budgets.maxTurns)),
+      maxTokens: take('max-tokens', options.budgets.maxTokens, budgets.maxTokens, show(budgets.maxTokens)),
+      maxCostUsd: take('max-cost', options.budgets.maxCostUsd, budgets.maxCostUsd, show(budgets.maxCostUsd)),
+      timeoutMs: take(
+        'timeout',
+        options.budgets.timeoutMs,
+        budgets.timeoutMs,
+        show(budgets.timeoutMs, (v) => `${Number(v) / 1000}`),
+      ),
+    },
+    model: take('model', options.model, recorded.model, recorded.model),
+    taskModel: take('task-model', options.taskModel, saved.taskModel, show(saved.taskModel)),
+    contextWindow: take('context-window', options.contextWindow, saved.contextWindow, show(saved.contextWindow)),
+    contextFiles: take(
+      'no-context-files',
+      options.contextFiles,
+      saved.contextFiles,
+      saved.contextFiles ? undefined : '',
+    ),
+  };
+  const parts = [
+    fromSession.length > 0 && `from the session ${fromSession.join(' ')}`,
+    fromCommandLine.length > 0 && `from the command line ${fromCommandLine.join(' ')}`,
+  ].filter((part) => part !== false);
+  return { options: pricedForBudget(resumed), said: `options: ${parts.join('; ') || 'the defaults, as recorded'}` };
 }
 
 /** What --acp leaves to the editor: the folder (each session's), the tasks, the session files, and stdout. */

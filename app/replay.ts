@@ -1,6 +1,7 @@
 // --replay: a recorded session run again through this harness, offline, and compared message by message.
 
 import type Anthropic from '@anthropic-ai/sdk';
+import { diffLines } from 'diff';
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import {
@@ -10,10 +11,11 @@ import {
   createAgent,
   errorText,
   type Halt,
+  type Model,
+  type ModelCallOptions,
   type ModelRequest,
   runTask,
 } from '../agent.ts';
-import { say, type ScriptEntry, type ScriptedBlock, ScriptedModel, type ScriptedReply } from '../scripted-model.ts';
 import { type CliOptions, configFromCli, UsageError } from './options.ts';
 import { priced } from './prices.ts';
 import {
@@ -33,7 +35,7 @@ interface Recording {
   header: SessionHeader & { options: RecordedOptions };
   tasks: { text: string; actions: RecordedAction[] }[];
   /** The parent's model calls in order, compaction summaries and requests the API refused included. */
-  replies: ScriptEntry[];
+  replies: RecordedCall[];
   /** Each sub-agent's calls. */
   children: RecordedChild[];
   approvals: Extract<SessionEntry, { type: 'approval' }>[];
@@ -46,11 +48,17 @@ type RecordedAction = Extract<SessionEntry, { type: 'steer' | 'interrupt' }>;
 interface RecordedChild {
   /** task-1, task-2, …: the agent numbers them in the order it starts them, the same in a replay. */
   id: string;
-  replies: ScriptEntry[];
+  replies: RecordedCall[];
 }
 
-/** Reads a session for replay. Anything that makes it unreplayable (a torn line, version 1, a missing linked file,
- *  a block type the scripted model cannot play) is an error that names the file and the line. */
+/** One model call as the session file holds it: the reply exactly as received, or the API's refusal of a request
+ *  that was too long. */
+type RecordedCall =
+  | { content: Anthropic.ContentBlock[]; stopReason: Anthropic.StopReason | null; usage: Anthropic.Usage }
+  | 'refused as too long';
+
+/** Reads a session for replay. Anything that makes it unreplayable (a torn line, version 1, a missing linked file) is
+ *  an error that names the file and the line. */
 async function readRecording(file: string): Promise<Recording> {
   const entries = await readEntries(file);
   const header = entries[0];
@@ -69,14 +77,14 @@ async function readRecording(file: string): Promise<Recording> {
   };
   for (const entry of entries) {
     if (entry.type === 'message') recording.messages.push(entry.message);
-    if (entry.type === 'reply' || entry.type === 'compaction') recording.replies.push(...scriptedCalls(entry));
+    if (entry.type === 'reply' || entry.type === 'compaction') recording.replies.push(...recordedCalls(entry));
     if (entry.type === 'task') recording.tasks.push({ text: entry.text, actions: [] });
     if (entry.type === 'steer' || entry.type === 'interrupt') recording.tasks.at(-1)?.actions.push(entry);
     if (entry.type === 'approval') recording.approvals.push(entry);
     if (entry.type === 'halt') recording.halts.push(entry.halt);
     if (entry.type === 'subagent') {
       const child = await readEntries(path.join(path.dirname(file), entry.file));
-      const replies = child.flatMap((e) => (e.type === 'reply' || e.type === 'compaction' ? scriptedCalls(e) : []));
+      const replies = child.flatMap((e) => (e.type === 'reply' || e.type === 'compaction' ? recordedCalls(e) : []));
       recording.children.push({ id: entry.id, replies });
     }
   }
@@ -105,22 +113,53 @@ async function readEntries(file: string): Promise<SessionEntry[]> {
   return entries;
 }
 
-/** A recorded reply in the scripted model's terms: the same blocks, ids, stop reason and usage. A summary the API
- *  asked for by refusing a request as too long comes after that refusal, so the replay compacts and retries too. */
-function scriptedCalls(entry: Extract<SessionEntry, { type: 'reply' | 'compaction' }>): ScriptEntry[] {
-  const { input_tokens, output_tokens, cache_creation_input_tokens, cache_read_input_tokens } = entry.usage;
-  const usage = { input_tokens, output_tokens, cache_creation_input_tokens, cache_read_input_tokens };
-  if (entry.type === 'compaction') {
-    const summary = { content: [{ type: 'text' as const, text: entry.summary }], usage };
-    return entry.promptTooLong ? [refusedAsTooLong, summary] : [summary];
+/** The model calls an entry records. A summary the API asked for by refusing a request as too long comes after that
+ *  refusal, so the replay compacts and retries too. */
+function recordedCalls(entry: Extract<SessionEntry, { type: 'reply' | 'compaction' }>): RecordedCall[] {
+  if (entry.type === 'reply') return [{ content: entry.content, stopReason: entry.stopReason, usage: entry.usage }];
+  const summary = { content: [{ type: 'text', text: entry.summary }] as Anthropic.ContentBlock[], usage: entry.usage };
+  const answered = { ...summary, stopReason: 'end_turn' as const };
+  return entry.promptTooLong ? ['refused as too long', answered] : [answered];
+}
+
+/** Prevents a replay from answering with blocks the API never sent: each call gets the recorded reply's blocks as
+ *  they were received, byte for byte (a server tool's blocks, or a kind this version does not know, included),
+ *  where the scripted model would rebuild them and add fields the API leaves out. */
+class RecordedModel implements Model {
+  private calls = 0;
+
+  constructor(
+    readonly name: string,
+    private readonly next: (request: ModelRequest) => RecordedCall | undefined,
+  ) {}
+
+  async complete(request: ModelRequest, { signal, onText }: ModelCallOptions): Promise<Anthropic.Message> {
+    signal.throwIfAborted(); // an aborted call takes no reply: the next call gets it, as in the recorded run
+    const recorded = this.next(request);
+    if (recorded === undefined) throw new Error(`the recording has no reply for this model call (${this.name})`);
+    if (recorded === 'refused as too long') refusedAsTooLong();
+    const content = structuredClone(recorded.content);
+    for (const block of content) if (block.type === 'text') onText(block.text);
+    return {
+      id: `msg_replay_${++this.calls}`,
+      type: 'message',
+      role: 'assistant',
+      model: this.name,
+      content,
+      stop_reason: recorded.stopReason,
+      stop_sequence: null,
+      stop_details: null,
+      container: null,
+      diagnostics: null,
+      usage: structuredClone(recorded.usage),
+    };
   }
-  const content = entry.content.map((block): ScriptedBlock => {
-    if (block.type === 'text') return { type: 'text', text: block.text };
-    if (block.type === 'tool_use') return { type: 'tool_use', name: block.name, input: block.input, id: block.id };
-    if (block.type === 'thinking') return { type: 'thinking', thinking: block.thinking, signature: block.signature };
-    throw new Error(`a reply holds a ${block.type} block, which a replay cannot play back`);
-  });
-  return [{ content, stop_reason: entry.stopReason ?? 'end_turn', usage }];
+}
+
+/** The parent's calls, answered in the order they were recorded. */
+function inOrder(replies: RecordedCall[]): () => RecordedCall | undefined {
+  let given = 0;
+  return () => replies[given++];
 }
 
 /** The API's refusal of a request that is too long, shaped as the SDK reports it (isApiError), without loading it. */
@@ -137,7 +176,7 @@ function childReplay(children: RecordedChild[], name: string) {
   let caller: string | undefined; // the child whose request event came last
   const given = new Map<RecordedChild, number>(); // replies given so far, by child
   // A reply as the transcript keeps it: its blocks without empty texts, each named by its text, call id or signature.
-  const keyOf = (blocks: readonly (ScriptedBlock | Anthropic.ContentBlockParam)[]) =>
+  const keyOf = (blocks: readonly (Anthropic.ContentBlock | Anthropic.ContentBlockParam)[]) =>
     JSON.stringify(
       blocks.flatMap((block) => {
         if (block.type === 'text') return block.text.trim() === '' ? [] : [block.text];
@@ -150,28 +189,20 @@ function childReplay(children: RecordedChild[], name: string) {
     if (latest === undefined) return children.find((c) => c.id === caller && !given.has(c));
     const key = keyOf(typeof latest.content === 'string' ? [{ type: 'text', text: latest.content }] : latest.content);
     const gave = (c: RecordedChild) => c.replies.slice(0, given.get(c) ?? 0);
-    return children.find((c) => gave(c).some((entry) => typeof entry !== 'function' && keyOf(entry.content) === key));
+    return children.find((c) => gave(c).some((entry) => typeof entry !== 'string' && keyOf(entry.content) === key));
   };
-  const answer = (request: ModelRequest): ScriptedReply => {
+  const answer = (request: ModelRequest): RecordedCall | undefined => {
     const child = childOf(request);
-    const next = child === undefined ? 0 : (given.get(child) ?? 0);
-    if (child !== undefined) given.set(child, next + 1);
-    const entry = child?.replies[next] ?? say('(the recording has no reply for this sub-agent call)');
-    return typeof entry === 'function' ? entry(request) : entry;
+    if (child === undefined) return undefined;
+    const next = given.get(child) ?? 0;
+    given.set(child, next + 1);
+    return child.replies[next];
   };
-  const calls = children.reduce((n, c) => n + c.replies.length + 1, 0);
-  return {
-    model: priced(
-      new ScriptedModel(
-        Array.from({ length: calls }, () => answer),
-        name,
-      ),
-    ),
-    calling: (id: string) => (caller = id),
-  };
+  return { model: priced(new RecordedModel(name, answer)), calling: (id: string) => (caller = id) };
 }
 
-/** Where a replayed message first differs from the recorded one, in a line; null when they are the same. */
+/** Where a replayed message first differs from the recorded one: a line naming the message and each differing block,
+ *  then a diff of that block; null when they are the same. */
 export function firstDifference(
   index: number,
   expected: Anthropic.MessageParam | undefined,
@@ -182,21 +213,105 @@ export function firstDifference(
     return `message #${index}: expected a ${expected.role} message, got a ${got.role} one`;
   const blocks = (m: Anthropic.MessageParam) => (typeof m.content === 'string' ? [m.content] : m.content);
   const [want, have] = [blocks(expected), blocks(got)];
+  const differing: string[] = [];
   for (let i = 0; i < Math.max(want.length, have.length); i++) {
-    const [a, b] = [canonical(want[i]), canonical(have[i])];
+    const [a, b] = [readable(asCompared(want[i])), readable(asCompared(have[i]))];
     if (a === b) continue;
     const kind = (block: unknown) =>
       typeof block === 'object' && block !== null && 'type' in block ? block.type : 'text';
-    let at = 0;
-    while (a[at] === b[at]) at++;
-    const around = (text: string) => JSON.stringify(text.slice(Math.max(at - 20, 0), at + 40));
-    const where = `message #${index} (${got.role}), block ${i} (${String(kind(want[i] ?? have[i]))})`;
-    return `${where}: expected …${around(a)}…, got …${around(b)}…`;
+    differing.push(`block ${i} (${String(kind(want[i] ?? have[i]))}):\n${lineDiff(a, b)}`);
   }
-  return null;
+  if (differing.length === 0) return null;
+  const more = differing.length - DIFF_BLOCKS;
+  const rest = more > 0 ? [`and ${more} more block${more === 1 ? '' : 's'} of this message differ`] : [];
+  return `message #${index} (${got.role}), ${[...differing.slice(0, DIFF_BLOCKS), ...rest].join('\n')}`;
 }
 
-/** JSON with every object's keys sorted: the same block, whichever order its fields arrived in. */
+/** A block's fields the API leaves out when they hold their default, which equals leaving them out. */
+const BLOCK_DEFAULTS: Record<string, Record<string, unknown> | undefined> = {
+  tool_use: { caller: { type: 'direct' } },
+  server_tool_use: { caller: { type: 'direct' } },
+};
+
+/** Prevents a replay from failing on how a field was spelled rather than what it says: a block's field that is null
+ *  or at its default is the same as a missing one (the API sends `{"type":"text","text":…}`, the SDK's types and the
+ *  scripted model write `citations: null`). Only a block's own fields: inside a tool's input, null is a value. */
+function asCompared(block: unknown): unknown {
+  if (typeof block !== 'object' || block === null || Array.isArray(block)) return block;
+  const defaults = BLOCK_DEFAULTS[(block as { type?: string }).type ?? ''] ?? {};
+  const isDefault = (key: string, value: unknown) =>
+    value === null || (Object.hasOwn(defaults, key) && readable(defaults[key]) === readable(value));
+  return Object.fromEntries(Object.entries(block).filter(([key, value]) => !isDefault(key, value)));
+}
+
+/** A value as a person reads it: JSON with every object's keys sorted (the same block, whichever order its fields
+ *  came in), two spaces an indent, and a text of several lines shown as those lines after a `|` (as YAML writes it),
+ *  so that a diff points at the line of a file that changed rather than at one long escaped string. */
+function readable(value: unknown, indent = ''): string {
+  if (value === undefined) return '(none)';
+  const inner = `${indent}  `;
+  if (typeof value === 'string' && value.includes('\n'))
+    return ['|', ...value.split('\n').map((line) => `${inner}${line}`)].join('\n');
+  if (Array.isArray(value)) {
+    if (value.length === 0) return '[]';
+    return `[\n${listed(value.map((item) => [`${inner}${readable(item, inner)}`, item]))}\n${indent}]`;
+  }
+  if (typeof value === 'object' && value !== null) {
+    const entries = Object.entries(value)
+      .filter(([, v]) => v !== undefined)
+      .sort(([x], [y]) => (x < y ? -1 : 1));
+    if (entries.length === 0) return '{}';
+    const fields = entries.map(([k, v]): [string, unknown] => [
+      `${inner}${JSON.stringify(k)}: ${readable(v, inner)}`,
+      v,
+    ]);
+    return `{\n${listed(fields)}\n${indent}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/** Items one a line, a comma after each but the last and after none that ends a text of several lines (it would read
+ *  as the text's). */
+const listed = (items: [shown: string, value: unknown][]) =>
+  items
+    .map(([shown, value], i) =>
+      i === items.length - 1 || (typeof value === 'string' && value.includes('\n')) ? shown : `${shown},`,
+    )
+    .join('\n');
+
+/** At most this many differing blocks of a message are shown. */
+const DIFF_BLOCKS = 3;
+/** At most this many lines of a block's diff are shown; the first change is always among them. */
+const DIFF_LINES = 16;
+/** Unchanged lines shown around a change, so it can be found. */
+const DIFF_CONTEXT = 2;
+
+/** The lines that differ, `- expected` and `+ got`, with a little unchanged context around them. */
+function lineDiff(expected: string, got: string): string {
+  const lines = diffLines(expected, got).flatMap((change) =>
+    change.value
+      .replace(/\n$/, '')
+      .split('\n')
+      .map((line) => ({ mark: change.removed ? '-' : change.added ? '+' : ' ', line })),
+  );
+  const near = (i: number) =>
+    lines.slice(Math.max(i - DIFF_CONTEXT, 0), i + DIFF_CONTEXT + 1).some(({ mark }) => mark !== ' ');
+  const shown: string[] = [];
+  let skipped = false;
+  for (const [i, { mark, line }] of lines.entries()) {
+    if (!near(i)) {
+      skipped = true;
+      continue;
+    }
+    if (skipped && shown.length > 0) shown.push('    …');
+    skipped = false;
+    shown.push(`  ${mark} ${line}`);
+  }
+  const left = shown.length - DIFF_LINES;
+  return [...shown.slice(0, DIFF_LINES), ...(left > 0 ? [`    … and ${left} more lines`] : [])].join('\n');
+}
+
+/** JSON with every object's keys sorted: the same value, whichever order its fields arrived in. */
 function canonical(value: unknown): string {
   if (value === undefined) return '(none)';
   return JSON.stringify(value, (_key, v: unknown) =>
@@ -246,7 +361,7 @@ export async function replaySession(file: string, options: CliOptions, out: Outp
   const children = childReplay(recording.children, recorded.taskModel ?? recording.header.model);
   const made = {
     root,
-    model: priced(new ScriptedModel(recording.replies, recording.header.model)),
+    model: priced(new RecordedModel(recording.header.model, inOrder(recording.replies))),
     taskModel: children.model,
     approve: approval === 'yes' ? approveAll : approval === 'ask' ? replayedApprover : null,
   };

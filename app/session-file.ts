@@ -3,7 +3,18 @@
 
 import type Anthropic from '@anthropic-ai/sdk';
 import { createHash } from 'node:crypto';
-import { appendFileSync, closeSync, createReadStream, mkdirSync, openSync, readSync, statSync } from 'node:fs';
+import {
+  appendFileSync,
+  closeSync,
+  constants,
+  createReadStream,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  type Stats,
+  statSync,
+} from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
@@ -15,6 +26,7 @@ import {
   type Compaction,
   type Halt,
   type LoadedSession,
+  type Price,
   errorText,
   transcriptRepair,
 } from '../agent.ts';
@@ -28,16 +40,31 @@ const RESUMABLE_VERSIONS = [1, 2];
 
 export type SessionEntry =
   | SessionHeader
-  | { type: 'message'; message: Anthropic.MessageParam }
-  | { type: 'usage'; turn: number; usage: Anthropic.Usage }
-  | { type: 'reply'; turn: number; stopReason: StopReason; content: Anthropic.ContentBlock[]; usage: Anthropic.Usage }
-  | CompactionEntry
-  | { type: 'subagent'; id: string; description: string; file: string }
-  | { type: 'halt'; halt: Halt }
-  | { type: 'task'; text: string }
-  | { type: 'approval'; tool: string; preview: string; answer: ApprovalAnswer }
-  | { type: 'steer'; text: string; afterEvents: number }
-  | { type: 'interrupt'; afterEvents: number };
+  | Timed<{ type: 'message'; message: Anthropic.MessageParam; callMs?: Record<string, number> }>
+  | Timed<{ type: 'usage'; turn: number; usage: Anthropic.Usage; ms?: number }>
+  | Timed<{
+      type: 'reply';
+      turn: number;
+      stopReason: StopReason;
+      content: Anthropic.ContentBlock[];
+      usage: Anthropic.Usage;
+      ms?: number;
+    }>
+  | Timed<CompactionEntry>
+  | Timed<{ type: 'subagent'; id: string; description: string; file: string }>
+  | Timed<{ type: 'halt'; halt: Halt }>
+  | Timed<{ type: 'task'; text: string }>
+  | Timed<{ type: 'approval'; tool: string; preview: string; answer: ApprovalAnswer; callId?: string }>
+  | Timed<{ type: 'steer'; text: string; afterEvents: number }>
+  | Timed<{ type: 'interrupt'; afterEvents: number }>;
+
+/** Since the page shows durations, each entry after the header says when it was written (an ISO time). Optional, so
+ *  older files still load; nothing but the page reads the timings:
+ *  - `at` on every entry;
+ *  - `ms` on a `usage`, `reply` or `compaction` entry: how long its model call took, from sending to the reply;
+ *  - `callMs` on a message of tool results: how long each call ran, by call id (a refused call did not run);
+ *  - `callId` on an `approval` entry: the call the person was asked about. */
+type Timed<Entry> = Entry & { at?: string };
 
 type StopReason = Anthropic.StopReason | null;
 
@@ -48,6 +75,7 @@ interface CompactionEntry {
   usage: Anthropic.Usage;
   /** The API had refused the request before it as too long (a replay refuses it too); missing: it had not. */
   promptTooLong?: true;
+  ms?: number;
 }
 
 export interface SessionHeader {
@@ -62,6 +90,8 @@ export interface SessionHeader {
   protected?: Record<string, string>;
   /** Since version 2: the options that change what a run does, so a replay can use them again. */
   options?: RecordedOptions;
+  /** --price, when it was given: the page prices the session's calls with it, as the harness did. */
+  price?: Price;
 }
 
 export interface RecordedOptions {
@@ -101,6 +131,7 @@ export function sessionHeader(agent: Agent, options: RecordedOptions): SessionHe
   const header = { type: 'session' as const, version: SESSION_VERSION, model: model.name, root, startedAt };
   return {
     ...header,
+    ...(model.price && { price: model.price }), // what the page prices the calls with, as the harness did
     contextWindow: agent.contextWindow,
     protected: Object.fromEntries(agent.protectedAtStart),
     options,
@@ -108,38 +139,57 @@ export function sessionHeader(agent: Agent, options: RecordedOptions): SessionHe
 }
 
 /** Writes each event worth keeping as it happens, synchronously, so a crash loses nothing appended.
- *  A sub-agent's events go to a file of their own, linked from this one. */
+ *  A sub-agent's events go to a file of their own, linked from this one. Starting throws if the file cannot be
+ *  written; a write that fails later (the disk is full) is told to `failed`, once, and nothing more is written, so the
+ *  file never has a gap in the middle (without `failed`, it throws). */
 export function sessionRecorder(
   file: string,
   header: SessionHeader | null,
   secrets: string[],
+  failed?: (problem: string) => void,
 ): (event: SessionEvent) => void {
   mkdirSync(path.dirname(file), { recursive: true });
   // A line torn by a crash must stay its own line, or the next entry would be glued to it.
   if (!endsWithNewline(file)) appendFileSync(file, '\n');
-  const write = (entry: SessionEntry) => {
-    let line = JSON.stringify(entry);
+  const append = (entry: SessionEntry) => {
+    let line = JSON.stringify(entry.type === 'session' ? entry : { ...entry, at: new Date().toISOString() });
     for (const secret of secrets) if (secret.length >= 8) line = line.split(secret).join('[redacted]');
     appendFileSync(file, `${line}\n`);
   };
-  if (header) write(header);
+  if (header) append(header);
+  let broken = false;
+  const write = (entry: SessionEntry) => {
+    if (broken) return;
+    try {
+      append(entry);
+    } catch (error) {
+      if (failed === undefined) throw error;
+      broken = true;
+      failed(`the session file ${file} can no longer be written: ${fileProblem(error)}`);
+    }
+  };
   const children = new Map<string, (event: SessionEvent) => void>();
+  const clock = stopwatch();
   let events = 0; // of the current task, counted as a replay counts them
   let unanswered = false; // a request went out and neither a reply nor a halt came back: the API refused it
   return (event) => {
+    clock.see(event);
     if (REPLAYED_EVENTS.has(event.type)) events++;
     if (event.type === 'task') events = 0;
-    if (event.type === 'task' || event.type === 'approval') write(event);
+    if (event.type === 'task') write(event);
+    if (event.type === 'approval') write(event);
     if (event.type === 'steer' || event.type === 'interrupt') write({ ...event, afterEvents: events });
-    if (event.type === 'message') write({ type: 'message', message: event.message });
+    if (event.type === 'message') write({ type: 'message', message: event.message, ...clock.callTimes(event.message) });
     if (event.type === 'reply') {
       const { turn, stopReason, content, usage } = event;
-      write({ type: 'usage', turn, usage });
-      write({ type: 'reply', turn, stopReason, content, usage });
+      const ms = clock.modelCallMs();
+      write({ type: 'usage', turn, usage, ...ms });
+      write({ type: 'reply', turn, stopReason, content, usage, ...ms });
     }
     if (event.type === 'compaction') {
       const { summary, keptFrom, usage } = event;
-      write({ type: 'compaction', summary, keptFrom, usage, ...(unanswered && { promptTooLong: true as const }) });
+      const refused = unanswered && { promptTooLong: true as const };
+      write({ type: 'compaction', summary, keptFrom, usage, ...refused, ...clock.summaryMs() });
       unanswered = false; // one refusal, one summary: a second compaction before the retry answered no refusal
     }
     if (event.type === 'request' || event.type === 'reply' || event.type === 'halt')
@@ -150,11 +200,111 @@ export function sessionRecorder(
       if (child === undefined) {
         const childFile = file.replace(/(\.jsonl)?$/, `.${event.id}.jsonl`);
         write({ type: 'subagent', id: event.id, description: event.description, file: path.basename(childFile) });
-        child = sessionRecorder(childFile, header && { ...header, startedAt: new Date().toISOString() }, secrets);
+        const childHeader = header && subAgentHeader(header);
+        try {
+          child = sessionRecorder(childFile, childHeader, secrets, failed);
+        } catch (error) {
+          if (failed === undefined) throw error;
+          failed(`the sub-agent's session file ${childFile} cannot be written: ${fileProblem(error)}`);
+          child = () => {};
+        }
         children.set(event.id, child);
       }
       child(event.event);
     }
+  };
+}
+
+/** Prevents a session path that cannot hold a session from failing with a stack trace mid-run, or from hanging the
+ *  program (opening a named pipe waits for its other end): what is there is looked at before it is opened, opened
+ *  without waiting, and looked at again. `resume`: the file must exist and take appends; `new`: it is created if
+ *  missing, folders included. Throws one line naming the file and what is wrong. */
+export function checkSessionFile(file: string, use: 'resume' | 'new'): void {
+  const cannot = use === 'resume' ? 'cannot be resumed' : 'cannot hold a session';
+  try {
+    refuseIrregular(file, statSync(file, { throwIfNoEntry: use === 'resume' }));
+    if (use === 'new') mkdirSync(path.dirname(file), { recursive: true });
+    const create = use === 'new' ? constants.O_CREAT : 0;
+    const fd = openSync(file, constants.O_WRONLY | constants.O_APPEND | constants.O_NONBLOCK | create);
+    try {
+      refuseIrregular(file, fstatSync(fd));
+    } finally {
+      closeSync(fd);
+    }
+  } catch (error) {
+    throw new Error(error instanceof IrregularFile ? error.message : `${file} ${cannot}: ${fileProblem(error)}`);
+  }
+}
+
+class IrregularFile extends Error {}
+
+/** Prevents reading or writing a session through a directory, a device, a named pipe or a socket. */
+function refuseIrregular(file: string, stats: Stats | undefined): void {
+  if (stats === undefined || stats.isFile()) return;
+  const kind = stats.isDirectory()
+    ? 'a directory'
+    : stats.isFIFO()
+      ? 'a named pipe'
+      : stats.isSocket()
+        ? 'a socket'
+        : stats.isCharacterDevice() || stats.isBlockDevice()
+          ? 'a device'
+          : 'not a regular file';
+  throw new IrregularFile(`${file} is ${kind}, not a session file`);
+}
+
+/** A file system error in a few words, with its code: "no space left on device (ENOSPC)". */
+function fileProblem(error: unknown): string {
+  const { code, message } = error as NodeJS.ErrnoException;
+  if (code === undefined) return errorText(error);
+  const words = message.replace(/^\w+: /, '').replace(/, \w+( '.*)?$/s, ''); // "ENOSPC: …, write", "…, open '…'"
+  return `${words} (${code})`;
+}
+
+/** A sub-agent's header: the parent's, with the model sub-agents run on (--task-model's, if given), and --price only
+ *  when that is the parent's model, so the page prices each call as the harness did. */
+function subAgentHeader(header: SessionHeader): SessionHeader {
+  const { price, ...rest } = header;
+  const taskModel = header.options?.taskModel;
+  const model = taskModel ?? header.model;
+  return { ...rest, model, ...(model === header.model && price && { price }), startedAt: new Date().toISOString() };
+}
+
+/** The timings the session page shows, taken from the events as they come: how long each model call and each tool
+ *  call took. */
+function stopwatch() {
+  let sentAt: number | null = null; // when the model call under way was sent
+  let lastAt = Date.now(); // when anything last happened: a summary call starts right after
+  const running = new Map<string, number>(); // call id → when it started running
+  const ran = new Map<string, number>(); // call id → how long it ran, until its result goes into a message
+  return {
+    see(event: SessionEvent) {
+      const now = Date.now();
+      if (event.type === 'request') sentAt = now;
+      if (event.type === 'running') running.set(event.call.id, now);
+      if (event.type === 'result') {
+        const started = running.get(event.call.id);
+        running.delete(event.call.id);
+        if (started !== undefined) ran.set(event.call.id, now - started);
+      }
+      if (event.type !== 'compaction') lastAt = now;
+    },
+    modelCallMs(): { ms?: number } {
+      const ms = sentAt === null ? undefined : Date.now() - sentAt;
+      sentAt = null;
+      return ms === undefined ? {} : { ms };
+    },
+    summaryMs: (): { ms: number } => ({ ms: Date.now() - lastAt }),
+    callTimes(message: Anthropic.MessageParam): { callMs?: Record<string, number> } {
+      if (typeof message.content === 'string') return {};
+      const times: Record<string, number> = {};
+      for (const block of message.content)
+        if (block.type === 'tool_result' && ran.has(block.tool_use_id)) {
+          times[block.tool_use_id] = ran.get(block.tool_use_id)!;
+          ran.delete(block.tool_use_id);
+        }
+      return Object.keys(times).length === 0 ? {} : { callMs: times };
+    },
   };
 }
 
@@ -175,8 +325,9 @@ function endsWithNewline(file: string): boolean {
 /** Rebuilds a transcript from a session file of any size, streamed line by line. Each entry is checked against the
  *  schema of its type; a bad line is dropped with a warning naming it (a torn last line: the process died while
  *  writing it; any other: corrupted), and the messages are repaired into a transcript the API accepts. */
-export async function loadSession(file: string): Promise<LoadedSession> {
+export async function loadSession(file: string): Promise<LoadedSession & { header: SessionHeader | null }> {
   const warnings = warningList();
+  let header: SessionHeader | null = null; // the first: what the session was started with
   const transcript = transcriptRepair(warnings.add);
   let compaction: Compaction | null = null;
   let subAgents = 0;
@@ -204,8 +355,10 @@ export async function loadSession(file: string): Promise<LoadedSession> {
       const { summary, keptFrom } = read.entry;
       if (transcript.startsReply(keptFrom)) compaction = { summary, keptFrom };
       else warnings.add(`${at}: the summary's cut (message ${keptFrom}) is not at a reply; the summary is not used`);
-    } else if (read.entry.type === 'session' && read.entry.protected && protectedAtStart === null) {
-      protectedAtStart = new Map(Object.entries(read.entry.protected));
+    } else if (read.entry.type === 'session') {
+      header ??= withValidOptions(read.entry, (problem) => warnings.add(`${at}: ${problem}`));
+      if (read.entry.protected && protectedAtStart === null)
+        protectedAtStart = new Map(Object.entries(read.entry.protected));
     } else if (read.entry.type === 'subagent') {
       subAgents++;
     }
@@ -213,7 +366,19 @@ export async function loadSession(file: string): Promise<LoadedSession> {
   for (const [type, { first, count }] of unknownTypes)
     warnings.add(`${file}:${first}: ${count} entries of type "${type}", unknown to this version, were skipped`);
   const repair = transcript.finish();
-  return { messages: transcript.messages, compaction, subAgents, repair, protectedAtStart, warnings: warnings.list() };
+  const { messages } = transcript;
+  return { messages, compaction, subAgents, repair, protectedAtStart, warnings: warnings.list(), header };
+}
+
+/** What a resume may run with: the options a session header recorded, checked; any that are not valid are left out,
+ *  with a warning, and the command line gives them. */
+function withValidOptions(header: SessionHeader, warn: (problem: string) => void): SessionHeader {
+  if (header.options === undefined) return header;
+  const checked = recordedOptionsSchema.safeParse(header.options);
+  if (checked.success) return header;
+  warn(`the recorded options are not valid (${issuesText(checked.error)}); the command line gives them`);
+  const { options: _invalid, ...rest } = header;
+  return rest;
 }
 
 /** The non-empty lines of a file, numbered and streamed (a session may outgrow the longest string); one line is held
@@ -221,7 +386,15 @@ export async function loadSession(file: string): Promise<LoadedSession> {
 export async function* sessionLines(file: string): AsyncGenerator<{ number: number; text: string; last: boolean }> {
   let held: { number: number; text: string } | null = null;
   let number = 0;
-  for await (const text of createInterface({ input: createReadStream(file), crlfDelay: Infinity })) {
+  refuseIrregular(file, statSync(file));
+  const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK); // a pipe put there since: no wait, refused
+  try {
+    refuseIrregular(file, fstatSync(fd));
+  } catch (error) {
+    closeSync(fd);
+    throw error;
+  }
+  for await (const text of createInterface({ input: createReadStream('', { fd }), crlfDelay: Infinity })) {
     number++;
     if (text.trim() === '') continue;
     if (held) yield { ...held, last: false };
@@ -321,6 +494,26 @@ const messageSchema = z
     });
   });
 
+const positive = z.number().positive();
+/** A header's options as the program writes them (RecordedOptions; JSON leaves out what is undefined). */
+const recordedOptionsSchema = z.object({
+  verify: z.string().optional(),
+  verifyTimeoutMs: positive,
+  protect: z.array(z.string()),
+  budgets: z.object({
+    maxTurns: positive.int(),
+    maxTokens: positive.int().optional(),
+    maxCostUsd: positive.optional(),
+    timeoutMs: positive.optional(),
+  }),
+  approval: z.enum(['yes', 'ask', 'deny']),
+  tools: z.array(z.string()),
+  contextWindow: positive.int().optional(),
+  contextFiles: z.boolean(),
+  taskModel: z.string().optional(),
+  noSandbox: z.boolean().optional(),
+});
+
 /** One schema per entry type. A field they do not name is allowed (a later version may add one), and kept: what
  *  is used is the entry as written, not as parsed. */
 const ENTRY_SCHEMAS = {
@@ -354,7 +547,13 @@ export const previewHash = (preview: string) => createHash('sha256').update(prev
 export function recordAnswers(approver: Approver, tell: (event: ProgramEvent) => void): Approver {
   return async (request) => {
     const answer = await approver(request);
-    tell({ type: 'approval', tool: request.tool, preview: previewHash(request.preview), answer });
+    tell({
+      type: 'approval',
+      tool: request.tool,
+      preview: previewHash(request.preview),
+      answer,
+      callId: request.call.id,
+    });
     return answer;
   };
 }

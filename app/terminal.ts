@@ -32,17 +32,29 @@ import {
  *  do the same at the same point. */
 export type ProgramEvent =
   | { type: 'task'; text: string }
-  | { type: 'approval'; tool: string; preview: string; answer: ApprovalAnswer }
+  | { type: 'approval'; tool: string; preview: string; answer: ApprovalAnswer; callId: string }
   | { type: 'steer'; text: string }
-  | { type: 'interrupt' }
+  /** Ctrl-C; or SIGTERM, SIGHUP, which stop the run the same way and then end the program. */
+  | { type: 'interrupt'; signal?: EndingSignal }
   /** The program's own report of where the window goes (/context, and at start); never recorded. */
   | { type: 'context'; breakdown: ContextBreakdown };
 
 /** What the session file and the printers are told: the harness's events and the person's. */
 export type SessionEvent = AgentEvent | ProgramEvent;
 
-/** Exit codes: what a shell or CI reads of a run's halt. */
-export const EXIT = { accepted: 0, notAccepted: 1, usage: 2, interrupted: 130 } as const;
+/** Exit codes: what a shell or CI reads of a run's halt. A signal that ends the program gives 128 + its number. */
+export const EXIT = { accepted: 0, notAccepted: 1, usage: 2, interrupted: 130, SIGHUP: 129, SIGTERM: 143 } as const;
+
+/** The signals that end the program after stopping its run as Ctrl-C does. */
+export type EndingSignal = 'SIGTERM' | 'SIGHUP';
+
+/** Why the program must end before its work is done, and with what exit code: a signal, or a session file that can
+ *  no longer be written (`problem`, said on stderr). An AbortController's reason. */
+export interface Ending {
+  code: number;
+  signal?: EndingSignal;
+  problem?: string;
+}
 
 export function exitCodeFor(h: Halt): number {
   if (h.kind === 'accepted') return EXIT.accepted;
@@ -834,6 +846,9 @@ export interface ReplOptions {
   screen?: StatusLine;
   /** Where the person's actions (a task, a steer, Ctrl-C) and the REPL's own notices are told. */
   tell: (event: SessionEvent) => void;
+  /** Aborted (with an Ending) when the program must end: the run under way stops as Ctrl-C stops it, and the REPL
+   *  closes once its halt is told, with the Ending's exit code. */
+  ending?: AbortSignal;
 }
 
 /** One task per line, handled one at a time and in order. Text typed while a run works steers it; Ctrl-C stops the
@@ -842,7 +857,7 @@ export interface ReplOptions {
 export function repl(
   agent: Agent,
   rl: Interface,
-  { interactive, switchSession, screen, tell }: ReplOptions,
+  { interactive, switchSession, screen, tell, ending = new AbortController().signal }: ReplOptions,
 ): Promise<number> {
   let last: Halt | undefined;
   let running: AbortController | null = null; // a task or a command, which Ctrl-C stops
@@ -889,8 +904,10 @@ export function repl(
   return new Promise((resolve) => {
     const finish = () => {
       process.off('SIGINT', interrupt);
+      ending.removeEventListener('abort', end);
       screen?.close();
-      resolve(interactive || last === undefined ? EXIT.accepted : exitCodeFor(last));
+      if (ending.aborted) resolve((ending.reason as Ending).code);
+      else resolve(interactive || last === undefined ? EXIT.accepted : exitCodeFor(last));
     };
     const work = async () => {
       busy = true;
@@ -959,12 +976,26 @@ export function repl(
       leaveAskedAt = Date.now();
       notice(busy ? 'the run is stopping; press Ctrl-C again to exit now' : 'press Ctrl-C again to exit');
     }
+    /** The program must end: what was queued is dropped, the run under way stops as Ctrl-C stops it, and the REPL
+     *  closes once that run's halt is told. */
+    function end() {
+      pending.length = 0;
+      if (running && !running.signal.aborted) {
+        running.abort();
+        const { signal } = ending.reason as Ending;
+        if (signal) notice(`${signal}: stopping the run; the program ends once its halt is written`);
+        tell({ type: 'interrupt', ...(signal && { signal }) });
+      }
+      rl.close();
+    }
     rl.on('SIGINT', interrupt); // a terminal: readline turns Ctrl-C into this event
     if (!interactive) process.on('SIGINT', interrupt);
     rl.on('close', () => {
       closed = true;
       if (!busy) finish();
     });
+    if (ending.aborted) end();
+    else ending.addEventListener('abort', end, { once: true });
     rl.setPrompt(PROMPT);
     if (interactive) screen?.startReading();
     rl.resume();

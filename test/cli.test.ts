@@ -500,7 +500,7 @@ describe('what the terminal shows', () => {
     const asked = screen(false);
     const printAsked = terminalPrinter(asked.out);
     printAsked({ type: 'call', call: edit(input) });
-    printAsked({ type: 'approval', tool: 'edit_file', preview: '(the diff)', answer: { approved: true } });
+    printAsked({ type: 'approval', tool: 'edit_file', preview: '(the diff)', answer: { approved: true }, callId: 'e' });
     printAsked({ type: 'result', call: edit(input), result: edited });
     assert.deepEqual(asked.lines(), ['→ edit_file add.js', '  ✓ edited add.js: replaced 1 line(s) at line 2']);
   });
@@ -615,7 +615,7 @@ describe('the command line a person meets', () => {
     const said = printed.mock.calls.map((call) => String(call.arguments[0]).replace(/\n  /g, ' '));
     assert.equal(said.length, 2);
     assert.match(said[0]!, /^harness: --export: cannot read .*gone\.jsonl: no such file/);
-    assert.match(said[1]!, /^harness: --script .*gone\.jsonl: no such file/);
+    assert.match(said[1]!, /^harness: --resume: .*gone\.jsonl cannot be resumed: no such file/); // before the model
   });
 });
 

@@ -856,6 +856,7 @@ describe('the sub-agent (task tool)', () => {
       id: 'task-1',
       description: 'find the answer',
       file: 'parent.task-1.jsonl',
+      at: link?.at,
     });
     const child = await loadSession(path.join(path.dirname(file), link.file));
     assert.deepEqual(
@@ -1184,7 +1185,11 @@ describe('budgets shared with sub-agents', () => {
     assert.deepEqual(events.at(-2), { type: 'halt', halt, turns: 1 }, 'the --json halt event says what was spent');
     assert.equal(events.at(-1)?.type, 'result', '--json ends with the totals');
     const entries = await entriesOf(session);
-    assert.deepEqual(entries.at(-1), { type: 'halt', halt }, 'and so does the session file');
+    assert.deepEqual(
+      { ...entries.at(-1), at: undefined },
+      { type: 'halt', halt, at: undefined },
+      'and the session file',
+    );
     assert.equal((await loadSession(session)).repair, null, 'every call in the session file is answered');
 
     let printed = '';

@@ -2,7 +2,7 @@
 // end to end through the real CLI. That every trajectory resolves its task is `npm run eval` itself.
 
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,11 +13,15 @@ import {
   agentArgs,
   compareRuns,
   createRunFolder,
+  type EvalControl,
   type EvalResult,
+  type EvalSummary,
   evaluate,
   loadTasks,
   main,
   removeStaleRunFolders,
+  reportLines,
+  resolvedRates,
   RUN_PREFIX,
   shardOf,
   tableHeader,
@@ -62,17 +66,18 @@ function ready(task: Task | undefined): Extract<Task, { problem: null }> {
   return task;
 }
 
-async function runMain(args: string[], env: NodeJS.ProcessEnv = {}) {
+async function runMain(args: string[], env: NodeJS.ProcessEnv = {}, control: EvalControl = {}) {
   const [out, err] = [new PassThrough(), new PassThrough()];
   let [stdout, stderr] = ['', ''];
   out.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
   err.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  const status = await main(args, env, out, err);
+  const status = await main(args, env, out, err, control);
   return { status, stdout, stderr };
 }
 
 const result = (task: string, fields: Partial<EvalResult> = {}): EvalResult => ({
   task,
+  run: 1,
   model: 'scripted',
   halt: 'accepted',
   resolved: true,
@@ -124,12 +129,14 @@ describe('the eval tasks', () => {
 });
 
 describe('malformed tasks', () => {
-  test('a task whose test already passes is malformed, not resolved', async (t) => {
+  test('a task whose test already passes is malformed, not resolved (in each --repeat run, each in its own folder)', async (t) => {
     const { root, tasksDir } = await taskFolder(t, { green: sumTask(PASSING_TEST) });
     const [task] = await loadTasks(tasksDir, true);
-    const outcome = await evaluate(task!, await createRunFolder(root), { model: undefined, env: {} });
-    assert.deepEqual([outcome.halt, outcome.resolved], ['malformed', false]);
+    const runFolder = await createRunFolder(root);
+    const outcome = (await evaluate(task!, runFolder, { model: undefined, env: {}, run: 2 }))!;
+    assert.deepEqual([outcome.run, outcome.halt, outcome.resolved], [2, 'malformed', false]);
     assert.equal(outcome.why, 'malformed: the test passes before the run');
+    assert.deepEqual((await readdir(runFolder)).sort(), ['green.run-2', 'owner.pid']);
   });
 
   test('a task with no test is malformed, not resolved', async (t) => {
@@ -139,7 +146,7 @@ describe('malformed tasks', () => {
       JSON.stringify({ ...TASK_JSON, protect: ['spec/**'] }),
     );
     const [task] = await loadTasks(tasksDir, true);
-    const outcome = await evaluate(task!, await createRunFolder(root), { model: undefined, env: {} });
+    const outcome = (await evaluate(task!, await createRunFolder(root), { model: undefined, env: {} }))!;
     assert.deepEqual([outcome.halt, outcome.resolved], ['malformed', false]);
     assert.match(outcome.why ?? '', /^malformed: no test: no file in project\/ matches spec\/\*\*/);
   });
@@ -231,6 +238,31 @@ describe('output', () => {
     assert.match(tableRow(big), /budget:tokens +no +120 +98\.8M +1,234,567 +91% +\$1234\.57/);
   });
 
+  test('--repeat: a table per run, then the resolved rate’s mean, min and max over the runs', () => {
+    const runs = [
+      result('a', { run: 1 }),
+      result('b', { run: 1 }),
+      result('a', { run: 2 }),
+      result('b', { run: 2, resolved: false, halt: 'budget:turns', why: 'the test still fails' }),
+    ];
+    assert.deepEqual(resolvedRates(runs, 2), { mean: 0.75, min: 0.5, max: 1 });
+    const lines = reportLines(runs, 2, 12_345);
+    assert.deepEqual(
+      lines
+        .filter((line) => /^(run|total|resolved rate|b \(|ran)/.test(line))
+        .map((line) => line.replace(/ {2,}/g, ' ')),
+      [
+        'run 1 of 2',
+        'total 2/2 100% 8 2,000 200 0% unknown 0.8 s',
+        'run 2 of 2',
+        'total 1/2 50% 8 2,000 200 0% unknown 0.8 s',
+        'b (run 2): the test still fails',
+        'resolved rate over 2 runs: mean 75.0%, min 50.0%, max 100.0%',
+        'ran in 12.3 s',
+      ],
+    );
+  });
+
   test('compare shows resolved flips, turns, token and cost deltas, and tasks in one run only', () => {
     const a = [result('flip', { costUsd: 0.01 }), result('same'), result('fixed', { resolved: false }), result('gone')];
     const b = [
@@ -250,10 +282,13 @@ describe('output', () => {
     for (const l of lines) assert.ok(l.length <= 100, l);
   });
 
-  test('--compare reads two --json runs and exits 0; a line that is not a result is one line and exit 2', async (t) => {
+  test('--compare reads two --json runs (their summaries skipped, of --repeat the first run) and exits 0; a line that is not a result is one line and exit 2', async (t) => {
+    const summary = JSON.stringify({ type: 'summary', commit: null, resolved: 1 });
     const root = await tempProject(t, {
-      'a.jsonl': `${JSON.stringify(result('x'))}\n`,
-      'b.jsonl': `${JSON.stringify(result('x', { resolved: false }))}\n`,
+      'a.jsonl': `${JSON.stringify(result('x'))}\n${summary}\n`,
+      'b.jsonl': [result('x', { resolved: false }), result('x', { run: 2 })]
+        .map((r) => `${JSON.stringify(r)}\n`)
+        .join(''),
       'banner.jsonl': `> reference-harness@0.1.0 eval\n${JSON.stringify(result('x'))}\n`,
     });
     const compared = await runMain(['--compare', path.join(root, 'a.jsonl'), path.join(root, 'b.jsonl')]);
@@ -267,6 +302,7 @@ describe('output', () => {
   test('bad flags are one line on stderr and exit code 2', async () => {
     for (const args of [
       ['--jobs', '0'],
+      ['--repeat', '1.5'],
       ['--shard', '3/2'],
       ['--shard', 'x'],
       ['--frobnicate'],
@@ -283,25 +319,73 @@ describe('output', () => {
   });
 });
 
-describe('a run end to end', () => {
-  test('a task runs through the real CLI, is resolved, and leaves no temporary folder behind', async () => {
-    const ours = async () => {
-      const names = (await readdir(os.tmpdir())).filter((name) => name.startsWith(RUN_PREFIX));
-      const owners = await Promise.all(
-        names.map((name) => readFile(path.join(os.tmpdir(), name, 'owner.pid'), 'utf8').catch(() => '')),
-      );
-      return names.filter((_, i) => owners[i] === String(process.pid));
-    };
-    const { status, stdout } = await runMain(['--json', 'off-by-one'], process.env);
-    assert.equal(status, 0);
+// Both wait on child processes: they run side by side.
+describe('a run end to end', { concurrency: 2 }, () => {
+  /** The run folders in `parent` that this process (or `pid`) owns. */
+  const runFolders = async (parent: string, pid = process.pid) => {
+    const names = (await readdir(parent)).filter((name) => name.startsWith(RUN_PREFIX));
+    const owners = await Promise.all(
+      names.map((name) => readFile(path.join(parent, name, 'owner.pid'), 'utf8').catch(() => '')),
+    );
+    return names.filter((_, i) => owners[i] === String(pid));
+  };
+
+  test('each task says so as it finishes, with a count, and while it runs; --json ends with a summary: commit, date, model, resolved rate, tokens, cost, wall time; no folder is left', async () => {
+    const { status, stdout, stderr } = await runMain(['--json', 'off-by-one'], process.env, { heartbeatMs: 100 });
+    assert.equal(status, 0, stderr);
+    assert.match(stderr, /^\[0\/1\] still running: off-by-one \(\d+\.\d s\)$/m);
+    assert.match(stderr, /^\[1\/1\] off-by-one resolved \d+\.\d s$/m);
     const lines = stdout.trim().split('\n');
-    assert.equal(lines.length, 1);
+    assert.equal(lines.length, 2);
     const outcome = JSON.parse(lines[0]!) as EvalResult;
     assert.deepEqual(
-      [outcome.task, outcome.model, outcome.halt, outcome.resolved, outcome.why, outcome.turns, outcome.costUsd],
-      ['off-by-one', 'scripted', 'accepted', true, null, 4, null],
+      [outcome.task, outcome.run, outcome.model, outcome.halt, outcome.resolved, outcome.why, outcome.turns],
+      ['off-by-one', 1, 'scripted', 'accepted', true, null, 4],
     );
-    assert.ok(outcome.inputTokens > 0 && outcome.outputTokens > 0 && outcome.wallMs > 0);
-    assert.deepEqual(await ours(), []);
+    assert.ok(outcome.inputTokens > 0 && outcome.outputTokens > 0 && outcome.wallMs > 0 && outcome.costUsd === null);
+    const summary = JSON.parse(lines[1]!) as EvalSummary;
+    const head = spawnSync('git', ['rev-parse', 'HEAD'], { encoding: 'utf8' }).stdout.trim();
+    assert.deepEqual(
+      [summary.type, summary.commit, summary.model, summary.tasks, summary.runs, summary.finished, summary.resolved],
+      ['summary', head || null, 'scripted', 1, 1, 1, 1],
+    );
+    assert.deepEqual(summary.resolvedRate, { mean: 1, min: 1, max: 1 });
+    assert.deepEqual(
+      [summary.inputTokens, summary.cachedTokens, summary.outputTokens, summary.costUsd, summary.interrupted],
+      [outcome.inputTokens, outcome.cachedTokens, outcome.outputTokens, null, false],
+    );
+    assert.ok(Math.abs(Date.parse(summary.date) - Date.now()) < 60_000 && summary.wallMs >= outcome.wallMs);
+    assert.deepEqual(await runFolders(os.tmpdir()), []);
+  });
+
+  test('Ctrl-C shows the tasks finished so far, stops the rest, removes the temporary folder and exits 130', async (t) => {
+    const slow = JSON.stringify([{ content: [{ type: 'text', text: 'Thinking.' }], delay_ms: 60_000 }]);
+    const { tasksDir } = await taskFolder(t, {
+      green: sumTask(PASSING_TEST), // malformed: it finishes at once, without an agent
+      slow: { ...sumTask(FAILING_TEST), 'trajectory.json': slow },
+    });
+    // As `npm run eval` runs it, in a process group of its own: a terminal's Ctrl-C goes to the whole group.
+    const child = spawn(process.execPath, ['--import', 'tsx', 'app/evals/run.ts', '--tasks', tasksDir, '--jobs', '2'], {
+      cwd: path.join(import.meta.dirname, '..'),
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let [stdout, stderr] = ['', ''];
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+    const greenDone = new Promise<void>((resolve) =>
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString('utf8');
+        if (stderr.includes('[1/2] green malformed')) resolve();
+      }),
+    );
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    await Promise.race([greenDone, exited]);
+    process.kill(-child.pid!, 'SIGINT');
+    assert.equal(await exited, 130, `${stdout}\n${stderr}`);
+    assert.match(stdout, /\ngreen +malformed +no +0 /);
+    assert.match(stdout, /\ntotal +0\/1 0% /);
+    assert.doesNotMatch(stdout, /\nslow /);
+    assert.match(stderr, /\neval: interrupted \(Ctrl-C\): 1 of 2 finished; stopped: slow\n$/);
+    assert.deepEqual(await runFolders(os.tmpdir(), child.pid), [], 'the temporary folder is removed');
   });
 });

@@ -70,7 +70,14 @@ const scripted = fakeMessage(
   'tool_use',
 );
 
-test('a streamed reply assembles through the SDK into the scripted message', async () => {
+/** A block as the real API sends it: no field that is null (a text block's `citations`) or at its default (a
+ *  tool_use's `caller`), though the SDK's types have a test write them. */
+const asSent = (block: Anthropic.ContentBlock) =>
+  Object.fromEntries(
+    Object.entries(block).filter(([key, value]) => value !== null && !(key === 'caller' && block.type === 'tool_use')),
+  );
+
+test('a streamed reply assembles through the SDK into the scripted message, as the API sends it: no null or default fields', async () => {
   await withFake([{ kind: 'reply', message: scripted }], async (client, fake) => {
     const stream = client.messages.stream(params([{ role: 'user', content: 'read a.txt' }]));
     const final = await stream.finalMessage();
@@ -80,8 +87,9 @@ test('a streamed reply assembles through the SDK into the scripted message', asy
     assert.notEqual(thinking.signature, 'scripted', 'the fake signs thinking blocks itself');
     assert.ok(thinking.signature.length > 20);
     const expected = scripted.content.map((block) =>
-      block.type === 'thinking' ? { ...block, signature: thinking.signature } : block,
+      block.type === 'thinking' ? { ...block, signature: thinking.signature } : asSent(block),
     );
+    assert.deepEqual(Object.keys(final.content[1] ?? {}), ['type', 'text'], 'a text block has no citations: null');
     assert.deepEqual(final.content, expected);
     assert.equal(final.stop_reason, 'tool_use');
     assert.equal(final.stop_sequence, null);
@@ -96,7 +104,7 @@ test('a streamed reply assembles through the SDK into the scripted message', asy
 test('a non-streaming request gets the message as plain JSON', async () => {
   await withFake([textReply('plain')], async (client) => {
     const message = await client.messages.create(params([{ role: 'user', content: 'hi' }]));
-    assert.deepEqual(message.content, [{ type: 'text', text: 'plain', citations: null }]);
+    assert.deepEqual(message.content, [{ type: 'text', text: 'plain' }]);
   });
 });
 

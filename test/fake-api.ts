@@ -105,7 +105,7 @@ export async function startFakeApi(
       return sendError(res, step.status, type, step.message ?? `fake API: scripted ${step.status} ${type}`);
     }
 
-    const message = withSignatures(step.message, sign);
+    const message = asTheApiSendsIt(withSignatures(step.message, sign));
     if (!isRecord(body) || body.stream !== true) {
       // Without streaming the reply is one JSON document, so a cut or stall happens before any byte.
       if (step.kind === 'reply') sendJson(res, 200, message);
@@ -197,6 +197,25 @@ function modelInfo(id: string, maxInputTokens = 200_000): Anthropic.ModelInfo {
   };
 }
 
+/** A block's fields at their default, which the API leaves out of what it sends, as it leaves out null ones. */
+const BLOCK_DEFAULTS: Record<string, Record<string, unknown>> = {
+  tool_use: { caller: { type: 'direct' } },
+  server_tool_use: { caller: { type: 'direct' } },
+};
+
+/** The message as the real API sends it: a block never carries a field that is null or at its default (a text block
+ *  is `{"type":"text","text":…}`, without `citations: null`; a tool_use has no `caller`), though the SDK's types
+ *  have a test write them. */
+function asTheApiSendsIt(message: Anthropic.Message): Anthropic.Message {
+  const content = message.content.map((block) => {
+    const defaults = BLOCK_DEFAULTS[block.type] ?? {};
+    const isDefault = (key: string, value: unknown) =>
+      value === null || (key in defaults && JSON.stringify(defaults[key]) === JSON.stringify(value));
+    return Object.fromEntries(Object.entries(block).filter(([key, value]) => !isDefault(key, value)));
+  });
+  return { ...message, content: content as unknown as Anthropic.ContentBlock[] };
+}
+
 function withSignatures(message: Anthropic.Message, sign: (thinking: string) => string): Anthropic.Message {
   const content = message.content.map((block) =>
     block.type === 'thinking' ? { ...block, signature: sign(block.thinking) } : block,
@@ -229,6 +248,7 @@ function splitBlock(block: Anthropic.ContentBlock): [StartBlock, Anthropic.RawCo
         ],
       ];
     case 'tool_use':
+    case 'server_tool_use':
       return [
         { ...block, input: {} },
         chunks(JSON.stringify(block.input)).map((partial_json) => ({ type: 'input_json_delta', partial_json })),

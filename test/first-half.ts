@@ -6,12 +6,12 @@
 import './property.test.ts';
 import './sessions.test.ts';
 import './evals.test.ts';
-import './session-page.test.ts';
 import './cli.test.ts';
 import './layout.test.ts';
-import './sandbox.test.ts';
 import './session-file.test.ts';
 import './tools-details.test.ts';
 import './tools-gitignore.test.ts';
 import './tools-inputs.test.ts';
+import './program-session.test.ts';
 import './acp.test.ts';
+import './replay.test.ts';

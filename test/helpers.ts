@@ -1,6 +1,8 @@
 // Shared test scaffolding: a temporary project, and an agent wired to a scripted model.
 
 import type Anthropic from '@anthropic-ai/sdk';
+import { randomInt } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -109,3 +111,53 @@ export function echoTool() {
 /** Two models' list prices (dollars per million input and output tokens), for tests that budget in dollars. */
 export const HAIKU_PRICE = { input: 1, output: 5 };
 export const SONNET_PRICE = { input: 3, output: 15 };
+
+/** A verify command that runs until it is killed, and finds its own processes again from outside, by a marker in
+ *  their command line (inside the OS sandbox they have ids of their own, so a pid they write down is no use here). */
+export function slowCheck(): { command: string; running: () => number[] } {
+  const marker = `sleep 30.${randomInt(100_000, 999_999)}`;
+  return { command: marker, running: () => processesWith(marker) };
+}
+
+/** The live processes whose command line is `command` (its words, one space between), from /proc. */
+export function processesWith(command: string): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .map(Number)
+    .filter((pid) => procFile(pid, 'cmdline').split('\0').join(' ').trim() === command && alive(pid));
+}
+
+/** Whether a process still runs: not a zombie (killed, not yet reaped), nor one killed and tearing down (its exit
+ *  code, the last field of its stat, already set). */
+export function alive(pid: number): boolean {
+  const stat = procFile(pid, 'stat');
+  return stat !== '' && !/^\d+ \(.*\) Z/s.test(stat) && stat.trim().split(' ').at(-1) === '0';
+}
+
+/** The program (app/main.ts) that started the process `pid`, up its line of parents. */
+export function theProgramAbove(pid: number): number {
+  for (let at = parentOf(pid); at > 1; at = parentOf(at))
+    if (procFile(at, 'cmdline').includes('app/main.ts')) return at;
+  throw new Error(`no app/main.ts above process ${pid}`);
+}
+
+/** A process's parent, from /proc (0 once it is gone). */
+export const parentOf = (pid: number) =>
+  Number(
+    procFile(pid, 'stat')
+      .replace(/^.*\) /s, '')
+      .split(' ')[1] ?? 0,
+  );
+
+function procFile(pid: number, name: string): string {
+  try {
+    return readFileSync(`/proc/${pid}/${name}`, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+/** A session entry without the time it was written (`at`), which no two runs share. */
+export function withoutTime<T extends { at?: string }>({ at: _written, ...entry }: T): Omit<T, 'at'> {
+  return entry;
+}

@@ -38,7 +38,8 @@ export function startInTerminal(args: string[], options: { cwd: string; env?: No
   const command = `stty cols 100 rows 30; exec ${quoted.join(' ')}`;
   const child: ChildProcessWithoutNullStreams = spawn('script', ['-qfec', command, '/dev/null'], {
     cwd: options.cwd,
-    env: { ...process.env, NO_COLOR: '1', TERM: 'xterm', ...options.env },
+    // As a person's terminal: CI's own variable would make Node judge the terminal colourless (tty.getColorDepth).
+    env: { ...process.env, CI: undefined, NO_COLOR: '1', TERM: 'xterm', ...options.env },
   });
   const started = Date.now();
   let text = '';

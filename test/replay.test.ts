@@ -9,6 +9,7 @@ import path from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { AnthropicModel, type Approver, type Model, createAgent, runTask, steer } from '../agent.ts';
 import type { SessionEvent } from '../app/terminal.ts';
+import { firstDifference } from '../app/replay.ts';
 import { recordAnswers, type RecordedOptions, SESSION_VERSION, sessionRecorder } from '../app/session-file.ts';
 import { EXIT } from '../app/terminal.ts';
 import { call, reply, say, ScriptedModel, toolUse, usageOf } from '../scripted-model.ts';
@@ -88,8 +89,10 @@ describe('recorded sessions replay as regression tests', async () => {
     await writeFile(path.join(root, 'add.js'), 'export function add(a, b) {\n  return a * b;\n}\n');
     const { status, stdout } = await replay(path.join(RECORDINGS, 'local-endpoint.jsonl'), root);
     assert.equal(status, EXIT.notAccepted);
-    const said = stdout.replace(/\n  /g, ' '); // a line wider than 100 columns is wrapped
-    assert.match(said, /differs at message #2 \(user\), block 0 \(tool_result\): expected .*a - b.*, got .*a \* b/);
+    // The read of add.js is the first message that changed, shown as the lines of the file that differ.
+    assert.match(stdout, /^replay: differs at message #2 \(user\), block 0 \(tool_result\):\n/);
+    assert.match(stdout, /\n {2}- +2\t {2}return a - b;\n {2}\+ +2\t {2}return a \* b;\n/);
+    assert.ok(!stdout.includes('\\n') && !stdout.includes('\\"'), `no escaped JSON: ${stdout}`);
     for (const line of stdout.split('\n')) assert.ok(line.length <= 100, `${line.length} columns: ${line}`);
   });
 
@@ -98,6 +101,69 @@ describe('recorded sessions replay as regression tests', async () => {
     const { status, stdout } = await replay(file, await project(t), '--verify', 'exit 3');
     assert.match(stdout, /--verify from the command line replaces the recorded value/);
     assert.equal(status, EXIT.notAccepted, 'the gate now answers differently, so the transcript differs');
+  });
+});
+
+describe('a replay compares what the API says, not how it spells it', () => {
+  test('a session recorded through the real SDK path, whose API leaves out null and default fields, replays identically; server tool blocks and a kind of block this version does not know are played back as they came', async (t) => {
+    const server = (block: object) => block as unknown as Anthropic.ContentBlock; // kinds the SDK's types cannot build
+    const api = await startFakeApi([
+      {
+        kind: 'reply',
+        message: fakeMessage(
+          [
+            { type: 'text', text: 'Let me look it up, then read the code.', citations: null },
+            server({ type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: { query: 'js add' } }),
+            server({
+              type: 'web_search_tool_result',
+              tool_use_id: 'srvtoolu_1',
+              content: [{ type: 'web_search_result', url: 'https://x.test', title: 'Add', encrypted_content: 'e1' }],
+            }),
+            server({ type: 'a_later_kind', data: { note: 'from an API newer than this harness' } }),
+            {
+              type: 'tool_use',
+              id: 'toolu_1',
+              name: 'read_file',
+              input: { path: 'add.js' },
+              caller: { type: 'direct' },
+            },
+          ],
+          'tool_use',
+        ),
+      },
+      { kind: 'reply', message: fakeMessage([{ type: 'text', text: 'It subtracts.', citations: null }]) },
+    ]);
+    t.after(() => api.close());
+    const model = new AnthropicModel(
+      'claude-test',
+      new Anthropic({ apiKey: 'k', baseURL: api.baseURL, maxRetries: 0 }),
+    );
+    const file = await recordRun(await project(t), 'What does add do?', { model });
+    const recorded = await readFile(file, 'utf8');
+    assert.ok(!recorded.includes('"citations"') && !recorded.includes('"caller"'), 'recorded as the API sent it');
+    assert.ok(recorded.includes('"a_later_kind"') && recorded.includes('"web_search_tool_result"'));
+    const { status, stdout } = await replay(file, await project(t));
+    assert.equal(status, EXIT.accepted, stdout);
+    assert.match(stdout, /replay: identical: 4 messages/);
+  });
+
+  test("a block's field that is null or at its default equals the field left out; inside a tool's input, null is a value", () => {
+    const said = (block: object) => ({ role: 'assistant' as const, content: [block as Anthropic.ContentBlockParam] });
+    const call = (extra: object) => said({ type: 'tool_use', id: 'toolu_1', name: 'read_file', input: {}, ...extra });
+    assert.equal(
+      firstDifference(1, said({ type: 'text', text: 'hi' }), said({ type: 'text', text: 'hi', citations: null })),
+      null,
+    );
+    assert.equal(firstDifference(1, call({}), call({ caller: { type: 'direct' } })), null);
+    assert.equal(firstDifference(1, call({ caller: null }), call({})), null);
+    const otherCaller = firstDifference(
+      1,
+      call({}),
+      call({ caller: { type: 'code_execution_20250825', tool_id: 'x' } }),
+    );
+    assert.match(otherCaller ?? '', /^message #1 \(assistant\), block 0 \(tool_use\):\n(.*\n)* {2}\+ +"caller": \{/);
+    const nullInInput = firstDifference(1, call({ input: { path: null } }), call({ input: {} }));
+    assert.match(nullInInput ?? '', /\n {2}- +"input": \{\n {2}- +"path": null\n/);
   });
 });
 

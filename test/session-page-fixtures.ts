@@ -6,9 +6,23 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
 import { z } from 'zod';
-import { type Agent, type AgentConfig, runTask } from '../agent.ts';
-import { SESSION_VERSION, type SessionEntry, sessionRecorder } from '../app/session-file.ts';
-import { call, reply, say, type ScriptEntry, text, toolUse } from '../scripted-model.ts';
+import {
+  type Agent,
+  type AgentConfig,
+  type ApprovalAnswer,
+  type Approver,
+  runTask,
+  type UsageTotals,
+} from '../agent.ts';
+import {
+  recordAnswers,
+  SESSION_VERSION,
+  type SessionEntry,
+  type SessionHeader,
+  sessionRecorder,
+} from '../app/session-file.ts';
+import type { SessionEvent } from '../app/terminal.ts';
+import { call, reply, say, type ScriptEntry, ScriptedModel, text, toolUse } from '../scripted-model.ts';
 import { defineTool, TOOLS } from '../tools.ts';
 import { scriptedAgent, tempProject } from './helpers.ts';
 
@@ -97,4 +111,111 @@ export async function hostileSession(t: TestContext): Promise<string> {
     script: [call('read_file', { path: hostileFile }), say(`It says **${HOSTILE.img}** and \`${HOSTILE.script}\`.`)],
     tasks: [`Read ${hostileFile} ${HOSTILE.script}`],
   });
+}
+
+/** The test file of the showcase: an assertion, so a failed check prints Node's AssertionError and a stack. */
+const ADD_TEST =
+  "const assert = require('node:assert');\nconst { add } = require('./add.js');\n" +
+  'assert.strictEqual(add(2, 3), 5);\n';
+
+/** A session with what the page shows around the transcript, recorded by the real harness as the CLI records it: a
+ *  priced model, a sub-agent on another priced model, a failed check whose output is an assertion, an edit the person
+ *  denies with a reason and one they approve while typing a message, the check passing; then a second task stopped
+ *  with Ctrl-C. Returns the file, and what the harness itself counted as spent (sub-agents included). */
+export async function showcaseSession(
+  t: TestContext,
+  options: { contextWindow?: number; name?: string } = {},
+): Promise<{ file: string; costUsd: number | null; tokens: number }> {
+  const root = await tempProject(t, {
+    'package.json': '{ "type": "commonjs" }\n',
+    'add.js': '// Adds two numbers.\nexports.add = (a, b) => a - b;\n',
+    'test.js': ADD_TEST,
+  });
+  const file = path.join(await tempDir(t), options.name ?? 'showcase.jsonl');
+  const model = new ScriptedModel(
+    [
+      reply(
+        text('Let me find the adder first.'),
+        toolUse('task', { description: 'find the adder', prompt: 'Which file defines add, and what tests it?' }),
+      ),
+      call('read_file', { path: 'add.js' }),
+      say('The adder looks fine to me; done.'),
+      call('edit_file', { path: 'add.js', old_str: 'a - b', new_str: 'a + b' }),
+      call('edit_file', {
+        path: 'add.js',
+        old_str: 'exports.add = (a, b) => a - b;',
+        new_str: 'exports.add = function add(a, b) {\n  return a + b;\n};',
+      }),
+      say('Fixed: `add` now **adds**, as a named function; the test passes.'),
+      { ...say('Starting on it.'), delayMs: 5_000 },
+    ],
+    'claude-sonnet-4-5',
+    { input: 3, output: 15 },
+  );
+  const holder: { agent?: Agent } = {};
+  // The person types while the sub-agent works: the message goes to the agent with the task call's result.
+  const typeMeanwhile = () => {
+    holder.agent!.steering.push('and keep the comment above it');
+    tell({ type: 'steer', text: 'and keep the comment above it' });
+    return call('list_files', { path: '.' });
+  };
+  const taskModel = new ScriptedModel(
+    [typeMeanwhile, say('add.js defines add; test.js checks that add(2, 3) is 5.')],
+    'claude-haiku-4-5',
+    { input: 1, output: 5 },
+  );
+  const header: SessionHeader = {
+    type: 'session',
+    version: SESSION_VERSION,
+    model: model.name,
+    root,
+    startedAt: new Date().toISOString(),
+    price: { input: 3, output: 15 },
+    ...(options.contextWindow && { contextWindow: options.contextWindow }),
+    options: {
+      verify: 'node test.js',
+      verifyTimeoutMs: 30_000,
+      protect: ['test.js'],
+      budgets: { maxTurns: 25 },
+      approval: 'ask',
+      tools: ['list_files', 'read_file', 'edit_file', 'task'],
+      contextWindow: options.contextWindow,
+      contextFiles: false,
+      taskModel: taskModel.name,
+    },
+  };
+  const record = sessionRecorder(file, header, []);
+  let totals: UsageTotals | null = null;
+  const tell = (event: SessionEvent) => {
+    if (event.type === 'reply') totals = event.totals;
+    record(event);
+  };
+  const answers: ApprovalAnswer[] = [{ approved: false, reason: 'keep it a named function' }, { approved: true }];
+  const approver: Approver = async () => answers.shift()!;
+  const { agent } = await scriptedAgent(root, [], {
+    model,
+    taskModel,
+    verify: 'node test.js',
+    protect: ['test.js'],
+    contextFiles: false,
+    ...(options.contextWindow && { contextWindow: options.contextWindow }),
+    approve: recordAnswers(approver, tell),
+    onEvent: tell,
+  });
+  holder.agent = agent;
+  tell({ type: 'task', text: 'Make add(2, 3) return 5.' });
+  await runTask(agent, 'Make add(2, 3) return 5.');
+  const stop = new AbortController();
+  tell({ type: 'task', text: 'Now add a subtract function.' });
+  const stopped = runTask(agent, 'Now add a subtract function.', stop.signal);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  stop.abort();
+  tell({ type: 'interrupt' });
+  await stopped;
+  const spent: UsageTotals = totals ?? { input: 0, cacheWrite: 0, cacheRead: 0, output: 0, costUsd: null };
+  return {
+    file,
+    costUsd: spent.costUsd,
+    tokens: spent.input + spent.cacheWrite + spent.cacheRead + spent.output,
+  };
 }

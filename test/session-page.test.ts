@@ -8,22 +8,35 @@ import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { after, before, describe, test } from 'node:test';
-import { SESSION_VERSION } from '../app/session-file.ts';
-import { call, say, ScriptedModel } from '../scripted-model.ts';
+import { gunzipSync } from 'node:zlib';
+import { after, before, describe, test, type TestContext } from 'node:test';
+import { loadSession, SESSION_VERSION, type SessionHeader } from '../app/session-file.ts';
+import { costOf } from '../agent.ts';
+import { call, say, ScriptedModel, usageOf } from '../scripted-model.ts';
 import { cli, defaultOut, exportSession } from '../app/session-page/export.ts';
-import { escapeHtml, html } from '../app/session-page/html.ts';
+import { dollars, escapeHtml, html } from '../app/session-page/html.ts';
 import { renderMarkdown } from '../app/session-page/markdown.ts';
 import { exportP4 } from '../app/session-page/p4-example.ts';
 import { PAGE_MAX_BYTES } from '../app/session-page/page.ts';
 import { linkProblem } from '../app/session-page/read.ts';
+import { keyLines } from '../app/session-page/transcript.ts';
 import { longSession } from './bench/session-page.ts';
-import { HOSTILE, hostileSession, recordSession, richSession, tempDir } from './session-page-fixtures.ts';
+import {
+  HOSTILE,
+  hostileSession,
+  recordSession,
+  richSession,
+  showcaseSession,
+  tempDir,
+} from './session-page-fixtures.ts';
 
 async function exported(file: string): Promise<{ page: string; warnings: string[]; out: string }> {
   const { out, warnings } = await exportSession(file);
   return { page: readFileSync(out, 'utf8'), warnings, out };
 }
+
+/** Markup with its white space as the browser lays it out: runs of it one space, none before a tag's closing `>`. */
+const flat = (markup: string) => markup.replace(/\s+/g, ' ').replace(/ >/g, '>');
 
 /** A bar of the chart: the link to its request, and its numbers. */
 const BAR_LINK = /<a\s+class="bar[^"]*"\s+href="#(r-\d+)"[^>]*?data-tip="([^"]*)"/g;
@@ -38,6 +51,25 @@ const entriesOf = (file: string, type: string) =>
 // 1. Escaping: session text is shown, never run
 
 describe('escaping', () => {
+  test('a session run with --no-sandbox says so at the top of its page, and one run without it does not', async (t) => {
+    const dir = await tempDir(t);
+    const write = (name: string, noSandbox: boolean) => {
+      const file = path.join(dir, name);
+      const header = { type: 'session', version: 2, model: 'scripted', root: dir, startedAt: '2026-12-01T00:00:00Z' };
+      const task = { role: 'user', content: [{ type: 'text', text: 'check' }] };
+      const lines = [
+        { ...header, options: { noSandbox } },
+        { type: 'task', text: 'check' },
+        { type: 'message', message: task },
+      ];
+      writeFileSync(file, lines.map((line) => JSON.stringify(line)).join('\n') + '\n');
+      return file;
+    };
+    const outside = /run outside the OS sandbox \(--no-sandbox\)/;
+    assert.match(flat((await exported(write('outside.jsonl', true))).page), outside);
+    assert.doesNotMatch(flat((await exported(write('inside.jsonl', false))).page), outside);
+  });
+
   test('session text cannot become markup: the five HTML characters are escaped, in text and in attributes', () => {
     assert.equal(
       escapeHtml(`<a href="x" title='y'>&</a>`),
@@ -143,7 +175,7 @@ describe('the transcript', () => {
       assert.equal(count(page, new RegExp(`id="${target}"`, 'g')), 1, `the bar's target ${target} exists once`);
       assert.match(
         tip!,
-        /input [\d,]+: uncached [\d,]+, cache write [\d,]+, cache read [\d,]+\noutput [\d,]+\ncost \$/,
+        /input [\d,]+: uncached [\d,]+, cache write [\d,]+, cache read [\d,]+\noutput [\d,]+\ntook \d+ ms\ncost \$/,
       );
     }
     assert.match(bars.at(-1)![2]!, /\$[\d.]+ so far/, 'a priced model shows the running cost');
@@ -204,7 +236,208 @@ describe('the P4 story’s page', () => {
 });
 
 // =============================================================================================
-// 4. Bad input and scale
+// 4. Around the transcript: times, approvals, the check's output, diffs, totals, sub-agents
+
+describe('the showcase session’s page (a priced model, a sub-agent, a failed check, approvals, Ctrl-C)', () => {
+  let session: Awaited<ReturnType<typeof showcaseSession>>;
+  let [raw, page] = ['', ''];
+  const cleanups: (() => Promise<void>)[] = [];
+  before(async () => {
+    const context = { after: (cleanup: () => Promise<void>) => cleanups.push(cleanup) } as unknown as TestContext;
+    session = await showcaseSession(context, { contextWindow: 200_000 });
+    raw = (await exported(session.file)).page;
+    page = flat(raw);
+  });
+  after(() => Promise.all(cleanups.map((cleanup) => cleanup())));
+
+  test('the session file says when each entry was written, how long each model and tool call took, and which call an approval was about; it still resumes', async () => {
+    type Line = { type: string; at?: string; ms?: number; callMs?: Record<string, number>; callId?: string };
+    const lines = sessionLines(session.file).map((line) => JSON.parse(line) as Line);
+    assert.ok(
+      lines.slice(1).every((entry) => Date.parse(entry.at ?? '') > 0),
+      'every entry after the header has a time',
+    );
+    assert.ok(lines.filter((e) => e.type === 'usage' || e.type === 'reply').every((e) => typeof e.ms === 'number'));
+    const ran = lines.flatMap((e) => Object.keys(e.callMs ?? {}));
+    assert.ok(ran.includes('toolu_s2_0') && ran.includes('toolu_s5_0'), `the read and the approved edit ran: ${ran}`);
+    assert.ok(!ran.includes('toolu_s4_0'), 'the denied edit did not run');
+    assert.deepEqual(
+      lines.filter((e) => e.type === 'approval').map((e) => e.callId),
+      ['toolu_s4_0', 'toolu_s5_0'],
+    );
+    const child = JSON.parse(sessionLines(session.file.replace(/\.jsonl$/, '.task-1.jsonl'))[0]!) as SessionHeader;
+    assert.deepEqual([child.model, child.price], ['claude-haiku-4-5', undefined], 'the sub-agent’s own model');
+    const loaded = await loadSession(session.file);
+    assert.deepEqual(loaded.warnings, []);
+  });
+
+  test('a failed check shows the lines that say why (the assertion), not its first line (node:assert:90, a stack frame)', () => {
+    const gate = /<div class="gate-verdict">([\s\S]*?)<details/.exec(raw)![1]!;
+    const shown = /<pre class="check-output">([\s\S]*?)<\/pre>/.exec(gate)![1]!;
+    assert.match(shown, /^AssertionError \[ERR_ASSERTION\]: Expected values to be strictly equal:\n-1 !== 5\n/);
+    assert.doesNotMatch(shown, /node:|^\s+at /m);
+    assert.match(page, /the check’s whole output: \d+ lines/);
+  });
+
+  test('an edit is a diff with the file’s line numbers, not its old_str and new_str', () => {
+    assert.doesNotMatch(page, /<th>old_str<\/th>|<th>new_str<\/th>/);
+    const approved = /approved by you[\s\S]*?<pre class="diff">([\s\S]*?)<\/pre>/.exec(raw)![1]!;
+    const rows = [
+      ...approved.matchAll(
+        /<span class="(del|add|same)"><span class="ln">(\d*)<\/span><span class="ln">(\d*)<\/span>([^<]*)<\/span>/g,
+      ),
+    ];
+    assert.deepEqual(
+      rows.map(([, kind, before, after, text]) => [kind, before, after, text]),
+      [
+        ['del', '2', '', '-exports.add = (a, b) =&gt; a - b;'],
+        ['add', '', '2', '+exports.add = function add(a, b) {'],
+        ['add', '', '3', '+  return a + b;'],
+        ['add', '', '4', '+};'],
+      ],
+    );
+  });
+
+  test('what the session spent includes its sub-agents: the page’s total is the harness’s own', () => {
+    assert.ok(session.costUsd !== null && session.costUsd > 0);
+    assert.match(page, new RegExp(`<span class="total-cost">\\${dollars(session.costUsd)}</span>`));
+    assert.match(page, /of which 1 sub-agent: 2 requests, \$0\.\d{4}; the agent\s+itself: \d+ requests/);
+    assert.match(page, new RegExp(`cost so far, sub-agents included: \\${dollars(session.costUsd)}`));
+  });
+
+  test('a sub-agent ends in its own words: it reported back, with its report; it has no gate and no exit code', () => {
+    const sub = /<details class="subagent"[\s\S]*?<\/summary>/.exec(page)![0];
+    assert.match(sub, /reported back to the agent/);
+    assert.match(
+      sub,
+      /<blockquote class="report">add\.js defines add; test\.js checks that add\(2, 3\) is 5\.<\/blockquote>/,
+    );
+    const nested = page.slice(page.indexOf('<details class="subagent"'), page.indexOf('id="m-2"'));
+    assert.match(nested, /halt: reported back to the agent/);
+    assert.doesNotMatch(page, /unverified|exit code 0<\/span>\s*<\/summary>/);
+  });
+
+  test('approvals, what the person typed, and their Ctrl-C are shown where they happened', () => {
+    assert.match(
+      page,
+      /edit_file<\/span>\s*<span class="approval no">denied by you: “keep it a named function”<\/span>/,
+    );
+    assert.match(page, /edit_file<\/span>\s*<span class="approval yes">approved by you<\/span>/);
+    assert.match(page, /<span class="label">typed<\/span> during the run[\s\S]*?<q>and keep the comment above it<\/q>/);
+    assert.match(page, /<span class="label">Ctrl-C<\/span> the run was stopped/);
+    assert.match(page, /halt: interrupted · exit code 130/);
+  });
+
+  test('durations: each task, each request, each call that ran', () => {
+    const tasks = /<ol class="tasks">([\s\S]*?)<\/ol>/.exec(page)![1]!;
+    assert.equal(count(tasks, /· took \d+(\.\d)? (ms|s)/g), 2);
+    assert.equal(
+      count(page, /<div class="req" id="r-\d+"><a [^>]*>request \d+<\/a> \(turn \d+\), \d+(\.\d)? (ms|s):/g),
+      6,
+    );
+    assert.ok(count(page, /<span class="took">· ran \d+(\.\d)? (ms|s)<\/span>/g) >= 3);
+    assert.match(page, /\d+:\d\d<\/span>/, 'and when, since the start');
+  });
+
+  test('with a 200,000-token window and small requests the scale fits the requests, and the window is named above it', () => {
+    const chart = /<svg\s+class="requests"[\s\S]*?<\/svg>/.exec(page)![0];
+    assert.doesNotMatch(chart, /<line class="window"/);
+    assert.match(
+      chart,
+      /above this scale: context window 200,000 and compaction at 75%: 150,000 \(the largest request used 1% of\s+the window\)/,
+    );
+    const ticks = [...chart.matchAll(/<text class="tick" [^>]*>([\d,]+)<\/text>/g)].map((m) =>
+      Number(m[1]!.replace(/,/g, '')),
+    );
+    assert.ok(Math.max(...ticks) <= 4_000, `the scale ends at ${Math.max(...ticks)}, near the largest request`);
+  });
+
+  test('an older session without times exports as before: no durations, no warnings', async (t) => {
+    const dir = await tempDir(t);
+    for (const name of ['showcase.jsonl', 'showcase.task-1.jsonl']) {
+      const lines = sessionLines(path.join(path.dirname(session.file), name)).map((line) => {
+        const { at: _, ms: __, callMs: ___, callId: ____, ...rest } = JSON.parse(line) as Record<string, unknown>;
+        return JSON.stringify(rest);
+      });
+      writeFileSync(path.join(dir, name), `${lines.join('\n')}\n`);
+    }
+    const old = await exported(path.join(dir, 'showcase.jsonl'));
+    assert.deepEqual(old.warnings, []);
+    assert.doesNotMatch(old.page, / took | ran \d|class="at"/);
+    assert.match(flat(old.page), /<div class="person"><span class="approval yes">approved by you<\/span>/);
+  });
+});
+
+describe('prices', () => {
+  test('a recorded price with its own cache rate prices the page as the harness priced the run', async (t) => {
+    const price = { input: 4, output: 20, cacheRead: 0.05 };
+    const usage = { input_tokens: 10, cache_read_input_tokens: 1_000_000, output_tokens: 100 };
+    const file = path.join(await tempDir(t), 'priced.jsonl');
+    const header = {
+      type: 'session',
+      version: 2,
+      model: 'some-model',
+      root: '/p',
+      startedAt: '2026-12-01T10:00:00Z',
+      price,
+    };
+    const entries = [
+      header,
+      { type: 'message', message: { role: 'user', content: 'hi' } },
+      { type: 'usage', turn: 1, usage },
+    ];
+    writeFileSync(file, entries.map((entry) => `${JSON.stringify(entry)}\n`).join(''));
+    const { page } = await exported(file);
+    const cost = costOf(price, usageOf(usage))!;
+    assert.equal(dollars(cost), '$0.2020');
+    assert.match(flat(page), /<span class="total-cost">\$0\.2020<\/span>/);
+  });
+});
+
+describe('the lines of a failed check that say why', () => {
+  test('an uncaught error: its message, not where it was thrown or the stack', () => {
+    const output = [
+      'node:internal/modules/run_main:123',
+      '    triggerUncaughtException(',
+      '    ^',
+      '',
+      "Error: Cannot find module './add.js'",
+      'Require stack:',
+      '- /tmp/p/test.js',
+      '    at Module._resolveFilename (node:internal/modules/cjs/loader:1225:15)',
+      '    at Module._load (node:internal/modules/cjs/loader:1051:27) {',
+      "  code: 'MODULE_NOT_FOUND',",
+      '}',
+      '',
+      'Node.js v20.20.0',
+    ].join('\n');
+    assert.deepEqual(keyLines(output), ["Error: Cannot find module './add.js'", 'Require stack:', '- /tmp/p/test.js']);
+  });
+
+  test('a test runner’s report: from the first failure on', () => {
+    const output = [
+      '▶ add',
+      '  ✔ adds zero (0.4ms)',
+      '  ✖ adds two numbers (1.1ms)',
+      '    AssertionError: 1 !== 5',
+      '',
+      'ℹ tests 2',
+      'ℹ fail 1',
+    ].join('\n');
+    assert.deepEqual(keyLines(output).slice(0, 2), ['  ✖ adds two numbers (1.1ms)', '    AssertionError: 1 !== 5']);
+  });
+
+  test('output that names no failure: its last lines', () => {
+    const output = Array.from({ length: 20 }, (_, i) => `line ${i + 1}`).join('\n');
+    assert.deepEqual(
+      keyLines(output),
+      Array.from({ length: 8 }, (_, i) => `line ${i + 13}`),
+    );
+  });
+});
+
+// =============================================================================================
+// 5. Bad input and scale
 
 describe('bad input', () => {
   test('a torn last line and an unknown entry type are skipped and reported, and everything else is still shown', async (t) => {
@@ -305,15 +538,45 @@ describe('bad input', () => {
 });
 
 describe('scale', () => {
-  test('a 1,000-message session with long results stays under 5 MB: long texts are cut in the page, never in the file', async (t) => {
+  test('a long session’s transcript comes in parts of 100 messages, plain then packed, each listing what it holds so a link can find it', async (t) => {
     const file = path.join(await tempDir(t), 'big.jsonl');
-    writeFileSync(file, longSession(1_000, 12_000));
+    writeFileSync(file, longSession(300, 600));
+    const { out } = await exportSession(file, undefined, { maxBytes: 1_000_000 });
+    const page = readFileSync(out, 'utf8');
+    const parts = [...page.matchAll(/<section class="part( packed)?"([^>]*)>/g)];
+    assert.match(
+      parts.map(([, packed]) => (packed ? 'packed' : 'plain')).join(' '),
+      /^(plain )+packed( packed)*$/,
+      'the first parts plain (up to an eighth of the page’s limit), the rest packed',
+    );
+    const ranges = parts.map(([, , attributes]) => /data-m="(\d+) (\d+)"/.exec(attributes!)!.slice(1).map(Number));
+    assert.deepEqual(
+      ranges.map(([first]) => first),
+      [0, 101, 201],
+      'each part starts at a reply, so a call and its result stay together',
+    );
+    ranges.forEach(([, last], i) => assert.equal(last! + 1, ranges[i + 1]?.[0] ?? 300, 'the parts follow each other'));
+    assert.match(parts.at(-1)![2]!, /data-r="101 149"/, 'and say which requests they hold');
+    const ids = [...unpacked(page).matchAll(/id="m-(\d+)"/g)].map((match) => Number(match[1]));
+    assert.deepEqual(ids, [...Array(300).keys()], 'every message, once, in order');
+  });
+
+  test('a long session’s page stays under its size limit: long texts are cut in the page, and say so, never in the file', async (t) => {
+    const file = path.join(await tempDir(t), 'big.jsonl');
+    writeFileSync(file, longSession(300, 3_000));
     const before = createHash('sha256').update(readFileSync(file)).digest('hex');
-    const { page, warnings } = await exported(file);
-    assert.equal(count(page, /id="m-\d+"/g), 1_000);
-    assert.ok(Buffer.byteLength(page) <= PAGE_MAX_BYTES, `${Buffer.byteLength(page)} bytes`);
-    assert.match(warnings.join('\n'), /to stay under 5 MB, the page shows at most [\d,]+ characters of any text/);
-    assert.match(page, /characters left out of this page; the session file has them all/);
+    const { out, warnings } = await exportSession(file, undefined, { maxBytes: 200_000 });
+    const page = readFileSync(out, 'utf8');
+    assert.ok(Buffer.byteLength(page) <= 200_000, `${Buffer.byteLength(page)} bytes`);
+    assert.deepEqual(warnings, [
+      'to stay under 0.2 MB, 3 parts of the transcript show at most 1,000 characters of any text',
+    ]);
+    const whole = unpacked(page);
+    assert.equal(
+      count(whole, /In this part, each text shows at most 1,000 characters, so that the page stays\s+under\s+0\.2 MB/g),
+      3,
+    );
+    assert.match(whole, /characters left out of this page; the session file has them all/);
     assert.equal(
       createHash('sha256').update(readFileSync(file)).digest('hex'),
       before,
@@ -321,3 +584,11 @@ describe('scale', () => {
     );
   });
 });
+
+/** The page as the browser shows it once every packed part is unpacked: each part's gzipped markup in its place. */
+function unpacked(page: string): string {
+  return page.replace(
+    /<script type="application\/octet-stream" class="packed">([^<]*)<\/script>/g,
+    (_, packed: string) => gunzipSync(Buffer.from(packed, 'base64')).toString('utf8'),
+  );
+}

@@ -165,10 +165,11 @@ describe('the session file', () => {
       after.subarray(0, before.length).equals(before),
       'append-only: the bytes already in the file are unchanged',
     );
-    assert.deepEqual(
-      after.subarray(before.length).toString('utf8'),
-      `${JSON.stringify({ type: 'message', message: loaded.repair })}\n`,
-    );
+    const appended = after.subarray(before.length).toString('utf8');
+    assert.equal(appended.indexOf('\n'), appended.length - 1, 'one line');
+    const { at, ...entry } = JSON.parse(appended) as { at: string };
+    assert.deepEqual(entry, { type: 'message', message: loaded.repair });
+    assert.ok(Date.parse(at) > 0, 'with the time it was written');
     assert.equal(agent.toolContext.seen.size, 0, 'the dead call was answered, not run');
 
     await runTask(agent, 'keep going');

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fakeMessage, startFakeApi } from './fake-api.ts';
-import { tempProject } from './helpers.ts';
+import { alive, slowCheck, tempProject, theProgramAbove, withoutTime } from './helpers.ts';
 import { hasScript, startInTerminal, type Terminal } from './pty.ts';
 
 const skip = hasScript ? false : 'needs script(1) from util-linux';
@@ -349,11 +349,14 @@ test(
     assert.equal(help.code, 0);
     assert.ok(help.lines.length > 20);
     assert.match(missingKey.lines.join('\n'), /^harness: ANTHROPIC_API_KEY is not set/);
-    // An error nobody planned for is said the same way, in one line, not as a stack trace.
-    assert.equal(unwritable.code, 1);
-    assert.equal(unwritable.lines.length, 1, unwritable.lines.join('\n'));
-    assert.match(unwritable.lines[0]!, /^harness: E[A-Z]+: .*'\/dev\/null/);
-    for (const line of [...help.lines, ...missingKey.lines]) assert.ok(line.length <= 100, `${line.length}: ${line}`);
+    // A session path that cannot hold a session is said the same way, as a usage error, not as a stack trace.
+    assert.equal(unwritable.code, 2);
+    assert.match(
+      unwritable.lines.join('\n').replace(/\n {2}/g, ' '),
+      /^harness: --session: \/dev\/null\/s\.jsonl cannot hold a session: not a directory \(ENOTDIR\) \(see --help\)$/,
+    );
+    for (const line of [...help.lines, ...missingKey.lines, ...unwritable.lines])
+      assert.ok(line.length <= 100, `${line.length}: ${line}`);
   },
 );
 
@@ -376,3 +379,36 @@ test('a block pasted while the agent works is one steering message, not one per 
   assert.equal(term.output().match(/queued/g)?.length, 1, 'one message');
   term.kill();
 });
+
+test(
+  'the terminal closing during the verify command (SIGHUP): the run stops, no process of the check outlives it, the halt is written, the program ends',
+  { skip },
+  async (t) => {
+    const root = await tempProject(t, {
+      'script.json': JSON.stringify([{ content: [{ type: 'text', text: 'Done.' }] }]),
+    });
+    const file = path.join(root, 'session.jsonl');
+    const check = slowCheck();
+    const args = ['--script', 'script.json', '--session', file, '--verify', check.command];
+    const term = started(t, startInTerminal(args, { cwd: root }));
+    await term.waitFor(/you> /);
+    term.type('fix it\r');
+    await term.waitFor(/checking "done"/);
+    while (check.running().length === 0) await sleep(10);
+    const program = theProgramAbove(check.running()[0]!);
+    term.kill(); // script(1) goes, and with it the terminal: the kernel hangs up on the program
+    for (const start = Date.now(); (alive(program) || check.running().length > 0) && Date.now() - start < 5_000;)
+      await sleep(20);
+    assert.deepEqual(check.running(), [], 'the verify command outlived the terminal');
+    assert.equal(alive(program), false, 'the program outlived its terminal');
+    const last = (await readFile(file, 'utf8'))
+      .trim()
+      .split('\n')
+      .slice(-2)
+      .map((line) => withoutTime(JSON.parse(line) as { at?: string; afterEvents?: number }));
+    assert.deepEqual(last, [
+      { type: 'interrupt', signal: 'SIGHUP', afterEvents: last[0]?.afterEvents },
+      { type: 'halt', halt: { kind: 'interrupted' } },
+    ]);
+  },
+);

@@ -4,14 +4,14 @@
 // Without --model, each task's scripted trajectory plays the model: offline, the same every time.
 // To add a task, add a folder to evals/tasks (see evals/README.md); this file needs no change.
 
-import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { existsSync, rmSync } from 'node:fs';
 import { cp, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
+import { parseArgs, promisify } from 'node:util';
 import { minimatch } from 'minimatch';
 import { z } from 'zod';
 import { type AgentEvent, type UsageTotals } from '../../agent.ts';
@@ -189,6 +189,8 @@ function isAlive(pid: number): boolean {
 /** One task's outcome: one line of `--json`, one row of the table. */
 export interface EvalResult {
   task: string;
+  /** Which of the `--repeat` runs of the task: 1, 2, … */
+  run: number;
   /** The model id, or "scripted" for the trajectories. */
   model: string;
   /** accepted, budget:turns (or :tokens, :cost, :time), interrupted, error, or malformed. */
@@ -211,6 +213,10 @@ export interface RunOptions {
   /** Undefined: the scripted trajectories play the model. */
   model: string | undefined;
   env: NodeJS.ProcessEnv;
+  /** Which run of the task this is (default 1): each run has a folder of its own. */
+  run?: number;
+  /** Ctrl-C: the agent is stopped (SIGINT, then SIGKILL if it lingers) and the task is left unfinished. */
+  signal?: AbortSignal;
 }
 
 /** The arguments of the agent CLI for one task, exactly as a user would pass them. */
@@ -238,8 +244,16 @@ export function agentArgs(task: ReadyTask, root: string, session: string, model:
   ];
 }
 
-/** Runs `node --import tsx app/main.ts ARGS` and collects its JSON events and the last line it wrote to stderr. */
-function runAgentCli(args: string[], env: NodeJS.ProcessEnv): Promise<{ events: AgentEvent[]; stderr: string }> {
+/** How long a stopped agent gets to write its halt and exit before it is killed. */
+const STOP_GRACE_MS = 5_000;
+
+/** Runs `node --import tsx app/main.ts ARGS` and collects its JSON events and the last line it wrote to stderr. When
+ *  `signal` aborts, the agent is sent SIGINT (its own Ctrl-C), and SIGKILL if it has not exited a while later. */
+function runAgentCli(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  signal: AbortSignal | undefined,
+): Promise<{ events: AgentEvent[]; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', PROGRAM, ...args], {
       cwd: REPO_ROOT, // where `--import tsx` resolves
@@ -248,13 +262,27 @@ function runAgentCli(args: string[], env: NodeJS.ProcessEnv): Promise<{ events: 
     });
     let stdout = '';
     let stderr = '';
+    let killer: NodeJS.Timeout | undefined;
+    const stop = () => {
+      child.kill('SIGINT');
+      killer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
+    };
+    if (signal?.aborted)
+      stop(); // stopped while the task was being set up
+    else signal?.addEventListener('abort', stop, { once: true });
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
     const done = () => {
-      const events = stdout
-        .split('\n')
-        .filter((line) => line.startsWith('{'))
-        .map((line) => JSON.parse(line) as AgentEvent);
+      clearTimeout(killer);
+      signal?.removeEventListener('abort', stop);
+      const events = stdout.split('\n').flatMap((line) => {
+        if (!line.startsWith('{')) return [];
+        try {
+          return [JSON.parse(line) as AgentEvent];
+        } catch {
+          return []; // the last line of an agent killed while writing it
+        }
+      });
       resolve({ events, stderr: stderr.trim().split('\n').at(-1) ?? '' });
     };
     child.on('error', (error) => {
@@ -267,9 +295,10 @@ function runAgentCli(args: string[], env: NodeJS.ProcessEnv): Promise<{ events: 
 
 const noUsage: UsageTotals = { input: 0, cacheWrite: 0, cacheRead: 0, output: 0, costUsd: null };
 
-/** Runs one task from start to verdict, in its own folder under `runFolder`. */
-export async function evaluate(task: Task, runFolder: string, options: RunOptions): Promise<EvalResult> {
-  const blank = { task: task.name, model: options.model ?? 'scripted', resolved: false, turns: 0, wallMs: 0 };
+/** Runs one task from start to verdict, in its own folder under `runFolder`; null when Ctrl-C stopped it first. */
+export async function evaluate(task: Task, runFolder: string, options: RunOptions): Promise<EvalResult | null> {
+  const run = options.run ?? 1;
+  const blank = { task: task.name, run, model: options.model ?? 'scripted', resolved: false, turns: 0, wallMs: 0 };
   const usage = (totals: UsageTotals) => ({
     inputTokens: totals.input + totals.cacheWrite + totals.cacheRead,
     cachedTokens: totals.cacheRead,
@@ -283,14 +312,16 @@ export async function evaluate(task: Task, runFolder: string, options: RunOption
     ...usage(noUsage),
   });
   if (task.problem !== null) return malformed(task.problem);
-  const folder = path.join(runFolder, task.name);
+  const folder = path.join(runFolder, run === 1 ? task.name : `${task.name}.run-${run}`);
+  if (options.signal?.aborted) return null;
   const problem = await wellFormedProblem(task, path.join(folder, 'before'));
   if (problem !== null) return malformed(problem);
   const copy = path.join(folder, 'project');
   await cp(path.join(task.dir, 'project'), copy, { recursive: true });
   const started = performance.now();
   const args = agentArgs(task, copy, path.join(folder, 'session.jsonl'), options.model);
-  const { events, stderr } = await runAgentCli(args, options.env);
+  const { events, stderr } = await runAgentCli(args, options.env, options.signal);
+  if (options.signal?.aborted) return null; // stopped: no verdict, and no test run after a Ctrl-C
   const wallMs = Math.round(performance.now() - started);
   const halt = events.findLast((event) => event.type === 'halt');
   const reply = events.findLast((event) => event.type === 'reply');
@@ -399,6 +430,7 @@ export function totalsRow(results: readonly EvalResult[]): string {
 /** The fields of a result line that a comparison reads; other fields are ignored. */
 const resultLine = z.object({
   task: z.string(),
+  run: z.number().optional(), // missing in runs from before --repeat
   model: z.string(),
   resolved: z.boolean(),
   turns: z.number(),
@@ -408,7 +440,8 @@ const resultLine = z.object({
 });
 type ResultLine = z.infer<typeof resultLine>;
 
-/** Reads a `--json` run: one result per line. A line that is not one is a usage error naming the line. */
+/** Reads a `--json` run: one result per line, then the summary. A line that is neither is a usage error naming the
+ *  line. Of a run with `--repeat`, the first run of each task is compared. */
 async function readResults(file: string): Promise<ResultLine[]> {
   const text = await readFile(file, 'utf8').catch((error: unknown) => {
     throw new UsageError(`--compare: cannot read ${file}: ${errorText(error)}`);
@@ -416,7 +449,7 @@ async function readResults(file: string): Promise<ResultLine[]> {
   return text
     .split('\n')
     .map((line, i) => ({ line, number: i + 1 }))
-    .filter(({ line }) => line.trim() !== '')
+    .filter(({ line }) => line.trim() !== '' && !line.startsWith('{"type":"summary"'))
     .map(({ line, number }) => {
       let parsed: unknown;
       try {
@@ -431,7 +464,8 @@ async function readResults(file: string): Promise<ResultLine[]> {
             "(npm's own banner? use -s)",
         );
       return result.data;
-    });
+    })
+    .filter((result) => (result.run ?? 1) === 1);
 }
 
 const COMPARE_WIDTHS = [24, 10, 8, 9, 10, 10, 11];
@@ -505,19 +539,23 @@ const HELP = `Usage: npm run eval -- [options] [task...]
 
 Runs each task in evals/tasks headless through the agent CLI, in a temporary copy of its project,
 then checks it here: the task's test must pass again and its protected files must be unchanged.
+A line on stderr as each task finishes; the table at the end. Ctrl-C stops the run: the tasks
+finished so far are shown, the temporary copies removed, and the exit code is 130.
 
 Options:
   --model ID        run the real model (needs ANTHROPIC_API_KEY or ANTHROPIC_BASE_URL);
                     without it, each task's trajectory.json plays the model, offline
   --jobs N          tasks run at once (default: 1)
+  --repeat N        run each task N times, for the spread of the resolved rate (default: 1)
   --shard I/N       only the tasks whose index in name order, modulo N, is I-1
-  --json            one JSON object per task per line instead of the table
+  --json            one JSON object per task per line instead of the table, then a summary line
+                    (commit, date, model, resolved rate, tokens, cost, wall time)
   --tasks DIR       the folder of tasks (default: evals/tasks)
   --keep            keep the temporary copies and sessions, and say where
   --compare A B     per-task changes between two --json runs A and B (files)
   -h, --help        show this help
 
-Exit codes: 0 every task resolved, 1 some task not (or malformed), 2 usage error.`;
+Exit codes: 0 every task resolved, 1 some task not (or malformed), 2 usage error, 130 Ctrl-C.`;
 
 /** A mistake on the command line: one line on stderr and exit code 2. */
 class UsageError extends Error {}
@@ -528,6 +566,7 @@ interface EvalOptions {
   model: string | undefined;
   json: boolean;
   jobs: number;
+  repeat: number;
   shard: { index: number; count: number } | null;
   keep: boolean;
   compare: [string, string] | null;
@@ -543,6 +582,7 @@ function parseEvalArgs(argv: string[], env: NodeJS.ProcessEnv): EvalOptions {
       options: {
         model: { type: 'string' },
         jobs: { type: 'string' },
+        repeat: { type: 'string' },
         shard: { type: 'string' },
         json: { type: 'boolean' },
         tasks: { type: 'string' },
@@ -559,20 +599,25 @@ function parseEvalArgs(argv: string[], env: NodeJS.ProcessEnv): EvalOptions {
     throw new UsageError(`--compare needs two files, A and B; got ${positionals.length}`);
   if (values.model !== undefined && !env.ANTHROPIC_API_KEY && !env.ANTHROPIC_BASE_URL)
     throw new UsageError('--model needs ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL) in the environment');
-  const jobs = values.jobs === undefined ? 1 : Number(values.jobs);
-  if (!Number.isInteger(jobs) || jobs < 1)
-    throw new UsageError(`--jobs needs a positive whole number, got "${values.jobs}"`);
   return {
     tasksDir: path.resolve(values.tasks ?? TASKS_DIR),
     names: values.compare ? [] : positionals,
     model: values.model,
     json: values.json ?? false,
-    jobs,
+    jobs: positiveWhole('--jobs', values.jobs),
+    repeat: positiveWhole('--repeat', values.repeat),
     shard: values.shard === undefined ? null : parseShard(values.shard),
     keep: values.keep ?? false,
     compare: values.compare ? [positionals[0]!, positionals[1]!] : null,
     help: values.help ?? false,
   };
+}
+
+/** A count given on the command line: 1 when not given. */
+function positiveWhole(flag: string, text: string | undefined): number {
+  const n = text === undefined ? 1 : Number(text);
+  if (!Number.isInteger(n) || n < 1) throw new UsageError(`${flag} needs a positive whole number, got "${text}"`);
+  return n;
 }
 
 function parseShard(text: string): { index: number; count: number } {
@@ -593,22 +638,42 @@ async function selectTasks(options: EvalOptions): Promise<Task[]> {
   return options.shard === null ? named : shardOf(named, options.shard.index, options.shard.count);
 }
 
-/** Runs `work` on every item, at most `limit` at a time; results in the items' order. */
-async function pool<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array(items.length);
+/** Runs `work` on every item, at most `limit` at a time, starting none once `signal` aborts; results in the items'
+ *  order, undefined for those never started. */
+async function pool<T, R>(
+  items: readonly T[],
+  limit: number,
+  signal: AbortSignal,
+  work: (item: T) => Promise<R>,
+): Promise<(R | undefined)[]> {
+  const results: (R | undefined)[] = new Array(items.length).fill(undefined);
   let next = 0;
   const worker = async () => {
-    for (let i = next++; i < items.length; i = next++) results[i] = await work(items[i]!);
+    for (let i = next++; i < items.length && !signal.aborted; i = next++) results[i] = await work(items[i]!);
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
   return results;
 }
+
+/** How the runner is driven from outside: Ctrl-C, and how often it says what is still running. */
+export interface EvalControl {
+  /** Aborts on Ctrl-C (the program's SIGINT). */
+  signal?: AbortSignal;
+  /** With no task finished for this long, a line names the tasks still running. */
+  heartbeatMs?: number;
+}
+
+/** Long enough not to chatter, short enough that a real model's minute-long task is never silent. */
+const HEARTBEAT_MS = 15_000;
+/** The exit code of a run stopped by Ctrl-C, as a shell reports a process ended by SIGINT. */
+const INTERRUPTED = 130;
 
 export async function main(
   argv: string[],
   env: NodeJS.ProcessEnv,
   out: NodeJS.WritableStream = process.stdout,
   err: NodeJS.WritableStream = process.stderr,
+  control: EvalControl = {},
 ): Promise<number> {
   try {
     const options = parseEvalArgs(argv, env);
@@ -621,7 +686,7 @@ export async function main(
       out.write(`A: ${options.compare[0]}\nB: ${options.compare[1]}\n${compareRuns(a!, b!).join('\n')}\n`);
       return 0;
     }
-    return await runEval(options, env, out);
+    return await runEval(options, env, { out, err, signal: control.signal ?? new AbortController().signal }, control);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     err.write(`eval: ${error.message} (see --help)\n`);
@@ -629,37 +694,77 @@ export async function main(
   }
 }
 
-async function runEval(options: EvalOptions, env: NodeJS.ProcessEnv, out: NodeJS.WritableStream): Promise<number> {
+/** One task's run: which task, and which of the --repeat runs. */
+interface Work {
+  task: Task;
+  run: number;
+  /** How the progress lines name it. */
+  label: string;
+}
+
+async function runEval(
+  options: EvalOptions,
+  env: NodeJS.ProcessEnv,
+  io: { out: NodeJS.WritableStream; err: NodeJS.WritableStream; signal: AbortSignal },
+  control: EvalControl,
+): Promise<number> {
   const tasks = await selectTasks(options);
   // Prevents a real model's code from running uncontained: its checks run in the OS sandbox, or the eval won't start.
   const noSandbox = options.model === undefined ? null : await sandboxProblem();
   if (noSandbox !== null) throw new UsageError(`--model runs the tasks' checks in the OS sandbox, and ${noSandbox}`);
   await removeStaleRunFolders();
   const runFolder = await createRunFolder();
+  // A second Ctrl-C exits at once, without the cleanup below: the folder goes as the process exits.
+  const removeNow = () => rmSync(runFolder, { recursive: true, force: true });
+  if (!options.keep) process.once('exit', removeNow);
   const say = (text: string) => {
-    if (!options.json) out.write(`${text}\n`);
+    if (!options.json) io.out.write(`${text}\n`);
   };
+  const tell = (text: string) => io.err.write(`${text}\n`);
   const who =
     options.model === undefined
       ? 'scripted (no --model: each task replays its trajectory.json)'
       : `model ${options.model}`;
-  say(`eval: ${tasks.length} task(s), ${who}, ${options.jobs} at a time`);
-  say(tableHeader());
+  const times = options.repeat === 1 ? '' : `, ${options.repeat} runs each`;
+  say(`eval: ${tasks.length} task(s)${times}, ${who}, ${options.jobs} at a time`);
+  const work: Work[] = Array.from({ length: options.repeat }, (_, r) =>
+    tasks.map((task) => ({
+      task,
+      run: r + 1,
+      label: options.repeat === 1 ? task.name : `${task.name} (run ${r + 1})`,
+    })),
+  ).flat();
   const started = performance.now();
+  const progress = progressLines(work.length, tell, control.heartbeatMs ?? HEARTBEAT_MS);
   try {
-    const results = await pool(tasks, options.jobs, async (task) => {
-      const result = await evaluate(task, runFolder, { model: options.model, env });
-      if (options.json) out.write(`${JSON.stringify(result)}\n`);
-      say(tableRow(result));
+    const results = await pool(work, options.jobs, io.signal, async (item) => {
+      progress.start(item.label);
+      const result = await evaluate(item.task, runFolder, {
+        model: options.model,
+        env,
+        run: item.run,
+        signal: io.signal,
+      });
+      progress.end(item.label, result);
+      if (result && options.json) io.out.write(`${JSON.stringify(result)}\n`);
       return result;
     });
-    say(totalsRow(results));
-    for (const result of results) if (result.why !== null) say(`${result.task}: ${result.why}`);
-    say(`ran in ${((performance.now() - started) / 1000).toFixed(1)} s`);
-    const failed = results.filter((result) => result.why !== null).length;
-    say(`eval: ${results.length - failed} passed, ${failed} failed`);
+    const finished = results.filter((result): result is EvalResult => result !== undefined && result !== null);
+    const wallMs = Math.round(performance.now() - started);
+    if (options.json)
+      io.out.write(`${JSON.stringify(await summaryOf(finished, options, wallMs, io.signal.aborted))}\n`);
+    else for (const line of reportLines(finished, options.repeat, wallMs)) say(line);
+    if (io.signal.aborted) {
+      const which = unfinishedText(work, results);
+      tell(`eval: interrupted (Ctrl-C): ${finished.length} of ${work.length} finished; ${which}`);
+      return INTERRUPTED;
+    }
+    const failed = finished.filter((result) => result.why !== null).length;
+    say(`eval: ${finished.length - failed} passed, ${failed} failed`);
     return failed === 0 ? 0 : 1;
   } finally {
+    progress.stop();
+    process.off('exit', removeNow);
     if (options.keep) {
       await rm(path.join(runFolder, OWNER_FILE));
       say(`kept: ${runFolder} (each task's project copy and session.jsonl)`);
@@ -669,8 +774,154 @@ async function runEval(options: EvalOptions, env: NodeJS.ProcessEnv, out: NodeJS
   }
 }
 
+/** The tasks a Ctrl-C left unfinished: those it stopped (null), then how many it kept from starting (undefined). */
+function unfinishedText(work: Work[], results: (EvalResult | null | undefined)[]): string {
+  const stopped = work.filter((_, i) => results[i] === null).map((item) => item.label);
+  const notStarted = results.filter((result) => result === undefined).length;
+  return [stopped.length > 0 && `stopped: ${stopped.join(', ')}`, notStarted > 0 && `${notStarted} not started`]
+    .filter(Boolean)
+    .join('; ');
+}
+
+/** The progress on stderr: `[3/12] falsy-zero resolved 4.1 s` as each task finishes, and, when none has finished for
+ *  a while, which are still running and for how long. */
+function progressLines(total: number, tell: (text: string) => void, heartbeatMs: number) {
+  const running = new Map<string, number>();
+  let done = 0;
+  let lastLine = performance.now();
+  const line = (text: string) => {
+    tell(text);
+    lastLine = performance.now();
+  };
+  const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+  const heartbeat = setInterval(
+    () => {
+      if (running.size === 0 || performance.now() - lastLine < heartbeatMs) return;
+      const now = performance.now();
+      const names = [...running].map(([label, since]) => `${label} (${seconds(now - since)})`);
+      line(`[${done}/${total}] still running: ${names.join(', ')}`);
+    },
+    Math.min(heartbeatMs, 1_000),
+  );
+  heartbeat.unref();
+  return {
+    start: (label: string) => running.set(label, performance.now()),
+    end(label: string, result: EvalResult | null) {
+      running.delete(label);
+      if (result === null) return;
+      const verdict = result.resolved ? 'resolved' : result.halt === 'malformed' ? 'malformed' : 'not resolved';
+      line(`[${++done}/${total}] ${label} ${verdict} ${seconds(result.wallMs)}`);
+    },
+    stop: () => clearInterval(heartbeat),
+  };
+}
+
+/** The table of a run (one per run with --repeat), the reasons, the resolved rate's spread, the wall time. */
+export function reportLines(results: readonly EvalResult[], repeat: number, wallMs: number): string[] {
+  const lines: string[] = [];
+  for (let run = 1; run <= repeat; run++) {
+    const ofRun = results.filter((result) => result.run === run);
+    if (ofRun.length === 0) continue;
+    if (repeat > 1) lines.push('', `run ${run} of ${repeat}`);
+    lines.push(tableHeader(), ...ofRun.map(tableRow), totalsRow(ofRun));
+  }
+  for (const result of results)
+    if (result.why !== null) lines.push(`${result.task}${repeat > 1 ? ` (run ${result.run})` : ''}: ${result.why}`);
+  if (repeat > 1) {
+    const { mean, min, max } = resolvedRates(results, repeat);
+    lines.push(`resolved rate over ${repeat} runs: mean ${percent(mean)}, min ${percent(min)}, max ${percent(max)}`);
+  }
+  lines.push(`ran in ${(wallMs / 1000).toFixed(1)} s`);
+  return lines;
+}
+
+const percent = (share: number) => `${(100 * share).toFixed(1)}%`;
+
+/** Each run's share of tasks resolved (of the tasks it finished), and their mean, lowest and highest. */
+export function resolvedRates(
+  results: readonly EvalResult[],
+  repeat: number,
+): { mean: number; min: number; max: number } {
+  const rates = Array.from({ length: repeat }, (_, r) => results.filter((result) => result.run === r + 1))
+    .filter((run) => run.length > 0)
+    .map((run) => run.filter((result) => result.resolved).length / run.length);
+  if (rates.length === 0) return { mean: 0, min: 0, max: 0 };
+  return {
+    mean: rates.reduce((sum, rate) => sum + rate, 0) / rates.length,
+    min: Math.min(...rates),
+    max: Math.max(...rates),
+  };
+}
+
+/** The last line of `--json`: what was measured, on what, and when, so a file of runs says where it came from. */
+export interface EvalSummary {
+  type: 'summary';
+  /** `git rev-parse HEAD` in this repository; null when git cannot say. */
+  commit: string | null;
+  date: string;
+  model: string;
+  tasks: number;
+  runs: number;
+  /** Results in all; fewer than tasks × runs when Ctrl-C stopped the run. */
+  finished: number;
+  interrupted: boolean;
+  resolved: number;
+  resolvedRate: { mean: number; min: number; max: number };
+  inputTokens: number;
+  cachedTokens: number;
+  outputTokens: number;
+  costUsd: number | null;
+  wallMs: number;
+}
+
+async function summaryOf(
+  results: readonly EvalResult[],
+  options: EvalOptions,
+  wallMs: number,
+  interrupted: boolean,
+): Promise<EvalSummary> {
+  const sum = (pick: (result: EvalResult) => number) => results.reduce((total, result) => total + pick(result), 0);
+  const costs = results.map((result) => result.costUsd);
+  return {
+    type: 'summary',
+    commit: await commitOf(REPO_ROOT),
+    date: new Date().toISOString(),
+    model: options.model ?? 'scripted',
+    tasks: results.length === 0 ? 0 : new Set(results.map((result) => result.task)).size,
+    runs: options.repeat,
+    finished: results.length,
+    interrupted,
+    resolved: results.filter((result) => result.resolved).length,
+    resolvedRate: resolvedRates(results, options.repeat),
+    inputTokens: sum((result) => result.inputTokens),
+    cachedTokens: sum((result) => result.cachedTokens),
+    outputTokens: sum((result) => result.outputTokens),
+    costUsd: costs.includes(null) ? null : sum((result) => result.costUsd ?? 0),
+    wallMs,
+  };
+}
+
+/** The commit checked out in `dir`, or null when git is missing or it is not a repository. */
+async function commitOf(dir: string): Promise<string | null> {
+  try {
+    const { stdout } = await promisify(execFile)('git', ['rev-parse', 'HEAD'], { cwd: dir });
+    return stdout.trim() || null;
+  } catch {
+    return null;
+  }
+}
+
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  void main(process.argv.slice(2), process.env).then((code) => {
-    process.exitCode = code;
+  // Ctrl-C stops the run (the agents get it too, from the terminal): the finished tasks are shown and the copies
+  // removed. A second Ctrl-C exits at once.
+  const stop = new AbortController();
+  process.on('SIGINT', () => {
+    if (stop.signal.aborted) process.exit(INTERRUPTED);
+    stop.abort();
   });
+  void main(process.argv.slice(2), process.env, process.stdout, process.stderr, { signal: stop.signal }).then(
+    (code) => {
+      process.exitCode = code;
+    },
+  );
 }

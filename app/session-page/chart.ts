@@ -1,17 +1,18 @@
-// session-page/chart.ts — one bar per model request, drawn as plain SVG: the input split into uncached,
-// cache write and cache read, the output on top; the context window and the compaction threshold as lines;
-// the cumulative cost as a line when the model's price is known. Each bar is a link to its request in the
-// transcript, and carries its numbers for the tooltip (`data-tip`, shown by the page's script) and for
-// screen readers (`<title>`, which also makes the browser's own tooltip).
+// session-page/chart.ts — the model requests as plain SVG: one bar per request (input split into uncached, cache
+// write and cache read, the output on top), on a scale fitted to the requests, so that small requests in a large
+// window do not lie flat; the context window and the compaction threshold as lines where they fall on that scale, and
+// named at the top where they do not; and under the bars, on an axis of its own, the cost so far, sub-agents included,
+// when the price is known. Past a few hundred requests each bar stands for a run of them (the tallest shown), so the
+// chart stays the same size for any session. Each bar links to its request in the transcript, and carries its numbers
+// for the tooltip (`data-tip`, shown by the page's script) and for screen readers (`<title>`).
 
-import { costOf } from '../../agent.ts';
+import { costOf, type Price } from '../../agent.ts';
 import { priceOf } from '../prices.ts';
 import { usageOf } from '../../scripted-model.ts';
-import { count, dollars, type Fragment, html, type Html } from './html.ts';
-import type { Request, Tokens } from './read.ts';
+import { count, dollars, duration, type Fragment, html, type Html } from './html.ts';
+import type { Header, Request, SessionOutline, Tokens } from './read.ts';
 
 export interface ChartOptions {
-  model: string;
   contextWindow: number;
   /** The share of the window at which the harness compacts (`compactAt`, 0.75 by default). */
   compactAt: number;
@@ -19,16 +20,24 @@ export interface ChartOptions {
   idPrefix: string;
 }
 
-const PLOT_HEIGHT = 220;
-const TOP = 24;
+const WIDTH = 1040;
 const LEFT = 72;
-/** Room for the running cost's label at the end of its line. */
-const RIGHT = 110;
-const BOTTOM = 28;
-/** Bars get narrower as requests get more, down to a width that still takes a pointer; then the chart scrolls. */
-const SLOT = { max: 32, min: 6, room: 960 };
-/** So that a chart of two requests still has room for the labels of its lines. */
-const MIN_PLOT_WIDTH = 480;
+const RIGHT = 16;
+const PLOT_WIDTH = WIDTH - LEFT - RIGHT;
+const TOP = 30;
+const PLOT_HEIGHT = 210;
+/** The request numbers under the bars. */
+const X_LABELS = 24;
+/** The cost panel under them: its own axis, so it never crosses a line of the token scale. */
+const COST_TOP = 26;
+const COST_HEIGHT = 64;
+const BOTTOM = 8;
+/** Past this many requests, a bar stands for a run of them: a bar keeps at least 3 pixels. */
+const MAX_BARS = 300;
+/** A bar is never wider than this, however few the requests. */
+const MAX_BAR_WIDTH = 44;
+/** When the window is at most this many times the largest request, the scale goes up to it, lines and all. */
+const SHOW_WINDOW_WITHIN = 1.6;
 
 const SEGMENTS: { key: keyof Tokens; label: string }[] = [
   { key: 'uncached', label: 'input, uncached' },
@@ -42,143 +51,305 @@ const round = (n: number) => Math.round(n * 10) / 10;
 const inputOf = (t: Tokens) => t.uncached + t.cacheWrite + t.cacheRead;
 const totalOf = (t: Tokens) => inputOf(t) + t.output;
 
-/** A request's price in dollars, by the harness's own price table; null when the model has no price there. */
-export function requestCost(model: string, tokens: Tokens): number | null {
+/** What the session's model costs: the price it recorded (--price), else the price table's for its name. */
+export const priceFor = (header: Header | null): Price | undefined =>
+  header?.price ?? (header ? priceOf({ name: header.model }) : undefined);
+
+/** A request's price in dollars; null when the model has no price. */
+export function requestCost(price: Price | undefined, tokens: Tokens): number | null {
   const usage = usageOf({
     input_tokens: tokens.uncached,
     cache_creation_input_tokens: tokens.cacheWrite,
     cache_read_input_tokens: tokens.cacheRead,
     output_tokens: tokens.output,
   });
-  return costOf(priceOf({ name: model }), usage);
+  return costOf(price, usage);
 }
 
-/** Each request's cost and the running total, or nulls for all when any one is unknown. */
-function costs(model: string, requests: Request[]): { each: number; sum: number }[] | null {
-  let sum = 0;
-  const out: { each: number; sum: number }[] = [];
-  for (const request of requests) {
-    const each = requestCost(model, request.tokens);
-    if (each === null) return null;
-    out.push({ each, sum: (sum += each) });
+// =============================================================================================
+// Totals: a session's own requests, and every sub-agent's with them
+
+export interface Totals {
+  requests: number;
+  tokens: Tokens;
+  /** Null when any request's model has no price. */
+  costUsd: number | null;
+  /** The time spent waiting for the model, where the session recorded it. */
+  modelMs: number;
+}
+
+const noTotals = (): Totals => ({
+  requests: 0,
+  tokens: { uncached: 0, cacheWrite: 0, cacheRead: 0, output: 0 },
+  costUsd: 0,
+  modelMs: 0,
+});
+
+function add(into: Totals, more: Totals): void {
+  into.requests += more.requests;
+  for (const { key } of SEGMENTS) into.tokens[key] += more.tokens[key];
+  into.costUsd = into.costUsd === null || more.costUsd === null ? null : into.costUsd + more.costUsd;
+  into.modelMs += more.modelMs;
+}
+
+/** What a session's own requests spent. */
+export function ownTotals(outline: SessionOutline): Totals {
+  const price = priceFor(outline.header);
+  const totals = noTotals();
+  for (const request of outline.requests)
+    add(totals, {
+      requests: 1,
+      tokens: request.tokens,
+      costUsd: requestCost(price, request.tokens),
+      modelMs: request.ms ?? 0,
+    });
+  return totals;
+}
+
+/** What its sub-agents spent, theirs included; a sub-agent whose file is missing counts as an unknown cost. */
+export function subAgentTotals(outline: SessionOutline): Totals {
+  const totals = noTotals();
+  for (const sub of outline.subAgents)
+    if (sub.session) add(totals, allTotals(sub.session));
+    else totals.costUsd = null;
+  return totals;
+}
+
+/** Everything a session spent: its own requests and every sub-agent's, as the terminal's totals count them. */
+export function allTotals(outline: SessionOutline): Totals {
+  const totals = ownTotals(outline);
+  add(totals, subAgentTotals(outline));
+  return totals;
+}
+
+// =============================================================================================
+// The chart
+
+/** One bar: a request, or past MAX_BARS a run of them, drawn as its tallest. */
+interface Bar {
+  first: Request;
+  last: Request;
+  tallest: Request;
+  compaction: number | null;
+  /** The run's own cost, and the cost so far at its end with the sub-agents started before then. */
+  cost: number | null;
+  costSoFar: number | null;
+  ms: number | null;
+}
+
+/** Groups the requests into at most MAX_BARS bars, each with its cost and the cost so far. */
+function barsOf(outline: SessionOutline): Bar[] {
+  const { requests } = outline;
+  const size = Math.ceil(requests.length / MAX_BARS);
+  const price = priceFor(outline.header);
+  const subAgents = outline.subAgents.map((sub) => ({
+    after: sub.afterRequest,
+    cost: sub.session ? allTotals(sub.session).costUsd : null,
+  }));
+  const bars: Bar[] = [];
+  let soFar: number | null = 0;
+  for (let from = 0; from < requests.length; from += size) {
+    const run = requests.slice(from, from + size);
+    let cost: number | null = 0;
+    let ms: number | null = 0;
+    for (const request of run) {
+      const each = requestCost(price, request.tokens);
+      cost = cost === null || each === null ? null : cost + each;
+      ms = ms === null || request.ms === null ? null : ms + request.ms;
+    }
+    // A sub-agent spends after the request that started it: the bar holding that request counts it.
+    const subCost = subAgents
+      .filter((sub) => sub.after > from && sub.after <= from + size)
+      .reduce<number | null>((sum, sub) => (sum === null || sub.cost === null ? null : sum + sub.cost), 0);
+    soFar = soFar === null || cost === null || subCost === null ? null : soFar + subCost + cost;
+    bars.push({
+      first: run[0]!,
+      last: run.at(-1)!,
+      tallest: run.reduce((a, b) => (totalOf(b.tokens) > totalOf(a.tokens) ? b : a)),
+      compaction: run.find((request) => request.compaction !== null)?.compaction ?? null,
+      cost,
+      costSoFar: soFar,
+      ms,
+    });
   }
-  return out;
+  return bars;
 }
 
-export function renderChart(requests: Request[], options: ChartOptions): Html {
-  if (requests.length === 0) return html`<p class="muted">No model requests were recorded.</p>`;
-  const priced = costs(options.model, requests);
-  const slot = Math.max(SLOT.min, Math.min(SLOT.max, Math.floor(SLOT.room / requests.length)));
-  const yMax = requests.reduce((max, r) => Math.max(max, totalOf(r.tokens)), options.contextWindow) * 1.08;
-  const y = (tokens: number) => round(TOP + PLOT_HEIGHT * (1 - tokens / yMax));
-  const width = LEFT + Math.max(requests.length * slot, MIN_PLOT_WIDTH) + RIGHT;
-  const height = TOP + PLOT_HEIGHT + BOTTOM;
-  const bars = requests.map((request, i) =>
-    renderBar(request, LEFT + i * slot, slot, y, tipOf(request, priced?.[i] ?? null, options.model), options),
-  );
+/** 1, 2, 2.5 or 5 times a power of ten, at least `n`: an axis's end and its steps. */
+export function niceCeil(n: number): number {
+  if (n <= 0) return 1;
+  const power = 10 ** Math.floor(Math.log10(n));
+  return [1, 2, 2.5, 5, 10].map((m) => m * power).find((nice) => nice >= n * (1 - 1e-9))!;
+}
+
+/** The token scale: up to the tallest request (and the window, when it is not far above), in 3 to 6 round steps. */
+function scaleOf(bars: Bar[], options: ChartOptions): { max: number; step: number } {
+  const tallest = Math.max(1, ...bars.map((bar) => totalOf(bar.tallest.tokens)));
+  const top =
+    1.05 * (options.contextWindow <= tallest * SHOW_WINDOW_WITHIN ? Math.max(tallest, options.contextWindow) : tallest);
+  const scales = [3, 4, 5, 6].map((ticks) => {
+    const step = niceCeil(top / ticks);
+    return { max: step * Math.ceil(top / step), step };
+  });
+  return scales.reduce((best, scale) => (scale.max < best.max ? scale : best));
+}
+
+export function renderChart(outline: SessionOutline, options: ChartOptions): Html {
+  if (outline.requests.length === 0) return html`<p class="muted">No model requests were recorded.</p>`;
+  const bars = barsOf(outline);
+  const scale = scaleOf(bars, options);
+  const y = (tokens: number) => round(TOP + PLOT_HEIGHT * (1 - Math.min(tokens, scale.max) / scale.max));
+  const slot = PLOT_WIDTH / bars.length;
+  const priced = bars.every((bar) => bar.costSoFar !== null);
+  const height = TOP + PLOT_HEIGHT + X_LABELS + (priced ? COST_TOP + COST_HEIGHT : 0) + BOTTOM;
+  const model = outline.header?.model ?? '(unknown model)';
+  const drawn = bars.map((bar, i) => renderBar(bar, LEFT + i * slot, slot, y, tipOf(bar, model), options));
+  const many = bars.length < outline.requests.length;
   return html`<figure class="chart" id="${options.idPrefix}chart">
-    <div class="chart-scroll">
-      <svg
-        class="requests"
-        width="${width}"
-        height="${height}"
-        viewBox="0 0 ${width} ${height}"
-        role="group"
-        aria-label="${requests.length} model requests"
-      >
-        ${axis(yMax, y, options.contextWindow, width)} ${limitLines(options, y, width)} ${bars}
-        ${priced && costLine(priced, slot)} ${xLabels(requests.length, slot, height)}
-      </svg>
-    </div>
-    <figcaption>${legend(priced !== null)} ${totals(requests, priced, options.model)}</figcaption>
+    <svg
+      class="requests"
+      viewBox="0 0 ${WIDTH} ${height}"
+      role="group"
+      aria-label="${outline.requests.length} model requests${many ? `, ${bars.length} bars` : ''}"
+    >
+      ${axis(scale, y)} ${limitLines(bars, scale.max, options, y)} ${drawn} ${xLabels(bars, slot)}
+      ${priced && costPanel(bars, slot)}
+    </svg>
+    <figcaption>
+      ${legend()}
+      ${
+        many &&
+        html`<span class="muted">
+          Each bar stands for ${Math.ceil(outline.requests.length / MAX_BARS)} requests in a row, drawn as the largest.
+        </span>`
+      }
+      ${!priced && html`<span class="muted">Cost unknown: no price for ${model}.</span>`}
+    </figcaption>
   </figure>`;
 }
 
 function renderBar(
-  request: Request,
+  bar: Bar,
   x: number,
   slot: number,
   y: (tokens: number) => number,
   tip: string,
   options: ChartOptions,
 ): Html {
-  const barWidth = Math.max(slot - 2, 3);
+  const barWidth = round(Math.min(MAX_BAR_WIDTH, Math.max(slot * 0.8, slot - 2, 2)));
+  const left = round(x + (slot - barWidth) / 2);
   let base = 0;
   const segments = SEGMENTS.map(({ key }) => {
     const from = base;
-    base += request.tokens[key];
+    base += bar.tallest.tokens[key];
     return (
       base > from &&
-      html`<rect class="${key}" x="${x}" y="${y(base)}" width="${barWidth}" height="${round(y(from) - y(base))}" />`
+      html`<rect class="${key}" x="${left}" y="${y(base)}" width="${barWidth}" height="${round(y(from) - y(base))}" />`
     );
   });
-  const marked = request.compaction !== null;
+  const marked = bar.compaction !== null;
   return html`<a
     class="bar${marked ? ' compaction' : ''}"
-    href="#${options.idPrefix}r-${request.number}"
-    tabindex="0"
+    href="#${options.idPrefix}r-${bar.first.number}"
     data-tip="${tip}"
-    ><title>${tip}</title> <rect class="hit" x="${x}" y="${TOP}" width="${slot}" height="${PLOT_HEIGHT}" />${segments}
-    ${marked && html`<text class="cut-mark" x="${x + barWidth / 2}" y="${y(base) - 4}">✂</text>`}</a
+    ><title>${tip}</title
+    ><rect class="hit" x="${round(x)}" y="${TOP}" width="${round(slot)}" height="${PLOT_HEIGHT}" />${segments}
+    ${marked && html`<text class="cut-mark" x="${round(left + barWidth / 2)}" y="${y(base) - 4}">✂</text>`}</a
   >`;
 }
 
-/** The numbers of one request, one fact a line: the tooltip and the title share them. */
-function tipOf(request: Request, cost: { each: number; sum: number } | null, model: string): string {
-  const t = request.tokens;
+/** The numbers of one bar, one fact a line: the tooltip and the title share them. */
+function tipOf(bar: Bar, model: string): string {
+  const single = bar.first === bar.last;
+  const t = bar.tallest.tokens;
+  const name = (r: Request) =>
+    `request ${r.number}${r.turn === null ? '' : ` (turn ${r.turn})`}` +
+    (r.compaction === null ? '' : `: the summary of compaction ${r.compaction}`);
   return [
-    `request ${request.number}${request.turn === null ? '' : ` (turn ${request.turn})`}` +
-      (request.compaction === null ? '' : `: the summary of compaction ${request.compaction}`),
+    single ? name(bar.first) : `requests ${bar.first.number}–${bar.last.number}; the largest, ${name(bar.tallest)}:`,
     `input ${count(inputOf(t))}: uncached ${count(t.uncached)}, cache write ${count(t.cacheWrite)}, ` +
       `cache read ${count(t.cacheRead)}`,
     `output ${count(t.output)}`,
-    cost ? `cost ${dollars(cost.each)}, ${dollars(cost.sum)} so far` : `cost unknown: no price for ${model}`,
+    ...(bar.ms === null ? [] : [`${single ? 'took' : 'together took'} ${duration(bar.ms)}`]),
+    bar.cost === null || bar.costSoFar === null
+      ? `cost unknown: no price for ${model}`
+      : `cost ${dollars(bar.cost)}, ${dollars(bar.costSoFar)} so far`,
   ].join('\n');
 }
 
-function axis(yMax: number, y: (tokens: number) => number, window: number, width: number): Html {
-  const step = window / 4;
+function axis(scale: { max: number; step: number }, y: (tokens: number) => number): Html {
   const ticks: Fragment[] = [];
-  for (let tokens = 0; tokens <= yMax; tokens += step)
+  for (let tokens = 0; tokens <= scale.max; tokens += scale.step)
     ticks.push(
-      html`<line class="grid" x1="${LEFT}" x2="${width - RIGHT}" y1="${y(tokens)}" y2="${y(tokens)}" />`,
+      html`<line class="grid" x1="${LEFT}" x2="${LEFT + PLOT_WIDTH}" y1="${y(tokens)}" y2="${y(tokens)}" />`,
       html`<text class="tick" x="${LEFT - 6}" y="${y(tokens) + 4}">${count(tokens)}</text>`,
     );
-  return html`<g class="axis">${ticks}<text class="axis-name" x="4" y="${TOP - 10}">tokens</text></g>`;
+  return html`<g class="axis">${ticks}<text class="axis-name" x="4" y="${TOP - 14}">tokens</text></g>`;
 }
 
-function limitLines(options: ChartOptions, y: (tokens: number) => number, width: number): Html {
+/** The window and the compaction threshold: a line where each falls on the scale (the window named at the left, the
+ *  threshold at the right, so that close lines keep their names apart); above the scale, named at the top. */
+function limitLines(bars: Bar[], max: number, options: ChartOptions, y: (tokens: number) => number): Html {
   const threshold = options.contextWindow * options.compactAt;
-  const line = (tokens: number, cls: string, label: string) =>
-    html`<line class="${cls}" x1="${LEFT}" x2="${width - RIGHT}" y1="${y(tokens)}" y2="${y(tokens)}" />
-      <text class="${cls}-label" x="${LEFT + 4}" y="${y(tokens) - 4}">${label}</text>`;
-  return html`${line(options.contextWindow, 'window', `context window ${count(options.contextWindow)}`)}
-  ${line(threshold, 'threshold', `compaction threshold ${Math.round(options.compactAt * 100)}%`)}`;
-}
-
-/** The running cost, scaled to the plot's height, with its final value at the right edge. */
-/** The running cost on a scale of its own (its total at the top), labelled where it ends. */
-function costLine(priced: { sum: number }[], slot: number): Html {
-  const total = priced.at(-1)!.sum;
-  if (total === 0) return html``;
-  const points = priced.map(
-    ({ sum }, i) => `${LEFT + i * slot + slot / 2},${round(TOP + PLOT_HEIGHT * (1 - sum / total))}`,
-  );
-  const end = LEFT + priced.length * slot;
-  return html`<polyline class="cost" points="${points.join(' ')}" />
-    <text class="cost-label" x="${end + 4}" y="${TOP + 4}">${dollars(total)} in all</text>`;
+  const limits = [
+    { tokens: options.contextWindow, cls: 'window', label: `context window ${count(options.contextWindow)}` },
+    {
+      tokens: threshold,
+      cls: 'threshold',
+      label: `compaction at ${Math.round(options.compactAt * 100)}%: ${count(threshold)}`,
+    },
+  ];
+  const drawn = limits.filter(({ tokens }) => tokens <= max);
+  const above = limits.filter((limit) => !drawn.includes(limit));
+  const tallest = Math.max(...bars.map((bar) => totalOf(bar.tallest.tokens)));
+  const share = Math.round((100 * tallest) / options.contextWindow);
+  const note =
+    above.length > 0 &&
+    html`<text class="offscale" x="${LEFT + PLOT_WIDTH}" y="${TOP - 14}">
+      ↑ above this scale: ${above.map((limit) => limit.label).join(' and ')} (the largest request used ${share}% of the
+      window)
+    </text>`;
+  return html`${drawn.map(
+    ({ tokens, cls, label }) =>
+      html`<line class="${cls}" x1="${LEFT}" x2="${LEFT + PLOT_WIDTH}" y1="${y(tokens)}" y2="${y(tokens)}" />
+        <text class="${cls}-label" x="${cls === 'window' ? LEFT + 4 : LEFT + PLOT_WIDTH - 4}" y="${y(tokens) - 4}">
+          ${label}
+        </text>`,
+  )}
+  ${note}`;
 }
 
 /** Request numbers under the bars, thinned out so they never overlap. */
-function xLabels(n: number, slot: number, height: number): Html {
-  const every = Math.ceil(40 / slot);
+function xLabels(bars: Bar[], slot: number): Html {
+  const every = Math.ceil(44 / slot);
   const labels: Fragment[] = [];
-  for (let i = 0; i < n; i += every)
-    labels.push(html`<text class="tick-x" x="${LEFT + i * slot + slot / 2}" y="${height - 10}">${i + 1}</text>`);
+  for (let i = 0; i < bars.length; i += every)
+    labels.push(
+      html`<text class="tick-x" x="${round(LEFT + i * slot + slot / 2)}" y="${TOP + PLOT_HEIGHT + 16}">
+        ${bars[i]!.first.number}
+      </text>`,
+    );
   return html`<g class="axis">${labels}</g>`;
 }
 
-function legend(priced: boolean): Html {
+/** The cost so far under the bars, on a dollar axis of its own, ending with the total. */
+function costPanel(bars: Bar[], slot: number): Html {
+  const total = bars.at(-1)!.costSoFar ?? 0;
+  const top = TOP + PLOT_HEIGHT + X_LABELS + COST_TOP;
+  const max = niceCeil(total || 1e-4);
+  const y = (usd: number) => round(top + COST_HEIGHT * (1 - usd / max));
+  const points = bars.map((bar, i) => `${round(LEFT + (i + 1) * slot)},${y(bar.costSoFar ?? 0)}`);
+  return html`<g class="cost-panel">
+    <text class="axis-name" x="4" y="${top - 10}">cost so far, sub-agents included: ${dollars(total)}</text>
+    <line class="grid" x1="${LEFT}" x2="${LEFT + PLOT_WIDTH}" y1="${y(max)}" y2="${y(max)}" />
+    <line class="grid" x1="${LEFT}" x2="${LEFT + PLOT_WIDTH}" y1="${y(0)}" y2="${y(0)}" />
+    <text class="tick" x="${LEFT - 6}" y="${y(max) + 4}">${dollars(max)}</text>
+    <text class="tick" x="${LEFT - 6}" y="${y(0) + 4}">$0</text>
+    <polyline class="cost" points="${LEFT},${y(0)} ${points.join(' ')}" />
+  </g>`;
+}
+
+function legend(): Html {
   const items = SEGMENTS.map(
     ({ key, label }) =>
       html`<span class="key"
@@ -186,19 +357,6 @@ function legend(priced: boolean): Html {
       >`,
   );
   return html`<span class="legend"
-    >${items}<span class="key"><span class="cut-key">✂</span> compaction</span
-    >${priced && html`<span class="key"><span class="cost-key">┈</span> cost so far (its own scale)</span>`}</span
-  >`;
-}
-
-function totals(requests: Request[], priced: { sum: number }[] | null, model: string): Html {
-  const sum = (key: keyof Tokens) => requests.reduce((total, r) => total + r.tokens[key], 0);
-  const input = sum('uncached') + sum('cacheWrite') + sum('cacheRead');
-  const cached = input === 0 ? 0 : Math.round((100 * sum('cacheRead')) / input);
-  const cost = priced ? dollars(priced.at(-1)!.sum) : `unknown (no price for ${model})`;
-  const output = count(sum('output'));
-  return html`<span class="totals"
-    >${requests.length} requests · input ${count(input)} (${cached}% read from cache) · output ${output} · cost
-    ${cost}</span
+    >${items}<span class="key"><span class="cut-key">✂</span> compaction</span></span
   >`;
 }

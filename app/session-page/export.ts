@@ -1,15 +1,15 @@
 // session-page/export.ts — turns a session file into one self-contained web page: everything inline, nothing
-// fetched, opens from disk, prints. `npx tsx session-page/export.ts S.jsonl [--out F.html]`
+// fetched, opens from disk, prints. `npx harness --export S.jsonl [--out F.html]`
 //
-// The page is rendered here, in Node, with an escaper (see html.ts); the page's own script only opens folds
-// and shows tooltips. The reading order: read.ts (the session file), transcript.ts and chart.ts (the two
-// views), page.ts (the page around them), html.ts and markdown.ts (how text becomes markup, safely).
+// The page is rendered here, in Node, with an escaper (see html.ts); the page's own script only shows tooltips, opens
+// folds and unpacks the parts of a long transcript. The reading order: read.ts (the session file, streamed),
+// transcript.ts and chart.ts (the two views), page.ts (the page around them, written part by part), html.ts and
+// markdown.ts (how text becomes markup, safely).
 
-import { writeFile } from 'node:fs/promises';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { type PageOptions, renderPage } from './page.ts';
-import { readSession } from './read.ts';
+import { type PageOptions, writePage } from './page.ts';
+import { outlineSession } from './read.ts';
 
 /** Writes the page of `sessionFile` to `outFile` (default: beside it, `.html` for `.jsonl`). Throws, with a
  *  one-line message, only when there is no session to show; anything else becomes a warning on the page. */
@@ -18,13 +18,12 @@ export async function exportSession(
   outFile?: string,
   options: PageOptions = {},
 ): Promise<{ out: string; warnings: string[] }> {
-  const session = await readSession(sessionFile).catch((error: NodeJS.ErrnoException) => {
+  const outline = await outlineSession(sessionFile).catch((error: NodeJS.ErrnoException) => {
     throw new Error(`cannot read ${sessionFile}: ${error.code === 'ENOENT' ? 'no such file' : error.message}`);
   });
-  requireSomething(session.header, session.entries.length, sessionFile);
+  requireSomething(outline.header, outline.messages + outline.requests.length + outline.subAgents.length, sessionFile);
   const out = outFile ?? defaultOut(sessionFile);
-  const { page, warnings } = renderPage(session, options);
-  await writeFile(out, page);
+  const { warnings } = await writePage(outline, out, options);
   return { out, warnings };
 }
 

@@ -43,6 +43,23 @@ export const count = (n: number) => Math.round(n).toLocaleString('en-US');
 /** Dollars with enough digits for a single request: 0.00123 → "$0.0012". */
 export const dollars = (usd: number) => `$${usd < 1 ? usd.toFixed(4) : usd.toFixed(2)}`;
 
+/** A duration as a person reads it: 320 ms, 4.2 s, 3 min 12 s, 1 h 5 min. */
+export function duration(ms: number): string {
+  if (ms < 1_000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1_000).toFixed(1)} s`;
+  const minutes = Math.floor(ms / 60_000);
+  if (minutes < 60) return `${minutes} min ${Math.floor((ms % 60_000) / 1_000)} s`;
+  return `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+}
+
+/** A moment as time since the session started: 0:42, 12:05, 1:02:03. */
+export function clock(ms: number): string {
+  const seconds = Math.max(0, Math.floor(ms / 1_000));
+  const [h, m, s] = [Math.floor(seconds / 3_600), Math.floor((seconds % 3_600) / 60), seconds % 60];
+  const two = (n: number) => String(n).padStart(2, '0');
+  return h > 0 ? `${h}:${two(m)}:${two(s)}` : `${m}:${two(s)}`;
+}
+
 /** Prevents one huge text from making the page unusable (or over its size cap): the head and the tail
  *  are kept, with a marker saying how much the page left out. The session file keeps everything. */
 export function clip(text: string, cap: number): string {

@@ -1,5 +1,6 @@
 // npm run page:p4 [-- DIR]: plays lesson P4's story (a sub-agent, 45 reads, a compaction) offline with a session
-// file, exports its page, and prints the page's path. DIR defaults to a new temporary folder.
+// file, exports its page, and prints the page's path. DIR defaults to a new temporary folder. The scripted model has
+// no price; the session is recorded as if run with `--price 3,15`, so that the page shows what it would have cost.
 
 import { existsSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
@@ -12,6 +13,8 @@ import { playStory, STORIES } from '../../lessons/stories.ts';
 import { exportSession } from './export.ts';
 
 const P4_STORY = STORIES.find((story) => story.lesson === 'p4')!;
+/** Dollars per million input and output tokens: what the example is priced at, as `--price 3,15` would record. */
+const EXAMPLE_PRICE = { input: 3, output: 15 };
 
 /** Records the P4 story into `dir/p4.jsonl` (its sub-agent beside it) and exports `dir/p4.html`. */
 export async function exportP4(dir: string): Promise<{ session: string; out: string; warnings: string[] }> {
@@ -26,6 +29,7 @@ export async function exportP4(dir: string): Promise<{ session: string; out: str
           type: 'session',
           version: SESSION_VERSION,
           model: 'scripted',
+          price: EXAMPLE_PRICE,
           root,
           startedAt: new Date().toISOString(),
         },

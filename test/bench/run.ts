@@ -27,7 +27,7 @@ import {
 } from './loop.ts';
 import { sandboxOverhead } from './sandbox.ts';
 import { SESSION_FILE_BYTES, withSessionFile } from './session-file.ts';
-import { exportTime } from './session-page.ts';
+import { exportTime, pageAtScale, pageRows } from './session-page.ts';
 import { stuckTripRatio } from './stuck.ts';
 import { TEXT_FILE_LINES, withTextFile } from './text-file.ts';
 
@@ -188,6 +188,50 @@ const ROWS: Row[] = [
     measure: exportTime,
   },
   {
+    name: 'session page, 10,000 messages: the page',
+    unit: 'MB',
+    target: { op: '<=', limit: 5 },
+    how: 'pageAtScale() in test/bench/session-page.ts: writeLongSession, then export-page.ts in a child',
+    measure: () => pageTenThousand().then((rows) => rows.size),
+  },
+  {
+    name: 'session page, 10,000 messages: opened in Chromium, median of 5',
+    unit: 'ms',
+    target: { op: '<', limit: 1000 },
+    how: 'the same page, opened 5 times in headless Chromium (playwright-core)',
+    measure: () => pageTenThousand().then((rows) => rows.load),
+  },
+  {
+    name: 'session page, 10,000 messages: export',
+    unit: 's',
+    how: 'the same child process',
+    measure: () => pageTenThousand().then((rows) => rows.time),
+  },
+  {
+    name: 'session page, a 200 MB session: export',
+    unit: 's',
+    how: 'pageAtScale() on 70,000 messages of 5,000-character results',
+    measure: () => pageTwoHundred().then((rows) => rows.time),
+  },
+  {
+    name: 'session page, a 200 MB session: export peak RSS',
+    unit: 'MB',
+    how: 'the same child process',
+    measure: () => pageTwoHundred().then((rows) => rows.rss),
+  },
+  {
+    name: 'session page, a 200 MB session: the page',
+    unit: 'MB',
+    how: 'the same export',
+    measure: () => pageTwoHundred().then((rows) => rows.size),
+  },
+  {
+    name: 'session page, a 200 MB session: opened in Chromium, median of 3',
+    unit: 'ms',
+    how: 'the same page, opened 3 times',
+    measure: () => pageTwoHundred().then((rows) => rows.load),
+  },
+  {
     name: `resume a ${SESSION_FILE_BYTES / 1e9} GB session file: loadSession + resume`,
     unit: 's',
     how: `node --import tsx bench/load-session.ts FILE ${TURN_WINDOW}`,
@@ -297,6 +341,13 @@ function readLargeTextFile() {
     };
   }));
 }
+
+let tenThousand: Promise<ReturnType<typeof pageRows>> | undefined;
+let twoHundred: Promise<ReturnType<typeof pageRows>> | undefined;
+
+/** The 10,000-message rows share one session and one export, as do the 200 MB rows. */
+const pageTenThousand = () => (tenThousand ??= pageAtScale(10_000, 2_000, 5).then(pageRows));
+const pageTwoHundred = () => (twoHundred ??= pageAtScale(70_000, 5_000, 3).then(pageRows));
 
 interface ResumeReport {
   failed: string;
