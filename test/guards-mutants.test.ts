@@ -1,5 +1,6 @@
-// Guards of agent.ts's P1–P3 that `npm run mutate:agent` found unpinned: each test here was written against a
-// surviving mutant, and fails with that mutant applied. Named, like every guard test, after the failure it prevents.
+// Guards of agent.ts that `npm run mutate:agent` (P1–P3), or a run over the lines of later guards
+// (test/MUTATION-SURVIVORS.md), found unpinned: each test here was written against a surviving mutant, and fails with
+// that mutant applied. Named, like every guard test, after the failure it prevents.
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -28,10 +29,11 @@ import {
   steer,
 } from '../agent.ts';
 import { call, reply, say, ScriptedModel, text, toolUse } from '../scripted-model.ts';
-import { defineTool, TOOLS } from '../tools.ts';
+import { defineTool, sandboxProblem, TOOLS } from '../tools.ts';
 import { echoTool, HAIKU_PRICE, scriptedAgent, tempProject, textOf, toolResults, violationsOf } from './helpers.ts';
 
 const runNode = promisify(execFile);
+const noSandbox = await sandboxProblem();
 
 describe('the gate says what is wrong', () => {
   test('a protected file deleted, or one added under a protected glob, is named as deleted or added, not "changed"', async (t) => {
@@ -457,6 +459,19 @@ describe('the window, compaction in pieces, steering and the sandbox', () => {
     assert.equal(first.messages.length - 1, 9, 'the nine messages before the reply, then the instruction');
   });
 
+  test('a piece ends at a reply even when the messages before the first reply pass half the window', async (t) => {
+    const root = await tempProject(t);
+    const saved = history(30);
+    const long = (i: number) => ({ role: 'user' as const, content: `${i}: ${'words of a long task. '.repeat(380)}` });
+    saved.messages.splice(0, 1, long(0), long(1), long(2)); // past half the window at the third, before a reply
+    const { agent, events } = await scriptedAgent(root, Array(40).fill(summaryOr('ok')), { contextWindow: 8_000 });
+    resume(agent, saved);
+    assert.equal((await runTask(agent, 'go on')).kind, 'accepted');
+    const cuts = events.flatMap((event) => (event.type === 'compaction' ? [event.keptFrom] : []));
+    assert.ok(cuts.length > 0);
+    for (const cut of cuts) assert.equal(agent.messages[cut]?.role, 'assistant', `cut at ${cut}`);
+  });
+
   test("a compaction reports the summary's size, and the summary call's notices reach the user", async (t) => {
     const root = await tempProject(t);
     const scripted = new ScriptedModel(Array(4).fill(summaryOr('ok')));
@@ -541,6 +556,20 @@ describe('the window, compaction in pieces, steering and the sandbox', () => {
     assert.deepEqual(notAsked, { halt: { kind: 'accepted', verifiedBy: 'node test.js' }, gates: [false] });
     assert.equal(await readFile(path.join(root, 'ran.txt'), 'utf8'), 'ran\n', 'the check ran once: unconfined');
   });
+
+  test(
+    'a check asked to run in the OS sandbox, where there is one, runs in it',
+    { skip: noSandbox ?? false },
+    async (t) => {
+      const root = await tempProject(t);
+      const { agent, events } = await scriptedAgent(root, [say('done')], { verify: 'exit 0', sandbox: true });
+      assert.deepEqual(await runTask(agent, 'work'), { kind: 'accepted', verifiedBy: 'exit 0' });
+      assert.deepEqual(
+        events.flatMap((event) => (event.type === 'gate' ? [event.sandboxed] : [])),
+        [true],
+      );
+    },
+  );
 
   test("the check's output streams to the user as gate-output events while it runs", async (t) => {
     const root = await tempProject(t);
