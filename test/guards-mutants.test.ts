@@ -1,17 +1,39 @@
-// Guards of agent.ts's P1–P3 that `npm run mutate:agent` found unpinned: each test here was written against a
-// surviving mutant, and fails with that mutant applied. Named, like every guard test, after the failure it prevents.
+// Guards of agent.ts that `npm run mutate:agent` (P1–P3), or a run over the lines of later guards
+// (test/MUTATION-SURVIVORS.md), found unpinned: each test here was written against a surviving mutant, and fails with
+// that mutant applied. Named, like every guard test, after the failure it prevents.
 
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { rm, writeFile } from 'node:fs/promises';
+import { readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
 import { z } from 'zod';
-import { type AfterCallHook, type AgentEvent, approveAll, type BeforeCallHook, pathOf, runTask } from '../agent.ts';
+import {
+  type AfterCallHook,
+  type Agent,
+  type AgentEvent,
+  approveAll,
+  type BeforeCallHook,
+  estimateMessages,
+  estimateTokens,
+  type LoadedSession,
+  type Model,
+  type ModelRequest,
+  pathOf,
+  resume,
+  runTask,
+  steer,
+} from '../agent.ts';
 import { call, reply, say, ScriptedModel, text, toolUse } from '../scripted-model.ts';
-import { defineTool, TOOLS } from '../tools.ts';
+import { defineTool, sandboxProblem, TOOLS } from '../tools.ts';
 import { echoTool, HAIKU_PRICE, scriptedAgent, tempProject, textOf, toolResults, violationsOf } from './helpers.ts';
+
+const runNode = promisify(execFile);
+const noSandbox = await sandboxProblem();
 
 describe('the gate says what is wrong', () => {
   test('a protected file deleted, or one added under a protected glob, is named as deleted or added, not "changed"', async (t) => {
@@ -347,5 +369,216 @@ describe('P1: what is sent back and what is recorded', () => {
     assert.match(halt.kind === 'error' ? halt.message : halt.kind, /^model call failed: HTTP 400 .*prompt is too long/);
     assert.equal(model.requests.length, 3, 'the call, the refused request and the summary; no second refused request');
     assert.equal(agent.compaction, null);
+  });
+});
+
+// The guards added with the window limits, the sandbox and the stuck-model halt (a second run, over P1-P3's new lines
+// and P4's compaction in pieces, withinShare and withResendableInputs): each test fails with its mutant applied.
+describe('the window, compaction in pieces, steering and the sandbox', () => {
+  /** A resumed history: `count` messages of about 330 tokens each, user and assistant in turn. */
+  const history = (count: number): LoadedSession => ({
+    messages: Array.from({ length: count }, (_, i) => ({
+      role: i % 2 ? ('assistant' as const) : ('user' as const),
+      content: `${i}: ${'a long line of the earlier session. '.repeat(30)}`,
+    })),
+    compaction: null,
+    subAgents: 0,
+    repair: null,
+    protectedAtStart: null,
+    warnings: [],
+  });
+  const isSummary = (request: ModelRequest) => JSON.stringify(request.messages.at(-1)).includes('Write a summary');
+  const summaryOr = (answer: string) => (request: ModelRequest) =>
+    say(isSummary(request) ? 'SUMMARY: the story so far.' : answer);
+
+  test('a request exactly the size of the window is sent as it is: not refused as too large, not compacted', async (t) => {
+    const root = await tempProject(t);
+    const measured = await scriptedAgent(root, [say('ok')], { contextWindow: 1_000_000 });
+    resume(measured.agent, history(2));
+    await runTask(measured.agent, 'go on');
+    const size = measured.events.find((event) => event.type === 'request')?.estimatedTokens ?? 0;
+    const { agent, model } = await scriptedAgent(root, [summaryOr('ok')], { contextWindow: size, compactAt: 1 });
+    resume(agent, history(2));
+    assert.deepEqual(await runTask(agent, 'go on'), { kind: 'accepted', verifiedBy: null });
+    assert.equal(model.requests.length, 1, 'one request, and no summary before it');
+  });
+
+  test('a request over the compaction threshold with nothing older to summarise is sent, not failed or summarised', async (t) => {
+    const root = await tempProject(t);
+    const { agent, model, events } = await scriptedAgent(root, [summaryOr('ok')], {
+      contextWindow: 10_000,
+      compactAt: 0.3,
+    });
+    assert.equal((await runTask(agent, 'word '.repeat(2_800))).kind, 'accepted');
+    assert.equal(model.requests.length, 1);
+    assert.deepEqual(
+      events.filter((event) => event.type === 'compaction'),
+      [],
+    );
+  });
+
+  test('a message of exactly half the window is kept whole, and one as large as the window is cut to fit', async (t) => {
+    const root = await tempProject(t);
+    const task = 'word '.repeat(7_000);
+    const size = estimateMessages([{ role: 'user', content: [{ type: 'text', text: task }] }]);
+    const half = await scriptedAgent(root, [say('ok')], { contextWindow: 2 * size });
+    assert.equal((await runTask(half.agent, task)).kind, 'accepted');
+    assert.equal(textOf(half.model.requests[0]!.messages[0]), task, 'half the window: sent whole');
+    const whole = await scriptedAgent(root, [say('ok')], { contextWindow: size });
+    assert.equal((await runTask(whole.agent, task)).kind, 'accepted', 'the whole window: cut, and sent');
+    assert.match(textOf(whole.model.requests[0]!.messages[0]), /characters left out/);
+  });
+
+  test('each piece of a long history is summarised within half the window, and in as few pieces as that allows', async (t) => {
+    const root = await tempProject(t);
+    const window = 8_000;
+    for (let count = 50; count <= 62; count++) {
+      const { agent, model } = await scriptedAgent(root, Array(40).fill(summaryOr('ok')), { contextWindow: window });
+      resume(agent, history(count));
+      assert.equal((await runTask(agent, 'go on')).kind, 'accepted', `${count} messages`);
+      const pieces = model.requests.filter(isSummary);
+      for (const piece of pieces) {
+        const summarised = piece.messages.slice(0, -1).filter((message) => !textOf(message).includes('SUMMARY'));
+        assert.ok(estimateMessages(summarised) <= window / 2, `${count} messages: ${estimateMessages(summarised)}`);
+        assert.equal(summarised.at(-1)?.role, 'user', 'a piece ends before a reply, so no result loses its call');
+      }
+      assert.ok(pieces.length <= Math.ceil((count * 330) / (window / 2)) + 1, `${count} messages: ${pieces.length}`);
+    }
+  });
+
+  test('a piece exactly half the window long is summarised whole, not cut one reply short', async (t) => {
+    const root = await tempProject(t);
+    const saved = history(30);
+    const upToReply = saved.messages.slice(0, 9); // the first piece ends before the reply at index 9
+    const { agent, model } = await scriptedAgent(root, Array(40).fill(summaryOr('ok')), {
+      contextWindow: 2 * upToReply.reduce((sum, message) => sum + estimateMessages([message]), 0),
+    });
+    resume(agent, saved);
+    assert.equal((await runTask(agent, 'go on')).kind, 'accepted');
+    const first = model.requests.find(isSummary)!;
+    assert.equal(first.messages.length - 1, 9, 'the nine messages before the reply, then the instruction');
+  });
+
+  test('a piece ends at a reply even when the messages before the first reply pass half the window', async (t) => {
+    const root = await tempProject(t);
+    const saved = history(30);
+    const long = (i: number) => ({ role: 'user' as const, content: `${i}: ${'words of a long task. '.repeat(380)}` });
+    saved.messages.splice(0, 1, long(0), long(1), long(2)); // past half the window at the third, before a reply
+    const { agent, events } = await scriptedAgent(root, Array(40).fill(summaryOr('ok')), { contextWindow: 8_000 });
+    resume(agent, saved);
+    assert.equal((await runTask(agent, 'go on')).kind, 'accepted');
+    const cuts = events.flatMap((event) => (event.type === 'compaction' ? [event.keptFrom] : []));
+    assert.ok(cuts.length > 0);
+    for (const cut of cuts) assert.equal(agent.messages[cut]?.role, 'assistant', `cut at ${cut}`);
+  });
+
+  test("a compaction reports the summary's size, and the summary call's notices reach the user", async (t) => {
+    const root = await tempProject(t);
+    const scripted = new ScriptedModel(Array(4).fill(summaryOr('ok')));
+    const model: Model = {
+      name: 'noisy',
+      complete: async (request, options) => {
+        if (isSummary(request)) options.onNotice('retrying the summary');
+        return await scripted.complete(request, options);
+      },
+    };
+    const { agent, events } = await scriptedAgent(root, [], { model, contextWindow: 8_000 });
+    resume(agent, history(30));
+    assert.equal((await runTask(agent, 'go on')).kind, 'accepted');
+    assert.ok(events.some((event) => event.type === 'notice' && event.text === 'retrying the summary'));
+    const compactions = events.filter((event) => event.type === 'compaction');
+    assert.ok(compactions.length > 0);
+    const summaryText = estimateTokens('SUMMARY: the story so far.');
+    for (const made of compactions) assert.ok(made.tokensAfter >= summaryText && made.tokensAfter < made.tokensBefore);
+  });
+
+  test('a bad tool input beside text in one reply is still stored resendably, its note short however long the input', async (t) => {
+    const root = await tempProject(t);
+    const script = [reply(text('Reading.'), toolUse('read_file', 'x'.repeat(5_000))), say('ok')];
+    const { agent, model } = await scriptedAgent(root, script);
+    assert.equal((await runTask(agent, 'read')).kind, 'accepted');
+    const [result] = toolResults(agent.messages);
+    assert.match(String(result?.content), /^invalid arguments for read_file: not an object: "x+"?$/);
+    assert.ok(String(result?.content).length < 300, `${String(result?.content).length} characters`);
+    assert.deepEqual(violationsOf(model.requests[1]!), []);
+  });
+
+  test('a message typed while a call runs skips the calls after it and reaches the model with the results', async (t) => {
+    const root = await tempProject(t);
+    const { tool, runs } = echoTool();
+    let agentRef: Agent | undefined;
+    const typing = defineTool({
+      name: 'slow_step',
+      description: 'A test tool during which the user types a message.',
+      input: z.strictObject({}),
+      readOnly: false,
+      run: async () => (steer(agentRef!, 'stop: use b.txt instead'), 'step done'),
+    });
+    const script = [reply(toolUse('slow_step', {}), toolUse('echo', { text: 'next' })), say('ok')];
+    const { agent, model } = await scriptedAgent(root, script, { tools: [typing, tool] });
+    agentRef = agent;
+    await runTask(agent, 'work');
+    assert.deepEqual(runs, []);
+    const [, skipped] = toolResults(agent.messages);
+    assert.match(String(skipped?.content), /^skipped: the user sent a message/);
+    assert.match(JSON.stringify(model.requests[1]!.messages.at(-1)), /stop: use b\.txt instead/);
+  });
+
+  test('on a machine without the OS sandbox, a check asked to run in it is not run, and one not asked runs unconfined', async (t) => {
+    // In a child whose PATH holds node but no bwrap. Its environment is this process's otherwise, so a mutant that
+    // `npm run mutate:agent` switched on here (through the environment) is switched on in the child too.
+    const root = await tempProject(t, { 'test.js': "require('node:fs').appendFileSync('ran.txt', 'ran\\n');\n" });
+    const nodeOnly = await tempProject(t);
+    await symlink(process.execPath, path.join(nodeOnly, 'node'));
+    const url = (file: string) => pathToFileURL(path.join(import.meta.dirname, '..', file)).href;
+    const probe = [
+      `import { createAgent, runTask } from '${url('agent.ts')}';`,
+      `import { say, ScriptedModel } from '${url('scripted-model.ts')}';`,
+      `for (const sandbox of [true, undefined]) {`,
+      `  const gates = [];`,
+      `  const model = new ScriptedModel([say('Done.')]);`,
+      `  const onEvent = (event) => event.type === 'gate' && gates.push(event.sandboxed);`,
+      `  const config = { root: '${root}', model, tools: [], verify: 'node test.js', sandbox, onEvent };`,
+      `  console.log(JSON.stringify({ halt: await runTask(await createAgent(config), 'task'), gates }));`,
+      `}`,
+    ].join('\n');
+    await writeFile(path.join(root, 'probe.mts'), probe);
+    const { stdout } = await runNode(process.execPath, ['--import', 'tsx', path.join(root, 'probe.mts')], {
+      cwd: path.join(import.meta.dirname, '..'),
+      env: { ...process.env, PATH: nodeOnly },
+    });
+    const [asked, notAsked] = stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as unknown);
+    const missing = 'no OS sandbox: bubblewrap is not installed (apt-get install bubblewrap)';
+    assert.deepEqual(asked, { halt: { kind: 'error', message: `the check was not run: ${missing}` }, gates: [] });
+    assert.deepEqual(notAsked, { halt: { kind: 'accepted', verifiedBy: 'node test.js' }, gates: [false] });
+    assert.equal(await readFile(path.join(root, 'ran.txt'), 'utf8'), 'ran\n', 'the check ran once: unconfined');
+  });
+
+  test(
+    'a check asked to run in the OS sandbox, where there is one, runs in it',
+    { skip: noSandbox ?? false },
+    async (t) => {
+      const root = await tempProject(t);
+      const { agent, events } = await scriptedAgent(root, [say('done')], { verify: 'exit 0', sandbox: true });
+      assert.deepEqual(await runTask(agent, 'work'), { kind: 'accepted', verifiedBy: 'exit 0' });
+      assert.deepEqual(
+        events.flatMap((event) => (event.type === 'gate' ? [event.sandboxed] : [])),
+        [true],
+      );
+    },
+  );
+
+  test("the check's output streams to the user as gate-output events while it runs", async (t) => {
+    const root = await tempProject(t);
+    const { agent, events } = await scriptedAgent(root, [say('done')], {
+      verify: 'echo checking now',
+      sandbox: false,
+    });
+    assert.equal((await runTask(agent, 'work')).kind, 'accepted');
+    const streamed = events.flatMap((event) => (event.type === 'gate-output' ? [event.text] : []));
+    assert.match(streamed.join(''), /checking now/);
   });
 });
