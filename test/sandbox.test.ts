@@ -162,7 +162,7 @@ test('where there is no sandbox and the caller asked for one, the check is not r
   await symlink(process.execPath, path.join(nodeOnly, 'node'));
   const halt = execFileSync(process.execPath, ['--import', 'tsx', probe], {
     cwd: path.join(import.meta.dirname, '..'),
-    env: { PATH: nodeOnly },
+    env: { ...process.env, PATH: nodeOnly }, // the rest kept: a mutation run passes its mutant on in it
     encoding: 'utf8',
   });
   assert.deepEqual(JSON.parse(halt), {
