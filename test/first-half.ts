@@ -15,3 +15,4 @@ import './tools-inputs.test.ts';
 import './program-session.test.ts';
 import './acp.test.ts';
 import './replay.test.ts';
+import './acceptance.test.ts';

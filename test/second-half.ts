@@ -1,7 +1,6 @@
 // The other half of `npm test`: see first-half.ts.
 
 import './endurance.test.ts';
-import './acceptance.test.ts';
 import './loop.test.ts';
 import './lessons.test.ts';
 import './anthropic-model.test.ts';
