@@ -1,19 +1,30 @@
 // Part of npm run test:terminal: the real program as a process, for what only a process shows: a signal from outside
 // (SIGTERM from a service manager or `kill`, SIGHUP from a closed terminal) and a session file that stops taking
-// writes. Each test starts the program (about a second), so they are kept out of `npm test`;
+// writes, or a crash (SIGKILL) mid-call and the resume after it. Each test starts the program (about a second), so
+// they are kept out of `npm test`;
 // test/program-session.test.ts pins the same rules in-process.
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { existsSync, readdirSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { test, type TestContext } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { loadSession } from '../app/session-file.ts';
 import { EXIT } from '../app/terminal.ts';
 import { call, say } from '../scripted-model.ts';
-import { alive, parentOf, slowCheck, tempProject, theProgramAbove, within, withoutTime } from './helpers.ts';
+import {
+  alive,
+  parentOf,
+  slowCheck,
+  tempProject,
+  theProgramAbove,
+  violationsOf,
+  within,
+  withoutTime,
+} from './helpers.ts';
 
 const program = path.join(import.meta.dirname, '..', 'app', 'main.ts');
 /** tsx by its full address, so the program can start in any folder. */
@@ -161,4 +172,91 @@ test('a session file that stops taking writes mid-run (the file size limit reach
     `harness: the session file ${file} can no longer be written: file too large (EFBIG); the run was stopped, so that nothing goes unrecorded`,
   ]);
   assert.doesNotMatch(output, /\n\s+at /, 'no stack trace');
+});
+
+describe('crash and resume from the command line', () => {
+  test(
+    'a CLI killed with SIGKILL in the middle of a tool call resumes with --resume: no message lost, a valid transcript, exit 0',
+    { timeout: 30_000 },
+    async (t) => {
+      const root = await tempProject(t, { 'a.txt': 'alpha\n' });
+      // read_file far into a 1 TiB sparse file scans minutes of zeros: a tool call still running when the kill comes.
+      // (A named pipe used to serve, but read_file now refuses anything that is not a regular file.)
+      writeFileSync(path.join(root, 'huge.log'), 'x\n'.repeat(5000));
+      truncateSync(path.join(root, 'huge.log'), 2 ** 40);
+      const firstScript = path.join(root, '.agent', 'first.json');
+      const secondScript = path.join(root, '.agent', 'second.json');
+      const file = path.join(root, '.agent', 'crash.jsonl');
+      await mkdir(path.join(root, '.agent'));
+      writeFileSync(
+        firstScript,
+        JSON.stringify([
+          call('read_file', { path: 'a.txt' }),
+          call('read_file', { path: 'huge.log', offset: 1e9 }),
+          say('done'),
+        ]),
+      );
+      writeFileSync(secondScript, JSON.stringify([say('huge.log never answered; a.txt says alpha.')]));
+      const cli = (args: string[]) =>
+        spawn(process.execPath, ['--import', 'tsx', 'app/main.ts', '--root', root, '--yes', ...args], {
+          env: { PATH: process.env.PATH ?? '', NO_COLOR: '1' },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+      const exited = (child: ReturnType<typeof spawn>) =>
+        new Promise<{ code: number | null; signal: NodeJS.Signals | null; output: string }>((resolve) => {
+          let output = '';
+          child.stdout?.on('data', (chunk: Buffer) => (output += chunk));
+          child.stderr?.on('data', (chunk: Buffer) => (output += chunk));
+          child.on('close', (code, signal) => resolve({ code, signal, output }));
+        });
+
+      const first = cli(['--script', firstScript, '--session', file, 'read a.txt, then huge.log']);
+      t.after(() => first.kill('SIGKILL'));
+      const firstExit = exited(first);
+      // Busy for minutes once the second call is in the file: it is the huge.log read.
+      const inSecondCall = async () => {
+        for (;;) {
+          const lines = (await readFile(file, 'utf8').catch(() => '')).split('\n');
+          const results = lines.filter((l) => l.includes('"tool_result"')).length;
+          if (results === 1 && lines.some((l) => l.includes('"path":"huge.log"'))) return;
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      };
+      await within(
+        Promise.race([
+          inSecondCall(),
+          firstExit.then((r) => Promise.reject(new Error(`the CLI ended early: ${r.output}`))),
+        ]),
+        'waiting for the huge.log read',
+        15_000,
+      );
+      first.kill('SIGKILL');
+      assert.equal((await firstExit).signal, 'SIGKILL');
+      const beforeResume = await readFile(file, 'utf8');
+      assert.ok(beforeResume.endsWith('\n'));
+
+      const second = cli(['--script', secondScript, '--resume', file, 'keep going']);
+      t.after(() => second.kill('SIGKILL'));
+      const secondExit = await exited(second);
+      assert.equal(secondExit.code, 0, secondExit.output);
+
+      const afterResume = await readFile(file, 'utf8');
+      assert.ok(
+        afterResume.startsWith(beforeResume),
+        'every line written before the kill is still at the start of the file',
+      );
+      const loaded = await loadSession(file);
+      const messagesBefore = beforeResume
+        .split('\n')
+        .filter((l) => l.includes('"type":"message"'))
+        .map((l) => JSON.parse(l).message);
+      assert.equal(messagesBefore.length, 4, 'task, read a.txt, its result, read huge.log');
+      assert.deepEqual(loaded.messages.slice(0, messagesBefore.length), messagesBefore);
+      assert.deepEqual(loaded.warnings, [], 'the repair was written to the file by the resume');
+      const repair = { tool_use_id: 'toolu_s2_0', content: 'not run: the session ended before this call finished' };
+      assert.deepEqual(loaded.messages[4]!.content, [{ type: 'tool_result', ...repair, is_error: true }]);
+      assert.deepEqual(violationsOf({ messages: loaded.messages }), []);
+      assert.equal(loaded.messages.at(-1)!.role, 'assistant');
+    },
+  );
 });
