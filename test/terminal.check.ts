@@ -5,9 +5,9 @@
 import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fakeMessage, startFakeApi } from './fake-api.ts';
+import { type FakeApi, fakeMessage, startFakeApi } from './fake-api.ts';
 import { alive, slowCheck, tempProject, theProgramAbove, withoutTime } from './helpers.ts';
 import { hasScript, startInTerminal, type Terminal } from './pty.ts';
 
@@ -21,15 +21,20 @@ function started(t: { after: (fn: () => void) => void }, terminal: Terminal): Te
   return terminal;
 }
 
+/** The program in a terminal, against a local API whose one reply is "Done.". */
+async function doneInTerminal(t: TestContext, args: string[]): Promise<{ term: Terminal; api: FakeApi }> {
+  const api = await startFakeApi([{ kind: 'reply', message: fakeMessage([text('Done.')]) }]);
+  t.after(() => api.close());
+  const root = await tempProject(t);
+  const env = { ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: api.baseURL };
+  return { term: started(t, startInTerminal(args, { cwd: root, env })), api };
+}
+
 test(
   'Ctrl-C during the verify, with a message typed meanwhile: halt "interrupted", no new model request, the prompt waits; two more leave',
   { skip },
   async (t) => {
-    const api = await startFakeApi([{ kind: 'reply', message: fakeMessage([text('Done.')]) }]);
-    t.after(() => api.close());
-    const root = await tempProject(t);
-    const env = { ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: api.baseURL };
-    const term = started(t, startInTerminal(['--verify', 'sleep 30'], { cwd: root, env }));
+    const { term, api } = await doneInTerminal(t, ['--verify', 'sleep 30']);
     await term.waitFor(/you> /);
     term.type('fix the bug\r');
     await term.waitFor(/checking "done": sleep 30 · 0 s/);
@@ -80,11 +85,7 @@ test(
 );
 
 test('a Ctrl-C after "halt: accepted", while the program winds down, leaves the exit code 0', { skip }, async (t) => {
-  const api = await startFakeApi([{ kind: 'reply', message: fakeMessage([text('Done.')]) }]);
-  t.after(() => api.close());
-  const root = await tempProject(t);
-  const env = { ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: api.baseURL };
-  const term = started(t, startInTerminal(['--verify', 'true', 'fix it'], { cwd: root, env }));
+  const { term } = await doneInTerminal(t, ['--verify', 'true', 'fix it']);
   await term.waitFor(/halt: accepted/);
   // Ctrl-C every few ms through the wind-down (a few hundred ms after main returns), where one used to land. Then
   // none: script(1) keeps relaying keys that never stop coming, and ended minutes after the program did.
@@ -265,11 +266,7 @@ test(
   'Ctrl-C twice 0.3 s apart during a run stops the run and stays: "press Ctrl-C again to exit"; the next one leaves on a line of its own',
   { skip },
   async (t) => {
-    const api = await startFakeApi([{ kind: 'reply', message: fakeMessage([text('Done.')]) }]);
-    t.after(() => api.close());
-    const root = await tempProject(t);
-    const env = { ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: api.baseURL };
-    const term = started(t, startInTerminal(['--verify', 'sleep 30'], { cwd: root, env }));
+    const { term } = await doneInTerminal(t, ['--verify', 'sleep 30']);
     await term.waitFor(/you> /);
     term.type('fix the bug\r');
     await term.waitFor(/checking "done": sleep 30/);
@@ -361,11 +358,7 @@ test(
 );
 
 test('a block pasted while the agent works is one steering message, not one per line', { skip }, async (t) => {
-  const api = await startFakeApi([{ kind: 'reply', message: fakeMessage([text('Done.')]) }]);
-  t.after(() => api.close());
-  const root = await tempProject(t);
-  const env = { ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: api.baseURL };
-  const term = started(t, startInTerminal(['--verify', 'sleep 30'], { cwd: root, env }));
+  const { term } = await doneInTerminal(t, ['--verify', 'sleep 30']);
   await term.waitFor(/you> /);
   term.type('fix the bug\r');
   await term.waitFor(/checking "done": sleep 30/);

@@ -160,7 +160,8 @@ export async function parallelReads(): Promise<Measurement> {
 // ---------------------------------------------------------------------------------------------
 // Rows: harness overhead per trip: the median, the same at 40,000 messages, and a realistic trip
 
-const noop = defineTool({
+/** A read-only tool that does nothing: a trip's cost without a tool's own. */
+export const noop = defineTool({
   name: 'noop',
   description: 'A read-only test tool that does nothing.',
   input: z.strictObject({ n: z.number() }),

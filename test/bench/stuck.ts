@@ -9,7 +9,6 @@ import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { z } from 'zod';
 import {
   type Agent,
   type AgentEvent,
@@ -19,8 +18,7 @@ import {
   resume,
   runTask,
 } from '../../agent.ts';
-import { defineTool } from '../../tools.ts';
-import { median, type Measurement, spreadOf } from './loop.ts';
+import { median, type Measurement, noop, spreadOf } from './loop.ts';
 import { callsReply } from './replay-model.ts';
 
 const SHORT = 2_000;
@@ -34,13 +32,6 @@ const HALTED_AFTER = 6;
 /** Far above any transcript here, so compaction never starts (checked): the row times the loop, not a summary. */
 const CONTEXT_WINDOW = 1e9;
 
-const noop = defineTool({
-  name: 'noop',
-  description: 'A read-only test tool that does nothing.',
-  input: z.strictObject({ n: z.number() }),
-  readOnly: true,
-  run: async ({ n }) => `ok ${n}`,
-});
 const STUCK_INPUT = { n: 0 };
 const REFUSAL = 'not run: you made this exact call 3 times in a row and its answer will not change';
 
