@@ -158,6 +158,38 @@ function isInside(root: string, candidate: string): boolean {
   return relative !== '..' && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Protected paths: what runs code later, outside any sandbox, when the person next uses git, an
+// editor or a tool (git's hooks and config, editors' task and settings files), and the harness's
+// own files. No tool writes them and the check can neither create nor change them, at any depth.
+// Built from @anthropic-ai/sandbox-runtime's mandatory deny list and Codex's read-only `.git`,
+// widened to the whole of `.git` (a `.git` file points git elsewhere) and to other tools' hooks.
+
+/** File and folder names protected wherever they sit in the project tree. */
+export const PROTECTED_NAMES: readonly string[] = [
+  '.git', // hooks, config (core.fsmonitor, core.hooksPath), or a `.git` file pointing elsewhere
+  '.agent', // the harness's own: session files and what else it keeps
+  '.vscode', // tasks and settings the editor runs
+  '.idea',
+  '.devcontainer', // commands run when the folder is opened in a container
+  '.claude', // another agent's commands, hooks and settings
+  '.husky', // git hooks by another name
+  '.gitconfig',
+  '.gitmodules',
+  '.mcp.json', // servers an agent starts
+  '.npmrc', // script-shell, and a registry token's home
+  '.yarnrc',
+  '.yarnrc.yml', // yarnPath: a script yarn runs
+  '.ripgreprc',
+];
+
+/** The protected name a project-relative path goes through, if any: "sub/.git/config" → ".git".
+ *  Case does not matter: on macOS and Windows ".GIT" is ".git". */
+export function protectedNameIn(relative: string): string | undefined {
+  const segments = relative.toLowerCase().split(/[\\/]/);
+  return PROTECTED_NAMES.find((name) => segments.includes(name));
+}
+
 /** lstat, not stat: a dangling symlink exists and must be resolved (and refused), not skipped. */
 export async function exists(p: string): Promise<boolean> {
   try {
