@@ -426,8 +426,8 @@ describe('one options table', () => {
       assert.match(stdout, new RegExp(`--${name}\\b`), `--${name} is not in --help`);
   });
 
-  test("the README's options table names exactly the parser's options, so the docs cannot promise a missing flag", async () => {
-    const readme = await readFile(path.join(import.meta.dirname, '..', 'README.md'), 'utf8');
+  test("app/README.md's options table names exactly the parser's options, so the docs cannot promise a missing flag", async () => {
+    const readme = await readFile(path.join(import.meta.dirname, '..', 'app', 'README.md'), 'utf8');
     const documented = [...readme.matchAll(/^\| `--([a-z-]+)[^`]*` \|/gm)].map((match) => match[1]);
     const parsed = Object.keys(OPTIONS).filter((name) => name !== 'help');
     assert.deepEqual([...documented].sort(), [...parsed].sort());
