@@ -1,7 +1,7 @@
 // The model's markdown drawn for a terminal: headings, emphasis, lists, code and tables as a person reads them,
 // not as `## Done` and `**layout**`. marked parses it and marked-terminal draws it (see README, Dependencies); the
 // program loads this only for a terminal that shows colour, since piped text and NO_COLOR keep the model's own words.
-// What it is given is already visible (terminal.ts's `visible`), and the only escapes in what it returns are its colours.
+// What it is given is already visible (terminal.ts's `visible`); the only escapes in what it returns are its colours.
 
 import { Marked, type Tokens } from 'marked';
 import { markedTerminal } from 'marked-terminal';

@@ -76,7 +76,7 @@ const colour = (format: Parameters<typeof styleText>[0], text: string, out: Outp
  *  controls: what a terminal obeys, or what reorders a line, rather than shows. */
 const UNSAFE = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
-/** Prevents the terminal from obeying bytes the model, a file, a path, a diff or the check wrote: shows them as escapes. */
+/** Prevents the terminal from obeying what the model, a file, a path, a diff or the check wrote: shown as escapes. */
 export const visible = (text: string) =>
   text.replace(UNSAFE, (c) =>
     c < '\u0100' ? `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}` : unicodeEscape(c),
@@ -822,8 +822,9 @@ export function terminalApprover(screen: StatusLine, out: Output): Approver {
   };
 }
 
-/** Prevents a diff's header from hiding the file it changes (a newline in the path draws a header of its own): the
- *  header's `--- a/PATH` and `+++ b/PATH` name the call's path quoted, as git quotes such a path. */
+/** Prevents a diff's header from hiding the file it changes: jsdiff quotes a path with a newline, a control or a
+ *  non-ASCII character as git does, but not one with a space (`a.js ` reads as `a.js`); such a header's
+ *  `--- a/PATH` and `+++ b/PATH` name the call's path quoted. */
 function quotedHeaders(preview: string, input: unknown): string {
   const file = (input as { path?: unknown } | null)?.path;
   if (typeof file !== 'string' || shownPath(file) === file) return preview;

@@ -42,7 +42,7 @@ export function emulator({ colour = false, rows = 30 } = {}): Emulator {
       await pending;
       await write('');
       const buffer = term.buffer.active;
-      return [...Array(buffer.length).keys()].map((i) => buffer.getLine(i)?.translateToString(true) ?? '');
+      return [...Array(buffer.length).keys()].map((i) => (buffer.getLine(i)?.translateToString(true) ?? '').trimEnd());
     },
     oscs,
   };
