@@ -41,6 +41,7 @@ import {
   EXIT,
   exitCodeFor,
   grouped,
+  jsonLine,
   jsonPrinter,
   MAX_COLUMNS,
   type Output,
@@ -52,6 +53,7 @@ import {
   terminalApprover,
   terminalPrinter,
   tracePrinter,
+  visible,
 } from './terminal.ts';
 
 /** One run, then exit. Ctrl-C stops it like in the REPL; a second one exits at once. So does the program's ending (a
@@ -194,7 +196,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     if (options.acp) {
       // An editor is the interface (app/acp.ts); its library is loaded only then.
       const { serveAcp } = await import('./acp.ts');
-      const log = (text: string) => void process.stderr.write(`harness --acp: ${text}\n`);
+      const log = (text: string) => void process.stderr.write(`harness --acp: ${visible(text)}\n`);
       if (options.verify === undefined) log('no --verify command: "done" will be accepted unverified');
       else await tellSandbox(options, log);
       return await serveAcp({ options, model, taskModel, secrets, log });
@@ -287,7 +289,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     const { problem } = (ending.signal.reason ?? {}) as Ending;
     if (problem !== undefined)
       console.error(programError(`${problem}; the run was stopped, so that nothing goes unrecorded`));
-    if (options.json) out.write(`${JSON.stringify(resultEvent(agent, runs, code, Date.now() - started))}\n`);
+    if (options.json) out.write(`${jsonLine(resultEvent(agent, runs, code, Date.now() - started))}\n`);
     return code;
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;

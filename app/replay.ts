@@ -28,7 +28,7 @@ import {
   type SessionHeader,
   sessionLines,
 } from './session-file.ts';
-import { EXIT, MAX_COLUMNS, type Output, wrap } from './terminal.ts';
+import { EXIT, MAX_COLUMNS, type Output, visible, wrap } from './terminal.ts';
 
 /** Everything a replay plays back: the tasks, each model reply in call order, and what the person did. */
 interface Recording {
@@ -324,7 +324,7 @@ function canonical(value: unknown): string {
 /** --replay: runs the recorded tasks through this harness with the recorded replies and answers, and stops at the
  *  first message that differs from the recording. Exit 0: identical; 1: it differs; 2: it cannot be replayed. */
 export async function replaySession(file: string, options: CliOptions, out: Output): Promise<number> {
-  const tell = (text: string) => out.write(`${wrap(`replay: ${text}`, MAX_COLUMNS, '  ').join('\n')}\n`);
+  const tell = (text: string) => out.write(`${wrap(`replay: ${visible(text)}`, MAX_COLUMNS, '  ').join('\n')}\n`);
   const recording = await readRecording(path.resolve(file)).catch((error: unknown) => {
     throw new UsageError(`--replay: ${errorText(error)}`);
   });

@@ -72,6 +72,36 @@ export const colourOn = (out: Output) => out.isTTY === true && !process.env.NO_C
 const colour = (format: Parameters<typeof styleText>[0], text: string, out: Output) =>
   colourOn(out) ? styleText(format, text) : text;
 
+/** Control characters (C0 but newline and tab, DEL, C1: ESC, CSI, OSC, BEL, backspace, carriage return) and bidi
+ *  controls: what a terminal obeys, or what reorders a line, rather than shows. */
+const UNSAFE = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/** Prevents the terminal from obeying what the model, a file, a path, a diff or the check wrote: shown as escapes. */
+export const visible = (text: string) =>
+  text.replace(UNSAFE, (c) =>
+    c < '\u0100' ? `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}` : unicodeEscape(c),
+  );
+
+/** A character as JSON escapes it: \u and four hex digits for each of its UTF-16 code units. */
+const unicodeEscape = (c: string) =>
+  [...Array(c.length).keys()].map((i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join('');
+
+/** Characters a path is quoted for, since they could hide what it names: whitespace, quotes, backslashes, and control,
+ *  format (bidi, zero-width) or unassigned characters. */
+const HIDING = /[\s"\\\p{C}]/u;
+
+/** Prevents a path from hiding what it names (a newline, a space, a right-to-left override): such a path is shown
+ *  quoted, JSON-style, with every character that is not plainly visible escaped; any other path as it is. */
+export function shownPath(name: string): string {
+  if (name !== '' && !HIDING.test(name)) return name;
+  const escaped = [...name].map(
+    (c) => QUOTED_ESCAPES[c] ?? (c === ' ' || !/[\p{C}\p{Z}]/u.test(c) ? c : unicodeEscape(c)),
+  );
+  return `"${escaped.join('')}"`;
+}
+
+const QUOTED_ESCAPES: Record<string, string> = { '"': '\\"', '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
 /** The widest line the program writes itself: --help, errors, and the printers' lines. */
 export const MAX_COLUMNS = 100;
 
@@ -109,7 +139,7 @@ const cut = (text: string, width: number) => (text.length > width ? `${text.slic
 export const grouped = (n: number) => n.toLocaleString('en-US');
 
 /** Every error the program reports, in one form: "harness: …", wrapped to MAX_COLUMNS. */
-export const programError = (message: string) => wrap(`harness: ${message}`, MAX_COLUMNS, '  ').join('\n');
+export const programError = (message: string) => wrap(`harness: ${visible(message)}`, MAX_COLUMNS, '  ').join('\n');
 
 /** Empties the line being typed, through readline (Ctrl-E, Ctrl-U), so it redraws what it knows it drew. */
 function clearInput(rl: Interface): void {
@@ -321,7 +351,7 @@ export class StatusLine {
     const frame = SPINNER[Math.floor(Date.now() / TICK_MS) % SPINNER.length];
     const width = Math.max(Math.min((this.out.columns ?? 80) - 1, MAX_COLUMNS), 20);
     const parts = [`  ${frame} ${this.waitingFor} · ${seconds} s`, this.spent, this.latest].filter((part) => part);
-    const status = this.waitingFor === null ? '' : cut(parts.join(' · '), width);
+    const status = this.waitingFor === null ? '' : cut(visible(parts.join(' · ')), width);
     const painted = colour('dim', status, this.out);
     if (!this.rl) {
       this.out.write(`\r\x1b[K${painted}`);
@@ -377,13 +407,13 @@ export function terminalPrinter(
   /** Text that may wrap: each line indented like the first, and by two more. */
   const line = (format: Format, text: string) =>
     screen.line(
-      wrap(text, width, '  ')
+      wrap(visible(text), width, '  ')
         .map((part) => colour(format, part, out))
         .join('\n'),
     );
   /** Lines that are one thing each (a call, a line of output): cut to the width, never wrapped. */
   const lines = (format: Format, texts: string[]) =>
-    screen.line(texts.map((text) => colour(format, cut(text, width), out)).join('\n'));
+    screen.line(texts.map((text) => colour(format, cut(visible(text), width), out)).join('\n'));
   const running = new Map<string, string>();
   const blocks = new MarkdownBlocks();
   const show = (done: string[]) => {
@@ -398,8 +428,8 @@ export function terminalPrinter(
         screen.wait('waiting for the model');
         return screen.spending(spent());
       case 'text': {
-        if (!markdown) return screen.text(event.delta);
-        const done = blocks.add(event.delta);
+        if (!markdown) return screen.text(visible(event.delta));
+        const done = blocks.add(visible(event.delta));
         // Text drawn a block at a time: until a block is whole, the status line says the model is writing.
         return done.length > 0 ? show(done) : screen.wait('the model is writing');
       }
@@ -488,7 +518,7 @@ export function terminalPrinter(
     const diff = compactDiff(before, after);
     if (diff.length === 0) return;
     const painted = diff.map((text) => {
-      const shown = cut(`    ${text}`, width);
+      const shown = cut(`    ${visible(text)}`, width);
       return colour(text.startsWith('+') ? 'green' : text.startsWith('-') ? 'red' : 'dim', shown, out);
     });
     screen.line(painted.join('\n'));
@@ -534,13 +564,15 @@ function contextText(b: ContextBreakdown): string {
   return `context window ${grouped(b.window)} tokens: ${parts}`;
 }
 
-/** A tool call in a few words, as a person would say it: `read_file add.js (lines 1–40)`, `list_files src/`. A call
- *  whose arguments are not what its tool takes is shown as they are. */
+/** A tool call in a few words, as a person would say it: `read_file add.js (lines 1–40)`, `list_files src/`, a path
+ *  quoted where it could hide what it names (`edit_file "a.js\n+ b.js"`). A call whose arguments are not what its
+ *  tool takes is shown as they are. */
 export function describeCall(name: string, input: unknown): string {
   const args = typeof input === 'object' && input !== null ? (input as Record<string, unknown>) : {};
   const text = (key: string) => (typeof args[key] === 'string' ? (args[key] as string) : undefined);
   const number = (key: string) => (typeof args[key] === 'number' ? (args[key] as number) : undefined);
-  const file = text('path');
+  const given = text('path');
+  const file = given === undefined ? undefined : shownPath(given);
   if (name === 'read_file' && file !== undefined) {
     const [from, count] = [number('offset'), number('limit')];
     if (from === undefined && count === undefined) return `read_file ${file}`;
@@ -549,8 +581,8 @@ export function describeCall(name: string, input: unknown): string {
   }
   if (name === 'edit_file' && file !== undefined) return `edit_file ${file}${text('old_str') === '' ? ' (new)' : ''}`;
   if (name === 'list_files')
-    return `list_files ${file === undefined || file === '.' ? '.' : file.replace(/\/?$/, '/')}`;
-  if (name === 'task' && text('description') !== undefined) return `task "${text('description')}"`;
+    return `list_files ${given === undefined || given === '.' ? '.' : shownPath(given.replace(/\/?$/, '/'))}`;
+  if (name === 'task' && text('description') !== undefined) return `task ${JSON.stringify(text('description'))}`;
   return `${name} ${summarize(input)}`;
 }
 
@@ -627,7 +659,7 @@ export function tracePrinter(out: NodeJS.WritableStream = process.stdout, prefix
   const ran = new Set<string>();
   const decided = new Set<string>();
   const children = new Map<string, (event: AgentEvent) => void>();
-  const say = (part: string, what: string) => out.write(`${prefix}[${turn}] ${part.padEnd(14)} ${what}\n`);
+  const say = (part: string, what: string) => out.write(`${prefix}[${turn}] ${part.padEnd(14)} ${visible(what)}\n`);
   /** The previous turn passed its halt check, since the loop goes round again. */
   const nextTurn = () => {
     if (!replied) return;
@@ -755,8 +787,15 @@ export const outsideSandbox = (event: Extract<AgentEvent, { type: 'gate' }>) =>
 export const jsonPrinter =
   (out: NodeJS.WritableStream = process.stdout) =>
   (event: SessionEvent) => {
-    out.write(`${JSON.stringify(event)}\n`);
+    out.write(`${jsonLine(event)}\n`);
   };
+
+/** What JSON leaves raw and a terminal would obey or reorder: DEL, C1, bidi controls, line and paragraph separators. */
+const JSON_UNSAFE = /[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]/g;
+
+/** Prevents a --json line from driving the terminal it is shown on: what JSON leaves raw is written as \u escapes,
+ *  which parse to the same value. */
+export const jsonLine = (value: unknown) => JSON.stringify(value).replace(JSON_UNSAFE, unicodeEscape);
 
 function summarize(input: unknown): string {
   const json = JSON.stringify(input) ?? '';
@@ -766,9 +805,10 @@ function summarize(input: unknown): string {
 /** Asks about one change at the terminal. Enter means no; y, yes, n, no, a, always are understood in any case, and
  *  anything else is asked again rather than taken for an answer. */
 export function terminalApprover(screen: StatusLine, out: Output): Approver {
-  return async ({ tool, preview, signal }) => {
-    const painted = preview
+  return async ({ tool, preview, signal, call }) => {
+    const painted = quotedHeaders(preview, call.input)
       .split('\n')
+      .map(visible)
       .map((l) => (l.startsWith('+') ? colour('green', l, out) : l.startsWith('-') ? colour('red', l, out) : l));
     screen.line(painted.join('\n'));
     const question = `Allow this ${tool}? [y]es, [N]o, [a]lways this session (Enter: no) `;
@@ -780,6 +820,17 @@ export function terminalApprover(screen: StatusLine, out: Output): Approver {
     const reason = (await screen.ask('Why not? (optional, Enter to skip) ', signal)).trim();
     return reason === '' ? { approved: false } : { approved: false, reason };
   };
+}
+
+/** Prevents a diff's header from hiding the file it changes: jsdiff quotes a path with a newline, a control or a
+ *  non-ASCII character as git does, but not one with a space (`a.js ` reads as `a.js`); such a header's
+ *  `--- a/PATH` and `+++ b/PATH` name the call's path quoted. */
+function quotedHeaders(preview: string, input: unknown): string {
+  const file = (input as { path?: unknown } | null)?.path;
+  if (typeof file !== 'string' || shownPath(file) === file) return preview;
+  return preview
+    .replace(`--- a/${file}\n`, () => `--- ${shownPath(`a/${file}`)}\n`)
+    .replace(`+++ b/${file}\n`, () => `+++ ${shownPath(`b/${file}`)}\n`);
 }
 
 const APPROVAL_ANSWERS: Record<string, 'yes' | 'no' | 'always'> = {
