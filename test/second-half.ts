@@ -14,3 +14,4 @@ import './limits.test.ts';
 import './sandbox.test.ts';
 import './suite.test.ts';
 import './session-page.test.ts';
+import './routes-session-file.test.ts';
