@@ -160,8 +160,8 @@ export type SessionUse = 'new' | 'append' | 'resume';
 export function openSessionFile(file: string, use: SessionUse, within?: string): SessionFile {
   const cannot = use === 'resume' ? 'cannot be resumed' : 'cannot hold a session';
   try {
-    realFolders(path.dirname(file), within, use !== 'resume');
     refuseIrregular(file, lstatSync(file, { throwIfNoEntry: use === 'resume' }));
+    realFolders(path.dirname(file), within, use !== 'resume');
     const create = use === 'new' ? constants.O_CREAT | constants.O_EXCL : use === 'append' ? constants.O_CREAT : 0;
     const how = constants.O_RDWR | constants.O_APPEND | constants.O_NOFOLLOW | constants.O_NONBLOCK | create;
     const fd = openSync(file, how);
