@@ -29,7 +29,16 @@ import {
 } from '../agent.ts';
 import { safe_path } from '../tools.ts';
 import { type CliOptions, configFromCli, recordedOptions } from './options.ts';
-import { loadSession, readEntry, recordAnswers, sessionHeader, sessionLines, sessionRecorder } from './session-file.ts';
+import {
+  loadSession,
+  openSessionFile,
+  protectedChangedSince,
+  readEntry,
+  recordAnswers,
+  sessionHeader,
+  sessionLines,
+  sessionRecorder,
+} from './session-file.ts';
 import { outsideSandbox, runGivenTask, type SessionEvent } from './terminal.ts';
 
 /** What every session of the connection shares: the command line's options and the model(s) they chose. */
@@ -98,6 +107,11 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
         setup.log(`session/load ${sessionId}: ${errorText(error)}`);
         throw acp.RequestError.sessionNotFound(sessionId);
       });
+      const changed = await protectedChangedSince(loaded, root, setup.options.protect);
+      if (changed !== null) {
+        setup.log(`session/load ${sessionId}: ${changed}`);
+        throw acp.RequestError.invalidRequest(undefined, changed);
+      }
       const session = await openSession(setup, { client, root, sessionId, notices }, loaded);
       for (const update of replayUpdates(loaded.messages, await personsWords(file), root)) session.send(update);
       resume(session.agent, loaded);
@@ -230,7 +244,9 @@ async function openSession(
   const agent = await createAgent(configFromCli(setup.options, made, tell));
   const approval = setup.options.yes ? 'yes' : 'ask';
   const header = sessionHeader(agent, recordedOptions(setup.options, approval, setup.taskModel));
-  const record = sessionRecorder(sessionFile(root, sessionId), loaded ? null : header, setup.secrets);
+  // Opened once, never through a link; a file replaced or changed under it is told, and no longer written.
+  const file = openSessionFile(sessionFile(root, sessionId), loaded ? 'resume' : 'new', root);
+  const record = sessionRecorder(file, loaded ? null : header, setup.secrets, (problem) => notice(problem));
   return {
     id: sessionId,
     agent,

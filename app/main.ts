@@ -3,7 +3,7 @@
 // --replay or --export; or under an editor (--acp). It only calls the harness's API and draws its events; the harness
 // never imports it.
 
-import { realpathSync } from 'node:fs';
+import { closeSync, realpathSync } from 'node:fs';
 import { readFile, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
@@ -33,7 +33,16 @@ import {
 } from './options.ts';
 import { priced } from './prices.ts';
 import { replaySession } from './replay.ts';
-import { checkSessionFile, loadSession, recordAnswers, sessionHeader, sessionRecorder } from './session-file.ts';
+import {
+  loadSession,
+  openSessionFile,
+  protectedChangedSince,
+  recordAnswers,
+  type SessionFile,
+  sessionHeader,
+  sessionRecorder,
+  type SessionUse,
+} from './session-file.ts';
 import {
   colourOn,
   contextBreakdown,
@@ -166,17 +175,20 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     const newSession = path.join(root, '.agent', 'sessions', `${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`);
     let sessionFile = path.resolve(options.resume ?? options.session ?? newSession);
     const flag = options.resume !== undefined ? '--resume' : options.session !== undefined ? '--session' : 'session';
-    const usable = (use: 'resume' | 'new') => {
+    // A session named by the harness is new; --session appends to what is there; --resume continues what must be.
+    const use: SessionUse = options.resume !== undefined ? 'resume' : options.session !== undefined ? 'append' : 'new';
+    const opening = () => {
       try {
-        checkSessionFile(sessionFile, use);
+        return openSessionFile(sessionFile, use, root);
       } catch (error) {
         throw new UsageError(`${flag}: ${errorText(error)}`);
       }
     };
     let loaded: Awaited<ReturnType<typeof loadSession>> | undefined;
     let optionsSaid: string | undefined;
+    let opened: SessionFile | undefined;
     if (options.resume !== undefined) {
-      usable('resume');
+      opened = opening();
       loaded = await loadSession(sessionFile).catch((error: unknown) => {
         throw new UsageError(`--resume: ${errorText(error)}`);
       });
@@ -201,7 +213,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       else await tellSandbox(options, log);
       return await serveAcp({ options, model, taskModel, secrets, log });
     }
-    if (loaded === undefined) usable('new');
+    opened ??= opening();
     const interactive = process.stdin.isTTY === true;
     // The REPL's; paused until it listens, so no piped line is read before it is ready for it. A headless run in a
     // terminal leaves the terminal as it is (Ctrl-C a signal) until an approval asks, with a readline of its own.
@@ -227,7 +239,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     const ending = new AbortController();
     const unwritable = (problem: string) =>
       ending.signal.aborted || ending.abort({ code: EXIT.notAccepted, problem } satisfies Ending);
-    const startSession = (file: string, fresh: boolean, agent: Agent) => {
+    const startSession = (file: SessionFile, fresh: boolean, agent: Agent) => {
       const header = sessionHeader(agent, recordedOptions(options, approval, taskModel));
       try {
         return sessionRecorder(file, fresh ? header : null, secrets, unwritable);
@@ -249,8 +261,12 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       printer(event);
     };
     const agent = await createAgent(configFromCli(options, { root, model, taskModel, approve }, tell));
+    if (loaded) {
+      const changed = await protectedChangedSince(loaded, root, agent.config.protect);
+      if (changed !== null) throw new UsageError(`--resume: ${changed}`);
+    }
     // Started once the agent knows its window (from the model's metadata), which the header records.
-    let record = startSession(sessionFile, loaded === undefined, agent);
+    let record = startSession(opened, loaded === undefined, agent);
     if (loaded) resume(agent, loaded);
     const notice = (text: string) => tell({ type: 'notice', text });
     const showSession = () =>
@@ -267,12 +283,21 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     else await tellSandbox(options, notice);
     if (!options.yes && !interactive) notice('no terminal and no --yes: every change (edit_file) will be denied');
     const switchSession = async (file: string) => {
-      checkSessionFile(path.resolve(file), 'resume');
-      const next = await loadSession(file);
-      sessionFile = path.resolve(file);
-      record = startSession(sessionFile, false, agent);
-      resume(agent, next);
-      notice(`resumed ${file}: ${grouped(next.messages.length)} messages`);
+      const next = openSessionFile(path.resolve(file), 'resume', root);
+      const read = await loadSession(file).catch((error: unknown) => {
+        closeSync(next.fd);
+        throw error;
+      });
+      const changed = await protectedChangedSince(read, root, agent.config.protect);
+      if (changed !== null) {
+        closeSync(next.fd);
+        throw new Error(changed);
+      }
+      record.close();
+      sessionFile = next.path;
+      record = startSession(next, false, agent);
+      resume(agent, read);
+      notice(`resumed ${file}: ${grouped(read.messages.length)} messages`);
       showSession();
     };
     const started = Date.now();

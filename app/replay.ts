@@ -16,6 +16,7 @@ import {
   type ModelRequest,
   runTask,
 } from '../agent.ts';
+import { sandboxProblem } from '../tools.ts';
 import { type CliOptions, configFromCli, UsageError } from './options.ts';
 import { priced } from './prices.ts';
 import {
@@ -341,7 +342,7 @@ export async function replaySession(file: string, options: CliOptions, out: Outp
       ? { approved: false, reason: 'the recording has no answer to this question' }
       : answers.splice(at, 1)[0]!.answer;
   };
-  const approval = pick(['yes'], options.yes ? 'yes' : recorded.approval, recorded.approval);
+  const approval = replayApproval(options, recorded);
   let expected = 0;
   let difference: string | null = null;
   let counted = 0;
@@ -356,8 +357,8 @@ export async function replaySession(file: string, options: CliOptions, out: Outp
     budgets: pick(['max-turns', 'max-tokens', 'max-cost', 'timeout'], options.budgets, recorded.budgets),
     contextWindow: pick(['context-window'], options.contextWindow, recorded.contextWindow),
     contextFiles: pick(['no-context-files'], options.contextFiles, recorded.contextFiles),
-    noSandbox: pick(['no-sandbox'], options.noSandbox, recorded.noSandbox ?? false),
   };
+  await sayWhatRuns(replayed, approval, tell);
   const children = childReplay(recording.children, recorded.taskModel ?? recording.header.model);
   const made = {
     root,
@@ -365,8 +366,8 @@ export async function replaySession(file: string, options: CliOptions, out: Outp
     taskModel: children.model,
     approve: approval === 'yes' ? approveAll : approval === 'ask' ? replayedApprover : null,
   };
-  const agent: Agent = await createAgent(
-    configFromCli(replayed, made, (event) => {
+  const agent: Agent = await createAgent({
+    ...configFromCli(replayed, made, (event) => {
       if (event.type === 'subagent' && event.event.type === 'request') children.calling(event.id);
       if (event.type === 'message' && difference === null) {
         const recorded = recording.messages[expected];
@@ -385,7 +386,8 @@ export async function replaySession(file: string, options: CliOptions, out: Outp
         else run.abort();
       }
     }),
-  );
+    sandbox: replaySandbox(replayed),
+  });
   for (const [i, task] of recording.tasks.entries()) {
     [run, counted, pending] = [new AbortController(), 0, task.actions];
     const halt = await runTask(agent, task.text, run.signal);
@@ -411,17 +413,46 @@ function rebased(message: Anthropic.MessageParam, from: string, to: string): Ant
   return JSON.parse(json(message).split(json(from).slice(1, -1)).join(json(to).slice(1, -1))) as Anthropic.MessageParam;
 }
 
-/** The options a replay takes from the recording unless the command line gives them. */
+/** Prevents a recording from loosening what a replay may do unasked: changes are applied only with --yes on this
+ *  command line (then the recorded answers are given again, a recorded refusal included), and without it every change
+ *  is refused; the header's approval mode is never taken. */
+function replayApproval(options: CliOptions, recorded: RecordedOptions): RecordedOptions['approval'] {
+  if (!options.yes) return 'deny';
+  return recorded.approval === 'ask' ? 'ask' : 'yes';
+}
+
+/** Prevents a recording from running its check outside the sandbox: the replay's verify command runs in the OS
+ *  sandbox or not at all, unless this command line says --no-sandbox; the header's `noSandbox` is never taken. */
+const replaySandbox = (options: Pick<CliOptions, 'noSandbox'>): boolean => !options.noSandbox;
+
+/** Says, before anything runs, what the replay will run and whether it may change files: the recorded verify command
+ *  and where, and what happens to the recorded changes. */
+async function sayWhatRuns(
+  options: CliOptions,
+  approval: RecordedOptions['approval'],
+  tell: (text: string) => void,
+): Promise<void> {
+  const problem = await sandboxProblem();
+  const check = `the verify command \`${options.verify}\``;
+  if (options.verify === undefined) tell('no verify command: "done" is accepted unverified');
+  else if (options.noSandbox) tell(`${check} runs outside the OS sandbox (--no-sandbox), with your full rights`);
+  else if (problem !== null) tell(`${check} will not run: ${problem}, and a replay runs it only sandboxed`);
+  else tell(`${check} runs in the OS sandbox`);
+  const answers = approval === 'ask' ? ', the recorded answers given again' : '';
+  if (approval === 'deny') tell('changes are refused: only --yes on this command line applies them');
+  else tell(`changes are applied in ${options.root} (--yes)${answers}`);
+}
+
+/** The options a replay takes from the recording unless the command line gives them. --yes and --no-sandbox are not
+ *  among them: they come from this command line only. */
 const REPLAY_OVERRIDES = [
   'verify',
   'verify-timeout',
   'protect',
-  'yes',
   'max-turns',
   'max-tokens',
   'max-cost',
   'timeout',
   'context-window',
   'no-context-files',
-  'no-sandbox',
 ];

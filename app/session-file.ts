@@ -4,16 +4,17 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import { createHash } from 'node:crypto';
 import {
-  appendFileSync,
   closeSync,
   constants,
   createReadStream,
   fstatSync,
+  lstatSync,
   mkdirSync,
   openSync,
   readSync,
   type Stats,
   statSync,
+  writeSync,
 } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -30,7 +31,7 @@ import {
   errorText,
   transcriptRepair,
 } from '../agent.ts';
-import { issuesText, MAX_INPUT_DEPTH, nestedDeeperThan } from '../tools.ts';
+import { globMatcher, hashProtected, issuesText, MAX_INPUT_DEPTH, nestedDeeperThan } from '../tools.ts';
 import type { ProgramEvent, SessionEvent } from './terminal.ts';
 
 /** Version 2 adds what a replay needs: the options, every reply as received, and what the person did. */
@@ -138,23 +139,122 @@ export function sessionHeader(agent: Agent, options: RecordedOptions): SessionHe
   };
 }
 
-/** Writes each event worth keeping as it happens, synchronously, so a crash loses nothing appended.
+/** A session file opened for appending, once: the handle every entry is written through, and what it is on disk. */
+export interface SessionFile {
+  readonly path: string;
+  readonly fd: number;
+  /** The folder under which every folder on the way to the file must be a real folder (the project root). */
+  readonly within: string | undefined;
+}
+
+/** How a session file is opened: `new`, created, and refused if anything is there already; `append`, created if
+ *  missing (--session FILE); `resume`, it must exist. */
+export type SessionUse = 'new' | 'append' | 'resume';
+
+/** Prevents a session path that cannot hold a session from failing with a stack trace mid-run, or from hanging the
+ *  program (opening a named pipe waits for its other end), and prevents the file from being anything but itself: what
+ *  is there is looked at before it is opened (a link is refused, never followed), opened without waiting and without
+ *  following a link, and looked at again. Folders below `within` (the project root, which the check may write) must
+ *  be real folders, not links; missing ones are made one at a time. Throws one line naming the file and what is
+ *  wrong. The handle is the only way the harness writes the file from then on. */
+export function openSessionFile(file: string, use: SessionUse, within?: string): SessionFile {
+  const cannot = use === 'resume' ? 'cannot be resumed' : 'cannot hold a session';
+  try {
+    refuseIrregular(file, lstatSync(file, { throwIfNoEntry: use === 'resume' }));
+    realFolders(path.dirname(file), within, use !== 'resume');
+    const create = use === 'new' ? constants.O_CREAT | constants.O_EXCL : use === 'append' ? constants.O_CREAT : 0;
+    const how = constants.O_RDWR | constants.O_APPEND | constants.O_NOFOLLOW | constants.O_NONBLOCK | create;
+    const fd = openSync(file, how);
+    try {
+      refuseIrregular(file, fstatSync(fd));
+    } catch (error) {
+      closeSync(fd);
+      throw error;
+    }
+    return { path: file, fd, within };
+  } catch (error) {
+    if (error instanceof IrregularFile) throw new Error(error.message);
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP') throw new Error(`${file} is a link, not a session file: refused, never followed`);
+    throw new Error(`${file} ${cannot}: ${fileProblem(error)}`);
+  }
+}
+
+/** Prevents a folder swapped for a link (`.agent/sessions` → `~`) from taking the session file outside the project:
+ *  each folder from `within` down to `folder` is looked at without following links, and one that is a link is refused;
+ *  a missing one is made (mkdir never follows a link it would create). Outside `within`, missing folders are made as
+ *  the person named them. */
+function realFolders(folder: string, within: string | undefined, make: boolean): void {
+  const below = within === undefined ? '..' : path.relative(within, folder);
+  if (below === '' || below.startsWith('..') || path.isAbsolute(below)) {
+    if (make) mkdirSync(folder, { recursive: true });
+    return;
+  }
+  let at = within!;
+  for (const part of below.split(path.sep)) {
+    at = path.join(at, part);
+    let stats = lstatSync(at, { throwIfNoEntry: false });
+    if (stats === undefined && make) {
+      mkdirSync(at);
+      stats = lstatSync(at);
+    }
+    if (stats?.isSymbolicLink()) throw new IrregularFile(`${at} is a link, not a folder: refused, never followed`);
+  }
+}
+
+/** What a session file was after the harness's last write: another writer changes its size or its ctime, which no
+ *  one can set back. */
+type Written = { dev: bigint; ino: bigint; size: bigint; ctime: bigint };
+
+const written = (fd: number): Written => {
+  const { dev, ino, size, ctimeNs } = fstatSync(fd, { bigint: true });
+  return { dev, ino, size, ctime: ctimeNs };
+};
+
+/** Prevents the harness from writing a session file that is no longer the one it opened, or that something else wrote
+ *  to: before each write, the path must still name the open file (a file put in its place, a link to `~/.bashrc`, is
+ *  another file), and the file must be as the harness left it (a header rewritten in place changes it). Returns what
+ *  is wrong, or null. */
+function changedUnder(file: SessionFile, last: Written): string | null {
+  const now = lstatSync(file.path, { bigint: true, throwIfNoEntry: false });
+  const { size, ctime } = written(file.fd);
+  const what =
+    now === undefined
+      ? 'was removed'
+      : now.dev !== last.dev || now.ino !== last.ino
+        ? 'was replaced'
+        : size !== last.size || ctime !== last.ctime
+          ? 'was changed by something else'
+          : null;
+  return what === null ? null : `the session file ${file.path} ${what}; no longer writing to it`;
+}
+
+/** The function that records a session's events, and closes its file (and its sub-agents') when it is done with. */
+export type SessionRecorder = ((event: SessionEvent) => void) & { close: () => void };
+
+/** Writes each event worth keeping as it happens, synchronously, through the one handle opened at the start (a
+ *  path is opened as `append`), so a crash loses nothing appended.
  *  A sub-agent's events go to a file of their own, linked from this one. Starting throws if the file cannot be
- *  written; a write that fails later (the disk is full) is told to `failed`, once, and nothing more is written, so the
- *  file never has a gap in the middle (without `failed`, it throws). */
+ *  written; a write that fails later (the disk is full), or a file replaced or changed under it, is told to `failed`,
+ *  once, and nothing more is written, anywhere, so the file never has a gap in the middle (without `failed`, it
+ *  throws). */
 export function sessionRecorder(
-  file: string,
+  target: string | SessionFile,
   header: SessionHeader | null,
   secrets: string[],
   failed?: (problem: string) => void,
-): (event: SessionEvent) => void {
-  mkdirSync(path.dirname(file), { recursive: true });
+): SessionRecorder {
+  const file = typeof target === 'string' ? openSessionFile(target, 'append') : target;
   // A line torn by a crash must stay its own line, or the next entry would be glued to it.
-  if (!endsWithNewline(file)) appendFileSync(file, '\n');
+  if (!endsWithNewline(file.fd)) writeAll(file.fd, '\n');
+  let last = written(file.fd);
   const append = (entry: SessionEntry) => {
     let line = JSON.stringify(entry.type === 'session' ? entry : { ...entry, at: new Date().toISOString() });
     for (const secret of secrets) if (secret.length >= 8) line = line.split(secret).join('[redacted]');
-    appendFileSync(file, `${line}\n`);
+    const changed = changedUnder(file, last);
+    if (changed !== null) throw new ChangedUnder(changed);
+    writeAll(file.fd, `${line}\n`);
+    last = written(file.fd);
   };
   if (header) append(header);
   let broken = false;
@@ -165,14 +265,18 @@ export function sessionRecorder(
     } catch (error) {
       if (failed === undefined) throw error;
       broken = true;
-      failed(`the session file ${file} can no longer be written: ${fileProblem(error)}`);
+      failed(
+        error instanceof ChangedUnder
+          ? error.message
+          : `the session file ${file.path} can no longer be written: ${fileProblem(error)}`,
+      );
     }
   };
-  const children = new Map<string, (event: SessionEvent) => void>();
+  const children = new Map<string, SessionRecorder>();
   const clock = stopwatch();
   let events = 0; // of the current task, counted as a replay counts them
   let unanswered = false; // a request went out and neither a reply nor a halt came back: the API refused it
-  return (event) => {
+  const record = (event: SessionEvent) => {
     clock.see(event);
     if (REPLAYED_EVENTS.has(event.type)) events++;
     if (event.type === 'task') events = 0;
@@ -198,58 +302,53 @@ export function sessionRecorder(
     if (event.type === 'subagent') {
       let child = children.get(event.id);
       if (child === undefined) {
-        const childFile = file.replace(/(\.jsonl)?$/, `.${event.id}.jsonl`);
+        const childFile = file.path.replace(/(\.jsonl)?$/, `.${event.id}.jsonl`);
         write({ type: 'subagent', id: event.id, description: event.description, file: path.basename(childFile) });
         const childHeader = header && subAgentHeader(header);
         try {
-          child = sessionRecorder(childFile, childHeader, secrets, failed);
+          child = sessionRecorder(openSessionFile(childFile, 'append', file.within), childHeader, secrets, failed);
         } catch (error) {
           if (failed === undefined) throw error;
-          failed(`the sub-agent's session file ${childFile} cannot be written: ${fileProblem(error)}`);
-          child = () => {};
+          failed(`the sub-agent's session file ${childFile} cannot be written: ${errorText(error)}`);
+          child = Object.assign(() => {}, { close: () => {} });
         }
         children.set(event.id, child);
       }
       child(event.event);
     }
   };
+  const close = () => {
+    for (const child of children.values()) child.close();
+    closeSync(file.fd);
+  };
+  return Object.assign(record, { close });
 }
 
-/** Prevents a session path that cannot hold a session from failing with a stack trace mid-run, or from hanging the
- *  program (opening a named pipe waits for its other end): what is there is looked at before it is opened, opened
- *  without waiting, and looked at again. `resume`: the file must exist and take appends; `new`: it is created if
- *  missing, folders included. Throws one line naming the file and what is wrong. */
-export function checkSessionFile(file: string, use: 'resume' | 'new'): void {
-  const cannot = use === 'resume' ? 'cannot be resumed' : 'cannot hold a session';
-  try {
-    refuseIrregular(file, statSync(file, { throwIfNoEntry: use === 'resume' }));
-    if (use === 'new') mkdirSync(path.dirname(file), { recursive: true });
-    const create = use === 'new' ? constants.O_CREAT : 0;
-    const fd = openSync(file, constants.O_WRONLY | constants.O_APPEND | constants.O_NONBLOCK | create);
-    try {
-      refuseIrregular(file, fstatSync(fd));
-    } finally {
-      closeSync(fd);
-    }
-  } catch (error) {
-    throw new Error(error instanceof IrregularFile ? error.message : `${file} ${cannot}: ${fileProblem(error)}`);
-  }
+/** Writes all of `text` through the handle: one write may take only part of it. */
+function writeAll(fd: number, text: string): void {
+  const bytes = Buffer.from(text);
+  for (let at = 0; at < bytes.length;) at += writeSync(fd, bytes, at);
 }
+
+/** The session file is no longer the one the harness opened, or something else wrote to it. */
+class ChangedUnder extends Error {}
 
 class IrregularFile extends Error {}
 
-/** Prevents reading or writing a session through a directory, a device, a named pipe or a socket. */
+/** Prevents reading or writing a session through a link, a directory, a device, a named pipe or a socket. */
 function refuseIrregular(file: string, stats: Stats | undefined): void {
   if (stats === undefined || stats.isFile()) return;
-  const kind = stats.isDirectory()
-    ? 'a directory'
-    : stats.isFIFO()
-      ? 'a named pipe'
-      : stats.isSocket()
-        ? 'a socket'
-        : stats.isCharacterDevice() || stats.isBlockDevice()
-          ? 'a device'
-          : 'not a regular file';
+  const kind = stats.isSymbolicLink()
+    ? 'a link'
+    : stats.isDirectory()
+      ? 'a directory'
+      : stats.isFIFO()
+        ? 'a named pipe'
+        : stats.isSocket()
+          ? 'a socket'
+          : stats.isCharacterDevice() || stats.isBlockDevice()
+            ? 'a device'
+            : 'not a regular file';
   throw new IrregularFile(`${file} is ${kind}, not a session file`);
 }
 
@@ -308,18 +407,13 @@ function stopwatch() {
   };
 }
 
-/** Whether a file is missing, empty or ends with a newline, from its last byte alone: a session has no size limit. */
-function endsWithNewline(file: string): boolean {
-  const size = statSync(file, { throwIfNoEntry: false })?.size ?? 0;
+/** Whether an open file is empty or ends with a newline, from its last byte alone: a session has no size limit. */
+function endsWithNewline(fd: number): boolean {
+  const { size } = fstatSync(fd);
   if (size === 0) return true;
-  const fd = openSync(file, 'r');
-  try {
-    const last = Buffer.alloc(1);
-    readSync(fd, last, 0, 1, size - 1);
-    return last[0] === 0x0a;
-  } finally {
-    closeSync(fd);
-  }
+  const last = Buffer.alloc(1);
+  readSync(fd, last, 0, 1, size - 1);
+  return last[0] === 0x0a;
 }
 
 /** Rebuilds a transcript from a session file of any size, streamed line by line. Each entry is checked against the
@@ -368,6 +462,33 @@ export async function loadSession(file: string): Promise<LoadedSession & { heade
   const repair = transcript.finish();
   const { messages } = transcript;
   return { messages, compaction, subAgents, repair, protectedAtStart, warnings: warnings.list(), header };
+}
+
+/** Prevents a session file from vouching for a changed protected file at --resume: the protected files are
+ *  fingerprinted again as the resume starts, and a resume goes on only if they still hash as the header recorded (none
+ *  changed, deleted, or added under the recorded globs). So the header can refuse a resume, never accept a change
+ *  the disk shows: rewritten hashes that disagree with the disk are refused like a changed file. Returns one line
+ *  naming the changes, or null. */
+export async function protectedChangedSince(
+  loaded: { header: SessionHeader | null; protectedAtStart: Map<string, string> | null },
+  root: string,
+  globs: readonly string[],
+): Promise<string | null> {
+  if (loaded.protectedAtStart === null || globs.length === 0) return null;
+  const protectedNow = globMatcher(globs);
+  const recordedGlobs = loaded.header?.options?.protect ?? globs;
+  const recorded = recordedGlobs.length === 0 ? () => undefined : globMatcher(recordedGlobs);
+  const now = await hashProtected(root, globs);
+  const changes: string[] = [];
+  for (const [file, hash] of loaded.protectedAtStart) {
+    if (protectedNow(file) === undefined || now.get(file) === hash) continue;
+    changes.push(`${file} (${now.has(file) ? 'changed' : 'deleted'})`);
+  }
+  for (const file of now.keys())
+    if (recorded(file) !== undefined && !loaded.protectedAtStart.has(file)) changes.push(`${file} (added)`);
+  if (changes.length === 0) return null;
+  const restore = 'restore them, or start a new session';
+  return `protected files changed since the session started: ${changes.join(', ')}; ${restore}`;
 }
 
 /** What a resume may run with: the options a session header recorded, checked; any that are not valid are left out,

@@ -349,7 +349,7 @@ describe('protected files', () => {
     }
   });
 
-  test('a protected file changed between two runs is not laundered by --resume: the gate compares with the first start', async (t) => {
+  test('a protected file changed between two runs is not laundered by --resume: the resume is refused, naming it', async (t) => {
     const root = await tempProject(t, { 'test.js': 'process.exit(1);\n' });
     const session = path.join(root, '.agent', 's.jsonl');
     const script = path.join(root, '.agent', 'done.json');
@@ -358,9 +358,13 @@ describe('protected files', () => {
     const args = ['--root', root, '--protect', 'test.js', '--verify', 'node test.js', '--yes', '--script', script];
     assert.equal((await runCli([...args, '--session', session, '--max-turns', '1', 'fix it'])).status, 1);
     await writeFile(path.join(root, 'test.js'), 'process.exit(0);\n'); // "fixed" by editing the test itself
+    const said = t.mock.method(console, 'error', () => {});
     const resumed = await runCli([...args, '--resume', session, '--max-turns', '1', 'keep going']);
-    assert.match(resumed.stdout, /gate: .*protected files changed/);
-    assert.equal(resumed.status, 1, 'the resumed run did not accept a "done" bought by changing the test');
+    assert.equal(resumed.status, 2, 'the resume did not run on a "done" bought by changing the test');
+    assert.match(
+      String(said.mock.calls[0]?.arguments[0]),
+      /protected files changed since the session started: test\.js/,
+    );
   });
 
   test('--protect matches exactly as minimatch does: dotfiles are protected ("config/*" takes config/.secret), and a file named "test" is not under "test/**"', async (t) => {

@@ -41,7 +41,9 @@ function recordedOptions(chosen: Partial<RecordedOptions>): RecordedOptions {
   };
 }
 
-const replay = (file: string, root: string, ...args: string[]) => runCli(['--replay', file, '--root', root, ...args]);
+/** A replay applies the recorded changes only with --yes on its own command line (the recording cannot allow them). */
+const replay = (file: string, root: string, ...args: string[]) =>
+  runCli(['--replay', file, '--root', root, '--yes', ...args]);
 
 /** Runs `task` in `root` with these models, recording the session as the CLI would (--yes); checks that the run was
  *  accepted and returns the session file. */
@@ -90,7 +92,7 @@ describe('recorded sessions replay as regression tests', async () => {
     const { status, stdout } = await replay(path.join(RECORDINGS, 'local-endpoint.jsonl'), root);
     assert.equal(status, EXIT.notAccepted);
     // The read of add.js is the first message that changed, shown as the lines of the file that differ.
-    assert.match(stdout, /^replay: differs at message #2 \(user\), block 0 \(tool_result\):\n/);
+    assert.match(stdout, /\nreplay: differs at message #2 \(user\), block 0 \(tool_result\):\n/);
     assert.match(stdout, /\n {2}- +2\t {2}return a - b;\n {2}\+ +2\t {2}return a \* b;\n/);
     assert.ok(!stdout.includes('\\n') && !stdout.includes('\\"'), `no escaped JSON: ${stdout}`);
     for (const line of stdout.split('\n')) assert.ok(line.length <= 100, `${line.length} columns: ${line}`);

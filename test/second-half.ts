@@ -15,3 +15,4 @@ import './sandbox.test.ts';
 import './suite.test.ts';
 import './session-page.test.ts';
 import './terminal-escapes.test.ts';
+import './routes-session-file.test.ts';
