@@ -859,7 +859,7 @@ async function runContained(
   if (problem !== null) throw new Error(problem);
   const tmp = await realpath(await mkdtemp(path.join(tmpdir(), 'verify-tmp-')));
   try {
-    const bindable = [...(before ?? [])].filter(([, id]) => !id.endsWith(':link')); // a link's target is outside
+    const bindable = [...(before ?? [])].filter(([, id]) => /:(dir|file)$/.test(id)); // not a link: it points out
     const readOnly = bindable.map(([relative]) => path.join(root, relative));
     const where = { root, tmp, readOnly, hidden: await credentialStores(), passEnv: options.passEnv ?? [] };
     return await runProcess(command, options, where);
