@@ -1175,13 +1175,12 @@ export async function hashProtected(root: string, globs: readonly string[]): Pro
   const hashes = new Map<string, string>();
   if (globs.length === 0) return hashes;
   const protectedBy = globMatcher(globs);
-  for (const file of await filesGlobsReach(root, globs)) {
-    if (protectedBy(file) !== undefined) hashes.set(file, await fingerprint(path.join(root, file)));
-  }
+  const files = (await filesGlobsReach(root, globs)).filter((file) => protectedBy(file) !== undefined);
+  for (const file of files.sort()) hashes.set(file, await fingerprint(path.join(root, file)));
   return hashes;
 }
 
-/** Every file of the project (sorted, "/"-separated, links not followed), git's ignored ones included, and inside
+/** Every file of the project ("/"-separated, links not followed), git's ignored ones included, and inside
  *  node_modules, .git and .agent only as far as a glob that names the folder can match: "node_modules/pkg/**" walks
  *  pkg alone, and "test/**" never enters node_modules. */
 async function filesGlobsReach(root: string, globs: readonly string[]): Promise<string[]> {
@@ -1205,7 +1204,7 @@ async function filesGlobsReach(root: string, globs: readonly string[]): Promise<
     );
   };
   await visit(root, '', false);
-  return files.sort();
+  return files;
 }
 
 /** What changed in the protected files since `before` (hashProtected's fingerprints), by any means. */
