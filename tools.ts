@@ -1040,8 +1040,9 @@ const PROTECTED_SET = new Set(PROTECTED_NAMES);
 /** Every protected name under `root` (relative path → what it is: "dev:inode:kind"), wherever it sits, not looked
  *  inside; symlinks are not followed. Read in parallel, as list_files reads. */
 async function protectedEntries(root: string): Promise<Map<string, string>> {
-  const found = new Map<string, string>();
+  const found: string[] = [];
   let folders = 0;
+  // One promise per folder, none per file: the walk costs about what a bare readdir of the tree does.
   const visit = async (dir: string, prefix: string): Promise<void> => {
     if (++folders > MAX_SCANNED_FOLDERS)
       throw new Error(`more than ${MAX_SCANNED_FOLDERS} folders in ${root}: too many to watch its protected paths in`);
@@ -1049,16 +1050,18 @@ async function protectedEntries(root: string): Promise<Map<string, string>> {
       if (error.code === 'ENOENT') return []; // gone meanwhile (an uncontained command's leftover process)
       throw error;
     });
-    await Promise.all(
-      children.map(async (child) => {
-        const full = path.join(dir, child.name);
-        if (PROTECTED_SET.has(child.name.toLowerCase())) found.set(prefix + child.name, await identity(full));
-        else if (child.isDirectory()) await visit(full, `${prefix}${child.name}/`);
-      }),
-    );
+    const subfolders: Promise<void>[] = [];
+    for (const child of children) {
+      const { name } = child;
+      // Every protected name starts with a dot: most entries are turned away by their first character.
+      if (name.startsWith('.') && PROTECTED_SET.has(name.toLowerCase())) found.push(prefix + name);
+      else if (child.isDirectory()) subfolders.push(visit(path.join(dir, name), `${prefix}${name}/`));
+    }
+    await Promise.all(subfolders);
   };
   await visit(root, '');
-  return found;
+  const identities = await Promise.all(found.map((relative) => identity(path.join(root, relative))));
+  return new Map(found.map((relative, i) => [relative, identities[i]!]));
 }
 
 /** What a path is, as far as a swap goes: a different file or folder put in its place gets another inode. */
