@@ -30,7 +30,6 @@
 // Types only: the SDK itself (slow to load) is imported by the program when it makes a real model.
 import type Anthropic from '@anthropic-ai/sdk';
 import type { APIError } from '@anthropic-ai/sdk';
-import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import {
@@ -40,10 +39,12 @@ import {
   defineTool,
   globMatcher,
   hashProtected,
+  protectedChanges,
   loadContextFiles,
   MAX_INPUT_DEPTH,
   nestedDeeperThan,
   runCommand,
+  sandboxableRoot,
   safe_path,
   sandboxProblem,
   schemaProblem,
@@ -360,6 +361,7 @@ export interface GateOptions {
   /** Run the check in the OS sandbox (tools.ts): true fails closed where there is none; false never; undefined:
    *  where this machine has one (the gate event says whether it was). */
   sandbox?: boolean;
+  passEnv?: readonly string[]; // environment variables the check gets beside the allowlist (tools.ts), by name
 }
 
 /** The gate's verdict, with the command's output (capped, head and tail), and that output live as it comes. */
@@ -385,10 +387,10 @@ async function judgeFinalReply(agent: Agent, run: Run, reply: Anthropic.Message)
 }
 
 /** Prevents a false "done": plain code runs the verify command, and only exit code 0 ends the run.
- *  It also refuses "done" when a protected file changed (P3), however that happened. */
+ *  It also refuses "done" when a protected file changed (P3), however that happened, the check's run included. */
 async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
-  const { verify, root, verifyTimeoutMs, protect } = agent.config;
-  const tampered = changedFiles(agent.protectedAtStart, await hashProtected(root, protect));
+  const { verify, root, verifyTimeoutMs, protect, defaultProtection, passEnv } = agent.config;
+  const tampered = await protectedChanges(root, protect, agent.protectedAtStart);
   if (tampered.length > 0) {
     const [command, reason, output] = [verify ?? '(none)', 'protected files changed', tampered.join(', ')];
     agent.config.onEvent({ type: 'gate', command, exitCode: null, passed: false, reason, output, sandboxed: false });
@@ -399,12 +401,16 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   const sandbox = await sandboxFor(agent);
   if (typeof sandbox !== 'boolean') return { halt: sandbox };
   const onOutput = (text: string) => agent.config.onEvent({ type: 'gate-output', text });
-  const options = { cwd: root, timeoutMs: verifyTimeoutMs, signal: run.signal, onOutput, sandbox };
-  const { exitCode, output, timedOut } = await runCommand(verify, options);
+  const options = { cwd: root, timeoutMs: verifyTimeoutMs, signal: run.signal, onOutput, sandbox, defaultProtection };
+  const ran = await runCommand(verify, { ...options, passEnv }).catch((error: unknown) => new Error(`${error}`));
+  if (ran instanceof Error) return { halt: { kind: 'error', message: `the check was not run: ${ran.message}` } };
   if (run.signal.aborted) return { halt: stoppedHalt(agent, run) };
-  const [passed, sandboxed] = [exitCode === 0, sandbox];
-  const how = timedOut ? `did not finish within ${verifyTimeoutMs / 1000} s` : `exited with code ${exitCode}`;
-  agent.config.onEvent({ type: 'gate', command: verify, exitCode, passed, reason: how, output, sandboxed });
+  // A check that changed the files that judge it, or left what runs later (.git, editor tasks), fails: exit 0 or not.
+  const touched = [...ran.protectedTouched, ...(await protectedChanges(root, protect, agent.protectedAtStart))];
+  const [{ exitCode, output, timedOut }, passed] = [ran, ran.exitCode === 0 && touched.length === 0];
+  const ended = timedOut ? `did not finish within ${verifyTimeoutMs / 1000} s` : `exited with code ${exitCode}`;
+  const how = touched.length > 0 ? `changed protected paths: ${touched.join(', ')}` : ended;
+  agent.config.onEvent({ type: 'gate', command: verify, exitCode, passed, reason: how, output, sandboxed: sandbox });
   if (passed) return { halt: { kind: 'accepted', verifiedBy: verify } };
   const told = `Its output:\n\n${output}\n\nFix the cause, then say you are done.`;
   return { goOn: `The task is not done yet: the check \`${verify}\` ${how}. ${told}` };
@@ -427,6 +433,7 @@ export interface GuardOptions {
   protect: readonly string[];
   /** Asks the person at the keyboard before a call that changes something; default: approve all. */
   approve: Approver;
+  defaultProtection?: boolean; // false: the built-in protected paths (PROTECTED_NAMES) are not kept; default true
   /** A forker's own hooks: run after validation, before safe_path, protect, runaway and approval. */
   beforeCall?: readonly BeforeCallHook[];
   afterCall?: readonly AfterCallHook[];
@@ -686,15 +693,6 @@ function overBudget(agent: Agent): Halt | null {
   if (maxTokens !== undefined && totalTokens(spent) >= maxTokens) return budgetHalt(agent, 'tokens', maxTokens);
   const costUsd = spent.costUsd ?? 0; // an unknown price cannot be budgeted: withDefaults refuses it
   return maxCostUsd !== undefined && costUsd >= maxCostUsd ? budgetHalt(agent, 'cost', maxCostUsd) : null;
-}
-
-/** What changed between two fingerprints: `changedFiles({a: 1, b: 2}, {a: 1, b: 3, c: 4})` is
- *  `["b (changed)", "c (added)"]`. */
-function changedFiles(before: Map<string, string>, after: Map<string, string>): string[] {
-  const changed = [...before]
-    .filter(([file, hash]) => after.get(file) !== hash)
-    .map(([file]) => `${file} (${after.has(file) ? 'changed' : 'deleted'})`);
-  return [...changed, ...[...after.keys()].filter((file) => !before.has(file)).map((file) => `${file} (added)`)];
 }
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -1054,7 +1052,7 @@ async function withDefaults(config: AgentConfig): Promise<Settings> {
   }
   return {
     ...config,
-    root: await realpath(config.root),
+    root: await sandboxableRoot(config.root),
     verify: config.verify,
     verifyTimeoutMs: config.verifyTimeoutMs ?? 120_000,
     budgets: config.budgets ?? { maxTurns: 25 },

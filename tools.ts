@@ -21,7 +21,7 @@ import {
   stat,
   writeFile,
 } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { createTwoFilesPatch } from 'diff';
 import ignore, { type Ignore } from 'ignore';
@@ -795,12 +795,17 @@ export const TOOLS: readonly Tool[] = [list_files, read_file, edit_file];
 // The command runner: the verify gate's hands. The check it runs imports code the model wrote, so no path check can
 // cover what it does; the kernel can. Contained, a command may write only in the project and a private temporary
 // folder, it has no network, and the rest of the file system is read-only: bubblewrap on Linux, sandbox-exec on macOS.
+// Its environment is an allowlist, the credential stores under $HOME are hidden from it, and the protected names
+// (PROTECTED_NAMES) stay as they were anywhere in the project: the existing ones read-only, new ones removed after.
 
 export interface CommandRun {
   exitCode: number | null;
   timedOut: boolean;
   /** stdout and stderr interleaved, capped: the head and the tail are kept. */
   output: string;
+  /** Protected paths the command created, replaced or moved (project-relative, sorted), the new ones since removed:
+   *  a command that touched one failed, whatever it exited with. */
+  protectedTouched: string[];
 }
 
 const OUTPUT_HEAD = 8 * 1024;
@@ -815,27 +820,60 @@ export interface CommandOptions {
   onOutput?: (text: string) => void;
   /** Run it in the OS sandbox; throws if this machine has none (ask sandboxProblem first). */
   sandbox?: boolean;
+  /** Keep the protected names under `cwd` as they were (default true); false neither binds nor scans them. */
+  defaultProtection?: boolean;
+  /** Environment variables the contained command gets beside CONTAINED_ENV, by name (e.g. "NODE_OPTIONS"). */
+  passEnv?: readonly string[];
 }
 
 /** Runs a shell command in the project with a timeout; keeps the start and the end of its output. */
 export async function runCommand(command: string, options: CommandOptions): Promise<CommandRun> {
-  if (!options.sandbox) return await runProcess(command, [], options);
+  const root = await realpath(options.cwd);
+  const before = options.defaultProtection === false ? null : await protectedEntries(root);
+  const run = options.sandbox ? await runContained(command, root, before, options) : await runProcess(command, options);
+  return { ...run, protectedTouched: before === null ? [] : await undoProtectedChanges(root, before) };
+}
+
+type ProcessRun = Omit<CommandRun, 'protectedTouched'>;
+
+/** Where a contained command runs, and what it may see of the machine. */
+interface Contained {
+  /** The project, writable. */
+  readonly root: string;
+  /** Its private temporary folder, /tmp inside. */
+  readonly tmp: string;
+  /** The protected files and folders already in the project (absolute paths): bound read-only. */
+  readonly readOnly: readonly string[];
+  /** The credential stores under $HOME that exist (real paths): an empty folder or /dev/null in their place. */
+  readonly hidden: readonly { readonly path: string; readonly folder: boolean }[];
+  readonly passEnv: readonly string[];
+}
+
+async function runContained(
+  command: string,
+  root: string,
+  before: Map<string, string> | null,
+  options: CommandOptions,
+) {
   const problem = await sandboxProblem();
   if (problem !== null) throw new Error(problem);
   const tmp = await realpath(await mkdtemp(path.join(tmpdir(), 'verify-tmp-')));
   try {
-    return await runProcess(command, containedArgs(command, await realpath(options.cwd), tmp), options);
+    const bindable = [...(before ?? [])].filter(([, id]) => /:(dir|file)$/.test(id)); // not a link: it points out
+    const readOnly = bindable.map(([relative]) => path.join(root, relative));
+    const where = { root, tmp, readOnly, hidden: await credentialStores(), passEnv: options.passEnv ?? [] };
+    return await runProcess(command, options, where);
   } finally {
     await rm(tmp, { recursive: true, force: true });
   }
 }
 
-/** Runs `command` through a shell, or with `contained` given, runs that sandbox command line instead. */
-function runProcess(command: string, contained: string[], { cwd, timeoutMs, signal, onOutput }: CommandOptions) {
-  return new Promise<CommandRun>((resolve) => {
-    const [file = command, ...args] = contained;
-    const env = contained.length > 0 ? containedEnv() : process.env;
-    const child = spawn(file, args, { cwd, env, shell: contained.length === 0, detached: true, stdio: STDIO });
+/** Runs `command` through a shell, or with `where` given, contained there. */
+function runProcess(command: string, { cwd, timeoutMs, signal, onOutput }: CommandOptions, where?: Contained) {
+  return new Promise<ProcessRun>((resolve) => {
+    const [file = command, ...args] = where === undefined ? [] : containedArgs(command, where);
+    const env = where === undefined ? process.env : containedEnv(where);
+    const child = spawn(file, args, { cwd, env, shell: where === undefined, detached: true, stdio: STDIO });
     let head = '';
     let tail = '';
     let dropped = 0;
@@ -884,21 +922,27 @@ function runProcess(command: string, contained: string[], { cwd, timeoutMs, sign
 
 const STDIO: ['ignore', 'pipe', 'pipe'] = ['ignore', 'pipe', 'pipe'];
 
-/** The command line that runs `command` contained, in the project `root`, with `tmp` as its temporary folder. */
-function containedArgs(command: string, root: string, tmp: string): string[] {
+/** The command line that runs `command` contained as `where` says. */
+function containedArgs(command: string, { root, tmp, readOnly, hidden }: Contained): string[] {
   const shell = ['/bin/sh', '-c', command];
   if (process.platform === 'darwin') {
+    const params = (name: string, paths: readonly string[]) => paths.flatMap((p, i) => ['-D', `${name}${i}=${p}`]);
+    const rule = (what: string, name: string, paths: readonly unknown[]) =>
+      paths.map((_, i) => `\n(deny ${what} (subpath (param "${name}${i}")))`).join('');
     const where = ['-D', `ROOT=${root}`, '-D', `TMP=${tmp}`, '-D', `GIT=${path.join(root, '.git')}`];
-    return ['/usr/bin/sandbox-exec', '-p', SEATBELT_PROFILE, ...where, ...shell];
+    const stores = hidden.map((store) => store.path);
+    const profile = SEATBELT_PROFILE + rule('file-write*', 'RO', readOnly) + rule('file-read*', 'HIDDEN', stores);
+    const more = [...params('RO', readOnly), ...params('HIDDEN', stores)];
+    return ['/usr/bin/sandbox-exec', '-p', profile, ...where, ...more, ...shell];
   }
-  const git = path.join(root, '.git');
   return [
     'bwrap',
     ...['--ro-bind', '/', '/'], // the whole file system, read-only: $HOME, the folders above the project, /usr
     ...['--dev', '/dev', '--proc', '/proc'], // a fresh /dev, and a /proc of its own processes
     ...['--tmpfs', '/run', '--bind', tmp, '/tmp'], // hides the host's sockets: a read-only mount still lets one connect
     ...['--bind', root, root, '--chdir', root], // the project, writable
-    ...(existsSync(git) ? ['--ro-bind', git, git] : []), // but not its git hooks, which would run outside on a commit
+    ...readOnly.flatMap((p) => ['--ro-bind', p, p]), // but not its git hooks or editor tasks, which would run outside
+    ...hidden.flatMap((store) => (store.folder ? ['--tmpfs', store.path] : ['--ro-bind', '/dev/null', store.path])),
     ...['--unshare-user', '--unshare-pid', '--unshare-net'], // its own users, processes, and network: loopback only
     ...['--die-with-parent', '--new-session', '--cap-drop', 'ALL'], // dies with us; no terminal; root has no powers
     '--',
@@ -912,11 +956,156 @@ const SEATBELT_PROFILE = `(version 1) (allow default) (deny network*) (deny lsop
 (allow file-write* (subpath (param "ROOT")) (subpath (param "TMP")) (literal "/dev/null") (regex #"^/dev/(tty|fd/)"))
 (deny file-write* (subpath (param "GIT")))`;
 
-/** The contained command's environment: temporary files in its own folder, and none of the harness's secrets. */
-function containedEnv(): NodeJS.ProcessEnv {
-  const inherited = Object.entries(process.env).filter(([name]) => !name.startsWith('ANTHROPIC_'));
-  const tmp = process.platform === 'darwin' ? {} : { TMPDIR: '/tmp', TMP: '/tmp', TEMP: '/tmp' };
-  return { ...Object.fromEntries(inherited), ...tmp, npm_config_logs_max: '0' }; // npm's log folder is read-only
+/** All of the harness's environment the contained command gets, with LC_* and what the person passes by name. */
+const CONTAINED_ENV = new Set(['PATH', 'HOME', 'LANG', 'TERM', 'TZ', 'USER']);
+
+/** Prevents the check from reading the person's tokens from its environment (GITHUB_TOKEN, AWS_SECRET_ACCESS_KEY,
+ *  the harness's own ANTHROPIC_API_KEY, SSH_AUTH_SOCK): it gets an allowlist, and its temporary files go to its own
+ *  folder. Bubblewrap is started with it, so /proc/1/environ inside holds only this too. */
+function containedEnv({ tmp, passEnv }: Contained): NodeJS.ProcessEnv {
+  const passed = (name: string) => CONTAINED_ENV.has(name) || name.startsWith('LC_') || passEnv.includes(name);
+  const inherited = Object.entries(process.env).filter(([name]) => passed(name));
+  const folder = process.platform === 'darwin' ? tmp : '/tmp';
+  // npm's log folder is under $HOME, read-only: npm must not try to write there.
+  return { ...Object.fromEntries(inherited), TMPDIR: folder, TMP: folder, TEMP: folder, npm_config_logs_max: '0' };
+}
+
+/** Credential stores under $HOME: tokens, keys and passwords for git hosts, clouds, registries and agents.
+ *  From @anthropic-ai/sandbox-runtime's and Codex's lists, and the tools' own documented homes. */
+const CREDENTIAL_STORES: readonly string[] = [
+  '.ssh', // keys, and the agent's socket where one lives there
+  '.gnupg',
+  '.aws',
+  '.azure',
+  '.config/gcloud',
+  '.oci',
+  '.kube',
+  '.docker', // config.json holds registry logins
+  '.config/gh', // hosts.yml: gh's token
+  '.config/hub',
+  '.config/glab-cli',
+  '.git-credentials',
+  '.config/git/credentials',
+  '.netrc',
+  '.npmrc',
+  '.yarnrc',
+  '.yarnrc.yml',
+  '.pypirc',
+  '.config/pip',
+  '.gem/credentials',
+  '.cargo/credentials',
+  '.cargo/credentials.toml',
+  '.m2/settings.xml',
+  '.m2/settings-security.xml',
+  '.gradle/gradle.properties',
+  '.composer/auth.json',
+  '.config/composer/auth.json',
+  '.nuget/NuGet/NuGet.Config',
+  '.terraform.d/credentials.tfrc.json',
+  '.terraformrc',
+  '.vault-token',
+  '.config/op', // 1Password's CLI
+  '.password-store',
+  '.local/share/keyrings',
+  '.pgpass',
+  '.my.cnf',
+  '.s3cfg',
+  '.boto',
+  '.config/rclone',
+  '.kaggle',
+  '.cache/huggingface/token',
+  '.config/anthropic',
+  '.config/openai',
+];
+
+/** Prevents the check from reading the person's keys and tokens under $HOME: each credential store that exists is
+ *  found (through links, since bubblewrap mounts on the real path) so an empty one can stand in for it. */
+async function credentialStores(): Promise<Contained['hidden']> {
+  const home = homedir();
+  const found = await Promise.all(
+    CREDENTIAL_STORES.map(async (name) => {
+      const real = await realpath(path.join(home, name)).catch(() => null);
+      const stats = real === null ? null : await stat(real).catch(() => null);
+      return real === null || stats === null ? [] : [{ path: real, folder: stats.isDirectory() }];
+    }),
+  );
+  return found.flat();
+}
+
+/** Folders the walk for protected names reads at most: past it the command is not run, rather than run unwatched. */
+export const MAX_SCANNED_FOLDERS = 100_000;
+
+const PROTECTED_SET = new Set(PROTECTED_NAMES);
+
+/** Every protected name under `root` (relative path → what it is: "dev:inode:kind"), wherever it sits, not looked
+ *  inside; symlinks are not followed. Read in parallel, as list_files reads. */
+async function protectedEntries(root: string): Promise<Map<string, string>> {
+  const found: string[] = [];
+  let folders = 0;
+  // One promise per folder, none per file: the walk costs about what a bare readdir of the tree does.
+  const visit = async (dir: string, prefix: string): Promise<void> => {
+    if (++folders > MAX_SCANNED_FOLDERS)
+      throw new Error(`more than ${MAX_SCANNED_FOLDERS} folders in ${root}: too many to watch its protected paths in`);
+    const children = await readdir(dir, { withFileTypes: true }).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return []; // gone meanwhile (an uncontained command's leftover process)
+      throw error;
+    });
+    const subfolders: Promise<void>[] = [];
+    for (const child of children) {
+      const { name } = child;
+      // Every protected name starts with a dot: most entries are turned away by their first character.
+      if (name.startsWith('.') && PROTECTED_SET.has(name.toLowerCase())) found.push(prefix + name);
+      else if (child.isDirectory()) subfolders.push(visit(path.join(dir, name), `${prefix}${name}/`));
+    }
+    await Promise.all(subfolders);
+  };
+  await visit(root, '');
+  const identities = await Promise.all(found.map((relative) => identity(path.join(root, relative))));
+  return new Map(found.map((relative, i) => [relative, identities[i]!]));
+}
+
+/** What a path is, as far as a swap goes: a different file or folder put in its place gets another inode. */
+async function identity(file: string): Promise<string> {
+  const stats = await lstat(file).catch(() => null);
+  if (stats === null) return 'gone';
+  const kind = stats.isSymbolicLink() ? 'link' : stats.isDirectory() ? 'dir' : 'file';
+  return `${stats.dev}:${stats.ino}:${kind}`;
+}
+
+/** Prevents a check from leaving behind a `.git` (hooks, core.fsmonitor), editor tasks or a replaced `.agent`, which
+ *  run outside any sandbox later: protected names new since `before`, or swapped, are removed; an original moved
+ *  elsewhere (its folder renamed) is kept. Returns each path touched and how, e.g. "sub/.git (created, removed)". */
+async function undoProtectedChanges(root: string, before: Map<string, string>): Promise<string[]> {
+  const after = await protectedEntries(root);
+  const originals = new Set(before.values());
+  const touched = [...before.keys()].filter((relative) => !after.has(relative)).map((relative) => `${relative} (gone)`);
+  for (const [relative, id] of after) {
+    if (before.get(relative) === id) continue;
+    if (originals.has(id)) {
+      touched.push(`${relative} (moved here)`);
+      continue;
+    }
+    await rm(path.join(root, relative), { recursive: true, force: true });
+    touched.push(`${relative} (${before.has(relative) ? 'replaced' : 'created'}, removed)`);
+  }
+  return touched.sort();
+}
+
+/** Prevents a root that holds what the sandbox hides or keeps read-only: the project is bound after the private /tmp,
+ *  so the host's /tmp (and its sockets) would come back, and $HOME's dotfiles would be the project's, for the check
+ *  to change. The root, resolved through links; throws one line saying why it is refused. */
+export async function sandboxableRoot(given: string): Promise<string> {
+  const root = await realpath(given);
+  const holds = (folder: string) => isInside(root, folder);
+  const real = (folder: string) => realpath(folder).catch(() => folder);
+  const [tmp, systemTmp, home] = await Promise.all([real('/tmp'), real(tmpdir()), real(homedir())]);
+  const refused = `the root ${root} is refused:`;
+  if (root === path.parse(root).root)
+    throw new Error(`${refused} it is the whole file system; give the project's folder`);
+  const heldTmp = [tmp, systemTmp].find(holds);
+  if (heldTmp) throw new Error(`${refused} it holds ${heldTmp}, the temporary folder the sandbox replaces`);
+  if (holds(home)) throw new Error(`${refused} it holds your home ${home}, whose dotfiles the check must not change`);
+  return root;
 }
 
 let sandboxCheck: Promise<string | null> | undefined;
@@ -928,9 +1117,9 @@ export function sandboxProblem(): Promise<string | null> {
     if (process.platform !== 'linux' && process.platform !== 'darwin') return `no OS sandbox on ${process.platform}`;
     const base = await realpath(await mkdtemp(path.join(tmpdir(), 'sandbox-check-')));
     try {
-      const never = new AbortController().signal;
-      const options = { cwd: base, timeoutMs: 10_000, signal: never };
-      const trial = await runProcess('touch probe', containedArgs('touch probe', base, base), options);
+      const options = { cwd: base, timeoutMs: 10_000, signal: new AbortController().signal };
+      const where = { root: base, tmp: base, readOnly: [], hidden: [], passEnv: [] };
+      const trial = await runProcess('touch probe', options, where);
       if (trial.exitCode === 0 && existsSync(path.join(base, 'probe'))) return null;
       if (process.platform === 'darwin') return `sandbox-exec does not work here (${trial.output.trim()})`;
       if (/ENOENT/.test(trial.output)) return 'no OS sandbox: bubblewrap is not installed (apt-get install bubblewrap)';
@@ -989,11 +1178,50 @@ export async function hashProtected(root: string, globs: readonly string[]): Pro
   const hashes = new Map<string, string>();
   if (globs.length === 0) return hashes;
   const protectedBy = globMatcher(globs);
-  for (const file of await walk(root)) {
-    if (!file.endsWith('/') && protectedBy(file) !== undefined)
-      hashes.set(file, await fingerprint(path.join(root, file)));
-  }
+  const files = (await filesGlobsReach(root, globs)).filter((file) => protectedBy(file) !== undefined);
+  for (const file of files.sort()) hashes.set(file, await fingerprint(path.join(root, file)));
   return hashes;
+}
+
+/** Every file of the project ("/"-separated, links not followed), git's ignored ones included, and inside
+ *  node_modules, .git and .agent only as far as a glob that names the folder can match: "node_modules/pkg/**" walks
+ *  pkg alone, and "test/**" never enters node_modules. */
+async function filesGlobsReach(root: string, globs: readonly string[]): Promise<string[]> {
+  const naming = [...SKIPPED_DIRS].flatMap((name) =>
+    globs
+      .filter((glob) => glob.split('/').includes(name))
+      .map((glob) => new Minimatch(glob, { dot: true }))
+      .filter((pattern) => !pattern.negate),
+  );
+  const files: string[] = [];
+  const visit = async (dir: string, prefix: string, guarded: boolean): Promise<void> => {
+    const children = await readdir(dir, { withFileTypes: true });
+    await Promise.all(
+      children.map(async (child) => {
+        const relative = prefix + child.name;
+        if (!child.isDirectory()) return void files.push(relative);
+        const inGuarded = guarded || SKIPPED_DIRS.has(child.name);
+        if (!inGuarded || naming.some((pattern) => pattern.match(relative, true)))
+          await visit(path.join(dir, child.name), `${relative}/`, inGuarded);
+      }),
+    );
+  };
+  await visit(root, '', false);
+  return files;
+}
+
+/** What changed in the protected files since `before` (hashProtected's fingerprints), by any means. */
+export async function protectedChanges(root: string, globs: readonly string[], before: Map<string, string>) {
+  return changedFiles(before, await hashProtected(root, globs));
+}
+
+/** What changed between two fingerprints: `changedFiles({a: 1, b: 2}, {a: 1, b: 3, c: 4})` is
+ *  `["b (changed)", "c (added)"]`. */
+export function changedFiles(before: Map<string, string>, after: Map<string, string>): string[] {
+  const changed = [...before]
+    .filter(([file, hash]) => after.get(file) !== hash)
+    .map(([file]) => `${file} (${after.has(file) ? 'changed' : 'deleted'})`);
+  return [...changed, ...[...after.keys()].filter((file) => !before.has(file)).map((file) => `${file} (added)`)];
 }
 
 const compiledGlobs = new WeakMap<readonly string[], (file: string) => string | undefined>();

@@ -37,6 +37,7 @@ export const OPTIONS = {
   protect: { type: 'string', arg: 'GLOB', multiple: true, help: 'files the agent may not change, e.g. "test/**"' },
   yes: { type: 'boolean', help: 'approve every change without asking' },
   'no-sandbox': { type: 'boolean', help: 'run the verify command outside the OS sandbox, with your full rights' },
+  'pass-env': { type: 'string', arg: 'NAME', multiple: true, help: 'pass this environment variable to the check' },
   'max-turns': { type: 'string', arg: 'N', help: 'model calls per task (default: 25)' },
   'max-tokens': { type: 'string', arg: 'N', help: 'input + output tokens per task, sub-agents included' },
   'max-cost': { type: 'string', arg: 'USD', help: 'dollars per task, sub-agents included (needs a known price)' },
@@ -105,6 +106,8 @@ export interface CliOptions {
   yes: boolean;
   /** --no-sandbox: the verify command runs uncontained, said at start and in every gate line. */
   noSandbox: boolean;
+  /** --pass-env: environment variables the check gets beside the allowlist. */
+  passEnv: string[];
   budgets: Budgets;
   /** --price: what --model costs, when the price table does not know it (or knows it wrong). */
   price: Price | undefined;
@@ -151,6 +154,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
     protect: values.protect ?? [],
     yes: values.yes ?? false,
     noSandbox: values['no-sandbox'] ?? false,
+    passEnv: values['pass-env'] ?? [],
     budgets: {
       maxTurns: positiveNumber('--max-turns', values['max-turns'], true) ?? 25,
       maxTokens: positiveNumber('--max-tokens', values['max-tokens'], true),
@@ -396,6 +400,7 @@ export function configFromCli(
     contextWindow: options.contextWindow,
     contextFiles: options.contextFiles,
     sandbox: sandboxPolicy(options),
+    passEnv: options.passEnv,
     onEvent,
   };
 }

@@ -12,6 +12,7 @@ import './guards.test.ts';
 import './guards-mutants.test.ts';
 import './limits.test.ts';
 import './sandbox.test.ts';
+import './routes-sandbox.test.ts';
 import './suite.test.ts';
 import './session-page.test.ts';
 import './terminal-escapes.test.ts';
