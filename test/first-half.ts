@@ -16,3 +16,4 @@ import './program-session.test.ts';
 import './acp.test.ts';
 import './replay.test.ts';
 import './acceptance.test.ts';
+import './routes-write-race.test.ts';

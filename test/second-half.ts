@@ -14,3 +14,5 @@ import './limits.test.ts';
 import './sandbox.test.ts';
 import './suite.test.ts';
 import './session-page.test.ts';
+import './routes-git.test.ts';
+import './routes-agents-md.test.ts';
