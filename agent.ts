@@ -41,6 +41,7 @@ import {
   hashProtected,
   protectedChanges,
   loadContextFiles,
+  protectedPathProblem,
   MAX_INPUT_DEPTH,
   nestedDeeperThan,
   runCommand,
@@ -130,7 +131,7 @@ export async function createAgent(config: AgentConfig): Promise<Agent> {
   const agent: Agent = {
     config: settings,
     messages: [],
-    toolContext: { root: settings.root, seen: new Map() },
+    toolContext: { root: settings.root, seen: new Map(), defaultProtection: settings.defaultProtection },
     // One cache mark after the system prompt caches the whole fixed prefix: tools, then system.
     system: [{ type: 'text', text: systemPrompt(settings, contextFiles), cache_control: CACHE }],
     toolDefinitions: [],
@@ -431,9 +432,9 @@ export interface GuardOptions {
   budgets: Budgets;
   /** Globs of files the model may not change, e.g. "test/**": the defence against "silent green". */
   protect: readonly string[];
+  defaultProtection?: boolean; // false: the person opts out of tools.ts's PROTECTED_NAMES (.git, .vscode, …)
   /** Asks the person at the keyboard before a call that changes something; default: approve all. */
   approve: Approver;
-  defaultProtection?: boolean; // false: the built-in protected paths (PROTECTED_NAMES) are not kept; default true
   /** A forker's own hooks: run after validation, before safe_path, protect, runaway and approval. */
   beforeCall?: readonly BeforeCallHook[];
   afterCall?: readonly AfterCallHook[];
@@ -568,19 +569,18 @@ export const safePathCheck: BeforeCallHook = {
   },
 };
 
-/** Prevents "silent green": the model may not change the files it is judged by. */
+/** Prevents "silent green" (changing the files the model is judged by) and writes to the built-in protected names. */
 export function protectedFiles(globs: readonly string[]): BeforeCallHook {
-  const protectedBy = globMatcher(globs);
   return {
     name: 'protect',
     async check({ tool, input }, agent) {
       const requested = pathOf(input);
-      if (tool.readOnly || requested === undefined || globs.length === 0) return ALLOW;
-      const relative = path.relative(agent.toolContext.root, await safe_path(agent.toolContext.root, requested));
-      const glob = protectedBy(relative.split(path.sep).join('/'));
-      if (glob === undefined) return ALLOW;
-      const reason = `${requested} is protected ("${glob}"): change the code, not the files that check it`;
-      return { action: 'deny', reason };
+      if (tool.readOnly || requested === undefined) return ALLOW;
+      const real = await safe_path(agent.toolContext.root, requested);
+      const glob = globMatcher(globs)(path.relative(agent.toolContext.root, real).split(path.sep).join('/'));
+      const judged = glob && `${requested} is protected ("${glob}"): change the code, not the files that check it`;
+      const reason = protectedPathProblem(agent.toolContext, requested, real) ?? judged;
+      return reason ? { action: 'deny', reason } : ALLOW;
     },
   };
 }
@@ -865,8 +865,8 @@ export type Compacted = { tokensBefore: number; tokensAfter: number; piece: bool
 
 function systemPrompt(settings: Settings, files: ContextFile[]): string {
   const base = settings.systemPrompt ?? SYSTEM_PROMPT;
-  if (files.length === 0) return base;
-  const sections = files.map((file) => `## ${file.path}\n\n${file.text}`);
+  const sections = files.flatMap((file) => (file.skipped ? [] : [`## ${file.path}\n\n${file.text}`]));
+  if (sections.length === 0) return base;
   const heading = '# Project context (AGENTS.md files: guidance from the project, farthest first)';
   return `${base}\n\n${heading}\n\n${sections.join('\n\n')}`;
 }

@@ -6,21 +6,8 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, type Stats } from 'node:fs';
-import {
-  chmod,
-  lstat,
-  mkdir,
-  mkdtemp,
-  open,
-  readdir,
-  readFile,
-  realpath,
-  rename,
-  rm,
-  stat,
-  writeFile,
-} from 'node:fs/promises';
+import { constants, existsSync, type Stats } from 'node:fs';
+import { lstat, mkdir, mkdtemp, open, readdir, readFile, realpath, rename, rm, stat } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { createTwoFilesPatch } from 'diff';
@@ -36,6 +23,8 @@ export interface ToolContext {
   readonly seen: Map<string, string>;
   /** Aborted when the run stops (Ctrl-C, time budget): a long-running tool should stop too. */
   readonly signal?: AbortSignal;
+  /** The built-in protected names hold (PROTECTED_NAMES; `.git` and `.agent` unread too); default true. */
+  readonly defaultProtection?: boolean;
 }
 
 /** A tool is a schema the model is shown, a description of when (not) to use it, and a function. */
@@ -190,6 +179,33 @@ export function protectedNameIn(relative: string): string | undefined {
   return PROTECTED_NAMES.find((name) => segments.includes(name));
 }
 
+/** Prevents a changing call from writing what runs code later outside the sandbox (`.git/config`'s fsmonitor, a
+ *  hook, `.vscode/tasks.json`), however the path is spelled: the path as written (`sub/../.GIT/config`) and the real
+ *  one safe_path resolved (a link into `.git`) are both checked. The refusal's text, or null; null always once the
+ *  person opted out (`defaultProtection: false`). */
+export function protectedPathProblem(ctx: ToolContext, requested: string, real: string): string | null {
+  if (ctx.defaultProtection === false) return null;
+  const lexical = path.relative(ctx.root, path.resolve(ctx.root, requested));
+  const name = protectedNameIn(lexical) ?? protectedNameIn(path.relative(ctx.root, real));
+  if (name === undefined) return null;
+  const why = 'git, an editor or a tool runs what is there later, outside the sandbox';
+  return `${JSON.stringify(requested)} is protected ("${name}": ${why}); no tool changes it`;
+}
+
+/** Never read or listed, even when asked for by name: git's data (a token in a remote URL) and the harness's own. */
+const UNREADABLE_NAMES: readonly string[] = ['.git', '.agent'];
+
+/** Prevents read_file and list_files from showing the model `.git/config` (a token kept in a remote URL) or the
+ *  harness's session files, by any spelling or link; `defaultProtection: false` lifts it. */
+function refuseUnreadable(ctx: ToolContext, requested: string, real: string): void {
+  if (ctx.defaultProtection === false) return;
+  const relatives = [path.relative(ctx.root, path.resolve(ctx.root, requested)), path.relative(ctx.root, real)];
+  const segments = relatives.flatMap((relative) => relative.toLowerCase().split(/[\\/]/));
+  const name = UNREADABLE_NAMES.find((unreadable) => segments.includes(unreadable));
+  if (name !== undefined)
+    throw new ToolError(`${JSON.stringify(requested)} is inside "${name}", which the tools never read`);
+}
+
 /** lstat, not stat: a dangling symlink exists and must be resolved (and refused), not skipped. */
 export async function exists(p: string): Promise<boolean> {
   try {
@@ -230,6 +246,7 @@ export const list_files = defineTool({
   readOnly: true,
   async run({ path: requested = '.' }, ctx) {
     const start = await safe_path(ctx.root, requested);
+    refuseUnreadable(ctx, requested, start);
     if (!(await stat(start)).isDirectory()) throw new ToolError(`${requested} is a file, not a folder; use read_file`);
     const rules = await gitignoreAbove(ctx.root, start);
     const { entries, more, ignored } = await listTree(ctx.root, start, rules, MAX_LIST_ENTRIES);
@@ -434,6 +451,7 @@ export const read_file = defineTool({
   readOnly: true,
   async run({ path: requested, offset = 1, limit = MAX_LINES }, ctx) {
     const file = await safe_path(ctx.root, requested);
+    refuseUnreadable(ctx, requested, file);
     const info = await statRegularFile(file, requested);
     // A file small enough to edit is read once, whole: the window, the line count and the hash all come from the
     // same bytes. Read separately, a change in between could pin a version the model never saw.
@@ -617,8 +635,7 @@ export const edit_file = defineTool({
   readOnly: false,
   async run(input, ctx) {
     const edit = await planEdit(input, ctx);
-    await mkdir(path.dirname(edit.file), { recursive: true }); // a new file may be in a new folder
-    await writeAtomically(edit.file, edit.after);
+    await writeAtomically(ctx, edit.file, edit.after);
     ctx.seen.set(edit.file, sha256(edit.after));
     return edit.summary;
   },
@@ -652,6 +669,8 @@ async function planEdit(
   const { path: requested, old_str, new_str } = input;
   if (old_str === new_str) throw new ToolError('old_str and new_str are the same; nothing would change');
   const file = await safe_path(ctx.root, requested);
+  const refused = protectedPathProblem(ctx, requested, file);
+  if (refused !== null) throw new ToolError(refused);
   if (old_str === '') {
     if (await exists(file))
       throw new ToolError(`${requested} already exists; read it and give a non-empty old_str to change it`);
@@ -775,18 +794,109 @@ function closestLines(text: string, oldStr: string): string {
 }
 
 /** A crash mid-write must never leave half a file: write a temp file beside it, then rename. */
-async function writeAtomically(file: string, content: string): Promise<void> {
-  const temp = `${file}.${randomBytes(6).toString('hex')}.tmp`;
+async function writeAtomically(ctx: ToolContext, file: string, content: string): Promise<void> {
   const mode = await stat(file).then(
     (s) => s.mode,
     () => undefined,
   );
-  // Created with the file's mode, so a private file's new content is never readable by others, even briefly;
-  // but the umask masks a new file's mode (0o775 would come out 0o755), so it is set again explicitly.
-  await writeFile(temp, content, { mode });
-  if (mode !== undefined) await chmod(temp, mode);
-  await rename(temp, file);
+  const folder = await (FOLDERS_BY_FD ? openFolder : checkedFolder)(ctx, path.dirname(file));
+  try {
+    const name = path.basename(file);
+    const temp = path.join(folder.path, `${name}.${randomBytes(6).toString('hex')}.tmp`);
+    // Created with the file's mode, so a private file's new content is never readable by others, even briefly;
+    // but the umask masks a new file's mode (0o775 would come out 0o755), so it is set again explicitly.
+    const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW, mode);
+    try {
+      await handle.writeFile(content);
+      if (mode !== undefined) await handle.chmod(mode);
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, path.join(folder.path, name)).catch(async (error: unknown) => {
+      await rm(temp, { force: true });
+      throw error;
+    });
+    await folder.check(name);
+  } finally {
+    await folder.close();
+  }
 }
+
+const NOFOLLOW = constants.O_NOFOLLOW;
+/** Whether a path names an open folder (Linux's /proc/self/fd/N): what makes a write immune to swapped folders. */
+const FOLDERS_BY_FD = existsSync('/proc/self/fd');
+
+/** A folder a file is written in: a path that names it, a check of the written file, and a way to let it go. */
+interface WriteFolder {
+  readonly path: string;
+  check(name: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Prevents a write landing outside the project (or in a protected folder) when a folder on its path is swapped for
+ *  a symlink meanwhile (two sessions on one project): the folders of `dir`, the real path safe_path gave,
+ *  are opened one by one from the root, each without following a link, and the file is made and renamed in the
+ *  last one through /proc/self/fd, which names that very folder wherever a link may point now. A link found on the
+ *  way was put there since safe_path looked, and the write is refused. Missing folders are made on the way. */
+async function openFolder(ctx: ToolContext, dir: string): Promise<WriteFolder> {
+  let handle = await open(ctx.root, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    const names = path.relative(ctx.root, dir).split(path.sep);
+    for (const name of names.filter((name) => name !== '')) {
+      const next = `/proc/self/fd/${handle.fd}/${name}`;
+      await mkdir(next).catch((error: NodeJS.ErrnoException) => {
+        if (error.code !== 'EEXIST') throw error;
+      });
+      const opened = await open(next, constants.O_RDONLY | constants.O_DIRECTORY | NOFOLLOW).catch(
+        async (error: unknown) => {
+          // A file in the way is a plain mistake; anything else (a link, or nothing by now) is the swap.
+          const file = await lstat(next).then(
+            (info) => info.isFile(),
+            () => false,
+          );
+          throw file ? error : swapped(ctx, dir);
+        },
+      );
+      await handle.close();
+      handle = opened;
+    }
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
+  const opened = handle;
+  return { path: `/proc/self/fd/${opened.fd}`, check: async () => {}, close: () => opened.close() };
+}
+
+/** Elsewhere (macOS), where no path names an open folder: the folder's real path is checked before the write and
+ *  the written file's after it, and a file that landed outside is removed again. This narrows the race without
+ *  closing it: forced on Linux under test/routes-write-race.test.ts's flipping, 1 to 8 files in 400 landed outside
+ *  (22 to 30 with no check at all). */
+async function checkedFolder(ctx: ToolContext, dir: string): Promise<WriteFolder> {
+  await mkdir(dir, { recursive: true }); // a new file may be in a new folder
+  const where = async (file: string) => {
+    const real = await realpath(file);
+    const relative = path.relative(ctx.root, real);
+    const refused = ctx.defaultProtection !== false && protectedNameIn(relative) !== undefined;
+    return isInside(ctx.root, real) && !refused ? null : real;
+  };
+  if ((await where(dir)) !== null) throw swapped(ctx, dir);
+  return {
+    path: dir,
+    async check(name) {
+      const outside = await where(path.join(dir, name));
+      if (outside === null) return;
+      await rm(outside, { force: true });
+      throw swapped(ctx, dir);
+    },
+    close: async () => {},
+  };
+}
+
+const swapped = (ctx: ToolContext, dir: string) =>
+  new ToolError(
+    `${path.relative(ctx.root, dir) || '.'} changed into a link while it was written to; nothing was written`,
+  );
 
 /** The tools in the order the model is shown them. */
 export const TOOLS: readonly Tool[] = [list_files, read_file, edit_file];
@@ -1134,10 +1244,12 @@ export function sandboxProblem(): Promise<string | null> {
 // AGENTS.md files: what the project tells the model about itself, read into the system prompt (never instructions for
 // the harness).
 
-/** An AGENTS.md file as the system prompt quotes it. */
+/** An AGENTS.md file as the system prompt quotes it; or, with `skipped`, left out of it, and why (the start-up says
+ *  so, a line a file). */
 export interface ContextFile {
   path: string;
   text: string;
+  skipped?: string;
 }
 
 export const CONTEXT_FILES_MAX_BYTES = 32 * 1024;
@@ -1158,15 +1270,49 @@ export async function loadContextFiles(root: string): Promise<ContextFile[]> {
   let room = CONTEXT_FILES_MAX_BYTES;
   for (const dir of folders) {
     const file = path.join(dir, 'AGENTS.md');
-    const text = await readFile(file, 'utf8').catch(() => null);
-    if (text === null || room <= 0) continue;
+    if (!(await exists(file))) continue;
+    if (room <= 0) {
+      const skipped = `nearer AGENTS.md files fill the ${CONTEXT_FILES_MAX_BYTES / 1024} KiB cap`;
+      files.unshift({ path: file, text: '', skipped });
+      continue;
+    }
+    const read = await readContextFile(dir, file, room);
+    if (typeof read === 'string') {
+      files.unshift({ path: file, text: '', skipped: read });
+      continue;
+    }
     const cutNote = `\n[cut: AGENTS.md files are capped at ${CONTEXT_FILES_MAX_BYTES / 1024} KiB in all]`;
-    const kept =
-      Buffer.byteLength(text) <= room ? text : `${Buffer.from(text).subarray(0, room).toString('utf8')}${cutNote}`;
-    room -= Buffer.byteLength(text);
-    files.unshift({ path: file, text: kept });
+    const text = read.bytes.toString('utf8');
+    files.unshift({ path: file, text: read.size <= room ? text : `${text}${cutNote}` });
+    room -= read.size;
   }
   return files;
+}
+
+/** Prevents AGENTS.md from putting a file outside its folder in the system prompt (a symlink out) or hanging the
+ *  start (a named pipe blocks whoever opens it): it is read only if its real path is inside the folder it stands
+ *  for, opened without blocking, and a regular file; at most `room` bytes of it. A string says why it was skipped. */
+async function readContextFile(
+  dir: string,
+  file: string,
+  room: number,
+): Promise<{ bytes: Buffer; size: number } | string> {
+  const real = await realpath(file).catch(() => null);
+  if (real === null) return 'a broken symlink';
+  if (!isInside(dir, real)) return `a link out of its folder, to ${real}`;
+  const handle = await open(real, constants.O_RDONLY | constants.O_NONBLOCK | NOFOLLOW).catch(
+    (error: NodeJS.ErrnoException) => `unreadable (${error.code})`,
+  );
+  if (typeof handle === 'string') return handle;
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) return 'not a regular file (a named pipe, socket, device or folder)';
+    const bytes = Buffer.alloc(Math.min(info.size, room));
+    const { bytesRead } = await handle.read(bytes, 0, bytes.length, 0);
+    return { bytes: bytes.subarray(0, bytesRead), size: info.size };
+  } finally {
+    await handle.close();
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------------------

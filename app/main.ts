@@ -275,8 +275,11 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     showSession();
     if (optionsSaid !== undefined) notice(optionsSaid);
     for (const file of agent.contextFiles) {
-      const tokens = grouped(estimateTokens(file.text));
-      notice(`context: ${path.relative(process.cwd(), file.path) || file.path} (~${tokens} tokens)`);
+      const [shown, tokens] = [
+        path.relative(process.cwd(), file.path) || file.path,
+        grouped(estimateTokens(file.text)),
+      ];
+      notice(file.skipped ? `context: skipped ${shown}: ${file.skipped}` : `context: ${shown} (~${tokens} tokens)`);
     }
     tell({ type: 'context', breakdown: contextBreakdown(agent) });
     if (options.verify === undefined) notice('no --verify command: "done" will be accepted unverified');

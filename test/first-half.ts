@@ -17,3 +17,4 @@ import './acp.test.ts';
 import './replay.test.ts';
 import './acceptance.test.ts';
 import './routes-replay-resume.test.ts';
+import './routes-write-race.test.ts';

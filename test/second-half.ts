@@ -17,3 +17,5 @@ import './suite.test.ts';
 import './session-page.test.ts';
 import './terminal-escapes.test.ts';
 import './routes-session-file.test.ts';
+import './routes-git.test.ts';
+import './routes-agents-md.test.ts';
