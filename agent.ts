@@ -100,8 +100,7 @@ export interface Agent {
   readonly config: Settings;
   readonly messages: Anthropic.MessageParam[]; // all the model knows, resent every turn (after P4, its view)
   readonly toolContext: ToolContext;
-  /** Built once: the same bytes on every request, so the prompt cache keeps working. */
-  readonly system: Anthropic.TextBlockParam[];
+  readonly system: Anthropic.TextBlockParam[]; // built once: the same bytes every request, so the cache works
   readonly toolDefinitions: Anthropic.Tool[]; // built once per tool and shared by every agent: never changed
   // P3 — the guards: hooks, messages typed meanwhile, spending, the protected files.
   readonly beforeCall: readonly BeforeCallHook[];

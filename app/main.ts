@@ -209,8 +209,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       // An editor is the interface (app/acp.ts); its library is loaded only then.
       const { serveAcp } = await import('./acp.ts');
       const log = (text: string) => void process.stderr.write(`harness --acp: ${visible(text)}\n`);
-      if (options.verify === undefined) log('no --verify command: "done" will be accepted unverified');
-      else await tellSandbox(options, log);
+      await tellSafety(options, log);
       return await serveAcp({ options, model, taskModel, secrets, log });
     }
     opened ??= opening();
@@ -282,8 +281,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       notice(file.skipped ? `context: skipped ${shown}: ${file.skipped}` : `context: ${shown} (~${tokens} tokens)`);
     }
     tell({ type: 'context', breakdown: contextBreakdown(agent) });
-    if (options.verify === undefined) notice('no --verify command: "done" will be accepted unverified');
-    else await tellSandbox(options, notice);
+    await tellSafety(options, notice);
     if (!options.yes && !interactive) notice('no terminal and no --yes: every change (edit_file) will be denied');
     const switchSession = async (file: string) => {
       const next = openSessionFile(path.resolve(file), 'resume', root);
@@ -373,6 +371,14 @@ async function terminalMarkdown(out: Output): Promise<(block: string) => string>
 /** The verify command as the status line names it while it runs: marked when it runs outside the sandbox. */
 const statusOfVerify = ({ verify, noSandbox }: CliOptions) =>
   verify !== undefined && noSandbox ? `${verify} (outside the sandbox)` : verify;
+
+/** Says once, at start, what this command line loosened and whether "done" will be checked, and where. */
+async function tellSafety(options: CliOptions, notice: (text: string) => void): Promise<void> {
+  if (options.noDefaultProtection)
+    notice('--no-default-protection: the agent and the check may change .git, .agent, .vscode and the like');
+  if (options.verify === undefined) notice('no --verify command: "done" will be accepted unverified');
+  else await tellSandbox(options, notice);
+}
 
 /** Says once, at start, where the verify command will run: outside the sandbox (--no-sandbox), nowhere (no sandbox on
  *  this machine, and the policy asks for one), or with the user's rights (no sandbox, and the policy allows that). */

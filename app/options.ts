@@ -37,6 +37,10 @@ export const OPTIONS = {
   protect: { type: 'string', arg: 'GLOB', multiple: true, help: 'files the agent may not change, e.g. "test/**"' },
   yes: { type: 'boolean', help: 'approve every change without asking' },
   'no-sandbox': { type: 'boolean', help: 'run the verify command outside the OS sandbox, with your full rights' },
+  'no-default-protection': {
+    type: 'boolean',
+    help: 'let the agent and the check change .git, .agent, .vscode and the other built-in protected paths',
+  },
   'pass-env': { type: 'string', arg: 'NAME', multiple: true, help: 'pass this environment variable to the check' },
   'max-turns': { type: 'string', arg: 'N', help: 'model calls per task (default: 25)' },
   'max-tokens': { type: 'string', arg: 'N', help: 'input + output tokens per task, sub-agents included' },
@@ -60,7 +64,7 @@ export const OPTIONS = {
   help: { type: 'boolean', short: 'h', help: 'show this help' },
 } as const satisfies Record<string, OptionSpec>;
 /** Where each option's help starts in --help, and so where its wrapped lines continue. */
-const HELP_COLUMN = 24;
+const HELP_COLUMN = 28;
 
 export function helpText(): string {
   const rows = Object.entries(OPTIONS).flatMap(([name, spec]: [string, OptionSpec]) => {
@@ -106,6 +110,8 @@ export interface CliOptions {
   yes: boolean;
   /** --no-sandbox: the verify command runs uncontained, said at start and in every gate line. */
   noSandbox: boolean;
+  /** --no-default-protection: the built-in protected paths (.git, .agent, .vscode, …) are not kept; said at start. */
+  noDefaultProtection: boolean;
   /** --pass-env: environment variables the check gets beside the allowlist. */
   passEnv: string[];
   budgets: Budgets;
@@ -154,6 +160,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
     protect: values.protect ?? [],
     yes: values.yes ?? false,
     noSandbox: values['no-sandbox'] ?? false,
+    noDefaultProtection: values['no-default-protection'] ?? false,
     passEnv: values['pass-env'] ?? [],
     budgets: {
       maxTurns: positiveNumber('--max-turns', values['max-turns'], true) ?? 25,
@@ -401,6 +408,7 @@ export function configFromCli(
     contextFiles: options.contextFiles,
     sandbox: sandboxPolicy(options),
     passEnv: options.passEnv,
+    defaultProtection: !options.noDefaultProtection,
     onEvent,
   };
 }
@@ -425,6 +433,8 @@ export function recordedOptions(
     contextFiles,
     taskModel: taskModel?.name,
     noSandbox: options.noSandbox,
+    noDefaultProtection: options.noDefaultProtection,
+    passEnv: options.passEnv,
   };
 }
 

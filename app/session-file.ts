@@ -108,6 +108,10 @@ export interface RecordedOptions {
   taskModel: string | undefined;
   /** --no-sandbox was given (missing in sessions recorded before it existed: it was not). */
   noSandbox?: boolean;
+  /** --no-default-protection was given (missing: it was not, or the session predates it). */
+  noDefaultProtection?: boolean;
+  /** --pass-env's names (missing: none, or the session predates it). */
+  passEnv?: string[];
 }
 
 /** The events a replay sees again in the same order; a steer or an interrupt is placed after the Nth of them.
@@ -633,6 +637,8 @@ const recordedOptionsSchema = z.object({
   contextFiles: z.boolean(),
   taskModel: z.string().optional(),
   noSandbox: z.boolean().optional(),
+  noDefaultProtection: z.boolean().optional(),
+  passEnv: z.array(z.string()).optional(),
 });
 
 /** One schema per entry type. A field they do not name is allowed (a later version may add one), and kept: what

@@ -3,7 +3,7 @@
 // happens and the run is still judged by the test's own exit code; with --no-sandbox, all of it does.
 
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -160,4 +160,32 @@ test('--no-sandbox is never silent: said at start, on the traced gate line, and 
   assert.match(stdout, /verify `node test.js` exited with code 0: passed \(outside the sandbox\)/);
   const header = JSON.parse((await readFile(session, 'utf8')).split('\n')[0]!) as { options: { noSandbox: boolean } };
   assert.equal(header.options.noSandbox, true);
+});
+
+test('--no-default-protection is explicit: said at start, recorded in the header, and only then may the agent write .vscode', async (t) => {
+  const root = await realpath(await mkdtemp(path.join(os.tmpdir(), 'sbx-optout-')));
+  t.after(() => rm(root, { recursive: true, force: true }));
+  const settings = '.vscode/settings.json';
+  const edit = { path: settings, old_str: '', new_str: '{}\n' };
+  const script = path.join(root, 'script.json');
+  await writeFile(script, JSON.stringify([call('edit_file', edit), say('Done.')]));
+  const run = async (...extra: string[]) => {
+    const session = path.join(root, `session${extra.length}.jsonl`);
+    const result = await runCli(['--root', root, '--script', script, '--yes', '--session', session, ...extra, 'go']);
+    const header = JSON.parse((await readFile(session, 'utf8')).split('\n')[0]!) as {
+      options: { noDefaultProtection: boolean; passEnv: string[] };
+    };
+    return { ...result, header };
+  };
+  const kept = await run('--pass-env', 'MY_TOKEN');
+  assert.equal(kept.status, 0);
+  assert.doesNotMatch(kept.stdout, /--no-default-protection/);
+  assert.equal(existsSync(path.join(root, settings)), false, 'by default .vscode is never written');
+  assert.equal(kept.header.options.noDefaultProtection, false);
+  assert.deepEqual(kept.header.options.passEnv, ['MY_TOKEN'], '--pass-env is recorded too');
+  const lifted = await run('--no-default-protection');
+  assert.equal(lifted.status, 0);
+  assert.match(lifted.stdout, /--no-default-protection: the agent and the check may change \.git, \.agent, \.vscode/);
+  assert.equal(readFileSync(path.join(root, settings), 'utf8'), '{}\n');
+  assert.equal(lifted.header.options.noDefaultProtection, true);
 });
