@@ -92,8 +92,8 @@ test('the top level holds the design card and nothing else: the harness, its tes
   );
 });
 
-test('package.json names the program, so `npx harness` runs it', async () => {
-  const { bin } = JSON.parse(await read('package.json')) as { bin: Record<string, string> };
-  assert.deepEqual(bin, { harness: 'app/main.ts' });
+test('app/package.json names the program, so `npx harness` runs it', async () => {
+  const { bin } = JSON.parse(await read('app/package.json')) as { bin: Record<string, string> };
+  assert.deepEqual(bin, { harness: 'main.ts' });
   assert.match(await read('app/main.ts'), /^#!\/usr\/bin\/env tsx\n/);
 });
