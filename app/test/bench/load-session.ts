@@ -1,6 +1,6 @@
 // Child process for the resume rows: what --resume does with a session file, then one task on it, and nothing else,
 // so its times and peak RSS are the session's own (plus Node and tsx, reported apart).
-// Usage: node --import tsx bench/load-session.ts <file> <context window in tokens>
+// Usage: node --import tsx app/test/bench/load-session.ts <file> <context window in tokens>
 // Prints one JSON object: {"loadMs":…,"resumeMs":…,"messages":…,"resumedKiB":…,"turnMs":…,"summaries":…,…}; on a
 // failure, what was measured before it, and the step and its error. Progress goes to stderr every 100 summaries.
 
@@ -16,10 +16,10 @@ import {
   resume,
   runTask,
   textOfMessage,
-} from '../../agent.ts';
-import { loadSession } from '../../app/session-file.ts';
-import { median } from './loop.ts';
-import { textReply } from './replay-model.ts';
+} from '../../../agent.ts';
+import { loadSession } from '../../session-file.ts';
+import { median } from '../../../test/bench/loop.ts';
+import { textReply } from '../../../test/bench/replay-model.ts';
 
 /** What the harness's summary request says (SUMMARY_INSTRUCTIONS in agent.ts), and nothing else sends. */
 const SUMMARY_REQUEST = 'Write a summary';

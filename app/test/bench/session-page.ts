@@ -11,8 +11,8 @@ import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { once } from 'node:events';
 import { chromium } from 'playwright-core';
-import { exportSession } from '../../app/session-page/export.ts';
-import { type Measurement, median, spreadOf } from './loop.ts';
+import { exportSession } from '../../session-page/export.ts';
+import { type Measurement, median, spreadOf } from '../../../test/bench/loop.ts';
 
 /** A session of `messages` messages, as JSONL: a task, reads answered with `resultChars` characters each, and a final
  *  reply. Written directly, so that a test of the page's limits does not have to run 500 turns. The results are lines of
@@ -164,7 +164,7 @@ export async function pageAtScale(messages: number, resultChars: number, opens: 
     const sessionBytes = await writeLongSession(file, messages, resultChars);
     const child = path.join(import.meta.dirname, 'export-page.ts');
     const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', child, file], {
-      cwd: path.join(import.meta.dirname, '..', '..'),
+      cwd: path.join(import.meta.dirname, '..', '..', '..'),
       maxBuffer: 1e6,
     });
     const report = JSON.parse(stdout) as {
