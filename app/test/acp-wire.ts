@@ -8,7 +8,7 @@ import { Readable } from 'node:stream';
 import type { TestContext } from 'node:test';
 import { z } from 'zod';
 
-const program = path.join(import.meta.dirname, '..', 'app', 'main.ts');
+const program = path.join(import.meta.dirname, '..', 'main.ts');
 /** tsx by its full address, so the program can start in any folder. */
 const tsx = import.meta.resolve('tsx');
 

@@ -12,9 +12,9 @@ import { Readable, Writable } from 'node:stream';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createInterface } from 'node:readline';
-import { reply, text, toolUse } from '../scripted-model.ts';
+import { reply, text, toolUse } from '../../scripted-model.ts';
 import { agentTextOf, type JsonRpcMessage, protocolSchema, startAcp, updatesIn } from './acp-wire.ts';
-import { tempProject, within } from './helpers.ts';
+import { tempProject, within } from '../../test/helpers.ts';
 
 const CALC = 'exports.add = (a, b) => a - b;\nexports.sub = (a, b) => a + b;\n';
 const SUB_CHECK = 'if (sub(5, 3) !== 2) failures.push(`sub(5, 3) should be 2, got ${sub(5, 3)}`);\n';
@@ -396,7 +396,7 @@ test('a console.log in --acp mode goes to stderr, so stdout stays the protocol',
       import.meta.resolve('tsx'),
       '--input-type=module',
       '-e',
-      "const { consoleToStderr } = await import('./app/acp.ts'); consoleToStderr(); console.log('a stray line');",
+      "const { consoleToStderr } = await import('./acp.ts'); consoleToStderr(); console.log('a stray line');",
     ],
     { cwd: path.join(import.meta.dirname, '..'), encoding: 'utf8' },
   );

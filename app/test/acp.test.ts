@@ -1,14 +1,14 @@
 // --acp's decisions that need no editor: how a halt ends a prompt turn, what a prompt becomes as a task, where a
 // session id may point, how a recorded transcript is shown again, and what the command line refuses beside --acp.
-// The program itself, spoken to over stdio, is test/acp.check.ts (npm run test:acp).
+// The program itself, spoken to over stdio, is app/test/acp.check.ts (npm run test:acp).
 
 import * as acp from '@agentclientprotocol/sdk';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { test } from 'node:test';
-import type { Halt } from '../agent.ts';
-import { replayUpdates, sessionFile, stopReasonFor, taskText } from '../app/acp.ts';
-import { parseCli, UsageError } from '../app/options.ts';
+import type { Halt } from '../../agent.ts';
+import { replayUpdates, sessionFile, stopReasonFor, taskText } from '../acp.ts';
+import { parseCli, UsageError } from '../options.ts';
 
 const ROOT = path.join(path.sep, 'work', 'project');
 const spent = { tokens: 10, costUsd: null };

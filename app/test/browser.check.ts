@@ -15,15 +15,15 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { type Browser, chromium, type Page } from 'playwright-core';
-import { defaultOut, exportSession } from '../app/session-page/export.ts';
-import { dollars } from '../app/session-page/html.ts';
-import { exportP4 } from '../app/session-page/p4-example.ts';
-import { PAGE_MAX_BYTES } from '../app/session-page/page.ts';
+import { defaultOut, exportSession } from '../session-page/export.ts';
+import { dollars } from '../session-page/html.ts';
+import { exportP4 } from '../session-page/p4-example.ts';
+import { PAGE_MAX_BYTES } from '../session-page/page.ts';
 import { writeLongSession } from './bench/session-page.ts';
 import { HOSTILE, hostileSession, richSession, showcaseSession } from './session-page-fixtures.ts';
 
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const README_SCREENSHOT = path.join(import.meta.dirname, '..', 'app', 'session-page', 'session-page.png');
+const README_SCREENSHOT = path.join(import.meta.dirname, '..', 'session-page', 'session-page.png');
 const ARGS = [
   '--headless',
   '--no-sandbox',

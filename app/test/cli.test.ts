@@ -8,11 +8,11 @@ import { PassThrough, Writable } from 'node:stream';
 import { describe, test } from 'node:test';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { type Agent, type AgentEvent, DEFAULT_MODEL, type ModelRequest, runTask } from '../agent.ts';
-import type { SessionEvent } from '../app/terminal.ts';
-import { main } from '../app/main.ts';
-import { nearestOption, OPTIONS } from '../app/options.ts';
-import { PRICES_CHECKED, priceOf } from '../app/prices.ts';
+import { type Agent, type AgentEvent, DEFAULT_MODEL, type ModelRequest, runTask } from '../../agent.ts';
+import type { SessionEvent } from '../terminal.ts';
+import { main } from '../main.ts';
+import { nearestOption, OPTIONS } from '../options.ts';
+import { PRICES_CHECKED, priceOf } from '../prices.ts';
 import {
   compactDiff,
   describeCall,
@@ -22,10 +22,11 @@ import {
   terminalPrinter,
   tracePrinter,
   wrap,
-} from '../app/terminal.ts';
-import { call, say, type ScriptedReply } from '../scripted-model.ts';
-import { fakeMessage, startFakeApi } from './fake-api.ts';
-import { runCli, scriptedAgent, tempProject, textOf, violationsOf } from './helpers.ts';
+} from '../terminal.ts';
+import { call, say, type ScriptedReply } from '../../scripted-model.ts';
+import { fakeMessage, startFakeApi } from '../../test/fake-api.ts';
+import { scriptedAgent, tempProject, textOf, violationsOf } from '../../test/helpers.ts';
+import { runCli } from './helpers.ts';
 
 /** A REPL fed by piped lines, as `main` sets it up: paused until the REPL listens. */
 async function pipedRepl(
@@ -161,7 +162,7 @@ describe('--trace', () => {
     const started = await runCli([
       '--trace',
       '--script',
-      path.join(import.meta.dirname, '..', 'lessons', 'scripts', 'fizzbuzz.json'),
+      path.join(import.meta.dirname, '..', '..', 'lessons', 'scripts', 'fizzbuzz.json'),
       '--root',
       root,
       '--yes',
@@ -427,7 +428,12 @@ describe('one options table', () => {
   });
 
   test("the README's options table names exactly the parser's options, so the docs cannot promise a missing flag", async () => {
-    const readme = await readFile(path.join(import.meta.dirname, '..', 'README.md'), 'utf8');
+    // The table is in the program's manual (app/README.md) or the harness's front page, whichever holds it.
+    const manuals = [
+      path.join(import.meta.dirname, '..', 'README.md'),
+      path.join(import.meta.dirname, '..', '..', 'README.md'),
+    ];
+    const readme = (await Promise.all(manuals.map((file) => readFile(file, 'utf8')))).join('\n');
     const documented = [...readme.matchAll(/^\| `--([a-z-]+)[^`]*` \|/gm)].map((match) => match[1]);
     const parsed = Object.keys(OPTIONS).filter((name) => name !== 'help');
     assert.deepEqual([...documented].sort(), [...parsed].sort());

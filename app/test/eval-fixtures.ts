@@ -2,8 +2,8 @@
 
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
-import { type EvalControl, main } from '../app/evals/run.ts';
-import { tempProject } from './helpers.ts';
+import { type EvalControl, main } from '../evals/run.ts';
+import { tempProject } from '../../test/helpers.ts';
 
 export const FAILING_TEST = "const { add } = require('./add.js');\nif (add(2, 3) !== 5) process.exit(1);\n";
 export const PASSING_TEST = 'process.exit(0);\n';

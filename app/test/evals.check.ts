@@ -7,7 +7,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { type EvalResult, type EvalSummary, RUN_PREFIX } from '../app/evals/run.ts';
+import { type EvalResult, type EvalSummary, RUN_PREFIX } from '../evals/run.ts';
 import { FAILING_TEST, PASSING_TEST, runMain, sumTask, taskFolder } from './eval-fixtures.ts';
 
 describe('a run end to end', { concurrency: 2 }, () => {
@@ -55,7 +55,7 @@ describe('a run end to end', { concurrency: 2 }, () => {
       slow: { ...sumTask(FAILING_TEST), 'trajectory.json': slow },
     });
     // As `npm run eval` runs it, in a process group of its own: a terminal's Ctrl-C goes to the whole group.
-    const child = spawn(process.execPath, ['--import', 'tsx', 'app/evals/run.ts', '--tasks', tasksDir, '--jobs', '2'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'evals/run.ts', '--tasks', tasksDir, '--jobs', '2'], {
       cwd: path.join(import.meta.dirname, '..'),
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],

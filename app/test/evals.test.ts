@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { parseCli } from '../app/options.ts';
+import { parseCli } from '../options.ts';
 import {
   agentArgs,
   compareRuns,
@@ -26,9 +26,9 @@ import {
   totalsRow,
   trajectoryMismatch,
   unresolvedReason,
-} from '../app/evals/run.ts';
+} from '../evals/run.ts';
 import { FAILING_TEST, PASSING_TEST, runMain, sumTask, TASK_JSON, taskFolder } from './eval-fixtures.ts';
-import { tempProject } from './helpers.ts';
+import { tempProject } from '../../test/helpers.ts';
 
 function ready(task: Task | undefined): Extract<Task, { problem: null }> {
   assert.ok(task !== undefined && task.problem === null, `task is malformed: ${task?.problem}`);

@@ -2,7 +2,7 @@
 // (SIGTERM from a service manager or `kill`, SIGHUP from a closed terminal) and a session file that stops taking
 // writes, or a crash (SIGKILL) mid-call and the resume after it. Each test starts the program (about a second), so
 // they are kept out of `npm test`;
-// test/program-session.test.ts pins the same rules in-process.
+// app/test/program-session.test.ts pins the same rules in-process.
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -12,21 +12,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { loadSession } from '../app/session-file.ts';
-import { EXIT } from '../app/terminal.ts';
-import { call, say } from '../scripted-model.ts';
-import {
-  alive,
-  parentOf,
-  slowCheck,
-  tempProject,
-  theProgramAbove,
-  violationsOf,
-  within,
-  withoutTime,
-} from './helpers.ts';
+import { loadSession } from '../session-file.ts';
+import { EXIT } from '../terminal.ts';
+import { call, say } from '../../scripted-model.ts';
+import { alive, tempProject, violationsOf, within } from '../../test/helpers.ts';
+import { theProgramAbove, parentOf, slowCheck, withoutTime } from './helpers.ts';
 
-const program = path.join(import.meta.dirname, '..', 'app', 'main.ts');
+const program = path.join(import.meta.dirname, '..', 'main.ts');
 /** tsx by its full address, so the program can start in any folder. */
 const tsx = import.meta.resolve('tsx');
 
@@ -198,7 +190,7 @@ describe('crash and resume from the command line', () => {
       );
       writeFileSync(secondScript, JSON.stringify([say('huge.log never answered; a.txt says alpha.')]));
       const cli = (args: string[]) =>
-        spawn(process.execPath, ['--import', 'tsx', 'app/main.ts', '--root', root, '--yes', ...args], {
+        spawn(process.execPath, ['--import', 'tsx', program, '--root', root, '--yes', ...args], {
           env: { PATH: process.env.PATH ?? '', NO_COLOR: '1' },
           stdio: ['ignore', 'pipe', 'pipe'],
         });

@@ -12,12 +12,13 @@ import { createInterface } from 'node:readline/promises';
 import { PassThrough } from 'node:stream';
 import { describe, test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { main } from '../app/main.ts';
-import { parseCli, resumedOptions } from '../app/options.ts';
-import type { RecordedOptions } from '../app/session-file.ts';
-import { type Ending, EXIT, repl, type SessionEvent } from '../app/terminal.ts';
-import { call, say } from '../scripted-model.ts';
-import { runCli, scriptedAgent, slowCheck, tempProject, withoutTime, within } from './helpers.ts';
+import { main } from '../main.ts';
+import { parseCli, resumedOptions } from '../options.ts';
+import type { RecordedOptions } from '../session-file.ts';
+import { type Ending, EXIT, repl, type SessionEvent } from '../terminal.ts';
+import { call, say } from '../../scripted-model.ts';
+import { scriptedAgent, tempProject, within } from '../../test/helpers.ts';
+import { runCli, slowCheck, withoutTime } from './helpers.ts';
 
 /** A project with a test the model's fix must pass, and scripts of canned replies. */
 async function project(t: TestContext, scripts: Record<string, unknown[]> = {}): Promise<string> {

@@ -28,7 +28,7 @@ export interface Terminal {
   kill(): void;
 }
 
-const program = path.join(import.meta.dirname, '..', 'app', 'main.ts');
+const program = path.join(import.meta.dirname, '..', 'main.ts');
 /** tsx by its full address, so the program can start in any folder. */
 const tsx = import.meta.resolve('tsx');
 

@@ -1,21 +1,23 @@
 // Record, replay: a session file holds what a replay needs (the options, every reply as received, what the person
 // did), and --replay runs it again offline, stopping at the first message that differs. The recorded sessions in
-// test/recordings are regression tests of this harness: each must replay identically on a fresh copy of its project.
+// app/test/recordings are regression tests of this harness: each must replay identically on a fresh copy of its
+// project.
 
 import Anthropic from '@anthropic-ai/sdk';
 import assert from 'node:assert/strict';
 import { cp, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
-import { AnthropicModel, type Approver, type Model, createAgent, runTask, steer } from '../agent.ts';
-import type { SessionEvent } from '../app/terminal.ts';
-import { firstDifference } from '../app/replay.ts';
-import { recordAnswers, type RecordedOptions, SESSION_VERSION, sessionRecorder } from '../app/session-file.ts';
-import { EXIT } from '../app/terminal.ts';
-import { call, reply, say, ScriptedModel, toolUse, usageOf } from '../scripted-model.ts';
-import { TOOLS } from '../tools.ts';
-import { fakeMessage, startFakeApi } from './fake-api.ts';
-import { runCli, tempProject } from './helpers.ts';
+import { AnthropicModel, type Approver, type Model, createAgent, runTask, steer } from '../../agent.ts';
+import type { SessionEvent } from '../terminal.ts';
+import { firstDifference } from '../replay.ts';
+import { recordAnswers, type RecordedOptions, SESSION_VERSION, sessionRecorder } from '../session-file.ts';
+import { EXIT } from '../terminal.ts';
+import { call, reply, say, ScriptedModel, toolUse, usageOf } from '../../scripted-model.ts';
+import { TOOLS } from '../../tools.ts';
+import { fakeMessage, startFakeApi } from '../../test/fake-api.ts';
+import { tempProject } from '../../test/helpers.ts';
+import { runCli } from './helpers.ts';
 
 const RECORDINGS = path.join(import.meta.dirname, 'recordings');
 

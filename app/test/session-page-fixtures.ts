@@ -1,4 +1,4 @@
-// Sessions for the session page's tests (test/session-page.test.ts and test/browser.check.ts), recorded by
+// Sessions for the session page's tests (app/test/session-page.test.ts and app/test/browser.check.ts), recorded by
 // the real harness on a scripted model, as the CLI records them.
 
 import { mkdtemp, realpath, rm } from 'node:fs/promises';
@@ -13,18 +13,18 @@ import {
   type Approver,
   runTask,
   type UsageTotals,
-} from '../agent.ts';
+} from '../../agent.ts';
 import {
   recordAnswers,
   SESSION_VERSION,
   type SessionEntry,
   type SessionHeader,
   sessionRecorder,
-} from '../app/session-file.ts';
-import type { SessionEvent } from '../app/terminal.ts';
-import { call, reply, say, type ScriptEntry, ScriptedModel, text, toolUse } from '../scripted-model.ts';
-import { defineTool, TOOLS } from '../tools.ts';
-import { scriptedAgent, tempProject } from './helpers.ts';
+} from '../session-file.ts';
+import type { SessionEvent } from '../terminal.ts';
+import { call, reply, say, type ScriptEntry, ScriptedModel, text, toolUse } from '../../scripted-model.ts';
+import { defineTool, TOOLS } from '../../tools.ts';
+import { scriptedAgent, tempProject } from '../../test/helpers.ts';
 
 export const HOSTILE = {
   script: '<script>alert(1)</script>',

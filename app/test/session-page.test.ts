@@ -1,6 +1,6 @@
 // The session page (session-page/), offline and without a browser: sessions recorded by the real harness on a
 // scripted model are exported, and the HTML is checked as text. Each test is named after the failure it
-// prevents. What only a browser can tell (nothing runs, the tooltip shows) is in test/browser.check.ts.
+// prevents. What only a browser can tell (nothing runs, the tooltip shows) is in app/test/browser.check.ts.
 
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -10,16 +10,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { after, before, describe, test, type TestContext } from 'node:test';
-import { loadSession, SESSION_VERSION, type SessionHeader } from '../app/session-file.ts';
-import { costOf } from '../agent.ts';
-import { call, say, ScriptedModel, usageOf } from '../scripted-model.ts';
-import { cli, defaultOut, exportSession } from '../app/session-page/export.ts';
-import { dollars, escapeHtml, html } from '../app/session-page/html.ts';
-import { renderMarkdown } from '../app/session-page/markdown.ts';
-import { exportP4 } from '../app/session-page/p4-example.ts';
-import { PAGE_MAX_BYTES } from '../app/session-page/page.ts';
-import { linkProblem } from '../app/session-page/read.ts';
-import { keyLines } from '../app/session-page/transcript.ts';
+import { loadSession, SESSION_VERSION, type SessionHeader } from '../session-file.ts';
+import { costOf } from '../../agent.ts';
+import { call, say, ScriptedModel, usageOf } from '../../scripted-model.ts';
+import { cli, defaultOut, exportSession } from '../session-page/export.ts';
+import { dollars, escapeHtml, html } from '../session-page/html.ts';
+import { renderMarkdown } from '../session-page/markdown.ts';
+import { exportP4 } from '../session-page/p4-example.ts';
+import { PAGE_MAX_BYTES } from '../session-page/page.ts';
+import { linkProblem } from '../session-page/read.ts';
+import { keyLines } from '../session-page/transcript.ts';
 import { longSession } from './bench/session-page.ts';
 import {
   HOSTILE,

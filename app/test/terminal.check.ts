@@ -7,8 +7,9 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type FakeApi, fakeMessage, startFakeApi } from './fake-api.ts';
-import { alive, slowCheck, tempProject, theProgramAbove, withoutTime } from './helpers.ts';
+import { type FakeApi, fakeMessage, startFakeApi } from '../../test/fake-api.ts';
+import { alive, tempProject } from '../../test/helpers.ts';
+import { theProgramAbove, slowCheck, withoutTime } from './helpers.ts';
 import { hasScript, startInTerminal, type Terminal } from './pty.ts';
 
 const skip = hasScript ? false : 'needs script(1) from util-linux';

@@ -1,6 +1,6 @@
 // Makes the recorded sessions in this folder, each with the harness's own command line, as a forker would with a
-// key: `node --import tsx test/recordings/record.ts`. test/replay.test.ts replays every one on a fresh copy of its
-// project and expects it to be identical. Run this again only when a change to the harness is meant to change what
+// key: `node --import tsx app/test/recordings/record.ts`. app/test/replay.test.ts replays every one on a fresh copy
+// of its project and expects it to be identical. Run this again only when a change to the harness is meant to change what
 // the recordings say (then review the diff of the .jsonl files like any other change).
 
 import { cp, mkdtemp, rm } from 'node:fs/promises';
@@ -8,8 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import type Anthropic from '@anthropic-ai/sdk';
-import { main } from '../../app/main.ts';
-import { fakeMessage, startFakeApi } from '../fake-api.ts';
+import { main } from '../../main.ts';
+import { fakeMessage, startFakeApi } from '../../../test/fake-api.ts';
 
 const here = import.meta.dirname;
 const PROJECT = path.join(here, 'projects', 'add');
@@ -40,7 +40,7 @@ const tool = (id: string, name: string, input: unknown): Anthropic.ToolUseBlock 
 const text = (t: string): Anthropic.TextBlock => ({ type: 'text', text: t, citations: null });
 
 // 1. The seed story's eight scripted replies (lessons/scripts/seed-story.json), through --script.
-await record('seed-story', ['--script', path.join(here, '..', '..', 'lessons', 'scripts', 'seed-story.json')]);
+await record('seed-story', ['--script', path.join(here, '..', '..', '..', 'lessons', 'scripts', 'seed-story.json')]);
 
 // 2. Through the real SDK path against a local Anthropic-compatible endpoint (test/fake-api.ts): streamed replies,
 // a signed thinking block, a tool call the gate later proves wrong, and a fix.
