@@ -343,9 +343,9 @@ function describeModel(model: Model): string {
   return `${model.name} ($${model.price.input} in, $${model.price.output} out per million tokens)`;
 }
 
-/** package.json's version: the one place it is written. */
+/** The program's version, from app/package.json: the one place it is written. */
 async function version(): Promise<string> {
-  const manifest = await readFile(new URL('../package.json', import.meta.url), 'utf8');
+  const manifest = await readFile(new URL('package.json', import.meta.url), 'utf8');
   return (JSON.parse(manifest) as { version: string }).version;
 }
 

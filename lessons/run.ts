@@ -7,7 +7,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import * as agentTs from '../agent.ts';
-import { tracePrinter } from '../app/terminal.ts';
+import { tracePrinter } from './trace.ts';
 import {
   BUILD_SECTIONS,
   type Harness,

@@ -4,6 +4,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { createHmac, randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type Anthropic from '@anthropic-ai/sdk';
+import type { TestContext } from 'node:test';
 import { requestViolations } from '../lessons/api-rules.ts';
 
 export type FakeStep =
@@ -327,4 +328,43 @@ export function fakeMessage(
       speed: null,
     },
   };
+}
+
+/** A Messages API whose first reply calls read_file with a `path` nested `depth` objects deep, then says "ok".
+ *  startFakeApi cannot send it (its own JSON.stringify overflows), so the stream is spliced by hand: the SDK itself
+ *  assembles it without trouble. Every request is checked against the API's rules; `bodies` holds them. */
+export async function startDeepReplyApi(
+  t: TestContext,
+  depth = 20_000,
+): Promise<{ baseURL: string; bodies: unknown[] }> {
+  const calling = fakeMessage(
+    [{ type: 'tool_use', id: 'toolu_deep', name: 'read_file', input: {}, caller: { type: 'direct' } }],
+    'tool_use',
+  );
+  const partial_json = `{"path":${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}}`;
+  const deepEvents: Anthropic.RawMessageStreamEvent[] = streamEvents(calling).filter(
+    (event) => event.type !== 'content_block_delta',
+  );
+  const delta = { type: 'input_json_delta' as const, partial_json };
+  deepEvents.splice(2, 0, { type: 'content_block_delta', index: 0, delta }); // after message_start, block_start
+  const replies = [deepEvents, streamEvents(fakeMessage([{ type: 'text', text: 'ok', citations: null }]))];
+  const bodies: unknown[] = [];
+  const server = createServer(async (request, response) => {
+    let body = '';
+    for await (const chunk of request) body += String(chunk);
+    if (request.method !== 'POST') return void response.writeHead(404).end();
+    bodies.push(JSON.parse(body));
+    const violations = requestViolations(bodies.at(-1));
+    if (violations.length > 0)
+      return void response
+        .writeHead(400)
+        .end(JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: violations[0] } }));
+    response.writeHead(200, { 'content-type': 'text/event-stream' });
+    response.end(
+      (replies.shift() ?? []).map((event) => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`).join(''),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise((resolve) => server.close(resolve)));
+  return { baseURL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, bodies };
 }

@@ -4,33 +4,24 @@
 // guard prevents. Timers are faked only where the guard is a wait (the abort grace, a hook's
 // default timeout); `withinRealTime` then keeps a test from hanging if the guard is gone.
 
-import type Anthropic from '@anthropic-ai/sdk';
+import Anthropic from '@anthropic-ai/sdk';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { z } from 'zod';
-import { type AfterCallHook, type Approver, type BeforeCallHook, type Halt, runTask } from '../agent.ts';
-import { loadSession, SESSION_VERSION, sessionRecorder } from '../app/session-file.ts';
-import { jsonPrinter, terminalPrinter, tracePrinter } from '../app/terminal.ts';
+import {
+  type AfterCallHook,
+  AnthropicModel,
+  type Approver,
+  type BeforeCallHook,
+  type Halt,
+  runTask,
+} from '../agent.ts';
 import { call, reply, say, ScriptedModel, toolUse } from '../scripted-model.ts';
 import { defineTool, ToolError, TOOLS } from '../tools.ts';
-import { requestViolations } from '../lessons/api-rules.ts';
-import { fakeMessage, streamEvents } from './fake-api.ts';
-import {
-  deferred,
-  echoTool,
-  pointSdkAt,
-  runCli,
-  scriptedAgent,
-  tempProject,
-  toolResults,
-  unmarked,
-  violationsOf,
-  SONNET_PRICE,
-} from './helpers.ts';
+import { startDeepReplyApi } from './fake-api.ts';
+import { deferred, echoTool, scriptedAgent, tempProject, toolResults, violationsOf, SONNET_PRICE } from './helpers.ts';
 
 /** The real clock, kept before any test fakes it: a faked clearTimeout would leave the real timer running, and it
  *  would keep the test process alive for its full two seconds after the last test. */
@@ -335,72 +326,32 @@ describe('absurd inputs', () => {
   };
   const quiet = { input_tokens: 10, output_tokens: 10 }; // given, so the scripted model need not measure the reply
 
-  test('a tool input nested 20,000 deep is refused by validation with a clear reason, and the session, its file and its printers go on', async (t) => {
+  test('a tool input nested 20,000 deep is refused by validation with a clear reason, and the session and its listeners go on', async (t) => {
     const root = await tempProject(t, { 'a.txt': 'alpha\n' });
-    const file = path.join(root, '.agent', 'session.jsonl');
-    const record = sessionRecorder(
-      file,
-      { type: 'session', version: SESSION_VERSION, model: 'scripted', root, startedAt: 'now' },
-      [],
-    );
-    const sink = { write: () => true } as unknown as NodeJS.WritableStream;
-    const printers = [terminalPrinter(sink), tracePrinter(sink), jsonPrinter(sink)];
     const script = [
       { ...call('read_file', { path: nested(20_000) }), usage: quiet },
       { ...say('ok'), usage: quiet },
     ];
-    const { agent, model } = await scriptedAgent(root, script, {
-      onEvent: (event) => (record(event), printers.forEach((print) => print(event))),
-    });
+    const { agent, model, events } = await scriptedAgent(root, script);
     assert.deepEqual(await runTask(agent, 'read'), { kind: 'accepted', verifiedBy: null });
     const [result] = toolResults(agent.messages);
     assert.equal(result?.is_error, true);
     assert.equal(result?.content, 'invalid arguments for read_file: nested deeper than 64 levels');
     assert.deepEqual(violationsOf(model.requests[1]!), [], 'the next request can be sent');
-    assert.deepEqual((await loadSession(file)).messages, unmarked(agent.messages), 'and the file reads back whole');
+    const refused = events.flatMap((event) => (event.type === 'result' ? [event.result] : []));
+    assert.deepEqual(refused, [result], 'the listeners saw the refused call answered');
   });
 
-  test('through the real SDK and the command line, a reply with a 20,000-deep input is refused, not "model call failed"', async (t) => {
+  test('through the real SDK, a reply with a 20,000-deep input is refused by validation, not "model call failed"', async (t) => {
     const root = await tempProject(t);
-    // The fake API cannot send such a reply (its own JSON.stringify overflows), so the stream is spliced by hand:
-    // the SDK itself assembles it without trouble.
-    const calling = fakeMessage(
-      [{ type: 'tool_use', id: 'toolu_deep', name: 'read_file', input: {}, caller: { type: 'direct' } }],
-      'tool_use',
+    const { baseURL, bodies } = await startDeepReplyApi(t);
+    const model = new AnthropicModel('claude-test', new Anthropic({ apiKey: 'test-key', baseURL }));
+    const { agent } = await scriptedAgent(root, [], { model });
+    assert.deepEqual(await runTask(agent, 'read'), { kind: 'accepted', verifiedBy: null });
+    assert.equal(
+      toolResults(agent.messages)[0]?.content,
+      'invalid arguments for read_file: nested deeper than 64 levels',
     );
-    const partial_json = `{"path":${'{"a":'.repeat(20_000)}1${'}'.repeat(20_000)}}`;
-    const deepEvents: Anthropic.RawMessageStreamEvent[] = streamEvents(calling).filter(
-      (event) => event.type !== 'content_block_delta',
-    );
-    const delta = { type: 'input_json_delta' as const, partial_json };
-    deepEvents.splice(2, 0, { type: 'content_block_delta', index: 0, delta }); // after message_start, block_start
-    const replies = [deepEvents, streamEvents(fakeMessage([{ type: 'text', text: 'ok', citations: null }]))];
-    const bodies: unknown[] = [];
-    const server = createServer(async (request, response) => {
-      let body = '';
-      for await (const chunk of request) body += String(chunk);
-      if (request.method !== 'POST') return void response.writeHead(404).end();
-      bodies.push(JSON.parse(body));
-      const violations = requestViolations(bodies.at(-1));
-      if (violations.length > 0)
-        return void response
-          .writeHead(400)
-          .end(JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: violations[0] } }));
-      response.writeHead(200, { 'content-type': 'text/event-stream' });
-      response.end(
-        (replies.shift() ?? []).map((event) => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`).join(''),
-      );
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    t.after(() => new Promise((resolve) => server.close(resolve)));
-    const baseURL = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    pointSdkAt(t, baseURL);
-    const run = await runCli(['--root', root, '--yes', 'read'], {
-      ANTHROPIC_API_KEY: 'test-key',
-      ANTHROPIC_BASE_URL: baseURL,
-    });
-    assert.equal(run.status, 0, run.stdout);
-    assert.match(run.stdout, /✗ invalid arguments for read_file: nested deeper than 64 levels/);
     assert.equal(bodies.length, 2, 'the second request was sent, and accepted');
   });
 

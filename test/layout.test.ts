@@ -1,8 +1,10 @@
 // The shape a reader relies on: agent.ts is the whole harness and only it, in reading order, with lines that fit a
-// projector; the program around it lives in app/ and is never imported by the harness; no import goes round in a
-// circle. Each test is named after what a newcomer would trip over.
+// projector; the harness stands alone (nothing of it, its tests or its lessons imports app/, the program, so deleting
+// app/ leaves it whole); no import goes round in a circle. Each test is named after what a newcomer would trip over.
+// The program's own layout is pinned in app/test/layout.test.ts.
 
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -21,13 +23,15 @@ function importsOf(file: string, source: string): string[] {
   return [...new Set(local.map((s) => path.normalize(path.join(path.dirname(file), s))))];
 }
 
-/** The project's own .ts files (node_modules and fixture projects aside), by path from the project root. */
-async function projectFiles(folder = ''): Promise<string[]> {
+/** The harness's own .ts files (node_modules, fixture projects and the program in app/ aside), by path from the
+ *  project root. */
+async function harnessFiles(folder = ''): Promise<string[]> {
   const files: string[] = [];
   for (const entry of await readdir(path.join(project, folder), { withFileTypes: true })) {
     const name = path.join(folder, entry.name);
+    if (name === 'app') continue;
     if (entry.isDirectory() && !['node_modules', '.git', 'projects', 'tasks', 'example'].includes(entry.name)) {
-      files.push(...(await projectFiles(name)));
+      files.push(...(await harnessFiles(name)));
     } else if (entry.isFile() && entry.name.endsWith('.ts')) files.push(name);
   }
   return files;
@@ -49,8 +53,8 @@ test('agent.ts imports only tools.ts of the project, and nothing of a terminal: 
   assert.doesNotMatch(source, /\b(parseArgs|styleText|process\.stdout|process\.stdin|console\.)/);
 });
 
-test('no line of the core, lesson or program files is wider than 120 columns, so nothing wraps on a projector', async () => {
-  const files = (await projectFiles()).filter((file) => !file.startsWith('test/'));
+test('no line of the core or lesson files is wider than 120 columns, so nothing wraps on a projector', async () => {
+  const files = (await harnessFiles()).filter((file) => !file.startsWith('test/'));
   const wide: string[] = [];
   for (const file of files) {
     (await read(file)).split('\n').forEach((line, i) => line.length > 120 && wide.push(`${file}:${i + 1}`));
@@ -67,7 +71,7 @@ test('the core files import nothing of the project outside themselves, so lesson
 
 test('no import goes round in a circle, type-only and dynamic imports included: each file can be read before its users', async () => {
   const graph = new Map<string, string[]>();
-  for (const file of await projectFiles()) graph.set(file, importsOf(file, await read(file)));
+  for (const file of await harnessFiles()) graph.set(file, importsOf(file, await read(file)));
   const done = new Set<string>();
   const visit = (file: string, trail: string[]): void => {
     if (trail.includes(file))
@@ -77,13 +81,15 @@ test('no import goes round in a circle, type-only and dynamic imports included: 
     done.add(file);
   };
   for (const file of graph.keys()) visit(file, []);
-  assert.ok(done.has('app/main.ts') && done.has('agent.ts'), 'the walk reached the program and the harness');
+  assert.ok(done.has('lessons/run.ts') && done.has('agent.ts'), 'the walk reached the lessons and the harness');
 });
 
-test('the top level holds the design card and nothing else: the harness, its tests and lessons, and one program folder', async () => {
+test('the top level holds the design card and nothing else: the harness, its tests and lessons, and the program folder if kept', async () => {
   const entries = (await readdir(project)).filter((name) => !['node_modules', '.git'].includes(name)).sort();
   const card = ['package.json', 'package-lock.json', 'tsconfig.json', 'agent.ts', 'tools.ts', 'scripted-model.ts'];
-  const expected = [...card, 'test', 'lessons', 'app', 'README.md', '.ci', '.gitignore', '.prettierignore'];
+  // app/ is the program, a package of its own: a fork of the harness may delete it.
+  const program = entries.includes('app') ? ['app'] : [];
+  const expected = [...card, 'test', 'lessons', ...program, 'README.md', '.ci', '.gitignore', '.prettierignore'];
   // Tools leave these behind when they run; .gitignore keeps them out of the repository.
   const leftovers = ['.agent', 'reports', '.stryker-tmp'];
   assert.deepEqual(
@@ -92,8 +98,29 @@ test('the top level holds the design card and nothing else: the harness, its tes
   );
 });
 
-test('package.json names the program, so `npx harness` runs it', async () => {
-  const { bin } = JSON.parse(await read('package.json')) as { bin: Record<string, string> };
-  assert.deepEqual(bin, { harness: 'app/main.ts' });
-  assert.match(await read('app/main.ts'), /^#!\/usr\/bin\/env tsx\n/);
+test('the harness stands alone: no file of it, its tests or its lessons imports app/, so deleting app/ breaks nothing', async () => {
+  const files = await harnessFiles();
+  assert.ok(
+    files.includes('test/layout.test.ts') && files.includes('lessons/run.ts'),
+    'the walk saw test/ and lessons/',
+  );
+  const intoApp = files.flatMap((file) => {
+    const source = readFileSync(path.join(project, file), 'utf8');
+    return importsOf(file, source)
+      .filter((imported) => imported === 'app' || imported.startsWith(`app${path.sep}`))
+      .map((imported) => `${file} → ${imported}`);
+  });
+  assert.deepEqual(intoApp, []);
+});
+
+test("package.json holds only the harness's dependencies: the program's are in app/package.json", async () => {
+  const manifest = JSON.parse(await read('package.json')) as {
+    dependencies: Record<string, string>;
+    devDependencies: Record<string, string>;
+    bin?: unknown;
+  };
+  assert.equal(manifest.bin, undefined, 'the harness command is the program, named by app/package.json');
+  const all = { ...manifest.dependencies, ...manifest.devDependencies };
+  for (const onlyTheProgram of ['@agentclientprotocol/sdk', 'marked', 'marked-terminal', 'playwright-core'])
+    assert.ok(!(onlyTheProgram in all), `${onlyTheProgram} is the program's (app/package.json)`);
 });

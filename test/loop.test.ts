@@ -3,17 +3,15 @@
 
 import type Anthropic from '@anthropic-ai/sdk';
 import assert from 'node:assert/strict';
-import { cp, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { z } from 'zod';
-import { describeHalt, type Halt, runTask } from '../agent.ts';
-import { main } from '../app/main.ts';
-import { EXIT, exitCodeFor } from '../app/terminal.ts';
-import { EXAMPLE_PROJECT, runSeedStory } from '../lessons/demo.ts';
+import { describeHalt, runTask } from '../agent.ts';
+import { runSeedStory } from '../lessons/demo.ts';
 import { call, reply, say, text, toolUse } from '../scripted-model.ts';
 import { defineTool, runCommand, TOOLS } from '../tools.ts';
-import { runCli, scriptedAgent, tempProject, textOf, tokensSpent, unmarked } from './helpers.ts';
+import { scriptedAgent, tempProject, textOf, tokensSpent, unmarked } from './helpers.ts';
 
 const lastMessage = (messages: Anthropic.MessageParam[]) => unmarked(messages).at(-1)!;
 const blocks = (message: Anthropic.MessageParam) => (typeof message.content === 'string' ? [] : message.content);
@@ -218,19 +216,7 @@ describe('the verify command runner', () => {
   });
 });
 
-describe('command line', () => {
-  test('each halt kind maps to its exit code', () => {
-    const cases: [Halt, number][] = [
-      [{ kind: 'accepted', verifiedBy: 'npm test' }, 0],
-      [{ kind: 'accepted', verifiedBy: null }, 0],
-      [{ kind: 'budget', budget: 'turns', limit: 3 }, 1],
-      [{ kind: 'error', message: 'x' }, 1],
-      [{ kind: 'interrupted' }, 130],
-    ];
-    for (const [h, code] of cases) assert.equal(exitCodeFor(h), code);
-    assert.equal(EXIT.usage, 2);
-  });
-
+describe('halt descriptions and tool schemas', () => {
   test('a budget halt says the limit and what was spent, and one from an older session file, without it, still reads', () => {
     const spent = { tokens: 20_894, costUsd: 0.0627 };
     assert.equal(
@@ -245,39 +231,6 @@ describe('command line', () => {
       describeHalt({ kind: 'budget', budget: 'turns', limit: 25 }),
       'budget (turns: the limit of 25 turns was reached)',
     );
-  });
-
-  test('a bad flag is a one-line error and exit code 2, not a stack trace', async (t) => {
-    for (const args of [['--max-turns', 'many', 'task'], ['--no-such-flag'], ['--script', 'missing.json', 'task']]) {
-      const printed = t.mock.method(console, 'error', () => {});
-      assert.equal(await main(args, {}), EXIT.usage, args.join(' '));
-      assert.equal(printed.mock.callCount(), 1);
-      assert.match(String(printed.mock.calls[0]!.arguments[0]), /^harness: [^\n]+$/);
-      printed.mock.restore();
-    }
-  });
-
-  test('--script runs a scripted session headless and reports a verified halt', async (t) => {
-    const root = await tempProject(t);
-    await cp(EXAMPLE_PROJECT, root, { recursive: true });
-    const run = await runCli([
-      '--script',
-      'lessons/scripts/seed-story.json',
-      '--root',
-      root,
-      '--verify',
-      'node test.js',
-      '--yes',
-      'make add(2, 3) == 5',
-    ]);
-    assert.equal(run.status, 0, run.stdout);
-    assert.match(run.stdout, /halt: accepted \(verified by `node test\.js`\) after 8 turn/);
-  });
-
-  test('without a key or a script, a task is refused with a hint instead of a crash', async (t) => {
-    const printed = t.mock.method(console, 'error', () => {});
-    assert.equal(await main(['fix it'], {}), EXIT.usage);
-    assert.match(String(printed.mock.calls[0]!.arguments[0]), /ANTHROPIC_API_KEY is not set/);
   });
 
   test('every tool the model is shown has a description and a strict schema', () => {

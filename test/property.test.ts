@@ -28,7 +28,6 @@ import {
   type Model,
   runTask,
 } from '../agent.ts';
-import { exitCodeFor } from '../app/terminal.ts';
 import { say, type ScriptedBlock, type ScriptedReply, type ScriptEntry, ScriptedModel } from '../scripted-model.ts';
 import { defineTool, TOOLS } from '../tools.ts';
 import { requestViolations } from '../lessons/api-rules.ts';
@@ -423,7 +422,7 @@ function watchSpending(inner: Model, limits: { maxTokens?: number; maxCostUsd?: 
   return { model, onEvent, spent, largestCall, problems, mostLoops: () => mostLoops };
 }
 
-const HALT_EXIT: Record<Halt['kind'], number> = { accepted: 0, budget: 1, interrupted: 130, error: 1 };
+const HALT_KINDS: readonly Halt['kind'][] = ['accepted', 'budget', 'interrupted', 'error'];
 const stats = new Map<string, number>();
 const count = (key: string) => stats.set(key, (stats.get(key) ?? 0) + 1);
 
@@ -517,9 +516,8 @@ async function runSession(s: Session): Promise<void> {
     'the final transcript cannot be sent on',
   );
 
-  // The run ended in a halt, with the exit code that halt means.
-  assert.ok(halt.kind in HALT_EXIT, `unknown halt ${JSON.stringify(halt)}`);
-  assert.equal(exitCodeFor(halt), HALT_EXIT[halt.kind]);
+  // The run ended in a halt of a known kind (app/test/loop.test.ts pins the exit code each kind means).
+  assert.ok(HALT_KINDS.includes(halt.kind), `unknown halt ${JSON.stringify(halt)}`);
   const top = events.filter((e) => e.type === 'request').length;
   assert.ok(top <= s.maxTurns, `${top} model calls with --max-turns ${s.maxTurns}`);
   if (halt.kind === 'budget' && halt.budget === 'turns') assert.equal(top, s.maxTurns);
@@ -636,5 +634,5 @@ test('a symlinked folder that appears under a protected glob during the run ends
   const halt = await runTask(agent, 'Fix it.').catch((error: unknown) =>
     assert.fail(`runTask threw: ${String(error)}`),
   );
-  assert.ok(halt.kind in HALT_EXIT);
+  assert.ok(HALT_KINDS.includes(halt.kind));
 });

@@ -7,9 +7,8 @@ import { constants, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { say } from '../scripted-model.ts';
 import { loadContextFiles } from '../tools.ts';
-import { runCli, scriptedAgent, tempProject, within } from './helpers.ts';
+import { scriptedAgent, tempProject, within } from './helpers.ts';
 
 describe('AGENTS.md: inside its folder after links, regular files only, skipped files named at start', () => {
   test('an AGENTS.md linked out of the root is skipped with its reason, so no outside file reaches the prompt', async (t) => {
@@ -22,12 +21,6 @@ describe('AGENTS.md: inside its folder after links, regular files only, skipped 
       agent.contextFiles.map(({ path: file, skipped }) => [file, skipped]),
       [[path.join(root, 'AGENTS.md'), `a link out of its folder, to ${path.join(base, 'outside', 'secret.md')}`]],
     );
-    // The start-up says so, in one notice (which the terminal may wrap to its width).
-    writeFileSync(path.join(root, 'script.json'), JSON.stringify([say('done')]));
-    const { stdout } = await runCli(['--script', path.join(root, 'script.json'), '--root', root, '--yes', 'hi']);
-    assert.equal(stdout.split('context: skipped').length, 2, stdout);
-    const said = stdout.replace(/\s+/g, ' ');
-    assert.match(said, /context: skipped .*AGENTS\.md: a link out of its folder, to .*secret\.md/);
   });
 
   test("a link inside the folder is read (AGENTS.md -> CLAUDE.md), and a parent folder's link out of it is not", async (t) => {

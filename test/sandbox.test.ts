@@ -3,24 +3,24 @@
 // happens and the run is still judged by the test's own exit code; with --no-sandbox, all of it does.
 
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { sandboxPolicy } from '../app/options.ts';
 import { call, say } from '../scripted-model.ts';
 import { runCommand, sandboxProblem } from '../tools.ts';
-import { runCli } from './helpers.ts';
+import { runTask } from '../agent.ts';
+import { scriptedAgent } from './helpers.ts';
 
 const noSandbox = await sandboxProblem();
 const skip = noSandbox === null ? false : `no OS sandbox here (${noSandbox}); CI installs bubblewrap`;
 
 /** A project whose add.js the script "fixes", planting four escapes: in a folder outside /tmp (which the sandbox
  *  replaces with a private one), beside a file to delete, with a server that counts the requests it gets. */
-async function plantedRun(t: TestContext, ...flags: string[]) {
+async function plantedRun(t: TestContext, sandbox?: boolean) {
   const outside = await realpath(await mkdtemp(path.join(existsSync('/var/tmp') ? '/var/tmp' : os.tmpdir(), 'sbx-')));
   const home = path.join(os.homedir(), `.harness-sandbox-check-${path.basename(outside)}`);
   let requests = 0;
@@ -49,23 +49,13 @@ async function plantedRun(t: TestContext, ...flags: string[]) {
     `attempt(() => fs.mkdirSync(${JSON.stringify(home)}));`,
     `await fetch('http://127.0.0.1:${port}/').catch(() => {});`,
   ].join('\n');
-  const script = path.join(outside, 'script.json');
   const fix = { path: 'add.js', old_str: 'export function add(a, b) {\n  return a - b;', new_str: '' };
   fix.new_str = `${escapes}\nexport function add(a, b) {\n  return a + b;`;
-  await writeFile(
-    script,
-    JSON.stringify([call('read_file', { path: 'add.js' }), call('edit_file', fix), say('Done.')]),
-  );
-  const { status, stdout } = await runCli(
-    ['--root', root, '--script', script, '--yes', '--verify', 'node test.js', '--json', ...flags, 'fix add'],
-    { HOME: os.homedir() },
-  );
-  const events = stdout
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line) as { type: string; sandboxed?: boolean; passed?: boolean });
+  const script = [call('read_file', { path: 'add.js' }), call('edit_file', fix), say('Done.')];
+  const { agent, events } = await scriptedAgent(root, script, { verify: 'node test.js', sandbox });
+  const halt = await runTask(agent, 'fix add');
   return {
-    status,
+    halt: halt.kind,
     gate: events.find((event) => event.type === 'gate'),
     planted: existsSync(path.join(outside, 'planted.txt')),
     victimKept: existsSync(path.join(outside, 'victim.txt')),
@@ -80,7 +70,7 @@ test(
   { skip },
   async (t) => {
     const run = await plantedRun(t);
-    assert.equal(run.status, 0, 'accepted: the test itself passes');
+    assert.equal(run.halt, 'accepted', 'accepted: the test itself passes');
     assert.deepEqual(run.gate, { ...run.gate, passed: true, sandboxed: true });
     assert.match(run.fixed, /return a \+ b;/);
     assert.deepEqual(
@@ -91,11 +81,11 @@ test(
 );
 
 test(
-  'with --no-sandbox the same edit escapes, so the contained run above proves the sandbox, not a harmless script',
+  'with the sandbox off (--no-sandbox) the same edit escapes, so the contained run above proves the sandbox, not a harmless script',
   { skip },
   async (t) => {
-    const run = await plantedRun(t, '--no-sandbox');
-    assert.equal(run.status, 0);
+    const run = await plantedRun(t, false);
+    assert.equal(run.halt, 'accepted');
     assert.deepEqual(run.gate, { ...run.gate, passed: true, sandboxed: false });
     assert.deepEqual(
       { planted: run.planted, victimKept: run.victimKept, homeWritten: run.homeWritten, requests: run.requests },
@@ -136,56 +126,3 @@ test(
     assert.doesNotMatch(run.output, /sk-secret/);
   },
 );
-
-test('the command line asks for the sandbox when nobody reviews a real model (--yes), and never with --no-sandbox', () => {
-  const policy = (flags: { yes?: boolean; script?: string; noSandbox?: boolean }) =>
-    sandboxPolicy({ yes: false, script: undefined, noSandbox: false, ...flags });
-  assert.equal(policy({ yes: true }), true, 'a real model under --yes: the sandbox or no check');
-  assert.equal(policy({ yes: true, noSandbox: true }), false);
-  assert.equal(policy({}), undefined, 'a person approves each edit: the sandbox where there is one');
-  assert.equal(policy({ yes: true, script: 'replies.json' }), undefined, 'a scripted run: only a warning');
-});
-
-test('--no-sandbox is never silent: said at start, on the traced gate line, and recorded in the session header', async (t) => {
-  const root = await realpath(await mkdtemp(path.join(os.tmpdir(), 'sbx-said-')));
-  t.after(() => rm(root, { recursive: true, force: true }));
-  await writeFile(path.join(root, 'test.js'), 'process.exit(0);\n');
-  const script = path.join(root, 'script.json');
-  await writeFile(script, JSON.stringify([say('Done.')]));
-  const session = path.join(root, 'session.jsonl');
-  const args = ['--root', root, '--script', script, '--yes', '--verify', 'node test.js', '--session', session];
-  const { status, stdout } = await runCli([...args, '--no-sandbox', '--trace', 'check']);
-  assert.equal(status, 0);
-  assert.match(stdout, /--no-sandbox: the verify command runs outside the OS sandbox, with your full rights/);
-  assert.match(stdout, /verify `node test.js` exited with code 0: passed \(outside the sandbox\)/);
-  const header = JSON.parse((await readFile(session, 'utf8')).split('\n')[0]!) as { options: { noSandbox: boolean } };
-  assert.equal(header.options.noSandbox, true);
-});
-
-test('--no-default-protection is explicit: said at start, recorded in the header, and only then may the agent write .vscode', async (t) => {
-  const root = await realpath(await mkdtemp(path.join(os.tmpdir(), 'sbx-optout-')));
-  t.after(() => rm(root, { recursive: true, force: true }));
-  const settings = '.vscode/settings.json';
-  const edit = { path: settings, old_str: '', new_str: '{}\n' };
-  const script = path.join(root, 'script.json');
-  await writeFile(script, JSON.stringify([call('edit_file', edit), say('Done.')]));
-  const run = async (...extra: string[]) => {
-    const session = path.join(root, `session${extra.length}.jsonl`);
-    const result = await runCli(['--root', root, '--script', script, '--yes', '--session', session, ...extra, 'go']);
-    const header = JSON.parse((await readFile(session, 'utf8')).split('\n')[0]!) as {
-      options: { noDefaultProtection: boolean; passEnv: string[] };
-    };
-    return { ...result, header };
-  };
-  const kept = await run('--pass-env', 'MY_TOKEN');
-  assert.equal(kept.status, 0);
-  assert.doesNotMatch(kept.stdout, /--no-default-protection/);
-  assert.equal(existsSync(path.join(root, settings)), false, 'by default .vscode is never written');
-  assert.equal(kept.header.options.noDefaultProtection, false);
-  assert.deepEqual(kept.header.options.passEnv, ['MY_TOKEN'], '--pass-env is recorded too');
-  const lifted = await run('--no-default-protection');
-  assert.equal(lifted.status, 0);
-  assert.match(lifted.stdout, /--no-default-protection: the agent and the check may change \.git, \.agent, \.vscode/);
-  assert.equal(readFileSync(path.join(root, settings), 'utf8'), '{}\n');
-  assert.equal(lifted.header.options.noDefaultProtection, true);
-});

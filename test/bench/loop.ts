@@ -7,7 +7,6 @@ import { mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import {
@@ -19,8 +18,6 @@ import {
   type Model,
   runTask,
 } from '../../agent.ts';
-import { SESSION_VERSION, sessionRecorder } from '../../app/session-file.ts';
-import { terminalPrinter } from '../../app/terminal.ts';
 import { call, reply, say, ScriptedModel, toolUse } from '../../scripted-model.ts';
 import { defineTool, type Tool, TOOLS } from '../../tools.ts';
 import { callsReply, PrefixCacheModel, ReplayModel, textReply } from './replay-model.ts';
@@ -45,7 +42,7 @@ export function spreadOf(values: number[]): Pick<Measurement, 'value' | 'spread'
 // Shared scaffolding
 
 /** A fresh project folder with the given files, always removed afterwards. */
-async function withProject<T>(files: Record<string, string>, use: (root: string) => Promise<T>): Promise<T> {
+export async function withProject<T>(files: Record<string, string>, use: (root: string) => Promise<T>): Promise<T> {
   const root = await realpath(await mkdtemp(path.join(os.tmpdir(), 'bench-loop-')));
   try {
     for (const [name, content] of Object.entries(files)) await writeFile(path.join(root, name), content);
@@ -56,7 +53,7 @@ async function withProject<T>(files: Record<string, string>, use: (root: string)
 }
 
 /** An agent wired as in test/helpers.ts: no verify command, every change approved, no AGENTS.md. */
-function benchAgent(
+export function benchAgent(
   root: string,
   model: Model,
   tools: readonly Tool[],
@@ -79,7 +76,7 @@ function benchAgent(
 
 /** Runs one task and insists it ended accepted with every call answered without error: a benchmark
  *  of a run that went wrong would measure the wrong thing. */
-async function runChecked(agent: Agent, task: string, events: AgentEvent[]): Promise<void> {
+export async function runChecked(agent: Agent, task: string, events: AgentEvent[]): Promise<void> {
   const halt = await runTask(agent, task);
   if (halt.kind !== 'accepted') throw new Error(`the scripted run halted with ${JSON.stringify(halt)}`);
   const failed = events.find((e) => e.type === 'result' && e.result.is_error === true);
@@ -158,7 +155,8 @@ export async function parallelReads(): Promise<Measurement> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Rows: harness overhead per trip: the median, the same at 40,000 messages, and a realistic trip
+// Rows: harness overhead per trip: the median, and the same at 40,000 messages (a realistic trip, with the session
+// file and the printer, is the program's: app/test/bench/trip.ts)
 
 /** A read-only tool that does nothing: a trip's cost without a tool's own. */
 export const noop = defineTool({
@@ -169,7 +167,7 @@ export const noop = defineTool({
   run: async ({ n }) => `ok ${n}`,
 });
 
-const noopScript = (n: number) => Array.from({ length: n }, (_, i) => i);
+export const noopScript = (n: number) => Array.from({ length: n }, (_, i) => i);
 
 /** Times between consecutive request events over a session of `trips` one-call replies to a no-op tool, on a model
  *  that answers at once; trips[k - 1] is trip k (request k to request k + 1). */
@@ -189,7 +187,7 @@ async function tripTimes(root: string, trips: number): Promise<number[]> {
 const mean = (values: number[]) => values.reduce((sum, v) => sum + v, 0) / values.length;
 
 const TRIPS = 1000;
-const SESSIONS = 3;
+export const SESSIONS = 3;
 const TRIP_NOTE =
   'ReplayModel returns prebuilt replies at once (not ScriptedModel: its structuredClone of every request is test ' +
   'instrumentation, not harness overhead); one no-op read-only call per reply; trip = request event to the next';
@@ -232,48 +230,11 @@ export async function tripRatioAt40k(): Promise<Measurement> {
   });
 }
 
-const REALISTIC_TRIPS = 1000;
-
-/** A trip as a real run pays it: a read_file call on a small file, its session file line, the terminal printer. */
-export async function realisticTrip(): Promise<Measurement> {
-  return withProject(SMALL_FILES, async (root) => {
-    const session = async (n: number) => {
-      const replies = [
-        ...noopScript(REALISTIC_TRIPS).map((i) => callsReply(i + 1, 'read_file', [{ path: readPath(i) }])),
-        textReply(REALISTIC_TRIPS + 1, 'done'),
-      ];
-      const header = { type: 'session' as const, version: SESSION_VERSION, model: 'replay', root, startedAt: '' };
-      const record = sessionRecorder(path.join(root, '.agent', `trips-${n}.jsonl`), header, []);
-      const print = terminalPrinter(new Writable({ write: (_chunk, _encoding, done) => done() }));
-      const requests: number[] = [];
-      const results: AgentEvent[] = [];
-      const agent = await benchAgent(root, new ReplayModel(replies), TOOLS, REALISTIC_TRIPS + 1, (event) => {
-        if (event.type === 'request') requests.push(performance.now());
-        if (event.type === 'result') results.push(event);
-        record(event);
-        print(event);
-      });
-      await runChecked(agent, 'read the four files, over and over', results);
-      return median(requests.slice(1).map((t, i) => t - requests[i]!));
-    };
-    await session(0); // warm-up
-    const medians: number[] = [];
-    for (let i = 1; i <= SESSIONS; i++) medians.push(await session(i));
-    return {
-      ...spreadOf(medians),
-      note:
-        `read_file on one of four small files per trip (TOOLS, safe_path, hashing for read-before-edit), every ` +
-        `event to the session file (sessionRecorder, synchronous appends) and to the terminal printer; ` +
-        `ReplayModel; median of ${REALISTIC_TRIPS.toLocaleString('en')} trips, ${SESSIONS} sessions after a warm-up`,
-    };
-  });
-}
-
 // ---------------------------------------------------------------------------------------------
 // Sessions of 40 read_file calls, for the cache and prefix rows
 
 const READ_CALLS = 40;
-const SMALL_FILES: Record<string, string> = Object.fromEntries(
+export const SMALL_FILES: Record<string, string> = Object.fromEntries(
   ['alpha', 'beta', 'gamma', 'delta'].map((name, i) => [
     `${name}.ts`,
     Array.from(
@@ -283,7 +244,7 @@ const SMALL_FILES: Record<string, string> = Object.fromEntries(
   ]),
 );
 /** Cycles through the files, so no call repeats the one before it (the runaway guard). */
-const readPath = (i: number) => Object.keys(SMALL_FILES)[i % Object.keys(SMALL_FILES).length]!;
+export const readPath = (i: number) => Object.keys(SMALL_FILES)[i % Object.keys(SMALL_FILES).length]!;
 
 async function readSession<M extends Model>(model: M): Promise<{ agent: Agent; model: M }> {
   return withProject(SMALL_FILES, async (root) => {

@@ -1,0 +1,405 @@
+// npm run test:acp: the program under an editor. Each test starts the real program with --acp as a child process and
+// speaks the Agent Client Protocol to it over stdio, once with the protocol's own library as the client and once in
+// raw JSON-RPC; every line the program writes is checked against the protocol's JSON Schema. Starting the program
+// takes about a second, so they are kept out of `npm test`; .ci/run runs them too.
+
+import * as acp from '@agentclientprotocol/sdk';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { Readable, Writable } from 'node:stream';
+import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createInterface } from 'node:readline';
+import { reply, text, toolUse } from '../../scripted-model.ts';
+import { agentTextOf, type JsonRpcMessage, protocolSchema, startAcp, updatesIn } from './acp-wire.ts';
+import { tempProject, within } from '../../test/helpers.ts';
+
+const CALC = 'exports.add = (a, b) => a - b;\nexports.sub = (a, b) => a + b;\n';
+const SUB_CHECK = 'if (sub(5, 3) !== 2) failures.push(`sub(5, 3) should be 2, got ${sub(5, 3)}`);\n';
+const TEST = [
+  "const { add, sub } = require('./calc.js');",
+  'const failures = [];',
+  'if (add(2, 3) !== 5) failures.push(`add(2, 3) should be 5, got ${add(2, 3)}`);',
+  SUB_CHECK + 'for (const failure of failures) console.log(failure);',
+  'process.exit(failures.length === 0 ? 0 : 1);',
+  '',
+].join('\n');
+const VERIFY = ['--verify', 'node test.js'];
+
+const script = (...replies: object[]) => JSON.stringify(replies);
+
+test('the protocol schema the checks use rejects what the protocol does not allow, so the checks can fail', () => {
+  const notification = protocolSchema('SessionNotification');
+  const update = { sessionUpdate: 'tool_call', toolCallId: 'call_1', title: 'Read calc.js', kind: 'read' };
+  assert.equal(notification.safeParse({ sessionId: 's', update }).success, true);
+  assert.equal(notification.safeParse({ sessionId: 's', update: { ...update, kind: 'look' } }).success, false);
+  assert.equal(notification.safeParse({ sessionId: 's', update: { ...update, title: undefined } }).success, false);
+});
+
+test(
+  'an editor drives a run through the protocol library: reads, a sub-agent, an approved edit, a denied one, a gate ' +
+    'that refuses "done" then accepts it, a cancelled question and a cancelled model call, then a restart that loads ' +
+    "the session; every message is the schema's",
+  async (t) => {
+    const fixedCalc = '// calc: two operations\nexports.add = (a, b) => a + b;\nexports.sub = (a, b) => a - b;\n';
+    const root = await tempProject(t, {
+      'calc.js': CALC,
+      'test.js': TEST,
+      'script.json': script(
+        // the first prompt, in the first session
+        reply(
+          text('Let me look.'),
+          toolUse('list_files', {}),
+          toolUse('read_file', { path: 'calc.js' }),
+          toolUse('read_file', { path: 'test.js' }),
+          toolUse('task', { description: 'find the tests', prompt: 'Which file tests calc.js?' }),
+        ),
+        reply(toolUse('read_file', { path: 'test.js' })), // the sub-agent
+        reply(text('test.js tests calc.js.')),
+        reply(toolUse('edit_file', { path: 'calc.js', old_str: 'a - b', new_str: 'a + b' })), // allowed
+        reply(toolUse('edit_file', { path: 'test.js', old_str: SUB_CHECK, new_str: '' })), // rejected
+        reply(text('Done.')), // the gate: sub is still wrong
+        reply(
+          toolUse('edit_file', {
+            path: 'calc.js',
+            old_str: 'exports.sub = (a, b) => a + b;',
+            new_str: 'exports.sub = (a, b) => a - b;',
+          }), // allowed always
+          toolUse('edit_file', {
+            path: 'calc.js',
+            old_str: 'exports.add',
+            new_str: '// calc: two operations\nexports.add',
+          }),
+        ),
+        reply(text('Both fixed.')),
+        // the second session: a question cancelled, then a model call cancelled
+        reply(toolUse('read_file', { path: 'calc.js' })),
+        reply(toolUse('edit_file', { path: 'calc.js', old_str: '// calc', new_str: '// mul too\n// calc' })),
+        { content: [text('Too late.')], delay_ms: 30_000 },
+      ),
+    });
+    const agent = startAcp(t, root, ['--script', 'script.json', ...VERIFY, '--max-turns', '10']);
+    type Answer = (params: acp.RequestPermissionRequest) => Promise<acp.RequestPermissionResponse>;
+    const answers: Answer[] = [];
+    const questions: acp.RequestPermissionRequest[] = [];
+    const received: acp.SessionNotification[] = [];
+    const selected =
+      (optionId: string): Answer =>
+      async () => ({ outcome: { outcome: 'selected', optionId } });
+    const client = acp
+      .client({ name: 'test editor' })
+      .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
+        questions.push(params);
+        const answer = answers.shift();
+        assert.ok(answer, `an unexpected question: ${params.toolCall.title}`);
+        return answer(params);
+      })
+      .onNotification(acp.methods.client.session.update, ({ params }) => void received.push(params));
+    const stream = acp.ndJsonStream(Writable.toWeb(agent.child.stdin), agent.output);
+    await client.connectWith(stream, async (editor) => {
+      const init = await editor.request(acp.methods.agent.initialize, {
+        protocolVersion: acp.PROTOCOL_VERSION,
+        clientCapabilities: {},
+      });
+      assert.equal(init.agentCapabilities?.loadSession, true);
+      const first = await editor.request(acp.methods.agent.session.new, { cwd: root, mcpServers: [] });
+      answers.push(selected('allow'), selected('reject'), selected('allow-always'));
+      let from = agent.messages.length;
+      const done = await within(
+        editor.request(acp.methods.agent.session.prompt, {
+          sessionId: first.sessionId,
+          prompt: [{ type: 'text', text: 'make the tests pass' }],
+        }),
+        'the first prompt',
+        20_000,
+      );
+      assert.equal(done.stopReason, 'end_turn');
+      assert.equal(await readFile(path.join(root, 'calc.js'), 'utf8'), fixedCalc);
+      assert.equal(await readFile(path.join(root, 'test.js'), 'utf8'), TEST, 'the rejected edit changed test.js');
+      const updates = updatesIn(agent.messages, from);
+      const calls = updates.filter((u) => u.sessionUpdate === 'tool_call');
+      assert.deepEqual(
+        calls.map((u) => [u.title, u.kind]),
+        [
+          ['List .', 'read'],
+          ['Read calc.js', 'read'],
+          ['Read test.js', 'read'],
+          ['Task: find the tests', 'think'],
+          ['[task-1] Read test.js', 'read'],
+          ['Edit calc.js', 'edit'],
+          ['Edit test.js', 'edit'],
+          ['Edit calc.js', 'edit'],
+          ['Edit calc.js', 'edit'],
+        ],
+      );
+      assert.deepEqual(calls[1]!.locations, [{ path: path.join(root, 'calc.js') }]);
+      assert.match(String(calls[4]!.toolCallId), /^task-1\//);
+      // Three questions: the fourth edit came after "always".
+      assert.deepEqual(
+        questions.map((q) => [q.toolCall.toolCallId, q.toolCall.kind]),
+        [5, 6, 7].map((i) => [calls[i]!.toolCallId, 'edit']),
+      );
+      assert.deepEqual(questions[0]!.toolCall.content, [
+        { type: 'diff', path: path.join(root, 'calc.js'), oldText: CALC, newText: CALC.replace('a - b', 'a + b') },
+      ]);
+      const finished = (i: number) =>
+        updates.find(
+          (u) =>
+            u.toolCallId === calls[i]!.toolCallId &&
+            u.sessionUpdate === 'tool_call_update' &&
+            u.status !== 'in_progress',
+        );
+      assert.equal(finished(5)!.status, 'completed');
+      assert.deepEqual((finished(5)!.content as object[])[0], {
+        type: 'diff',
+        path: path.join(root, 'calc.js'),
+        oldText: CALC,
+        newText: CALC.replace('a - b', 'a + b'),
+      });
+      assert.equal(finished(6)!.status, 'failed');
+      assert.match(JSON.stringify(finished(6)!.content), /the user declined this edit_file call/);
+      assert.ok(
+        updates.some(
+          (u) =>
+            u.sessionUpdate === 'tool_call_update' &&
+            u.toolCallId === calls[5]!.toolCallId &&
+            u.status === 'in_progress',
+        ),
+      );
+      assert.equal(finished(8)!.status, 'completed');
+      const said = agentTextOf(updates);
+      assert.match(said, /^Let me look\./);
+      assert.match(
+        said,
+        /gate: `node test\.js`.* exited with code 1: not done[^\n]*\n\n```\nsub\(5, 3\) should be 2, got 8\n```/,
+      );
+      assert.match(said, /gate: `node test\.js`.* exited with code 0: pass/);
+      assert.match(said, /halt: accepted \(verified by `node test\.js`\) after 6 turn\(s\)/);
+      assert.ok(updates.some((u) => u.sessionUpdate === 'usage_update' && u.size === 200_000));
+
+      // A second session: its question is withdrawn by a cancel, and then a model call is.
+      const second = await editor.request(acp.methods.agent.session.new, { cwd: root, mcpServers: [] });
+      answers.push(async () => {
+        await editor.notify(acp.methods.agent.session.cancel, { sessionId: second.sessionId });
+        return { outcome: { outcome: 'cancelled' } };
+      });
+      from = agent.messages.length;
+      const cancelled = await within(
+        editor.request(acp.methods.agent.session.prompt, {
+          sessionId: second.sessionId,
+          prompt: [{ type: 'text', text: 'add a note' }],
+        }),
+        'the cancelled question',
+        10_000,
+      );
+      assert.equal(cancelled.stopReason, 'cancelled');
+      const edit = updatesIn(agent.messages, from)
+        .filter((u) => u.sessionUpdate === 'tool_call_update')
+        .at(-1)!;
+      assert.equal(edit.status, 'failed');
+      assert.equal(await readFile(path.join(root, 'calc.js'), 'utf8'), fixedCalc, 'the cancelled edit ran');
+
+      const slow = editor.request(acp.methods.agent.session.prompt, {
+        sessionId: second.sessionId,
+        prompt: [{ type: 'text', text: 'try again' }],
+      });
+      await sleep(300); // the model is "thinking" for 30 s
+      await assert.rejects(
+        editor.request(acp.methods.agent.session.prompt, {
+          sessionId: second.sessionId,
+          prompt: [{ type: 'text', text: 'and this too' }],
+        }),
+        /a prompt is already running in this session/,
+      );
+      const asked = Date.now();
+      await editor.notify(acp.methods.agent.session.cancel, { sessionId: second.sessionId });
+      assert.equal((await within(slow, 'the cancelled model call', 10_000)).stopReason, 'cancelled');
+      assert.ok(Date.now() - asked < 5_000, 'the cancel waited for the model');
+      assert.match(agentTextOf(updatesIn(agent.messages, from)), /halt: interrupted/);
+      assert.equal(answers.length, 0, 'a question was never asked');
+
+      const loaded = await within(
+        loadAfterRestart(t, root, first.sessionId),
+        'the session loaded after a restart',
+        20_000,
+      );
+      assert.deepEqual(loaded.replayed.slice(0, 2), [
+        {
+          sessionUpdate: 'user_message_chunk',
+          messageId: 'replay-0',
+          content: { type: 'text', text: 'make the tests pass' },
+        },
+        {
+          sessionUpdate: 'agent_message_chunk',
+          messageId: 'replay-1',
+          content: { type: 'text', text: 'Let me look.' },
+        },
+      ]);
+      const replayedCalls = loaded.replayed.filter((u) => u.sessionUpdate === 'tool_call');
+      assert.deepEqual(
+        replayedCalls.map((u) => u.title),
+        calls.filter((u) => !String(u.toolCallId).startsWith('task-1/')).map((u) => u.title),
+      );
+      assert.match(
+        agentTextOf(loaded.replayed),
+        /The task is not done yet: the check `node test\.js` exited with code 1/,
+      );
+      assert.equal(loaded.stopReason, 'end_turn');
+      assert.match(loaded.said, /Picking up where we left off\./);
+    });
+    assert.deepEqual(agent.problems, []);
+    assert.equal(received.length, updatesIn(agent.messages).length, 'the library refused a notification');
+    assert.equal(agent.stderr().includes('Invalid message'), false, agent.stderr());
+  },
+);
+
+/** A second run of the program in the same project, as after an editor restart: it loads the session (the editor
+ *  is shown the conversation again), then takes a prompt that continues it. */
+async function loadAfterRestart(t: Parameters<typeof startAcp>[0], root: string, sessionId: string) {
+  const file = path.join(root, '.agent', 'sessions', `${sessionId}.jsonl`);
+  const before = (await readFile(file, 'utf8')).split('\n');
+  const next = path.join(root, 'next.json');
+  await writeFile(next, script(reply(text('Picking up where we left off.'))));
+  const agent = startAcp(t, root, ['--script', next, ...VERIFY]);
+  const client = acp.client({ name: 'test editor, restarted' });
+  const result = await client.connectWith(
+    acp.ndJsonStream(Writable.toWeb(agent.child.stdin), agent.output),
+    async (editor) => {
+      await editor.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION });
+      await editor.request(acp.methods.agent.session.load, { sessionId, cwd: root, mcpServers: [] });
+      const replayed = updatesIn(agent.messages);
+      const from = agent.messages.length;
+      const { stopReason } = await editor.request(acp.methods.agent.session.prompt, {
+        sessionId,
+        prompt: [{ type: 'text', text: 'anything left?' }],
+      });
+      return { replayed, stopReason, said: agentTextOf(updatesIn(agent.messages, from)) };
+    },
+  );
+  assert.deepEqual(agent.problems, []);
+  const after = (await readFile(file, 'utf8')).split('\n');
+  assert.deepEqual(after.slice(0, before.length - 1), before.slice(0, -1), 'the session file was rewritten');
+  assert.equal(after.filter((line) => line.includes('"type":"session"')).length, 1, 'a second header');
+  assert.ok(
+    after.some((line) => line.includes('"text":"anything left?"')),
+    'the new task was not recorded',
+  );
+  return result;
+}
+
+test(
+  'a client in raw JSON-RPC initialises, opens a session in a project, prompts, approves the edit, and gets end_turn ' +
+    "with the file changed and the gate's verdict reported",
+  async (t) => {
+    const root = await tempProject(t, {
+      'calc.js': CALC,
+      'test.js': TEST.replace(SUB_CHECK, ''),
+      'script.json': script(
+        reply(text('Reading.'), toolUse('read_file', { path: 'calc.js' })),
+        reply(toolUse('edit_file', { path: 'calc.js', old_str: 'a - b', new_str: 'a + b' })),
+        reply(text('Fixed.')),
+      ),
+    });
+    const agent = startAcp(t, root, ['--script', 'script.json', ...VERIFY]);
+    const raw = rawClient(agent);
+    const init = await raw.request('initialize', { protocolVersion: 1, clientCapabilities: {} });
+    assert.equal(protocolSchema('InitializeResponse').safeParse(init.result).success, true, JSON.stringify(init));
+    const opened = await raw.request('session/new', { cwd: root, mcpServers: [] });
+    assert.equal(protocolSchema('NewSessionResponse').safeParse(opened.result).success, true, JSON.stringify(opened));
+    const { sessionId } = opened.result as { sessionId: string };
+    raw.onRequest('session/request_permission', () => ({ outcome: { outcome: 'selected', optionId: 'allow' } }));
+    const done = await within(
+      raw.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'fix add' }] }),
+      'the prompt',
+      20_000,
+    );
+    assert.deepEqual(done.result, { stopReason: 'end_turn' });
+    assert.equal(await readFile(path.join(root, 'calc.js'), 'utf8'), CALC.replace('a - b', 'a + b'));
+    assert.match(agentTextOf(updatesIn(agent.messages)), /gate: `node test\.js`.* exited with code 0: pass/);
+    assert.deepEqual(raw.asked, ['session/request_permission']);
+    // Mistakes are JSON-RPC errors with the protocol's codes.
+    const lost = await raw.request('session/prompt', { sessionId: 'nope', prompt: [{ type: 'text', text: 'hi' }] });
+    assert.equal(lost.error?.code, -32002);
+    const outside = await raw.request('session/load', { sessionId: '../../etc/x', cwd: root, mcpServers: [] });
+    assert.equal(outside.error?.code, -32602);
+    assert.match(outside.error!.message, /not a session id/);
+    const relative = await raw.request('session/new', { cwd: 'project', mcpServers: [] });
+    assert.match(relative.error!.message, /cwd project: not an absolute path/);
+    assert.deepEqual(agent.problems, []);
+  },
+);
+
+test('an editor that closes the connection mid-run leaves the session file ending in the halt, not cut off', async (t) => {
+  const root = await tempProject(t, {
+    'script.json': script({ content: [text('Too late.')], delay_ms: 30_000 }),
+  });
+  const agent = startAcp(t, root, ['--script', 'script.json']);
+  const raw = rawClient(agent);
+  await raw.request('initialize', { protocolVersion: 1 });
+  const opened = await raw.request('session/new', { cwd: root, mcpServers: [] });
+  const { sessionId } = opened.result as { sessionId: string };
+  void raw.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'take your time' }] });
+  await sleep(300); // the model is "thinking" for 30 s
+  agent.child.stdin.end();
+  assert.equal(await within(agent.exited, 'the exit after stdin closed', 5_000), 0);
+  const file = path.join(root, '.agent', 'sessions', `${sessionId}.jsonl`);
+  const entries = (await readFile(file, 'utf8'))
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as { type: string; halt?: { kind: string } });
+  assert.deepEqual(
+    entries.slice(-2).map((entry) => entry.type),
+    ['interrupt', 'halt'],
+  );
+  assert.equal(entries.at(-1)!.halt!.kind, 'interrupted');
+});
+
+/** A JSON-RPC client of a few lines: requests with ids, and the agent's own requests answered by method. */
+function rawClient({ child, output }: ReturnType<typeof startAcp>) {
+  const waiting = new Map<number, (message: JsonRpcMessage) => void>();
+  const handlers = new Map<string, (params: unknown) => unknown>();
+  const asked: string[] = [];
+  let id = 0;
+  const send = (message: object) => child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`);
+  createInterface({ input: Readable.fromWeb(output as Parameters<typeof Readable.fromWeb>[0]) }).on('line', (line) => {
+    const message = JSON.parse(line) as JsonRpcMessage;
+    if (message.method !== undefined && message.id !== undefined) {
+      asked.push(message.method);
+      const handler = handlers.get(message.method);
+      send(
+        handler
+          ? { id: message.id, result: handler(message.params) }
+          : { id: message.id, error: { code: -32601, message: 'no' } },
+      );
+    } else if (typeof message.id === 'number') {
+      waiting.get(message.id)?.(message);
+    }
+  });
+  return {
+    asked,
+    request: (method: string, params: object) =>
+      new Promise<JsonRpcMessage>((resolve) => {
+        waiting.set(++id, resolve);
+        send({ id, method, params });
+      }),
+    onRequest: (method: string, handler: (params: unknown) => unknown) => handlers.set(method, handler),
+  };
+}
+
+test('a console.log in --acp mode goes to stderr, so stdout stays the protocol', () => {
+  const run = spawnSync(
+    process.execPath,
+    [
+      '--import',
+      import.meta.resolve('tsx'),
+      '--input-type=module',
+      '-e',
+      "const { consoleToStderr } = await import('./acp.ts'); consoleToStderr(); console.log('a stray line');",
+    ],
+    { cwd: path.join(import.meta.dirname, '..'), encoding: 'utf8' },
+  );
+  assert.equal(run.stdout, '');
+  assert.match(run.stderr, /a stray line/);
+});

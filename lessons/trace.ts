@@ -1,0 +1,63 @@
+// The lessons' printer: each event of a run as one line tagged with the part of the loop doing it (the parts in
+// lessons/README.md), so `npm run lesson -- pN` shows the loop without the program around the harness. The
+// program's `--trace` (app/terminal.ts) tells the same parts at more length.
+
+import { type AgentEvent, describeHalt, textOfMessage } from '../agent.ts';
+
+/** One line of text at most 90 characters long, whatever it held. */
+const brief = (text: string) => {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > 90 ? `${flat.slice(0, 87)}...` : flat;
+};
+
+/** Prints every event to `out` as `[turn] part  what`; a sub-agent's events are indented under its id. */
+export function tracePrinter(out: NodeJS.WritableStream, prefix = ''): (event: AgentEvent) => void {
+  let turn = 0;
+  const children = new Map<string, (event: AgentEvent) => void>();
+  const say = (part: string, what: string) => out.write(`${prefix}[${turn}] ${part.padEnd(14)} ${what}\n`);
+  return (event) => {
+    switch (event.type) {
+      case 'request':
+        turn = event.turn;
+        say('state', `the model will see ${event.messages} message(s) of the transcript`);
+        return say('prompt builder', `sends system prompt + tools + ${event.messages} message(s)`);
+      case 'reply':
+        say('model', `replied (stop: ${event.stopReason})`);
+        say('readout', event.calls === 0 ? 'no tool calls: a claim of "done"' : `${event.calls} tool call(s) parsed`);
+        return say('fold back', "appended the model's reply, as received");
+      case 'decision': {
+        const { decision } = event;
+        const why = decision.action === 'deny' ? `refused: ${brief(decision.reason)}` : decision.action;
+        return say('gate', `${event.call.name}: ${event.hook} ${why}`);
+      }
+      case 'running':
+        return say('gate', `${event.call.name}: allowed`);
+      case 'result': {
+        const content = typeof event.result.content === 'string' ? event.result.content : '';
+        const how = event.result.is_error ? 'failed' : 'ran';
+        return say('environment', `${event.call.name} ${how}: ${brief(content.split('\n')[0] ?? '')}`);
+      }
+      case 'message': {
+        if (event.message.role === 'assistant') return; // told with the reply
+        const { content } = event.message;
+        const results = typeof content === 'string' ? 0 : content.filter((b) => b.type === 'tool_result').length;
+        const said = brief(textOfMessage(event.message));
+        if (results > 0) return say('fold back', `appended ${results} tool result(s)${said ? `, then "${said}"` : ''}`);
+        return say('fold back', `appended a user message: "${said}"`);
+      }
+      case 'gate':
+        return say('halt check', `verify \`${event.command}\` ${event.reason}: ${event.passed ? 'passed' : 'go on'}`);
+      case 'compaction':
+        return say('prompt builder', `compacted: a summary, then messages from #${event.keptFrom}`);
+      case 'subagent': {
+        let child = children.get(event.id);
+        if (child === undefined) children.set(event.id, (child = tracePrinter(out, `${prefix}    ${event.id} `)));
+        return child(event.event);
+      }
+      case 'halt':
+        return say('halt check', `HALT: ${describeHalt(event.halt)}`);
+      default:
+        return;
+    }
+  };
+}
