@@ -111,6 +111,12 @@ test('the harness stands alone: no file of it, its tests or its lessons imports 
       .map((imported) => `${file} → ${imported}`);
   });
   assert.deepEqual(intoApp, []);
+  // Nor runs it: a path built to a file in app/ (a spawned main.ts) breaks the same way once app/ is gone.
+  const runsApp = files.filter((file) => {
+    const code = readFileSync(path.join(project, file), 'utf8').replace(/^\s*(\/\/|\*).*$/gm, '');
+    return /path\.join\([^)]*['"]app['"]|['"](\.\.\/)*app\/[\w-]+\.ts['"]/.test(code);
+  });
+  assert.deepEqual(runsApp, [], 'these build a path into app/');
 });
 
 test("package.json holds only the harness's dependencies: the program's are in app/package.json", async () => {
