@@ -4,14 +4,66 @@
 // survives is a guard no test pins, or a change that cannot matter; the second kind is listed,
 // with the reason, in MUTATION-SURVIVORS.md. The report is written to reports/mutation/.
 //
-// To cover more code, add it to `mutate` (a line range such as 'agent.ts:900-980' keeps it to one
-// section) and the tests that pin it to TESTS.
+// tools.ts is mutated section by section, each with the tests that pin it (the command runs every
+// listed test for every mutant, so a section's run pays only for its own tests). The sections are
+// read from tools.ts's own banners, so they follow the code as it moves:
+//   MUTATE_SECTION=runner npm run mutate     # one section: tools, runner, context or fingerprints
+//   npm run mutate                           # all of tools.ts, against every section's tests
 
-const TESTS = ['test/tools.test.ts', 'test/tools-*.test.ts', 'test/paths.test.ts'];
+import { readFileSync } from 'node:fs';
+
+const lines = readFileSync(new URL('../tools.ts', import.meta.url), 'utf8').split('\n');
+/** The line of the banner that starts with `title`, 1-based; a missing banner is an error, not a silent range. */
+const bannerLine = (title) => {
+  const index = lines.findIndex((line) => line.startsWith(`// ${title}`));
+  if (index < 0) throw new Error(`tools.ts has no banner "// ${title}"`);
+  return index; // the banner's rule is the line above: the section ends there
+};
+const runner = bannerLine('The command runner');
+const context = bannerLine('AGENTS.md files');
+const fingerprints = bannerLine('Fingerprints of the protected files');
+
+/** Each part of tools.ts and the tests that pin it. */
+const SECTIONS = {
+  // defineTool and the schema check, safe_path, protected names, the caps and the three tools.
+  tools: {
+    lines: `1-${runner - 1}`,
+    tests: [
+      'test/tools.test.ts',
+      'test/tools-*.test.ts',
+      'test/paths.test.ts',
+      'test/routes-git.test.ts',
+      'test/routes-write-race.test.ts',
+      'test/guards.test.ts',
+    ],
+  },
+  // runCommand, its OS sandbox (flags, environment, hidden stores, protected binds) and the root check.
+  runner: {
+    lines: `${runner}-${context - 1}`,
+    tests: ['test/sandbox.test.ts', 'test/routes-sandbox.test.ts', 'test/loop.test.ts', 'test/limits.test.ts'],
+  },
+  // AGENTS.md: what is read into the system prompt, and what is skipped.
+  context: {
+    lines: `${context}-${fingerprints - 1}`,
+    tests: ['test/routes-agents-md.test.ts', 'test/endurance.test.ts'],
+  },
+  // --protect: the globs and the fingerprints the gate compares.
+  fingerprints: {
+    lines: `${fingerprints}-${lines.length}`,
+    tests: ['test/hardening.test.ts', 'test/routes-sandbox.test.ts', 'test/tools-gitignore.test.ts'],
+  },
+};
+
+const chosen = process.env.MUTATE_SECTION;
+if (chosen !== undefined && !(chosen in SECTIONS))
+  throw new Error(`MUTATE_SECTION must be one of ${Object.keys(SECTIONS).join(', ')}`);
+const parts = chosen === undefined ? Object.values(SECTIONS) : [SECTIONS[chosen]];
+const TESTS = [...new Set(parts.flatMap((part) => part.tests))];
+const MUTATE = chosen === undefined ? ['tools.ts'] : [`tools.ts:${SECTIONS[chosen].lines}`];
 
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 export default {
-  mutate: ['tools.ts'],
+  mutate: MUTATE,
   // The command runner: each mutant is switched on through an environment variable, and the
   // command's exit code decides. No per-test coverage, so every mutant runs every listed test.
   testRunner: 'command',
