@@ -654,6 +654,9 @@ function takeSteering(agent: Agent): Anthropic.TextBlockParam[] {
   return agent.steering.splice(0).map((text) => ({ type: 'text', text }));
 }
 
+/** Takes back what the user typed that the agent has not read yet (the run ended first), to show it unsent. */
+export const withdrawSteering = (agent: Agent): string[] => agent.steering.splice(0);
+
 /** What stops one run (one task): Ctrl-C, or its time running out. Its spending is in `agent.ledger`. */
 type Run = { signal: AbortSignal; userSignal: AbortSignal; timeUp: AbortSignal | undefined };
 
@@ -859,6 +862,47 @@ export async function compact(agent: Agent, signal: AbortSignal): Promise<Compac
 
 /** What a compaction replaced and with what, in estimated tokens; `piece`: more of the older part is left to do. */
 export type Compacted = { tokensBefore: number; tokensAfter: number; piece: boolean };
+
+/** /compact, as a person asks for it: the summary is made on a copy of the session and kept only if it makes
+ *  what the model sees smaller. Returns why nothing changed, or null. */
+export async function compactNow(agent: Agent, signal: AbortSignal): Promise<string | null> {
+  const events: AgentEvent[] = [];
+  const trial: Agent = { ...agent, config: { ...agent.config, onEvent: (event) => events.push(event) } };
+  const compacted = await compact(trial, signal).catch((error: unknown) => errorText(error));
+  const made = events.find((event) => event.type === 'compaction');
+  const smaller = made !== undefined && made.tokensAfter < made.tokensBefore;
+  for (const event of events) if (event !== made || smaller) agent.config.onEvent(event);
+  if (typeof compacted === 'string') return compacted;
+  if (compacted === null) return 'nothing old enough to summarise yet';
+  if (!smaller) {
+    const sizes = made ? ` (~${made.tokensAfter} tokens, against ~${made.tokensBefore} now)` : '';
+    return `declined: the summary${sizes} would not make what the model sees smaller; nothing changed`;
+  }
+  agent.compaction = trial.compaction;
+  agent.lastRequest = null;
+  return null;
+}
+
+/** /context: where the window goes, in estimated tokens. */
+export interface ContextBreakdown {
+  window: number;
+  systemPrompt: number;
+  toolDefinitions: number;
+  projectFiles: number;
+  messages: number;
+  free: number;
+}
+
+/** Where the window goes now, estimated as a request is (each message measured once): the system prompt
+ *  (AGENTS.md apart), the tool definitions, and the messages the model is shown. */
+export function contextBreakdown(agent: Agent): ContextBreakdown {
+  const projectFiles = agent.contextFiles.reduce((sum, file) => sum + estimateTokens(file.text), 0);
+  const systemPrompt = estimateTokens(agent.system[0]?.text ?? '') - projectFiles;
+  const toolDefinitions = estimateTokens(agent.toolDefinitions);
+  const messages = estimateMessages(compactedView(agent, agent.messages));
+  const free = Math.max(agent.contextWindow - (systemPrompt + projectFiles + toolDefinitions + messages), 0);
+  return { window: agent.contextWindow, systemPrompt, toolDefinitions, projectFiles, messages, free };
+}
 
 // --- AGENTS.md: project context for the model, never instructions for the harness.
 
