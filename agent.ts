@@ -224,11 +224,11 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
   for (let attempt = 1; ; attempt++) {
     try {
       const view = await contextView(agent, run.signal);
-      const overspent = overBudget(agent); // after any compaction, right before the call
+      const overspent = spendingHalt(agent); // after any compaction, right before the call
       if (overspent) return overspent;
       const estimatedTokens = estimateNextRequest(agent, view);
       if (estimatedTokens > agent.contextWindow)
-        return run.signal.aborted ? stoppedHalt(agent, run) : tooLarge(agent, estimatedTokens);
+        return run.signal.aborted ? stoppedHalt(agent, run) : oversizeHalt(agent, estimatedTokens);
       config.onEvent({ type: 'request', turn, messages: view.length, estimatedTokens });
       // Automatic caching: the API puts the cache mark on the request's last block, so each request reads the one
       // before it from the prompt cache. The view goes uncopied (lent, see Model): a request costs what was appended.
@@ -237,7 +237,7 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
       return withResendableInputs(await config.model.complete(request, options));
     } catch (error) {
       if (run.signal.aborted) return stoppedHalt(agent, run);
-      const retry = attempt === 1 && isPromptTooLong(error) && !overBudget(agent); // a summary is a call too
+      const retry = attempt === 1 && isPromptTooLong(error) && !spendingHalt(agent); // a summary is a call too
       if (retry && (await compact(agent, run.signal).catch(() => false))) continue;
       return { kind: 'error', message: describeModelError(error) };
     }
@@ -245,7 +245,7 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
 }
 
 /** Prevents a request the API would refuse for its size from being sent at all: after compaction, still too large. */
-function tooLarge({ contextWindow }: Agent, tokens: number): Halt {
+function oversizeHalt({ contextWindow }: Agent, tokens: number): Halt {
   const message = `the next request (~${tokens} tokens) would not fit the ${contextWindow}-token window`;
   return { kind: 'error', message: `${message} even after compaction` };
 }
@@ -398,7 +398,7 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
     return { goOn: `The task is not done: protected files changed since the session started: ${output}. ${restore}` };
   }
   if (verify === undefined) return { halt: { kind: 'accepted', verifiedBy: null } };
-  const sandbox = await sandboxFor(agent);
+  const sandbox = await sandboxOrHalt(agent);
   if (typeof sandbox !== 'boolean') return { halt: sandbox };
   const onOutput = (text: string) => agent.config.onEvent({ type: 'gate-output', text });
   const options = { cwd: root, timeoutMs: verifyTimeoutMs, signal: run.signal, onOutput, sandbox, defaultProtection };
@@ -418,7 +418,7 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
 
 /** Prevents code the model wrote from running unconfined when the sandbox was asked for and this machine has none:
  *  then the check is not run, and the run halts saying what to install. */
-async function sandboxFor(agent: Agent): Promise<boolean | Halt> {
+async function sandboxOrHalt(agent: Agent): Promise<boolean | Halt> {
   const problem = await sandboxProblem();
   if (problem !== null && agent.config.sandbox) return { kind: 'error', message: `the check was not run: ${problem}` };
   return agent.config.sandbox ?? problem === null;
@@ -681,7 +681,7 @@ function stopCheck(agent: Agent, run: Run, turn: number): Halt | null {
   const { maxTurns } = agent.config.budgets;
   if (run.signal.aborted) return stoppedHalt(agent, run);
   if (agent.repeats.times >= STUCK_AFTER) return { kind: 'error', message: STUCK };
-  return overBudget(agent) ?? (turn >= maxTurns ? budgetHalt(agent, 'turns', maxTurns) : null);
+  return spendingHalt(agent) ?? (turn >= maxTurns ? budgetHalt(agent, 'turns', maxTurns) : null);
 }
 
 /** A model that makes the same call this many times in a row ignored three refusals: it is stuck, and the run ends. */
@@ -690,7 +690,7 @@ const STUCK = `the model made the same call ${STUCK_AFTER} times in a row, refus
 
 /** Prevents runaway spending, by one loop or by sub-agents running side by side: checked before every model
  *  call (a summary's too), so a run overshoots by at most the one call each of its loops has under way. */
-function overBudget(agent: Agent): Halt | null {
+function spendingHalt(agent: Agent): Halt | null {
   const { maxTokens, maxCostUsd, spent } = agent.ledger;
   if (maxTokens !== undefined && totalTokens(spent) >= maxTokens) return budgetHalt(agent, 'tokens', maxTokens);
   const costUsd = spent.costUsd ?? 0; // an unknown price cannot be budgeted: withDefaults refuses it
@@ -783,7 +783,7 @@ function estimateNextRequest(agent: Agent, view: View): number {
 export const compaction: ContextHook = async (messages, agent, signal) => {
   const threshold = (agent.config.compactAt ?? 0.75) * agent.contextWindow;
   let size = estimateNextRequest(agent, compactedView(agent, messages));
-  while (size > threshold && !overBudget(agent)) {
+  while (size > threshold && !spendingHalt(agent)) {
     const made = await compact(agent, signal); // spent: the loop halts before its call anyway
     if (made === null) break;
     size += made.tokensAfter - made.tokensBefore;
