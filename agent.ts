@@ -143,7 +143,7 @@ export interface AgentConfig extends Partial<GateOptions>, Partial<GuardOptions>
   systemPrompt?: string;
 }
 
-/** The configuration as the loop reads it: the root's symlinks resolved, every default filled in. */
+/** The configuration as the loop reads it: the root resolved, every default filled in. */
 export type Settings = AgentConfig &
   GateOptions &
   GuardOptions & { onEvent: (event: AgentEvent) => void };
@@ -180,7 +180,7 @@ export interface Agent {
 /** Builds a session in a few named steps, one per lesson. */
 export async function createAgent(config: AgentConfig): Promise<Agent> {
   const settings = await withDefaults(config);
-  const contextFiles = settings.contextFiles === false ? [] : await loadContextFiles(settings.root); // P4
+  const contextFiles = settings.contextFiles === false ? [] : await loadContextFiles(settings.root);
   const agent: Agent = {
     config: settings,
     messages: [],
@@ -195,7 +195,7 @@ export async function createAgent(config: AgentConfig): Promise<Agent> {
     ...(await guardState(settings)), // P3
     ...(await enduranceState(settings, contextFiles)), // P4
   };
-  if (settings.subAgents !== false) settings.tools = [...settings.tools, taskTool(agent)]; // P4: a second loop
+  if (settings.subAgents !== false) settings.tools = [...settings.tools, taskTool(agent)]; // P4
   agent.toolDefinitions.push(...settings.tools.map(toolDefinition));
   return agent;
 }
@@ -248,7 +248,7 @@ export async function runTask(
 /** Every run ends in exactly one of these, and says which. Halts are values, never exceptions. */
 export type Halt =
   | { kind: 'accepted'; verifiedBy: string | null }
-  | { kind: 'budget'; budget: BudgetName; limit: number; spent?: Spent } // spent: missing in old files
+  | { kind: 'budget'; budget: BudgetName; limit: number; spent?: Spent } // spent: not in old files
   | { kind: 'interrupted' }
   | { kind: 'error'; message: string };
 
@@ -285,24 +285,26 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
       return withResendableInputs(await config.model.complete(request, options));
     } catch (error) {
       if (run.signal.aborted) return stoppedHalt(agent, run);
-      const retry = attempt === 1 && isPromptTooLong(error) && !spendingHalt(agent); // a summary costs
+      // A summary is a model call too: none once the budget is spent.
+      const retry = attempt === 1 && isPromptTooLong(error) && !spendingHalt(agent);
       if (retry && (await compact(agent, run.signal).catch(() => false))) continue;
       return { kind: 'error', message: describeModelError(error) };
     }
   }
 }
 
-/** Prevents sending a request the API would refuse for its size: still too large after compaction. */
+/** Prevents sending a request too large for the window, even after compaction. */
 function oversizeHalt({ contextWindow }: Agent, tokens: number): Halt {
-  const message = `the next request (~${tokens} tokens) would not fit the ${contextWindow}-token window`;
-  return { kind: 'error', message: `${message} even after compaction` };
+  const size = `the next request (~${tokens} tokens)`;
+  const message = `${size} would not fit the ${contextWindow}-token window even after compaction`;
+  return { kind: 'error', message };
 }
 
 /** A prompt-cache mark: on the system prompt (the fixed prefix) and on each whole request. */
 const CACHE: Anthropic.CacheControlEphemeral = { type: 'ephemeral' };
 
-/** Prevents a transcript the API rejects: empty text blocks are dropped; the rest is kept exactly as
- *  received, thinking blocks included, because the API refuses altered ones. */
+/** Prevents a transcript the API rejects: empty text blocks are dropped; the rest is kept as
+ *  received, since the API refuses altered thinking blocks. */
 function appendReply(agent: Agent, reply: Anthropic.Message): void {
   const content = reply.content.filter(
     (block) => block.type !== 'text' || block.text.trim() !== '',
@@ -310,8 +312,8 @@ function appendReply(agent: Agent, reply: Anthropic.Message): void {
   if (content.length > 0) append(agent, { role: 'assistant', content });
 }
 
-/** Answers every call, in call order: each tool_use gets exactly one tool_result. The hooks decide in
- *  order; consecutive read-only calls then run together, anything else alone. */
+/** Answers every call in order, each with one tool_result. Consecutive read-only calls run
+ *  together, anything else alone. */
 async function answerCalls(
   agent: Agent,
   run: Run,
@@ -329,7 +331,7 @@ async function answerCalls(
     batch = [];
   };
   for (const [index, call] of calls.entries()) {
-    // A call that may change something is decided after the reads before it ran: its checks see them.
+    // A call that may change something is decided once the reads before it ran.
     if (!agent.config.tools.find((tool) => tool.name === call.name)?.readOnly) await flush();
     agent.config.onEvent({ type: 'call', call });
     countRepeats(agent, call);
@@ -434,7 +436,7 @@ export interface GateOptions {
 /** Either the run halts, or the loop goes on with this message to the model. */
 type Verdict = { halt: Halt } | { goOn: string };
 
-/** Prevents a cut-off or refused reply from passing as "done": only an ordinary end reaches the gate. */
+/** Prevents a cut-off or refused reply from passing as "done". */
 async function judgeFinalReply(agent: Agent, run: Run, reply: Anthropic.Message): Promise<Verdict> {
   if (run.signal.aborted) return { halt: stoppedHalt(agent, run) }; // a late reply decides nothing
   const stopped = reply.stop_reason;
@@ -506,7 +508,7 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
 }
 
 /** Prevents code the model wrote from running unconfined when the sandbox was asked for and this
- *  machine has none: returns whether to sandbox the check, or the halt that says what to install. */
+ *  machine has none. Returns whether to sandbox the check, or a halt saying what to install. */
 async function sandboxOrHalt(agent: Agent): Promise<boolean | Halt> {
   const problem = await sandboxProblem();
   if (problem !== null && agent.config.sandbox) {
@@ -520,12 +522,12 @@ async function sandboxOrHalt(agent: Agent): Promise<boolean | Halt> {
 
 export interface GuardOptions {
   budgets: Budgets;
-  /** Globs of files the model may not change, e.g. "test/**": the defence against "silent green". */
+  /** Globs of files the model may not change, e.g. "test/**". */
   protect: readonly string[];
   defaultProtection?: boolean; // false: opt out of tools.ts's PROTECTED_NAMES (.git, .vscode, …)
   /** Asks the person before a call that changes something; default: approve all. */
   approve: Approver;
-  /** A forker's own hooks: run after validation, before safe_path, protect, runaway and approval. */
+  /** A forker's own hooks: after validation, before safe_path, protect, runaway, approval. */
   beforeCall?: readonly BeforeCallHook[];
   afterCall?: readonly AfterCallHook[];
 }
@@ -591,7 +593,7 @@ export type ApprovalRequest = {
 
 export const approveAll: Approver = async () => ({ approved: true });
 
-/** P3's part of a session: the hooks in order, the budgets' counters, the protected files' hashes. */
+/** P3's part of a session: the hooks in order, the counters, the protected files' hashes. */
 async function guardState(settings: Settings) {
   return {
     // A forker's hooks come after validation and before the safety checks and approval, so what
@@ -701,14 +703,15 @@ export function protectedFiles(globs: readonly string[]): BeforeCallHook {
 }
 
 /** Prevents a model stuck in a loop from repeating itself forever: the third identical call in a
- *  row is refused. The row counts the calls the model made (countRepeats), whatever became of them. */
+ *  row is refused. The row counts the calls made (countRepeats), whatever became of them. */
 export const runawayGuard: BeforeCallHook = {
   name: 'runaway',
   check(_planned, agent) {
     const repeats = agent.repeats.times;
     if (repeats < 3) return ALLOW;
-    const reason = `not run: you made this exact call ${repeats} times in a row and its answer will not change`;
-    return { action: 'deny', reason: `${reason}; try something different` };
+    const reason = `not run: you made this exact call ${repeats} times in a row`;
+    const advice = 'and its answer will not change; try something different';
+    return { action: 'deny', reason: `${reason} ${advice}` };
   },
 };
 
@@ -747,7 +750,7 @@ export const capToolOutput: AfterCallHook = {
  *  (the SDK drops them silently), the user pressed Ctrl-C, the time ran out, or the user spoke. */
 function notRunReason(agent: Agent, run: Run, reply: Anthropic.Message): string | null {
   if (reply.stop_reason === 'max_tokens') {
-    return 'not executed: your reply was cut off at max_tokens, the arguments may be incomplete; issue the call again';
+    return CUT_OFF_CALL;
   }
   if (run.timeUp?.aborted) return 'not run: the time budget of this run ran out';
   if (run.signal.aborted) return 'not run: the user interrupted';
@@ -814,7 +817,9 @@ function stopCheck(agent: Agent, run: Run, turn: number): Halt | null {
 
 /** A model that makes one call this many times in a row ignored three refusals: it is stuck. */
 const STUCK_AFTER = 6;
-const STUCK = `the model made the same call ${STUCK_AFTER} times in a row, refused from the third on: it is stuck`;
+const STUCK =
+  `the model made the same call ${STUCK_AFTER} times in a row, ` +
+  'refused from the third on: it is stuck';
 
 /** Prevents runaway spending, by one loop or by sub-agents side by side: the budget halt once the
  *  tokens or dollars are spent. Checked before every model call (a summary's too), so a run
@@ -824,7 +829,7 @@ function spendingHalt(agent: Agent): Halt | null {
   if (maxTokens !== undefined && totalTokens(spent) >= maxTokens) {
     return budgetHalt(agent, 'tokens', maxTokens);
   }
-  const costUsd = spent.costUsd ?? 0; // an unknown price cannot be budgeted: withDefaults refuses it
+  const costUsd = spent.costUsd ?? 0; // unpriced: withDefaults refuses a dollar budget
   if (maxCostUsd !== undefined && costUsd >= maxCostUsd)
     return budgetHalt(agent, 'cost', maxCostUsd);
   return null;
@@ -859,7 +864,7 @@ export type ContextHook = (messages: View, agent: Agent, signal: AbortSignal) =>
 /** The model sees the summary, then the transcript from `keptFrom` on, word for word. */
 export type Compaction = { summary: string; keptFrom: number };
 
-/** P4's part of a session: the window (from the model if it says), the context hooks, no summary. */
+/** P4's part of a session: the window (the model's if it says), the context hooks. */
 async function enduranceState(settings: Settings, contextFiles: ContextFile[]) {
   const window = (await settings.model.contextWindow?.()) ?? settings.contextWindow;
   return {
@@ -971,7 +976,7 @@ function withinShare(agent: Agent, message: Anthropic.MessageParam): Anthropic.M
 /** A summary is text only: the request keeps the tools (and so the cached prefix) but not calls. */
 const NO_TOOLS: Anthropic.ToolChoice = { type: 'none' };
 
-/** Strings longer than this are cut (head and tail kept) before summarising, so the request fits. */
+/** Longer strings are cut (head and tail kept) before summarising, so the request fits. */
 const SUMMARY_STRING_CHARS = 2_000;
 
 /** Summarises the previous summary and the messages up to the cut (or the first piece that fits
@@ -1032,7 +1037,8 @@ export async function compactNow(agent: Agent, signal: AbortSignal): Promise<str
   if (compacted === null) return 'nothing old enough to summarise yet';
   if (!smaller) {
     const sizes = made ? ` (~${made.tokensAfter} tokens, against ~${made.tokensBefore} now)` : '';
-    return `declined: the summary${sizes} would not make what the model sees smaller; nothing changed`;
+    const declined = `declined: the summary${sizes} would not make what the model sees smaller`;
+    return `${declined}; nothing changed`;
   }
   agent.compaction = trial.compaction;
   agent.lastRequest = null;
@@ -1085,8 +1091,8 @@ function systemPrompt(settings: Settings, files: ContextFile[]): string {
 export const TASK_MAX_TURNS = 30;
 
 /** Lets a search that reads forty files cost the parent one tool result. The child gets every
- *  read-only tool but `task`, and spends from the parent's ledger: it stops when the parent's tokens
- *  or dollars run out. Its events (and so its session file) stay visible. */
+ *  read-only tool but `task`, and spends from the parent's ledger: it stops when the parent's
+ *  tokens or dollars run out. Its events (and so its session file) stay visible. */
 function taskTool(parent: Agent): Tool {
   return defineTool({
     name: 'task',
@@ -1118,11 +1124,11 @@ function taskTool(parent: Agent): Tool {
         contextFiles: false,
         systemPrompt: SUBAGENT_PROMPT,
         onEvent: (event) => {
-          if ('usage' in event) addUsage(parent.usage, model, event.usage); // every call it paid for
+          if ('usage' in event) addUsage(parent.usage, model, event.usage); // each call it paid
           parent.config.onEvent({ type: 'subagent', id, description, event });
         },
       });
-      const ended = await runTask(child, prompt, ctx.signal, parent.ledger); // what the parent has left
+      const ended = await runTask(child, prompt, ctx.signal, parent.ledger); // the parent's budget
       const report = finalText(child.messages);
       if (ended.kind === 'accepted') return report || '(the sub-agent gave no answer)';
       return `[the sub-agent stopped: ${describeHalt(ended)}]\n${report}`;
@@ -1254,33 +1260,50 @@ function describeModelError(error: unknown): string {
 // --- The words the model reads. Prompts guide the model; no guarantee rests on them.
 
 export const SYSTEM_PROMPT = [
-  'You are a coding agent working inside one project folder. You act only through the tools you are given;',
-  'all paths are relative to the project root. Read a file before you edit it, and make the smallest change',
-  'that does the task. When the task is done, stop calling tools and say in one or two sentences what you',
-  'changed. Your "done" is checked: if the project has a check command, it runs, and if it fails you are told.',
+  'You are a coding agent working inside one project folder. You act only through the' +
+    ' tools you are given;',
+  'all paths are relative to the project root. Read a file before you edit it, and make' +
+    ' the smallest change',
+  'that does the task. When the task is done, stop calling tools and say in one or two' +
+    ' sentences what you',
+  'changed. Your "done" is checked: if the project has a check command, it runs, and if' +
+    ' it fails you are told.',
 ].join('\n');
+
+const CUT_OFF_CALL =
+  'not executed: your reply was cut off at max_tokens, the arguments may be incomplete; ' +
+  'issue the call again';
 
 const CUT_OFF_REPLY =
   'Your reply was cut off at the output limit (max_tokens) before you finished. ' +
   'Continue, more briefly: call a tool, or say that you are done.';
 
 const SUMMARY_INSTRUCTIONS = [
-  'The conversation above no longer fits the context window. Write a summary that will replace it, so that you',
-  'can carry on from the summary alone. Use these headings: Goal; Constraints from the user; Done; In progress;',
-  'Next steps; Exact details (file names, function names, error messages, commands and values needed to carry on,',
+  'The conversation above no longer fits the context window. Write a summary that will' +
+    ' replace it, so that you',
+  'can carry on from the summary alone. Use these headings: Goal; Constraints from the' +
+    ' user; Done; In progress;',
+  'Next steps; Exact details (file names, function names, error messages, commands and' +
+    ' values needed to carry on,',
   'copied exactly). Do not call tools.',
 ].join('\n');
+
+const SUMMARY_HEADING =
+  '[Summary of the earlier conversation, written when it no longer fitted the context window]';
 
 /** What stands in for the summarised part of the transcript, first in every later request. */
 const summaryMessage = (summary: string): Anthropic.MessageParam => ({
   role: 'user',
-  content: `[Summary of the earlier conversation, written when it no longer fitted the context window]\n\n${summary}`,
+  content: `${SUMMARY_HEADING}\n\n${summary}`,
 });
 
 const SUBAGENT_PROMPT = [
-  'You are a research sub-agent inside one project folder. Answer the prompt using the read-only tools you are',
-  'given; all paths are relative to the project root. Your final reply is all that the agent who asked will see,',
-  'so make it complete and self-contained: name the files and lines it rests on. Do not ask questions back.',
+  'You are a research sub-agent inside one project folder. Answer the prompt using the' +
+    ' read-only tools you are',
+  'given; all paths are relative to the project root. Your final reply is all that the' +
+    ' agent who asked will see,',
+  'so make it complete and self-contained: name the files and lines it rests on. Do not' +
+    ' ask questions back.',
 ].join('\n');
 
 // --- The options no caller gave, and the text of a reply.
@@ -1549,7 +1572,8 @@ export function costOf(price: Price | undefined, usage: Anthropic.Usage): number
 
 const LOST_TASK = '[The first message of this session was lost from its file.]';
 const LOST_RESULT =
-  'result lost: the session file has no result for this call (a lost line); it may or may not have run';
+  'result lost: the session file has no result for this call (a lost line); ' +
+  'it may or may not have run';
 const DIED_MID_CALL = 'not run: the session ended before this call finished';
 
 const notRunResult = (id: string, content: string) => ({
@@ -1631,7 +1655,7 @@ export function transcriptRepair(warn: (text: string) => void) {
       message.role === 'assistant' ? addReply(message, at) : addUserMessage(message, at),
     /** Whether a compaction may cut here: the verbatim part starts with a reply (see chooseCut). */
     startsReply: (index: number) => messages[index]?.role === 'assistant',
-    /** The answer to calls the session ended in the middle of: resume appends it, to the file too. */
+    /** Answers the calls the session ended in the middle of; resume appends it. */
     finish: (): Anthropic.MessageParam | null => {
       if (awaiting.length === 0) return null;
       const died = `${awaiting.length} call(s) had no result (the process died mid-call)`;
@@ -1653,10 +1677,10 @@ export interface LoadedSession {
   warnings: string[];
 }
 
-/** Continues a loaded session: its messages become the transcript; unanswered calls get answered. */
+/** Continues a loaded session: its messages become the transcript, repaired. */
 export function resume(agent: Agent, loaded: LoadedSession): void {
   agent.messages.length = 0;
-  for (const message of loaded.messages) agent.messages.push(withinShare(agent, message)); // any count
+  for (const message of loaded.messages) agent.messages.push(withinShare(agent, message));
   agent.toolContext.seen.clear(); // what was read before must be read again before it is edited
   agent.compaction = loaded.compaction;
   agent.subAgentsStarted = loaded.subAgents;
