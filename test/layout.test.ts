@@ -37,12 +37,15 @@ async function harnessFiles(folder = ''): Promise<string[]> {
   return files;
 }
 
-test('agent.ts reads in one sitting: at most 64,000 bytes, and no line wider than 100 columns', async () => {
-  const source = await read('agent.ts');
-  const bytes = Buffer.byteLength(source);
+test('agent.ts reads in one sitting: at most 64,000 bytes', async () => {
+  const bytes = Buffer.byteLength(await read('agent.ts'));
   assert.ok(bytes <= 64_000, `agent.ts has ${bytes} bytes; the harness must fit in 64,000`);
-  const wide = source.split('\n').flatMap((line, i) => (line.length > 100 ? [`agent.ts:${i + 1}`] : []));
-  assert.deepEqual(wide, [], 'lines of agent.ts wider than 100 columns');
+});
+
+test('no line of agent.ts is wider than 100 columns', async () => {
+  const lines = (await read('agent.ts')).split('\n');
+  const wide = lines.flatMap((line, i) => (line.length > 100 ? [`agent.ts:${i + 1}`] : []));
+  assert.deepEqual(wide, []);
 });
 
 test('agent.ts imports only tools.ts of the project, and nothing of a terminal: the harness never draws', async () => {
