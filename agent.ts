@@ -1,31 +1,31 @@
-// agent.ts — the harness: everything the loop runs, and nothing else. It never prints, parses arguments or touches a
-// terminal: the program around it (app/: the terminal, options, session files, replay, the page, evals) calls this
-// file's API and draws its events. Sections follow the lessons, P0 to P4; each declares the types it teaches.
+// agent.ts — the harness: everything the loop runs, and nothing else. It never prints, parses
+// arguments or touches a terminal: the program (app/) calls this file's API and draws its events.
+// Sections follow the lessons, P0 to P4; each declares the types it teaches.
 //
-// The whole loop, in pseudo-code:
+// The loop, in pseudo-code (P1 the loop, P2 the gate, P3 the guards, P4 the window):
 //
 //   transcript = [task]
 //   loop:
-//     view = context hooks(transcript)      // what the model is sent: compacted near the window, all of it kept
-//     reply = model(system prompt, tools, view)                    // the model only ever writes text
-//       a view still too large after compaction, or a call that fails (after one retry for "too long"):  halt error
-//     append reply to transcript
-//     if reply asks for tools:
-//       each call, in call order: before-call hooks (validate, safe_path, protect, runaway, approval) allow or refuse;
-//       it runs (reads side by side, anything else alone); after-call hooks (output cap) see the result
-//       append one result per call, then what the user typed meanwhile          (every call gets exactly one answer)
-//       (a cut-off reply's calls, and calls after Ctrl-C or a typed message, are answered "not run")
-//     else if the reply paused (pause_turn):  go round again as it stands
-//     else if it was cut off (max_tokens):  append "continue, more briefly"
-//     else if the model refused, or the window is full:  halt error
-//     else if a protected file changed:  append "not done: restore it"
-//     else if there is no verify command:  halt accepted, unverified
-//     else if the verify command passes (in a sandbox):  halt accepted, verified    (done is a claim until checked)
-//     else:  append "not done yet" and the command's output, then what the user typed
-//     if Ctrl-C, or a budget ran out (turns, tokens, dollars, time):  halt interrupted / budget, and say which
-//     if the model made one call six times in a row, refused from the third:  halt error (it is stuck)
+//     view = context hooks(transcript)          compacted near the window; all of it kept   P4
+//     tokens or dollars spent: halt budget; the view does not fit: halt error               P3
+//     reply = model(system prompt, tools, view)   it failed (once more if too long): halt error
+//     append reply
+//     if it asks for tools, for each call in order:
+//       before-call hooks (validate, safe_path, protect, runaway, approval) allow or refuse  P3
+//       it runs (reads side by side, anything else alone); after-call hooks (output cap)
+//       append one result per call, then what the user typed meanwhile
+//       (a cut-off reply's calls, and calls after Ctrl-C or a typed message: "not run")
+//     else if it paused (pause_turn): go round again
+//     else the gate:                                                                        P2
+//       cut off (max_tokens): "continue, more briefly"; refused, window full: halt error
+//       a protected file changed: "not done: restore it"
+//       no verify command: halt accepted, unverified
+//       the verify command passes (in a sandbox): halt accepted, verified
+//       else: "not done yet" and its output, then what the user typed
+//     Ctrl-C, or a budget ran out (turns, tokens, dollars, time): halt, saying which        P3
+//     one call six times in a row, refused from the third: halt error (it is stuck)
 //
-// The model proposes, the harness disposes: every guarantee lives in plain code below, never in the prompt.
+// The model proposes, the harness disposes: every guarantee lives in plain code, never in a prompt.
 
 // Types only: the SDK itself (slow to load) is imported by the program when it makes a real model.
 import type Anthropic from '@anthropic-ai/sdk';
@@ -56,61 +56,115 @@ import {
   UNUSABLE,
 } from './tools.ts';
 
-// P0 — the model and the transcript. The API is stateless: the transcript is all the model knows of the task.
+/** All the loop reports, and when: printers, the session file and the page read this one stream. */
+export type AgentEvent =
+  // a message was appended to the transcript
+  | { type: 'message'; message: Anthropic.MessageParam }
+  // a request is about to go to the model
+  | { type: 'request'; turn: number; messages: number; estimatedTokens: number }
+  // a piece of the reply's text streamed in
+  | { type: 'text'; delta: string }
+  // something the user should know (a retry, a repair on resume, a failed after-call hook)
+  | { type: 'notice'; text: string }
+  // the reply came in, content as received (what a replay answers with), with the session's totals
+  | {
+      type: 'reply';
+      turn: number;
+      stopReason: Anthropic.StopReason | null;
+      calls: number;
+      content: Anthropic.ContentBlock[];
+      usage: Anthropic.Usage;
+      totals: UsageTotals;
+    }
+  // the reply asked for this call
+  | { type: 'call'; call: Anthropic.ToolUseBlock }
+  // a before-call hook refused, rewrote or answered the call
+  | { type: 'decision'; call: Anthropic.ToolUseBlock; hook: string; decision: Decision }
+  // the call passed every hook and starts
+  | { type: 'running'; call: Anthropic.ToolUseBlock }
+  // the call's answer, as the model reads it
+  | { type: 'result'; call: Anthropic.ToolUseBlock; result: Anthropic.ToolResultBlockParam }
+  // the verify command printed this, live
+  | { type: 'gate-output'; text: string }
+  // the gate decided; exitCode null: killed or not run; output: head and tail
+  | {
+      type: 'gate';
+      command: string;
+      passed: boolean;
+      reason: string;
+      exitCode: number | null;
+      output: string;
+      sandboxed: boolean;
+    }
+  // older messages were summarised: the model sees the summary, then messages from keptFrom on
+  | ({
+      type: 'compaction';
+      usage: Anthropic.Usage;
+      tokensBefore: number;
+      tokensAfter: number;
+    } & Compaction)
+  // a summary was paid for and not used
+  | { type: 'compaction-failed'; usage: Anthropic.Usage; reason: string }
+  // a sub-agent's event, as it happens
+  | { type: 'subagent'; id: string; description: string; event: AgentEvent }
+  // the run ended; turns: the model's replies in this run
+  | { type: 'halt'; halt: Halt; turns: number };
+
+// P0 — the model and the transcript. The API is stateless: the transcript is all the model knows.
 
 /** What one model call is given: the same three things, in full, on every turn. */
 export type ModelRequest = Pick<Anthropic.MessageCreateParamsNonStreaming, RequestPart>;
 type RequestPart = 'system' | 'tools' | 'messages' | 'tool_choice' | 'cache_control';
 
-/** A model takes the whole transcript and returns one assistant message; it remembers nothing between calls.
- *  Contract: the reply comes back exactly as the API sent it (thinking blocks included); a failed call throws.
- *  The request is lent for the call: its messages array is the session's own, so read it, and copy what you keep. */
+/** Takes the whole transcript, returns one assistant message exactly as the API sent it (thinking
+ *  blocks included), or throws. The request is lent: its messages are the session's own, so copy
+ *  what you keep. */
 export interface Model {
   readonly name: string;
   /** Dollars per million tokens; without it the cost is unknown, and a dollar budget is refused. */
   readonly price?: Price;
   complete(request: ModelRequest, options: ModelCallOptions): Promise<Anthropic.Message>;
-  /** The context window in tokens, if the provider says; null if it does not. */
+  /** The context window in tokens, if the provider says. */
   contextWindow?(): Promise<number | null>;
 }
 
-/** onText hears each piece of text as it streams in; onNotice what else the call has to say ("retrying"). */
+/** onText hears the text as it streams in; onNotice what else the call has to say ("retrying"). */
 export type ModelCallOptions = { signal: AbortSignal; onText: Listener; onNotice: Listener };
 type Listener = (text: string) => void;
 
-/** All createAgent needs is `{ root, model, tools }`: every later lesson's options have defaults. */
+/** `{ root, model, tools }` is enough: every later lesson's options have defaults. */
 export interface AgentConfig extends Partial<GateOptions>, Partial<GuardOptions>, EnduranceOptions {
   /** The project root: the tools cannot reach outside it. */
   root: string;
   model: Model;
   tools: readonly Tool[];
-  /** The loop never prints: it reports everything here (printers, the session file). Default: nowhere. */
+  /** The loop never prints: it reports everything here. Default: nowhere. */
   onEvent?: (event: AgentEvent) => void;
   systemPrompt?: string;
 }
 
-/** The configuration as the loop reads it: the root resolved through symlinks, every default filled in. */
-export type Settings = AgentConfig & GateOptions & GuardOptions & { onEvent: (event: AgentEvent) => void };
+/** The configuration as the loop reads it: the root resolved, every default filled in. */
+export type Settings = AgentConfig &
+  GateOptions &
+  GuardOptions & { onEvent: (event: AgentEvent) => void };
 
-/** What the loop reports, and all it reports; each lesson adds its own kinds of event. */
-export type AgentEvent = LoopEvent | GateEvent | GuardEvent | EnduranceEvent;
-
-/** A session: the configuration, the transcript, and what the guards remember between calls. */
+/** A session. A program reads it and never writes it: runTask, steer, compactNow and resume are
+ *  its ways in. */
 export interface Agent {
   readonly config: Settings;
-  readonly messages: Anthropic.MessageParam[]; // all the model knows, resent every turn (after P4, its view)
+  readonly messages: Anthropic.MessageParam[]; // all the model knows, resent every turn
   readonly toolContext: ToolContext;
-  readonly system: Anthropic.TextBlockParam[]; // built once: the same bytes every request, so the cache works
-  readonly toolDefinitions: Anthropic.Tool[]; // built once per tool and shared by every agent: never changed
+  readonly system: Anthropic.TextBlockParam[]; // built once: the same bytes every request (cache)
+  readonly toolDefinitions: Anthropic.Tool[]; // built once per tool, shared by every agent
   // P3 — the guards: hooks, messages typed meanwhile, spending, the protected files.
   readonly beforeCall: readonly BeforeCallHook[];
   readonly afterCall: readonly AfterCallHook[];
-  readonly steering: string[]; // what the user typed while the agent worked, sent with the next results
-  repeats: { key: string; times: number }; // the model's last call, and how many times in a row it made it
+  readonly steering: string[]; // what the user typed meanwhile, sent with the next results
+  repeats: { key: string; times: number }; // the model's last call, and how often in a row
   readonly usage: UsageTotals;
-  /** The run in progress: what it and its sub-agents spent, against its limits (P3). */
+  /** The run in progress: what it and its sub-agents spent, against its limits. */
   ledger: Ledger;
-  /** Hashes of the protected files when the session started: a later run cannot launder a change. */
+  /** The protected files' hashes at the session's start: a later run cannot launder a change. */
   readonly protectedAtStart: Map<string, string>;
   // P4 — endurance: the window, what fills it, and the summary of what no longer fits.
   readonly contextWindow: number;
@@ -118,32 +172,39 @@ export interface Agent {
   readonly contextHooks: readonly ContextHook[];
   /** The latest summary and where the verbatim part starts; the transcript itself is never cut. */
   compaction: Compaction | null;
-  /** Tokens of the last request and how many messages it covered: the base of the next estimate. */
+  /** The last request's real size and what it covered: the base of the next estimate. */
   lastRequest: { tokens: number; messages: number; keptFrom: number } | null;
   subAgentsStarted: number;
 }
 
-/** Builds a session in a few named steps, one per lesson; the tool definitions are made once, here. */
+/** Builds a session in a few named steps, one per lesson. */
 export async function createAgent(config: AgentConfig): Promise<Agent> {
   const settings = await withDefaults(config);
-  const contextFiles = settings.contextFiles === false ? [] : await loadContextFiles(settings.root); // P4
+  const contextFiles = settings.contextFiles === false ? [] : await loadContextFiles(settings.root);
   const agent: Agent = {
     config: settings,
     messages: [],
-    toolContext: { root: settings.root, seen: new Map(), defaultProtection: settings.defaultProtection },
+    toolContext: {
+      root: settings.root,
+      seen: new Map(),
+      defaultProtection: settings.defaultProtection,
+    },
     // One cache mark after the system prompt caches the whole fixed prefix: tools, then system.
     system: [{ type: 'text', text: systemPrompt(settings, contextFiles), cache_control: CACHE }],
     toolDefinitions: [],
-    ...(await guardState(settings)), // P3: the hooks in order, budgets' counters, protected files
-    ...(await enduranceState(settings, contextFiles)), // P4: the window and its compaction
+    ...(await guardState(settings)), // P3
+    ...(await enduranceState(settings, contextFiles)), // P4
   };
-  if (settings.subAgents !== false) settings.tools = [...settings.tools, taskTool(agent)]; // P4: a second loop
+  if (settings.subAgents !== false) settings.tools = [...settings.tools, taskTool(agent)]; // P4
   agent.toolDefinitions.push(...settings.tools.map(toolDefinition));
   return agent;
 }
 
-/** User text as a block, the form every recorded session holds it in: the same bytes on every request. */
-const userText = (text: string): Anthropic.MessageParam => ({ role: 'user', content: [{ type: 'text', text }] });
+/** User text as a block, as every recorded session holds it: the same bytes on every request. */
+const userText = (text: string): Anthropic.MessageParam => ({
+  role: 'user',
+  content: [{ type: 'text', text }],
+});
 
 /** Appends to the transcript; the event lets the session file record it as it happens. */
 function append(agent: Agent, given: Anthropic.MessageParam): void {
@@ -152,12 +213,16 @@ function append(agent: Agent, given: Anthropic.MessageParam): void {
   agent.config.onEvent({ type: 'message', message });
 }
 
-// ---------------------------------------------------------------------------------------------------------------------
+// -------------------------------------------------------------------------------------------------
 // P1 — the loop: call the model, append its reply, answer every call, and go round until a halt.
 
-/** Runs one task to a halt: call the model, append its reply, answer its calls, until a halt.
- *  A sub-agent's run is given its parent's ledger, so the two spend from one budget. */
-export async function runTask(agent: Agent, task: string, userSignal?: AbortSignal, ledger?: Ledger): Promise<Halt> {
+/** Runs one task to a halt. A sub-agent's run gets its parent's ledger: one budget for both. */
+export async function runTask(
+  agent: Agent,
+  task: string,
+  userSignal?: AbortSignal,
+  ledger?: Ledger,
+): Promise<Halt> {
   const run = startRun(agent, userSignal, ledger);
   append(agent, userText(task));
   for (let turn = 1; ; turn++) {
@@ -172,7 +237,8 @@ export async function runTask(agent: Agent, task: string, userSignal?: AbortSign
       // a paused turn is continued as it stands
       const verdict = await judgeFinalReply(agent, run, reply);
       if ('halt' in verdict) return halt(agent, verdict.halt, turn);
-      append(agent, { role: 'user', content: [{ type: 'text', text: verdict.goOn }, ...takeSteering(agent)] });
+      const goOn: Anthropic.TextBlockParam = { type: 'text', text: verdict.goOn };
+      append(agent, { role: 'user', content: [goOn, ...takeSteering(agent)] });
     }
     const stop = stopCheck(agent, run, turn);
     if (stop) return halt(agent, stop, turn);
@@ -182,29 +248,9 @@ export async function runTask(agent: Agent, task: string, userSignal?: AbortSign
 /** Every run ends in exactly one of these, and says which. Halts are values, never exceptions. */
 export type Halt =
   | { kind: 'accepted'; verifiedBy: string | null }
-  | { kind: 'budget'; budget: BudgetName; limit: number; spent?: Spent } // spent: missing only in older session files
+  | { kind: 'budget'; budget: BudgetName; limit: number; spent?: Spent } // spent: not in old files
   | { kind: 'interrupted' }
   | { kind: 'error'; message: string };
-
-/** The loop's own events; printers and the session file subscribe to them. */
-export type LoopEvent =
-  | { type: 'request'; turn: number; messages: number; estimatedTokens: number }
-  | { type: 'text'; delta: string }
-  | {
-      type: 'reply';
-      turn: number;
-      stopReason: Anthropic.StopReason | null;
-      calls: number;
-      content: Anthropic.ContentBlock[]; // the reply as received: what a replay answers with
-      usage: Anthropic.Usage;
-      totals: UsageTotals;
-    }
-  | { type: 'message'; message: Anthropic.MessageParam }
-  | { type: 'call'; call: Anthropic.ToolUseBlock }
-  | { type: 'running'; call: Anthropic.ToolUseBlock }
-  | { type: 'result'; call: Anthropic.ToolUseBlock; result: Anthropic.ToolResultBlockParam }
-  | { type: 'notice'; text: string }
-  | { type: 'halt'; halt: Halt; turns: number }; // turns: the model's replies in this run
 
 /** Every halt goes through here, so every run says how it ended. */
 function halt(agent: Agent, reached: Halt, turns: number): Halt {
@@ -224,55 +270,68 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
   for (let attempt = 1; ; attempt++) {
     try {
       const view = await contextView(agent, run.signal);
-      const overspent = overBudget(agent); // after any compaction, right before the call
+      const overspent = spendingHalt(agent); // after any compaction, right before the call
       if (overspent) return overspent;
       const estimatedTokens = estimateNextRequest(agent, view);
-      if (estimatedTokens > agent.contextWindow)
-        return run.signal.aborted ? stoppedHalt(agent, run) : tooLarge(agent, estimatedTokens);
+      if (estimatedTokens > agent.contextWindow) {
+        return run.signal.aborted ? stoppedHalt(agent, run) : oversizeHalt(agent, estimatedTokens);
+      }
       config.onEvent({ type: 'request', turn, messages: view.length, estimatedTokens });
-      // Automatic caching: the API puts the cache mark on the request's last block, so each request reads the one
-      // before it from the prompt cache. The view goes uncopied (lent, see Model): a request costs what was appended.
+      // The API puts the cache mark on the request's last block, so each request reads the one
+      // before it from the cache. The view goes uncopied (lent, see Model).
       const messages = view as Anthropic.MessageParam[];
-      const request = { system: agent.system, tools: agent.toolDefinitions, messages, cache_control: CACHE };
+      const tools = agent.toolDefinitions;
+      const request = { system: agent.system, tools, messages, cache_control: CACHE };
       return withResendableInputs(await config.model.complete(request, options));
     } catch (error) {
       if (run.signal.aborted) return stoppedHalt(agent, run);
-      const retry = attempt === 1 && isPromptTooLong(error) && !overBudget(agent); // a summary is a call too
+      // A summary is a model call too: none once the budget is spent.
+      const retry = attempt === 1 && isPromptTooLong(error) && !spendingHalt(agent);
       if (retry && (await compact(agent, run.signal).catch(() => false))) continue;
       return { kind: 'error', message: describeModelError(error) };
     }
   }
 }
 
-/** Prevents a request the API would refuse for its size from being sent at all: after compaction, still too large. */
-function tooLarge({ contextWindow }: Agent, tokens: number): Halt {
-  const message = `the next request (~${tokens} tokens) would not fit the ${contextWindow}-token window`;
-  return { kind: 'error', message: `${message} even after compaction` };
+/** Prevents sending a request too large for the window, even after compaction. */
+function oversizeHalt({ contextWindow }: Agent, tokens: number): Halt {
+  const size = `the next request (~${tokens} tokens)`;
+  const message = `${size} would not fit the ${contextWindow}-token window even after compaction`;
+  return { kind: 'error', message };
 }
 
-/** A prompt-cache mark: on the system prompt (the fixed prefix, tools then system) and on each whole request. */
+/** A prompt-cache mark: on the system prompt (the fixed prefix) and on each whole request. */
 const CACHE: Anthropic.CacheControlEphemeral = { type: 'ephemeral' };
 
-/** Prevents a transcript the API rejects: empty text blocks are dropped; everything else is kept
- *  exactly as received, thinking blocks included, because the API refuses altered ones. */
+/** Prevents a transcript the API rejects: empty text blocks are dropped; the rest is kept as
+ *  received, since the API refuses altered thinking blocks. */
 function appendReply(agent: Agent, reply: Anthropic.Message): void {
-  const content = reply.content.filter((block) => block.type !== 'text' || block.text.trim() !== '');
+  const content = reply.content.filter(
+    (block) => block.type !== 'text' || block.text.trim() !== '',
+  );
   if (content.length > 0) append(agent, { role: 'assistant', content });
 }
 
-/** Answers every call, in call order, in one list: each tool_use gets exactly one tool_result.
- *  The hooks decide in order; consecutive read-only calls then run together, anything else alone. */
-async function answerCalls(agent: Agent, run: Run, reply: Anthropic.Message, calls: Anthropic.ToolUseBlock[]) {
+/** Answers every call in order, each with one tool_result. Consecutive read-only calls run
+ *  together, anything else alone. */
+async function answerCalls(
+  agent: Agent,
+  run: Run,
+  reply: Anthropic.Message,
+  calls: Anthropic.ToolUseBlock[],
+) {
   const results: Anthropic.ToolResultBlockParam[] = [];
   let batch: { planned: PlannedCall; index: number }[] = [];
   const flush = async () => {
     const running = batch.map((b) => () => runUnlessStopped(agent, run, reply, b.planned));
     const outcomes = await runConcurrently(running, MAX_PARALLEL_READS);
-    batch.forEach(({ planned, index }, i) => (results[index] = answer(agent, planned.call, outcomes[i]!)));
+    for (const [i, { planned, index }] of batch.entries()) {
+      results[index] = answer(agent, planned.call, outcomes[i]!);
+    }
     batch = [];
   };
   for (const [index, call] of calls.entries()) {
-    // A call that may change something is decided after the reads before it ran, so its checks see what they did.
+    // A call that may change something is decided once the reads before it ran.
     if (!agent.config.tools.find((tool) => tool.name === call.name)?.readOnly) await flush();
     agent.config.onEvent({ type: 'call', call });
     countRepeats(agent, call);
@@ -296,8 +355,8 @@ export const MAX_PARALLEL_READS = 8;
 /** What became of one call: the text the model reads, and whether it is an error. */
 export type ToolOutcome = { content: string; isError: boolean };
 
-/** Prevents a call from going unanswered: every outcome, refusals included, becomes a result with the call's id. */
-function answer(agent: Agent, call: Anthropic.ToolUseBlock, outcome: ToolOutcome): Anthropic.ToolResultBlockParam {
+/** Prevents a call from going unanswered: every outcome, refusals included, becomes its result. */
+function answer(agent: Agent, call: Anthropic.ToolUseBlock, outcome: ToolOutcome) {
   const result: Anthropic.ToolResultBlockParam = {
     type: 'tool_result',
     tool_use_id: call.id,
@@ -308,9 +367,13 @@ function answer(agent: Agent, call: Anthropic.ToolUseBlock, outcome: ToolOutcome
   return result;
 }
 
-/** Prevents a call nobody checked from running: an unknown tool is an error result, then every before-call hook
- *  (P3), in order, until one refuses or answers. */
-async function decide(agent: Agent, run: Run, call: Anthropic.ToolUseBlock): Promise<PlannedCall | ToolOutcome> {
+/** Prevents a call nobody checked from running: an unknown tool is an error result; then each
+ *  before-call hook (P3) decides, in order, until one refuses or answers. */
+async function decide(
+  agent: Agent,
+  run: Run,
+  call: Anthropic.ToolUseBlock,
+): Promise<PlannedCall | ToolOutcome> {
   const tool = agent.config.tools.find((t) => t.name === call.name);
   if (!tool) {
     const names = agent.config.tools.map((t) => t.name).join(', ');
@@ -319,24 +382,29 @@ async function decide(agent: Agent, run: Run, call: Anthropic.ToolUseBlock): Pro
   let planned: PlannedCall = { call, tool, input: call.input };
   for (const hook of agent.beforeCall) {
     const decision = await askHook(hook, run.signal, () => hook.check(planned, agent, run.signal));
-    if (decision.action !== 'allow') agent.config.onEvent({ type: 'decision', call, hook: hook.name, decision });
+    if (decision.action !== 'allow') {
+      agent.config.onEvent({ type: 'decision', call, hook: hook.name, decision });
+    }
     if (decision.action === 'deny') return { content: decision.reason, isError: true };
     if (decision.action === 'answer') return { content: decision.content, isError: false };
     if (decision.action === 'rewrite') {
       // A rewrite is checked against the schema like the model's own arguments were.
       const problem = schemaProblem(tool, decision.input);
-      if (problem) return { content: `the ${hook.name} hook rewrote the call into ${problem}`, isError: true };
+      if (problem) {
+        return { content: `the ${hook.name} hook rewrote the call into ${problem}`, isError: true };
+      }
       planned = { ...planned, input: decision.input };
     }
   }
   return planned;
 }
 
-/** Prevents any tool failure from crashing the loop, and an abort from waiting forever on a tool:
- *  a running call gets 5 s after Ctrl-C to finish. The after-call hooks (P3) see the result first. */
+/** Prevents a tool failure from crashing the loop, and Ctrl-C from waiting forever on a tool: a
+ *  running call gets 5 s after the stop. The after-call hooks (P3) see the result first. */
 async function execute(agent: Agent, run: Run, planned: PlannedCall): Promise<ToolOutcome> {
   agent.config.onEvent({ type: 'running', call: planned.call });
-  const running = planned.tool.run(planned.input, { ...agent.toolContext, signal: run.signal }).then(
+  const context = { ...agent.toolContext, signal: run.signal };
+  const running = planned.tool.run(planned.input, context).then(
     (content): ToolOutcome => ({ content, isError: false }),
     (error: unknown): ToolOutcome => ({ content: errorText(error), isError: true }),
   );
@@ -346,100 +414,126 @@ async function execute(agent: Agent, run: Run, planned: PlannedCall): Promise<To
 }
 
 const ABORT_GRACE_MS = 5_000;
-const ABANDONED = {
-  content: `interrupted: the call was still running ${ABORT_GRACE_MS / 1000} s after the stop; its effects are unknown`,
+const stillRunning = `the call was still running ${ABORT_GRACE_MS / 1000} s after the stop`;
+const ABANDONED: ToolOutcome = {
+  content: `interrupted: ${stillRunning}; its effects are unknown`,
   isError: true,
 };
 
-// ---------------------------------------------------------------------------------------------------------------------
+// -------------------------------------------------------------------------------------------------
 // P2 — the gate: a reply without tool calls claims "done", and plain code checks the claim.
 
 export interface GateOptions {
   /** The command whose exit code 0 is the only acceptable "done"; undefined: trust the model. */
   verify: string | undefined;
   verifyTimeoutMs: number;
-  /** Run the check in the OS sandbox (tools.ts): true fails closed where there is none; false never; undefined:
-   *  where this machine has one (the gate event says whether it was). */
+  /** Run the check in the OS sandbox (tools.ts): true fails closed where there is none; false
+   *  never; undefined: where this machine has one (the gate event says whether it was). */
   sandbox?: boolean;
-  passEnv?: readonly string[]; // environment variables the check gets beside the allowlist (tools.ts), by name
+  passEnv?: readonly string[]; // variables the check gets beside the allowlist (tools.ts), by name
 }
-
-/** The gate's verdict, with the command's output (capped, head and tail), and that output live as it comes. */
-export type GateEvent =
-  | ({ type: 'gate'; command: string; passed: boolean; reason: string } & GateRun)
-  | { type: 'gate-output'; text: string };
-
-/** What came of the check: its exit code (null: killed or not run), its output (head and tail), where it ran. */
-export type GateRun = { exitCode: number | null; output: string; sandboxed: boolean };
 
 /** Either the run halts, or the loop goes on with this message to the model. */
 type Verdict = { halt: Halt } | { goOn: string };
 
-/** Prevents a cut-off or refused reply from passing as "done": only an ordinary end goes to the gate. */
+/** Prevents a cut-off or refused reply from passing as "done". */
 async function judgeFinalReply(agent: Agent, run: Run, reply: Anthropic.Message): Promise<Verdict> {
-  if (run.signal.aborted) return { halt: stoppedHalt(agent, run) }; // a reply that came in after Ctrl-C decides nothing
+  if (run.signal.aborted) return { halt: stoppedHalt(agent, run) }; // a late reply decides nothing
   const stopped = reply.stop_reason;
   if (stopped === 'max_tokens') return { goOn: CUT_OFF_REPLY };
-  if (stopped === 'refusal') return { halt: { kind: 'error', message: 'the model refused to continue (refusal)' } };
-  if (stopped === 'model_context_window_exceeded')
-    return { halt: { kind: 'error', message: "the conversation no longer fits the model's context window" } };
+  if (stopped === 'refusal') return errorVerdict('the model refused to continue (refusal)');
+  if (stopped === 'model_context_window_exceeded') {
+    return errorVerdict("the conversation no longer fits the model's context window");
+  }
   return await verifyGate(agent, run);
 }
 
+const errorVerdict = (message: string): Verdict => ({ halt: { kind: 'error', message } });
+
 /** Prevents a false "done": plain code runs the verify command, and only exit code 0 ends the run.
- *  It also refuses "done" when a protected file changed (P3), however that happened, the check's run included. */
+ *  It also refuses "done" when a protected file changed (P3), however that happened. */
 async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   const { verify, root, verifyTimeoutMs, protect, defaultProtection, passEnv } = agent.config;
+  const onEvent = agent.config.onEvent;
   const tampered = await protectedChanges(root, protect, agent.protectedAtStart);
   if (tampered.length > 0) {
-    const [command, reason, output] = [verify ?? '(none)', 'protected files changed', tampered.join(', ')];
-    agent.config.onEvent({ type: 'gate', command, exitCode: null, passed: false, reason, output, sandboxed: false });
+    const output = tampered.join(', ');
+    const command = verify ?? '(none)';
+    const reason = 'protected files changed';
+    onEvent({
+      type: 'gate',
+      command,
+      exitCode: null,
+      passed: false,
+      reason,
+      output,
+      sandboxed: false,
+    });
     const restore = 'Restore them; the task must be done without changing them.';
-    return { goOn: `The task is not done: protected files changed since the session started: ${output}. ${restore}` };
+    const changed = `protected files changed since the session started: ${output}`;
+    return { goOn: `The task is not done: ${changed}. ${restore}` };
   }
   if (verify === undefined) return { halt: { kind: 'accepted', verifiedBy: null } };
-  const sandbox = await sandboxFor(agent);
+  const sandbox = await sandboxOrHalt(agent);
   if (typeof sandbox !== 'boolean') return { halt: sandbox };
-  const onOutput = (text: string) => agent.config.onEvent({ type: 'gate-output', text });
-  const options = { cwd: root, timeoutMs: verifyTimeoutMs, signal: run.signal, onOutput, sandbox, defaultProtection };
-  const ran = await runCommand(verify, { ...options, passEnv }).catch((error: unknown) => new Error(`${error}`));
-  if (ran instanceof Error) return { halt: { kind: 'error', message: `the check was not run: ${ran.message}` } };
+  const onOutput = (text: string) => onEvent({ type: 'gate-output', text });
+  const options = { cwd: root, timeoutMs: verifyTimeoutMs, signal: run.signal, onOutput, sandbox };
+  const ran = await runCommand(verify, { ...options, defaultProtection, passEnv }).catch(
+    (error: unknown) => new Error(`${error}`),
+  );
+  if (ran instanceof Error) return errorVerdict(`the check was not run: ${ran.message}`);
   if (run.signal.aborted) return { halt: stoppedHalt(agent, run) };
-  // A check that changed the files that judge it, or left what runs later (.git, editor tasks), fails: exit 0 or not.
-  const touched = [...ran.protectedTouched, ...(await protectedChanges(root, protect, agent.protectedAtStart))];
-  const [{ exitCode, output, timedOut }, passed] = [ran, ran.exitCode === 0 && touched.length === 0];
-  const ended = timedOut ? `did not finish within ${verifyTimeoutMs / 1000} s` : `exited with code ${exitCode}`;
+  // A check that changed the files that judge it, or left what runs later (.git, editor tasks),
+  // fails, exit 0 or not.
+  const changed = await protectedChanges(root, protect, agent.protectedAtStart);
+  const touched = [...ran.protectedTouched, ...changed];
+  const { exitCode, output, timedOut } = ran;
+  const passed = exitCode === 0 && touched.length === 0;
+  const ended = timedOut
+    ? `did not finish within ${verifyTimeoutMs / 1000} s`
+    : `exited with code ${exitCode}`;
   const how = touched.length > 0 ? `changed protected paths: ${touched.join(', ')}` : ended;
-  agent.config.onEvent({ type: 'gate', command: verify, exitCode, passed, reason: how, output, sandboxed: sandbox });
+  onEvent({
+    type: 'gate',
+    command: verify,
+    exitCode,
+    passed,
+    reason: how,
+    output,
+    sandboxed: sandbox,
+  });
   if (passed) return { halt: { kind: 'accepted', verifiedBy: verify } };
   const told = `Its output:\n\n${output}\n\nFix the cause, then say you are done.`;
   return { goOn: `The task is not done yet: the check \`${verify}\` ${how}. ${told}` };
 }
 
-/** Prevents code the model wrote from running unconfined when the sandbox was asked for and this machine has none:
- *  then the check is not run, and the run halts saying what to install. */
-async function sandboxFor(agent: Agent): Promise<boolean | Halt> {
+/** Prevents code the model wrote from running unconfined when the sandbox was asked for and this
+ *  machine has none. Returns whether to sandbox the check, or a halt saying what to install. */
+async function sandboxOrHalt(agent: Agent): Promise<boolean | Halt> {
   const problem = await sandboxProblem();
-  if (problem !== null && agent.config.sandbox) return { kind: 'error', message: `the check was not run: ${problem}` };
+  if (problem !== null && agent.config.sandbox) {
+    return { kind: 'error', message: `the check was not run: ${problem}` };
+  }
   return agent.config.sandbox ?? problem === null;
 }
 
-// ---------------------------------------------------------------------------------------------------------------------
-// P3 — hardening: hooks around every call (failing closed), budgets, Ctrl-C and steering, protected files.
+// -------------------------------------------------------------------------------------------------
+// P3 — hardening: hooks around every call (failing closed), budgets, Ctrl-C and steering.
 
 export interface GuardOptions {
   budgets: Budgets;
-  /** Globs of files the model may not change, e.g. "test/**": the defence against "silent green". */
+  /** Globs of files the model may not change, e.g. "test/**". */
   protect: readonly string[];
-  defaultProtection?: boolean; // false: the person opts out of tools.ts's PROTECTED_NAMES (.git, .vscode, …)
-  /** Asks the person at the keyboard before a call that changes something; default: approve all. */
+  defaultProtection?: boolean; // false: opt out of tools.ts's PROTECTED_NAMES (.git, .vscode, …)
+  /** Asks the person before a call that changes something; default: approve all. */
   approve: Approver;
-  /** A forker's own hooks: run after validation, before safe_path, protect, runaway and approval. */
+  /** A forker's own hooks: after validation, before safe_path, protect, runaway, approval. */
   beforeCall?: readonly BeforeCallHook[];
   afterCall?: readonly AfterCallHook[];
 }
 
-/** A run's limits. Tokens and dollars count every model call of the run, its sub-agents' and summaries included. */
+/** A run's limits. Tokens and dollars count every model call of the run: sub-agents' and
+ *  summaries' too. */
 export interface Budgets {
   /** A turn is one model call. */
   maxTurns: number;
@@ -451,47 +545,59 @@ export interface Budgets {
 
 export type BudgetName = 'turns' | 'tokens' | 'cost' | 'time';
 
-export type GuardEvent = { type: 'decision'; call: Anthropic.ToolUseBlock; hook: string; decision: Decision };
-
 /** A call as it will run: the model's arguments, unless a hook rewrote them. */
-export type PlannedCall = { readonly call: Anthropic.ToolUseBlock; readonly tool: Tool; readonly input: unknown };
+export type PlannedCall = {
+  readonly call: Anthropic.ToolUseBlock;
+  readonly tool: Tool;
+  readonly input: unknown;
+};
 
-/** What a before-call hook decides: run it, refuse it, run it with other arguments, or answer instead. */
+/** What a before-call hook decides: run it, refuse it, run it with other arguments, or answer. */
 export type Decision =
   | { action: 'allow' }
   | { action: 'deny'; reason: string }
   | { action: 'rewrite'; input: unknown }
   | { action: 'answer'; content: string };
 
-/** Runs before a call. Fails closed: a hook that throws or times out denies the call; a rewrite is checked against
- *  the tool's schema again; a ToolError's message goes to the model as the reason. */
+/** Runs before a call. Fails closed: a hook that throws or times out denies the call; a ToolError's
+ *  message goes to the model as the reason. */
 export interface BeforeCallHook {
   readonly name: string;
   /** Default 10 s; Infinity for hooks that wait for a person. */
   readonly timeoutMs?: number;
-  /** `signal` aborts when the run stops: a hook that waits (for a person, say) should stop waiting. */
+  /** `signal` aborts when the run stops: a hook that waits should stop waiting. */
   check(planned: PlannedCall, agent: Agent, signal: AbortSignal): Decision | Promise<Decision>;
 }
 
-/** Sees a result before the model does. Fails closed: a hook that throws or times out withholds the result. */
+/** Sees a result before the model does. Fails closed: its failure withholds the result. */
 export interface AfterCallHook {
   readonly name: string;
   readonly timeoutMs?: number;
-  check(planned: PlannedCall, outcome: ToolOutcome, agent: Agent): ToolOutcome | Promise<ToolOutcome>;
+  check(
+    planned: PlannedCall,
+    outcome: ToolOutcome,
+    agent: Agent,
+  ): ToolOutcome | Promise<ToolOutcome>;
 }
 
-export type ApprovalAnswer = { approved: true; always?: boolean } | { approved: false; reason?: string };
-/** Asks the person at the keyboard about one call that would change something: that call, and what it would do. */
+export type ApprovalAnswer =
+  { approved: true; always?: boolean } | { approved: false; reason?: string };
+/** Asks the person about one call that would change something: the call, and what it would do. */
 export type Approver = (request: ApprovalRequest) => Promise<ApprovalAnswer>;
-export type ApprovalRequest = { tool: string; preview: string; signal: AbortSignal; call: Anthropic.ToolUseBlock };
+export type ApprovalRequest = {
+  tool: string;
+  preview: string;
+  signal: AbortSignal;
+  call: Anthropic.ToolUseBlock;
+};
 
 export const approveAll: Approver = async () => ({ approved: true });
 
-/** P3's part of a session: the hooks in their order, the counters the budgets read, the protected files' hashes. */
+/** P3's part of a session: the hooks in order, the counters, the protected files' hashes. */
 async function guardState(settings: Settings) {
   return {
-    // A forker's hooks come after validation and before the safety checks and approval, so
-    // whatever they rewrite is still confined, protected, and shown to the user as it will run.
+    // A forker's hooks come after validation and before the safety checks and approval, so what
+    // they rewrite is still confined, protected, and shown to the user as it will run.
     beforeCall: [
       validateInput,
       ...(settings.beforeCall ?? []),
@@ -512,7 +618,7 @@ async function guardState(settings: Settings) {
 // --- The hooks: the gate in front of every call, and the check of every result.
 
 /** Prevents a broken guard from waving a call through: a hook that throws or times out denies it.
- *  A ToolError is a deliberate refusal, and its message goes to the model as it is. */
+ *  A ToolError is a deliberate refusal: its message goes to the model as it is. */
 async function askHook(
   hook: BeforeCallHook,
   signal: AbortSignal,
@@ -527,22 +633,30 @@ async function askHook(
   }
 }
 
-/** Prevents a broken after-call hook from leaking what it should have checked: its failure withholds the result. */
-async function checkResult(agent: Agent, hook: AfterCallHook, planned: PlannedCall, outcome: ToolOutcome) {
+/** Prevents a broken after-call hook from leaking what it should have checked. */
+async function checkResult(
+  agent: Agent,
+  hook: AfterCallHook,
+  planned: PlannedCall,
+  outcome: ToolOutcome,
+): Promise<ToolOutcome> {
   const checking = Promise.resolve().then(() => hook.check(planned, outcome, agent));
-  return await withTimeout(checking, hook.timeoutMs ?? HOOK_TIMEOUT_MS).catch((error: unknown): ToolOutcome => {
-    // The error goes to the user only: its text may quote the very result it was meant to hide.
-    agent.config.onEvent({ type: 'notice', text: `after-call hook ${hook.name} failed: ${errorText(error)}` });
+  try {
+    return await withTimeout(checking, hook.timeoutMs ?? HOOK_TIMEOUT_MS);
+  } catch (error) {
+    // Told the user only: the error may quote the very result it was meant to hide.
+    const text = `after-call hook ${hook.name} failed: ${errorText(error)}`;
+    agent.config.onEvent({ type: 'notice', text });
     return { content: `result withheld: the ${hook.name} check failed`, isError: true };
-  });
+  }
 }
 
 const HOOK_TIMEOUT_MS = 10_000;
 const ALLOW: Decision = { action: 'allow' };
 const deny = (why: string): Decision => ({ action: 'deny', reason: `not run: ${why}` });
 
-/** Prevents a tool from ever seeing input that breaks the schema the model was shown.
- *  Nothing is coerced: "5" is not 5, and an unknown key is an error, so the transcript never lies. */
+/** Prevents a tool from seeing input that breaks the schema the model was shown. Nothing is
+ *  coerced: "5" is not 5, and an unknown key is an error, so the transcript never lies. */
 export const validateInput: BeforeCallHook = {
   name: 'validate',
   check: ({ tool, input }) => {
@@ -551,14 +665,14 @@ export const validateInput: BeforeCallHook = {
   },
 };
 
-/** The `path` argument of a call, if it has one: what the path hooks check. A forker's hook may use it too. */
+/** A call's `path` argument, if it has one: what the path hooks check (a forker's may too). */
 export const pathOf = (input: unknown): string | undefined =>
   typeof input === 'object' && input !== null && 'path' in input && typeof input.path === 'string'
     ? input.path
     : undefined;
 
-/** Prevents any tool, a forker's included, from touching a path outside the project: every call whose arguments
- *  have a top-level `path` string (a forker's tool that takes paths under other names checks them itself). */
+/** Prevents any tool, a forker's included, from touching a path outside the project: it checks a
+ *  top-level `path` argument (a tool that takes paths under other names checks them itself). */
 export const safePathCheck: BeforeCallHook = {
   name: 'safe_path',
   async check({ input }, agent) {
@@ -568,44 +682,51 @@ export const safePathCheck: BeforeCallHook = {
   },
 };
 
-/** Prevents "silent green" (changing the files the model is judged by) and writes to the built-in protected names. */
+/** Prevents "silent green" (changing the files the model is judged by) and writes to the built-in
+ *  protected names. */
 export function protectedFiles(globs: readonly string[]): BeforeCallHook {
   return {
     name: 'protect',
     async check({ tool, input }, agent) {
       const requested = pathOf(input);
       if (tool.readOnly || requested === undefined) return ALLOW;
-      const real = await safe_path(agent.toolContext.root, requested);
-      const glob = globMatcher(globs)(path.relative(agent.toolContext.root, real).split(path.sep).join('/'));
-      const judged = glob && `${requested} is protected ("${glob}"): change the code, not the files that check it`;
+      const { root } = agent.toolContext;
+      const real = await safe_path(root, requested);
+      const glob = globMatcher(globs)(path.relative(root, real).split(path.sep).join('/'));
+      const judged =
+        glob &&
+        `${requested} is protected ("${glob}"): change the code, not the files that check it`;
       const reason = protectedPathProblem(agent.toolContext, requested, real) ?? judged;
       return reason ? { action: 'deny', reason } : ALLOW;
     },
   };
 }
 
-/** Prevents a model stuck in a loop from repeating itself forever: the third identical call in a row is refused.
- *  "In a row" is in the calls the model made (counted by countRepeats): one refused, skipped or cut off still counts,
- *  and a different one in between breaks the row, whatever became of it. */
+/** Prevents a model stuck in a loop from repeating itself forever: the third identical call in a
+ *  row is refused. The row counts the calls made (countRepeats), whatever became of them. */
 export const runawayGuard: BeforeCallHook = {
   name: 'runaway',
   check(_planned, agent) {
     const repeats = agent.repeats.times;
     if (repeats < 3) return ALLOW;
-    const reason = `not run: you made this exact call ${repeats} times in a row and its answer will not change`;
-    return { action: 'deny', reason: `${reason}; try something different` };
+    const reason = `not run: you made this exact call ${repeats} times in a row`;
+    const advice = 'and its answer will not change; try something different';
+    return { action: 'deny', reason: `${reason} ${advice}` };
   },
 };
 
-/** Prevents unreviewed changes: a call that changes something runs only once the user approved its preview. */
+/** Prevents unreviewed changes: a call that changes something runs only once the user approved its
+ *  preview. */
 export function approval(approve: Approver): BeforeCallHook {
-  let always = approve === approveAll; // approving everything, nobody would read a preview: none is built
+  let always = approve === approveAll; // approving everything, nobody would read a preview
   return {
     name: 'approval',
     timeoutMs: Infinity,
     async check({ call, tool, input }, agent, signal) {
       if (tool.readOnly || always) return ALLOW;
-      const preview = tool.preview ? await tool.preview(input, agent.toolContext) : JSON.stringify(input, null, 2);
+      const preview = tool.preview
+        ? await tool.preview(input, agent.toolContext)
+        : JSON.stringify(input, null, 2);
       const answer = await approve({ tool: tool.name, preview, signal, call });
       if (!answer.approved) {
         const why = answer.reason ? `: ${answer.reason}` : '';
@@ -629,7 +750,7 @@ export const capToolOutput: AfterCallHook = {
  *  (the SDK drops them silently), the user pressed Ctrl-C, the time ran out, or the user spoke. */
 function notRunReason(agent: Agent, run: Run, reply: Anthropic.Message): string | null {
   if (reply.stop_reason === 'max_tokens') {
-    return 'not executed: your reply was cut off at max_tokens, the arguments may be incomplete; issue the call again';
+    return CUT_OFF_CALL;
   }
   if (run.timeUp?.aborted) return 'not run: the time budget of this run ran out';
   if (run.signal.aborted) return 'not run: the user interrupted';
@@ -637,28 +758,39 @@ function notRunReason(agent: Agent, run: Run, reply: Anthropic.Message): string 
   return null;
 }
 
-/** Prevents a call from starting after a stop: a Ctrl-C, a timeout or a message typed while the hooks (or the user,
- *  asked for approval) were deciding still stops a call that has not started. */
-async function runUnlessStopped(agent: Agent, run: Run, reply: Anthropic.Message, planned: PlannedCall) {
+/** Prevents a call from starting after a stop that came while the hooks (or the user, asked for
+ *  approval) were deciding. */
+async function runUnlessStopped(
+  agent: Agent,
+  run: Run,
+  reply: Anthropic.Message,
+  planned: PlannedCall,
+) {
   const notRun = notRunReason(agent, run, reply);
   return notRun ? { content: notRun, isError: true } : await execute(agent, run, planned);
 }
 
-/** How the person speaks to a run in progress: the text goes to the model with the next results (or the gate's
- *  answer), and any call not yet started is skipped so the model reads it first. */
+/** How the person speaks to a run in progress: the text goes to the model with the next results,
+ *  and any call not yet started is skipped so the model reads it first. */
 export const steer = (agent: Agent, text: string): void => void agent.steering.push(text);
 
-/** What the user typed while the agent worked: it follows the results (or the gate's answer) in the
- *  same user turn, so the model reads it next. */
+/** What the user typed meanwhile, as blocks that follow the results in the same user turn. */
 function takeSteering(agent: Agent): Anthropic.TextBlockParam[] {
   return agent.steering.splice(0).map((text) => ({ type: 'text', text }));
 }
 
-/** What stops one run (one task): Ctrl-C, or its time running out. Its spending is in `agent.ledger`. */
+/** Takes back what the user typed that the agent never read (the run ended first). */
+export const withdrawSteering = (agent: Agent): string[] => agent.steering.splice(0);
+
+/** What stops one run: Ctrl-C, or its time running out. Its spending is in `agent.ledger`. */
 type Run = { signal: AbortSignal; userSignal: AbortSignal; timeUp: AbortSignal | undefined };
 
 /** A run opens a new ledger, unless it is a sub-agent's, which spends from its parent's. */
-function startRun(agent: Agent, userSignal = new AbortController().signal, ledger = openLedger(agent.config)): Run {
+function startRun(
+  agent: Agent,
+  userSignal = new AbortController().signal,
+  ledger = openLedger(agent.config),
+): Run {
   const { timeoutMs } = agent.config.budgets;
   const timeUp = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs);
   const signal = timeUp ? AbortSignal.any([userSignal, timeUp]) : userSignal;
@@ -668,34 +800,43 @@ function startRun(agent: Agent, userSignal = new AbortController().signal, ledge
 
 /** Why a stopped run stopped: its time budget, or the user. */
 function stoppedHalt(agent: Agent, run: Run): Halt {
-  if (run.timeUp?.aborted && !run.userSignal.aborted) return budgetHalt(agent, 'time', agent.config.budgets.timeoutMs);
+  if (run.timeUp?.aborted && !run.userSignal.aborted) {
+    return budgetHalt(agent, 'time', agent.config.budgets.timeoutMs);
+  }
   return { kind: 'interrupted' };
 }
 
-/** Prevents a run from going on past Ctrl-C, its time, its turns, or what its sub-agents spent: checked after every
- *  turn's calls were answered, so the transcript stays valid. */
+/** Prevents a run from going on past Ctrl-C, its time, its turns, or what its sub-agents spent:
+ *  checked once a turn's calls are answered, so the transcript stays valid. */
 function stopCheck(agent: Agent, run: Run, turn: number): Halt | null {
   const { maxTurns } = agent.config.budgets;
   if (run.signal.aborted) return stoppedHalt(agent, run);
   if (agent.repeats.times >= STUCK_AFTER) return { kind: 'error', message: STUCK };
-  return overBudget(agent) ?? (turn >= maxTurns ? budgetHalt(agent, 'turns', maxTurns) : null);
+  return spendingHalt(agent) ?? (turn >= maxTurns ? budgetHalt(agent, 'turns', maxTurns) : null);
 }
 
-/** A model that makes the same call this many times in a row ignored three refusals: it is stuck, and the run ends. */
+/** A model that makes one call this many times in a row ignored three refusals: it is stuck. */
 const STUCK_AFTER = 6;
-const STUCK = `the model made the same call ${STUCK_AFTER} times in a row, refused from the third on: it is stuck`;
+const STUCK =
+  `the model made the same call ${STUCK_AFTER} times in a row, ` +
+  'refused from the third on: it is stuck';
 
-/** Prevents runaway spending, by one loop or by sub-agents running side by side: checked before every model
- *  call (a summary's too), so a run overshoots by at most the one call each of its loops has under way. */
-function overBudget(agent: Agent): Halt | null {
+/** Prevents runaway spending, by one loop or by sub-agents side by side: the budget halt once the
+ *  tokens or dollars are spent. Checked before every model call (a summary's too), so a run
+ *  overshoots by at most the one call each of its loops has under way. */
+function spendingHalt(agent: Agent): Halt | null {
   const { maxTokens, maxCostUsd, spent } = agent.ledger;
-  if (maxTokens !== undefined && totalTokens(spent) >= maxTokens) return budgetHalt(agent, 'tokens', maxTokens);
-  const costUsd = spent.costUsd ?? 0; // an unknown price cannot be budgeted: withDefaults refuses it
-  return maxCostUsd !== undefined && costUsd >= maxCostUsd ? budgetHalt(agent, 'cost', maxCostUsd) : null;
+  if (maxTokens !== undefined && totalTokens(spent) >= maxTokens) {
+    return budgetHalt(agent, 'tokens', maxTokens);
+  }
+  const costUsd = spent.costUsd ?? 0; // unpriced: withDefaults refuses a dollar budget
+  if (maxCostUsd !== undefined && costUsd >= maxCostUsd)
+    return budgetHalt(agent, 'cost', maxCostUsd);
+  return null;
 }
 
-// ---------------------------------------------------------------------------------------------------------------------
-// P4 — endurance: what the model is shown (a context hook), compaction, AGENTS.md, and the sub-agent.
+// -------------------------------------------------------------------------------------------------
+// P4 — endurance: what the model is shown (context hooks), compaction, AGENTS.md, the sub-agent.
 
 export interface EnduranceOptions {
   /** Used when the model's metadata does not say; default 200,000. */
@@ -712,26 +853,22 @@ export interface EnduranceOptions {
   contextHooks?: readonly ContextHook[];
 }
 
-export type EnduranceEvent =
-  | ({ type: 'compaction'; usage: Anthropic.Usage; tokensBefore: number; tokensAfter: number } & Compaction)
-  | { type: 'compaction-failed'; usage: Anthropic.Usage; reason: string } // a summary paid for, and not used
-  | { type: 'subagent'; id: string; description: string; event: AgentEvent };
-
-/** Messages as the model is shown them, read-only: the transcript itself, or what the context hooks made of it. */
+/** Messages as the model is shown them, read-only: the transcript, or what the hooks made of it. */
 export type View = readonly Anthropic.MessageParam[];
 
-/** Gets the messages before every request and returns what the model should see: them as they are, or a new array
- *  that is afterwards only ever appended to. They are the session's own, uncopied and read-only: changing the array
- *  or a message throws. Compaction is one; a forker might attach a git diff. */
+/** Gets the messages before every request and returns what the model should see: them as they are,
+ *  or a new array that is afterwards only appended to. They are the session's own, uncopied:
+ *  changing them throws. Compaction is one; a forker might attach a git diff. */
 export type ContextHook = (messages: View, agent: Agent, signal: AbortSignal) => Promise<View>;
 
 /** The model sees the summary, then the transcript from `keptFrom` on, word for word. */
 export type Compaction = { summary: string; keptFrom: number };
 
-/** P4's part of a session: the window (from the model if it says), the context hooks, no summary yet. */
+/** P4's part of a session: the window (the model's if it says), the context hooks. */
 async function enduranceState(settings: Settings, contextFiles: ContextFile[]) {
+  const window = (await settings.model.contextWindow?.()) ?? settings.contextWindow;
   return {
-    contextWindow: (await settings.model.contextWindow?.()) ?? settings.contextWindow ?? DEFAULT_CONTEXT_WINDOW,
+    contextWindow: window ?? DEFAULT_CONTEXT_WINDOW,
     contextFiles,
     contextHooks: [compaction, ...(settings.contextHooks ?? [])],
     compaction: null,
@@ -747,40 +884,43 @@ const KEEP_VERBATIM_TOKENS = 20_000;
 export const estimateTokens = (value: unknown) =>
   Math.ceil((typeof value === 'string' ? value : JSON.stringify(value)).length / 3.5);
 
-/** Runs every context hook on the transcript (read-only, uncopied); what comes out is what the model sees. */
+/** Runs every context hook on the transcript; what comes out is what the model sees. */
 async function contextView(agent: Agent, signal: AbortSignal): Promise<View> {
   let view: View = freezeNewMessages(agent.messages);
   for (const hook of agent.contextHooks) {
-    view = await runReadOnly(view, (shown) => hook(shown, agent, signal)).catch((error: unknown) => {
-      throw new ContextHookError(`the context hook ${hook.name || '(unnamed)'} failed: ${errorText(error)}`);
-    });
+    view = await runReadOnly(view, (shown) => hook(shown, agent, signal)).catch(
+      (error: unknown) => {
+        const name = hook.name || '(unnamed)';
+        throw new ContextHookError(`the context hook ${name} failed: ${errorText(error)}`);
+      },
+    );
   }
   return view;
 }
 
-/** The messages as the model sees them now: the summary, then the recent part verbatim, i.e.
- *  [summary, ...messages.slice(keptFrom)], kept from one request to the next and extended by what is new. */
+/** The messages as the model sees them now: [summary, ...messages.slice(keptFrom)]. */
 export function compactedView(agent: Agent, messages: View): View {
   return agent.compaction ? compactedCopy(agent.compaction, messages) : messages;
 }
 
-/** The size of the next request: the last request's real size plus an estimate of what came since (each message is
- *  measured once, by estimateMessages, so a long session or its first request after a resume is not re-measured). */
+/** The next request's size: the last request's real size plus an estimate of what came since, so a
+ *  long session is not re-measured. */
 function estimateNextRequest(agent: Agent, view: View): number {
   const last = agent.lastRequest;
   if (last && last.keptFrom === (agent.compaction?.keptFrom ?? 0)) {
     return last.tokens + estimateMessages(agent.messages.slice(last.messages));
   }
-  return estimateTokens(agent.system) + estimateTokens(agent.toolDefinitions) + estimateMessages(view);
+  const fixed = estimateTokens(agent.system) + estimateTokens(agent.toolDefinitions);
+  return fixed + estimateMessages(view);
 }
 
-/** Prevents the session from dying when the window fills: before any request that would pass 75% of the window, the
- *  older part is summarised (a part larger than the window, a piece at a time), and only the summary plus the recent
- *  part is sent. */
+/** Prevents the session from dying when the window fills: before a request that would pass 75% of
+ *  the window, the older part is summarised (a part larger than the window, a piece at a time),
+ *  and only the summary plus the recent part is sent. */
 export const compaction: ContextHook = async (messages, agent, signal) => {
   const threshold = (agent.config.compactAt ?? 0.75) * agent.contextWindow;
   let size = estimateNextRequest(agent, compactedView(agent, messages));
-  while (size > threshold && !overBudget(agent)) {
+  while (size > threshold && !spendingHalt(agent)) {
     const made = await compact(agent, signal); // spent: the loop halts before its call anyway
     if (made === null) break;
     size += made.tokensAfter - made.tokensBefore;
@@ -789,11 +929,14 @@ export const compaction: ContextHook = async (messages, agent, signal) => {
   return compactedView(agent, messages);
 };
 
-/** Where the verbatim part starts: at an assistant message, so no tool_result is ever separated
- *  from its tool_use, and as early as the budget for the recent part allows. For example, with
- *  [task, assistant(call), user(result), assistant(call), user(result)] and room for the last two
- *  messages only, the cut is 3: the summary replaces 0–2, and 3–4 stay word for word. */
-export function chooseCut(messages: Anthropic.MessageParam[], from: number, keepTokens: number): number | null {
+/** Where the verbatim part starts: at an assistant message, so no tool_result is separated from its
+ *  tool_use, and as early as `keepTokens` allows. With [task, assistant(call), user(result),
+ *  assistant(call), user(result)] and room for two messages, the cut is 3. */
+export function chooseCut(
+  messages: Anthropic.MessageParam[],
+  from: number,
+  keepTokens: number,
+): number | null {
   let cut: number | null = null;
   let suffix = 0;
   for (let i = messages.length - 1; i > from; i--) {
@@ -805,66 +948,139 @@ export function chooseCut(messages: Anthropic.MessageParam[], from: number, keep
   return cut;
 }
 
-/** Prevents a summary request larger than the window: the part [from, cut) is summarised up to the last reply before
- *  `fitTokens` is passed (or the first reply, if even that passes it), and the rest in the next piece. */
-function pieceEnd(messages: Anthropic.MessageParam[], from: number, cut: number, fitTokens: number): number {
-  let [size, end] = [0, null as number | null];
+/** Prevents a summary request larger than the window: [from, cut) is summarised up to the last
+ *  reply before `fitTokens` is passed (or the first reply), the rest in the next piece. */
+function pieceEnd(
+  messages: Anthropic.MessageParam[],
+  from: number,
+  cut: number,
+  fitTokens: number,
+) {
+  let size = 0;
+  let end: number | null = null;
   for (let i = from + 1; i <= cut; i++) {
-    size += estimateMessages(messages.slice(i - 1, i)); // each message measured once, as the requests measure it
-    if (messages[i]!.role === 'assistant' && size > fitTokens) return end ?? i; // a piece ends at a reply too
+    size += estimateMessages(messages.slice(i - 1, i)); // measured once, as requests measure it
+    if (messages[i]!.role === 'assistant' && size > fitTokens) return end ?? i;
     if (messages[i]!.role === 'assistant') end = i;
   }
   return cut;
 }
 
-/** Prevents one huge message (a 50 MB task, a 20 MB edit) from breaking every later request and every resume: a
- *  message may take half the window; past that, each long string in it keeps its head and tail and says how much
- *  was cut (thinking blocks stay whole: the API refuses altered ones). */
+/** Prevents one huge message (a 50 MB task) from breaking every later request and resume: past half
+ *  the window, each long string keeps its head and tail (thinking blocks stay whole). */
 function withinShare(agent: Agent, message: Anthropic.MessageParam): Anthropic.MessageParam {
   const room = agent.contextWindow * 3.5 * 0.5; // characters, as estimateTokens counts them
   return estimateMessages([message]) * 3.5 <= room ? message : capStrings(message, room / 4);
 }
 
-/** A summary is text only: the request keeps the tools (and so the cached prefix) but may not call them. */
+/** A summary is text only: the request keeps the tools (and so the cached prefix) but not calls. */
 const NO_TOOLS: Anthropic.ToolChoice = { type: 'none' };
 
-/** Strings longer than this are cut before summarising (head and tail kept), so the summary request itself fits. */
+/** Longer strings are cut (head and tail kept) before summarising, so the request fits. */
 const SUMMARY_STRING_CHARS = 2_000;
 
-/** Summarises the previous summary and the messages up to the cut point (or the first piece of them that fits half
- *  the window) with one more model call. Nothing is deleted: the session file gets a compaction entry and keeps
- *  every message. Returns what it reported, or null if there is nothing to cut. */
+/** Summarises the previous summary and the messages up to the cut (or the first piece that fits
+ *  half the window) with one more model call. Nothing is deleted: the session file gets a
+ *  compaction entry. Returns what it reported, or null if there is nothing to cut. */
 export async function compact(agent: Agent, signal: AbortSignal): Promise<Compacted | null> {
   const { messages, contextWindow } = agent;
   const from = agent.compaction?.keptFrom ?? 0;
   const verbatim = chooseCut(messages, from, Math.min(KEEP_VERBATIM_TOKENS, contextWindow / 4));
   if (verbatim === null) return null;
   const cut = pieceEnd(messages, from, verbatim, contextWindow / 2);
-  const older = [...(agent.compaction ? [summaryMessage(agent.compaction.summary)] : []), ...messages.slice(from, cut)];
+  const previous = agent.compaction ? [summaryMessage(agent.compaction.summary)] : [];
+  const older = [...previous, ...messages.slice(from, cut)];
   const asked: Anthropic.MessageParam = { role: 'user', content: SUMMARY_INSTRUCTIONS };
   const shown = [...older.map((message) => capStrings(message, SUMMARY_STRING_CHARS)), asked];
-  const request = { system: agent.system, tools: agent.toolDefinitions, tool_choice: NO_TOOLS, messages: shown };
+  const tools = agent.toolDefinitions;
+  const request = { system: agent.system, tools, tool_choice: NO_TOOLS, messages: shown };
   const onNotice = (text: string) => agent.config.onEvent({ type: 'notice', text });
   const reply = await agent.config.model.complete(request, { signal, onText: () => {}, onNotice });
   spend(agent, reply.usage); // an empty summary was paid for too
-  const [summary, usage] = [finalText([reply]), reply.usage];
-  if (summary === '') agent.config.onEvent({ type: 'compaction-failed', usage, reason: 'the summary came back empty' });
-  if (summary === '') throw new Error('the summary came back empty');
+  const summary = finalText([reply]);
+  const usage = reply.usage;
+  if (summary === '') {
+    const reason = 'the summary came back empty';
+    agent.config.onEvent({ type: 'compaction-failed', usage, reason });
+    throw new Error(reason);
+  }
   agent.compaction = { summary, keptFrom: cut };
   agent.lastRequest = null;
-  const sizes = { tokensBefore: estimateMessages(older), tokensAfter: estimateMessages([summaryMessage(summary)]) };
-  agent.config.onEvent({ type: 'compaction', summary, keptFrom: cut, ...sizes, usage });
-  return { ...sizes, piece: cut < verbatim };
+  const tokensBefore = estimateMessages(older);
+  const tokensAfter = estimateMessages([summaryMessage(summary)]);
+  const event = {
+    type: 'compaction',
+    summary,
+    keptFrom: cut,
+    tokensBefore,
+    tokensAfter,
+    usage,
+  } as const;
+  agent.config.onEvent(event);
+  return { tokensBefore, tokensAfter, piece: cut < verbatim };
 }
 
-/** What a compaction replaced and with what, in estimated tokens; `piece`: more of the older part is left to do. */
+/** What a compaction replaced, and with what, in estimated tokens; `piece`: more is left to do. */
 export type Compacted = { tokensBefore: number; tokensAfter: number; piece: boolean };
+
+/** /compact: the summary is made on a copy of the session and kept only if it makes what the model
+ *  sees smaller. Returns why nothing changed, or null. */
+export async function compactNow(agent: Agent, signal: AbortSignal): Promise<string | null> {
+  const events: AgentEvent[] = [];
+  const onEvent = (event: AgentEvent) => void events.push(event);
+  const trial: Agent = { ...agent, config: { ...agent.config, onEvent } };
+  const compacted = await compact(trial, signal).catch((error: unknown) => errorText(error));
+  const made = events.find((event) => event.type === 'compaction');
+  const smaller = made !== undefined && made.tokensAfter < made.tokensBefore;
+  for (const event of events) if (event !== made || smaller) agent.config.onEvent(event);
+  if (typeof compacted === 'string') return compacted;
+  if (compacted === null) return 'nothing old enough to summarise yet';
+  if (!smaller) {
+    const sizes = made ? ` (~${made.tokensAfter} tokens, against ~${made.tokensBefore} now)` : '';
+    const declined = `declined: the summary${sizes} would not make what the model sees smaller`;
+    return `${declined}; nothing changed`;
+  }
+  agent.compaction = trial.compaction;
+  agent.lastRequest = null;
+  return null;
+}
+
+/** /context: where the window goes, in estimated tokens. */
+export interface ContextBreakdown {
+  window: number;
+  systemPrompt: number;
+  toolDefinitions: number;
+  projectFiles: number;
+  messages: number;
+  free: number;
+}
+
+/** Where the window goes now, estimated as a request is: the system prompt (AGENTS.md apart), the
+ *  tool definitions, and the messages the model is shown. */
+export function contextBreakdown(agent: Agent): ContextBreakdown {
+  const projectFiles = agent.contextFiles.reduce((sum, file) => sum + estimateTokens(file.text), 0);
+  const systemPrompt = estimateTokens(agent.system[0]?.text ?? '') - projectFiles;
+  const toolDefinitions = estimateTokens(agent.toolDefinitions);
+  const messages = estimateMessages(compactedView(agent, agent.messages));
+  const used = systemPrompt + projectFiles + toolDefinitions + messages;
+  const free = Math.max(agent.contextWindow - used, 0);
+  return {
+    window: agent.contextWindow,
+    systemPrompt,
+    toolDefinitions,
+    projectFiles,
+    messages,
+    free,
+  };
+}
 
 // --- AGENTS.md: project context for the model, never instructions for the harness.
 
 function systemPrompt(settings: Settings, files: ContextFile[]): string {
   const base = settings.systemPrompt ?? SYSTEM_PROMPT;
-  const sections = files.flatMap((file) => (file.skipped ? [] : [`## ${file.path}\n\n${file.text}`]));
+  const sections = files.flatMap((file) =>
+    file.skipped ? [] : [`## ${file.path}\n\n${file.text}`],
+  );
   if (sections.length === 0) return base;
   const heading = '# Project context (AGENTS.md files: guidance from the project, farthest first)';
   return `${base}\n\n${heading}\n\n${sections.join('\n\n')}`;
@@ -874,19 +1090,24 @@ function systemPrompt(settings: Settings, files: ContextFile[]): string {
 
 export const TASK_MAX_TURNS = 30;
 
-/** Lets a search that reads forty files cost the parent one tool result. The child gets every read-only tool
- *  but `task` (a forker's read-only tool included). It spends from the parent's ledger, so it stops when the parent's
- *  tokens or dollars run out, and its events (and so its session file) stay visible. */
+/** Lets a search that reads forty files cost the parent one tool result. The child gets every
+ *  read-only tool but `task`, and spends from the parent's ledger: it stops when the parent's
+ *  tokens or dollars run out. Its events (and so its session file) stay visible. */
 function taskTool(parent: Agent): Tool {
   return defineTool({
     name: 'task',
     description:
-      'Hand a self-contained research question to a sub-agent that can list and read files (not edit them) and ' +
-      'answers with a report. Use it for searches that would read many files; several tasks may run at once. ' +
-      'Not for changing files, and not for one known file: use read_file.',
+      'Hand a self-contained research question to a sub-agent that can list and read files ' +
+      '(not edit them) and answers with a report. Use it for searches that would read many ' +
+      'files; several tasks may run at once. Not for changing files, and not for one known ' +
+      'file: use read_file.',
     input: z.strictObject({
-      description: z.string().describe('A few words saying what the task is for, e.g. "find the config loader"'),
-      prompt: z.string().describe('The full question; the sub-agent sees nothing else of this conversation'),
+      description: z
+        .string()
+        .describe('A few words saying what the task is for, e.g. "find the config loader"'),
+      prompt: z
+        .string()
+        .describe('The full question; the sub-agent sees nothing else of this conversation'),
     }),
     readOnly: true,
     async run({ description, prompt }, ctx) {
@@ -903,11 +1124,11 @@ function taskTool(parent: Agent): Tool {
         contextFiles: false,
         systemPrompt: SUBAGENT_PROMPT,
         onEvent: (event) => {
-          if ('usage' in event) addUsage(parent.usage, model, event.usage); // every call it paid for
+          if ('usage' in event) addUsage(parent.usage, model, event.usage); // each call it paid
           parent.config.onEvent({ type: 'subagent', id, description, event });
         },
       });
-      const ended = await runTask(child, prompt, ctx.signal, parent.ledger); // within what is left of the parent's
+      const ended = await runTask(child, prompt, ctx.signal, parent.ledger); // the parent's budget
       const report = finalText(child.messages);
       if (ended.kind === 'accepted') return report || '(the sub-agent gave no answer)';
       return `[the sub-agent stopped: ${describeHalt(ended)}]\n${report}`;
@@ -919,7 +1140,7 @@ function taskTool(parent: Agent): Tool {
 
 export const DEFAULT_MODEL = 'claude-sonnet-5-5';
 const MAX_OUTPUT_TOKENS = 32_000;
-/** The SDK's timeout covers only the wait for headers; a stream silent for this long is stalled. */
+/** The SDK's timeout covers only the wait for headers; a stream silent this long is stalled. */
 export const STREAM_IDLE_MS = 90_000;
 
 /** The real model: one streamed Messages API call per turn, text shown as it arrives. */
@@ -930,17 +1151,21 @@ export class AnthropicModel implements Model {
     private readonly idleMs = STREAM_IDLE_MS,
   ) {}
 
-  async complete(request: ModelRequest, { signal, onText, onNotice }: ModelCallOptions): Promise<Anthropic.Message> {
-    // The SDK retries by itself; this only says, for each failed attempt, what the SDK will do next.
+  async complete(request: ModelRequest, options: ModelCallOptions): Promise<Anthropic.Message> {
+    const { signal, onText, onNotice } = options;
+    // The SDK retries by itself; this only says, for each failed attempt, what it will do next.
     const showRetries: Middleware = async (request, next, context) => {
       const retried = Number(request.headers.get('x-stainless-retry-count') ?? 0);
       const left = (context.options?.maxRetries ?? this.client.maxRetries) - retried;
       const response = await next(request).catch((error: unknown) => {
         const failure = errorText(error);
-        if (!signal.aborted) onNotice(retryNotice(null, new Headers(), { left, retried, failure }) ?? failure);
+        const notice = retryNotice(null, new Headers(), { left, retried, failure });
+        if (!signal.aborted) onNotice(notice ?? failure);
         throw error;
       });
-      const notice = response.ok ? null : retryNotice(response.status, response.headers, { left, retried });
+      const notice = response.ok
+        ? null
+        : retryNotice(response.status, response.headers, { left, retried });
       if (notice) onNotice(notice);
       return response;
     };
@@ -949,52 +1174,75 @@ export class AnthropicModel implements Model {
       { signal, middleware: [showRetries] },
     );
     stream.on('text', onText);
-    let [stalled, timer] = [false, undefined as NodeJS.Timeout | undefined];
-    const stall = () => ((stalled = true), stream.abort());
-    // Armed only once the answer has arrived, and again by every event: the SDK's waits between retries are no stall.
+    let stalled = false;
+    let timer: NodeJS.Timeout | undefined;
+    const stall = () => {
+      stalled = true;
+      stream.abort();
+    };
+    // Armed once the answer arrived, and again by every event: waits between retries are no stall.
     stream.on('connect', () => (timer ??= setTimeout(stall, this.idleMs)).refresh());
     stream.on('streamEvent', () => timer?.refresh());
     try {
       return await stream.finalMessage();
     } catch (error) {
-      if (stalled) throw new Error(`the response stream stalled: no data for ${this.idleMs / 1000} s`);
+      if (stalled)
+        throw new Error(`the response stream stalled: no data for ${this.idleMs / 1000} s`);
       throw error;
     } finally {
       clearTimeout(timer);
     }
   }
 
-  /** Asked of the API once per model: every sub-agent's createAgent wants it too, and it does not change. */
+  /** Asked of the API once per model: every sub-agent wants it too, and it does not change. */
   private window: Promise<number | null> | undefined;
   contextWindow(): Promise<number | null> {
     const maxInput = (info: { max_input_tokens: number | null }) => info.max_input_tokens;
-    return (this.window ??= this.client.models.retrieve(this.name).then(maxInput, () => null));
+    this.window ??= this.client.models.retrieve(this.name).then(maxInput, () => null);
+    return this.window;
   }
 }
 
 type Middleware = NonNullable<Anthropic.RequestOptions['middleware']>[number];
-/** Where a failed attempt stands: retries left, retries made, and for a connection that failed, how. */
+/** Where a failed attempt stands: retries left and made, and for a failed connection, how. */
 type Attempt = { left: number; retried: number; failure?: string };
 
-/** Mirrors the SDK's own rule (client.js, shouldRetry): the server's x-should-retry header decides if present, else
- *  408, 409, 429 and 5xx are retried, and a connection that failed (status null) is too; all while retries are left. */
-export function retryNotice(status: number | null, headers: Headers, attempt: Attempt): string | null {
+/** Mirrors the SDK's own rule (client.js, shouldRetry): the x-should-retry header decides if
+ *  present, else 408, 409, 429, 5xx and a failed connection (status null) are retried. */
+export function retryNotice(
+  status: number | null,
+  headers: Headers,
+  attempt: Attempt,
+): string | null {
   const { left, retried, failure } = attempt;
   const said = headers.get('x-should-retry');
   const retryable =
-    said === null ? status === null || [408, 409, 429].includes(status) || status >= 500 : said === 'true';
-  const what = status === null ? `the connection failed (${failure})` : `the API answered ${status}`;
-  if (!retryable) return said === 'false' ? `${what}, and said not to retry (x-should-retry: false)` : null;
+    said === null
+      ? status === null || [408, 409, 429].includes(status) || status >= 500
+      : said === 'true';
+  const what =
+    status === null ? `the connection failed (${failure})` : `the API answered ${status}`;
+  if (!retryable) {
+    return said === 'false' ? `${what}, and said not to retry (x-should-retry: false)` : null;
+  }
   if (left <= 0) return `${what}; no retries left (${retried} made), so the call fails`;
-  const seconds = Number(headers.get('retry-after-ms') ?? NaN) / 1000 || Number(headers.get('retry-after') ?? NaN);
-  const when = !(seconds > 0) ? 'shortly' : seconds < 1 ? 'in under a second' : `in ${Math.round(seconds)} s`;
+  const afterMs = Number(headers.get('retry-after-ms') ?? NaN) / 1000;
+  const seconds = afterMs || Number(headers.get('retry-after') ?? NaN);
+  const when = !(seconds > 0)
+    ? 'shortly'
+    : seconds < 1
+      ? 'in under a second'
+      : `in ${Math.round(seconds)} s`;
   return `${what}; the SDK retries ${when} (retry ${retried + 1}, ${left - 1} more left)…`;
 }
 
-/** The SDK's API errors carry the HTTP status, the API's own message and the request id; they are
- *  recognised by that shape, so that an offline run never has to load the SDK. */
+/** The SDK's API errors (status, the API's message, the request id), known by their shape, so that
+ *  an offline run never loads the SDK. */
 const isApiError = (error: unknown): error is APIError<number> =>
-  error instanceof Error && 'status' in error && typeof error.status === 'number' && 'apiMessage' in error;
+  error instanceof Error &&
+  'status' in error &&
+  typeof error.status === 'number' &&
+  'apiMessage' in error;
 
 /** A context hook that failed: the run halts with an error that names the hook, not the model. */
 class ContextHookError extends Error {}
@@ -1003,7 +1251,8 @@ function describeModelError(error: unknown): string {
   if (error instanceof ContextHookError) return error.message;
   if (isApiError(error)) {
     const id = error.requestID ? ` (request id ${error.requestID})` : '';
-    return `model call failed: HTTP ${error.status} ${error.type ?? ''}: ${error.apiMessage ?? error.message}${id}`;
+    const said = `${error.type ?? ''}: ${error.apiMessage ?? error.message}${id}`;
+    return `model call failed: HTTP ${error.status} ${said}`;
   }
   return `model call failed: ${error instanceof Error ? error.message : String(error)}`;
 }
@@ -1011,43 +1260,62 @@ function describeModelError(error: unknown): string {
 // --- The words the model reads. Prompts guide the model; no guarantee rests on them.
 
 export const SYSTEM_PROMPT = [
-  'You are a coding agent working inside one project folder. You act only through the tools you are given;',
-  'all paths are relative to the project root. Read a file before you edit it, and make the smallest change',
-  'that does the task. When the task is done, stop calling tools and say in one or two sentences what you',
-  'changed. Your "done" is checked: if the project has a check command, it runs, and if it fails you are told.',
+  'You are a coding agent working inside one project folder. You act only through the' +
+    ' tools you are given;',
+  'all paths are relative to the project root. Read a file before you edit it, and make' +
+    ' the smallest change',
+  'that does the task. When the task is done, stop calling tools and say in one or two' +
+    ' sentences what you',
+  'changed. Your "done" is checked: if the project has a check command, it runs, and if' +
+    ' it fails you are told.',
 ].join('\n');
+
+const CUT_OFF_CALL =
+  'not executed: your reply was cut off at max_tokens, the arguments may be incomplete; ' +
+  'issue the call again';
 
 const CUT_OFF_REPLY =
   'Your reply was cut off at the output limit (max_tokens) before you finished. ' +
   'Continue, more briefly: call a tool, or say that you are done.';
 
 const SUMMARY_INSTRUCTIONS = [
-  'The conversation above no longer fits the context window. Write a summary that will replace it, so that you',
-  'can carry on from the summary alone. Use these headings: Goal; Constraints from the user; Done; In progress;',
-  'Next steps; Exact details (file names, function names, error messages, commands and values needed to carry on,',
+  'The conversation above no longer fits the context window. Write a summary that will' +
+    ' replace it, so that you',
+  'can carry on from the summary alone. Use these headings: Goal; Constraints from the' +
+    ' user; Done; In progress;',
+  'Next steps; Exact details (file names, function names, error messages, commands and' +
+    ' values needed to carry on,',
   'copied exactly). Do not call tools.',
 ].join('\n');
 
-/** What stands in for the summarised part of the transcript, first in every request after a compaction. */
+const SUMMARY_HEADING =
+  '[Summary of the earlier conversation, written when it no longer fitted the context window]';
+
+/** What stands in for the summarised part of the transcript, first in every later request. */
 const summaryMessage = (summary: string): Anthropic.MessageParam => ({
   role: 'user',
-  content: `[Summary of the earlier conversation, written when it no longer fitted the context window]\n\n${summary}`,
+  content: `${SUMMARY_HEADING}\n\n${summary}`,
 });
 
 const SUBAGENT_PROMPT = [
-  'You are a research sub-agent inside one project folder. Answer the prompt using the read-only tools you are',
-  'given; all paths are relative to the project root. Your final reply is all that the agent who asked will see,',
-  'so make it complete and self-contained: name the files and lines it rests on. Do not ask questions back.',
+  'You are a research sub-agent inside one project folder. Answer the prompt using the' +
+    ' read-only tools you are',
+  'given; all paths are relative to the project root. Your final reply is all that the' +
+    ' agent who asked will see,',
+  'so make it complete and self-contained: name the files and lines it rests on. Do not' +
+    ' ask questions back.',
 ].join('\n');
 
 // --- The options no caller gave, and the text of a reply.
 
-/** The options no caller gave take their defaults: no verify command, 25 turns, nothing protected, approve all. */
+/** The defaults: no verify command, 25 turns, nothing protected, approve all. */
 async function withDefaults(config: AgentConfig): Promise<Settings> {
-  // Prevents a dollar budget that could never halt: an unpriced model's cost is unknown, so nothing would count.
+  // Prevents a dollar budget that could never halt: an unpriced model's cost is unknown.
   const unpriced = [config.model, config.taskModel ?? config.model].find((model) => !model.price);
   if (config.budgets?.maxCostUsd !== undefined && unpriced) {
-    throw new Error(`a dollar budget needs a price, and ${unpriced.name} has none (give the Model a price)`);
+    throw new Error(
+      `a dollar budget needs a price, and ${unpriced.name} has none (give the Model a price)`,
+    );
   }
   return {
     ...config,
@@ -1061,10 +1329,9 @@ async function withDefaults(config: AgentConfig): Promise<Settings> {
   };
 }
 
-/** The text of the last assistant message that has any: a sub-agent's report (or its last words, if it was
- *  stopped while it was calling tools), or a summary. */
+/** The text of the last assistant message that has any: a sub-agent's report, or a summary. */
 function finalText(messages: readonly (Anthropic.MessageParam | Anthropic.Message)[]): string {
-  const said = messages.filter((message) => message.role === 'assistant').map((message) => textOfMessage(message));
+  const said = messages.filter((message) => message.role === 'assistant').map(textOfMessage);
   return said.findLast((text) => text.trim() !== '')?.trim() ?? '';
 }
 
@@ -1075,37 +1342,45 @@ export function textOfMessage(message: Anthropic.MessageParam | Anthropic.Messag
   return blocks.map((block) => (block.type === 'text' ? block.text : '')).join('');
 }
 
-// --- What keeps a trip's cost flat however long the session: nothing per request is proportional to the transcript.
+// --- What keeps a turn's cost flat however long the session: nothing is redone per request.
 
 const compactedViews = new WeakMap<Compaction, Anthropic.MessageParam[]>();
 
-/** [summary, ...messages.slice(keptFrom)], built once per compaction and then only extended by what is new. */
+/** [summary, ...messages.slice(keptFrom)], built once per compaction and then only extended. */
 function compactedCopy(compaction: Compaction, messages: View) {
   let view = compactedViews.get(compaction);
-  if (view === undefined) compactedViews.set(compaction, (view = [deepFreeze(summaryMessage(compaction.summary))]));
-  for (let i = compaction.keptFrom + view.length - 1; i < messages.length; i++) view.push(messages[i]!);
+  if (view === undefined) {
+    view = [deepFreeze(summaryMessage(compaction.summary))];
+    compactedViews.set(compaction, view);
+  }
+  for (let i = compaction.keptFrom + view.length - 1; i < messages.length; i++)
+    view.push(messages[i]!);
   return view;
 }
 
 const measuredChars = new WeakMap<Anthropic.MessageParam, number>();
 
-/** estimateTokens(messages), with each message's JSON measured once and remembered: a message never changes once
- *  the model may have seen it (freezeNewMessages), so neither does its length. */
+/** estimateTokens(messages), each message's JSON measured once: a message the model may have seen
+ *  never changes (freezeNewMessages), so neither does its length. */
 export function estimateMessages(messages: View): number {
   let chars = messages.length === 0 ? 2 : messages.length + 1; // "[", "]" and the commas between
   for (const message of messages) {
     let length = measuredChars.get(message);
-    if (length === undefined) measuredChars.set(message, (length = JSON.stringify(message).length));
+    if (length === undefined) {
+      length = JSON.stringify(message).length;
+      measuredChars.set(message, length);
+    }
     chars += length;
   }
   return Math.ceil(chars / 3.5);
 }
 
-/** Prevents a context hook, or anything else, from changing a message the model may have seen: the prompt cache
- *  would miss, and the session file would no longer hold what was sent. New messages are frozen, deeply, before
- *  the hooks see them; the walk back stops at the first one already frozen, so it costs what was appended. */
+/** Prevents anything from changing a message the model may have seen: the prompt cache would miss,
+ *  and the session file would not hold what was sent. New messages are deep-frozen; the walk back
+ *  stops at the first one already frozen, so it costs what was appended. */
 function freezeNewMessages(messages: Anthropic.MessageParam[]): Anthropic.MessageParam[] {
-  for (let i = messages.length - 1; i >= 0 && !Object.isFrozen(messages[i]); i--) deepFreeze(messages[i]);
+  for (let i = messages.length - 1; i >= 0 && !Object.isFrozen(messages[i]); i--)
+    deepFreeze(messages[i]);
   return messages;
 }
 
@@ -1116,38 +1391,50 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** Prevents a context hook from changing the array it was shown (the transcript itself, uncopied): it gets a view
- *  whose every write throws. If it returns that view unchanged, the array behind it goes on to the next hook. */
+/** Prevents a context hook from changing the array it was shown: every write to its view throws. If
+ *  it returns that view unchanged, the array behind it goes on to the next hook. */
 async function runReadOnly(messages: View, hook: (shown: View) => Promise<View>): Promise<View> {
   const refuse = (): never => {
-    throw new TypeError('a context hook may not change the messages it is shown: return a new array instead');
+    throw new TypeError(
+      'a context hook may not change the messages it is shown: return a new array instead',
+    );
   };
-  const shown = new Proxy(messages, { set: refuse, defineProperty: refuse, deleteProperty: refuse });
+  const shown = new Proxy(messages, {
+    set: refuse,
+    defineProperty: refuse,
+    deleteProperty: refuse,
+  });
   const returned = await hook(shown);
   return returned === shown ? messages : returned;
 }
 
-// --- Small helpers the agent uses: resendable replies, timeouts, a bounded pool, repeats, token accounting.
+// --- Small helpers: resendable replies, timeouts, a bounded pool, repeats, token accounting.
 
-/** Prevents one malformed call from making every later request fail: an input the API would not take back (nested
- *  too deep for JSON.stringify, or not an object) is stored as a note of what is wrong with it, which validation
+/** Prevents one malformed call from failing every later request: an input the API would not take
+ *  back (nested too deep, or not an object) is stored as a note of what is wrong, which validation
  *  refuses with that note. */
 function withResendableInputs(reply: Anthropic.Message): Anthropic.Message {
-  const wrong = (input: unknown) =>
-    nestedDeeperThan(input, MAX_INPUT_DEPTH)
-      ? `nested deeper than ${MAX_INPUT_DEPTH} levels`
-      : typeof input !== 'object' || input === null || Array.isArray(input)
-        ? `not an object: ${String(JSON.stringify(input)).slice(0, 200)}`
-        : null;
   const content = reply.content.map((block) => {
-    const problem = block.type === 'tool_use' && wrong(block.input);
+    const problem = block.type === 'tool_use' && unresendable(block.input);
     return problem ? { ...block, input: { [UNUSABLE]: problem } } : block;
   });
   return content.some((block, i) => block !== reply.content[i]) ? { ...reply, content } : reply;
 }
 
-/** Waits for `work`; once `signal` aborts, waits at most `graceMs` more, then settles with `fallback`. */
-async function settleOrAbandon<T>(work: Promise<T>, signal: AbortSignal, graceMs: number, fallback: T): Promise<T> {
+function unresendable(input: unknown): string | null {
+  if (nestedDeeperThan(input, MAX_INPUT_DEPTH))
+    return `nested deeper than ${MAX_INPUT_DEPTH} levels`;
+  if (typeof input === 'object' && input !== null && !Array.isArray(input)) return null;
+  return `not an object: ${String(JSON.stringify(input)).slice(0, 200)}`;
+}
+
+/** Waits for `work`; once `signal` aborts, waits at most `graceMs` more, then gives `fallback`. */
+async function settleOrAbandon<T>(
+  work: Promise<T>,
+  signal: AbortSignal,
+  graceMs: number,
+  fallback: T,
+) {
   let giveUp = () => {};
   const abandoned = new Promise<T>((resolve) => {
     giveUp = () => void setTimeout(() => resolve(fallback), graceMs).unref();
@@ -1161,14 +1448,14 @@ async function settleOrAbandon<T>(work: Promise<T>, signal: AbortSignal, graceMs
   }
 }
 
-/** Counts each call the model makes against the one before it: the same name and arguments extend the row. It costs
+/** Counts each call against the one before it: the same name and arguments extend the row. It costs
  *  the call's own size, never the transcript's; a resumed session starts a row of its own. */
 function countRepeats(agent: Agent, call: Anthropic.ToolUseBlock): void {
   const key = JSON.stringify([call.name, call.input]);
   agent.repeats = { key, times: agent.repeats.key === key ? agent.repeats.times + 1 : 1 };
 }
 
-/** Runs a list of tasks, at most `limit` at a time; results come back in the list's order. */
+/** Runs tasks at most `limit` at a time; results come back in the list's order. */
 async function runConcurrently<T>(tasks: (() => Promise<T>)[], limit: number): Promise<T[]> {
   const results: T[] = new Array(tasks.length);
   let next = 0;
@@ -1188,7 +1475,8 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
-export const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
+export const errorText = (error: unknown) =>
+  error instanceof Error ? error.message : String(error);
 
 /** A request the API found too long gets one forced compaction and one retry (see callModel). */
 const isPromptTooLong = (error: unknown) =>
@@ -1205,48 +1493,57 @@ export type UsageTotals = {
 
 const totalTokens = (u: UsageTotals) => u.input + u.cacheWrite + u.cacheRead + u.output;
 
-/** What a run spent, its sub-agents included, when it halted: dollars are null when a price is unknown. */
+/** What a run spent, its sub-agents included, when it halted. */
 export type Spent = { tokens: number; costUsd: number | null };
 
-/** A run's spending against its token and dollar limits, shared by every loop in the run (the parent's and its
- *  sub-agents'): each adds its usage as it comes in, and checks what is left before each model call. */
-export type Ledger = { readonly maxTokens?: number; readonly maxCostUsd?: number; readonly spent: UsageTotals };
-
-/** Nothing used yet: the cost starts at zero only if the model has a price. */
-const noUsage = ({ price }: Model): UsageTotals => {
-  return { input: 0, cacheWrite: 0, cacheRead: 0, output: 0, costUsd: price ? 0 : null };
+/** A run's spending against its token and dollar limits, shared by every loop of the run (the
+ *  parent's and its sub-agents'): each adds its usage, and checks what is left before each call. */
+export type Ledger = {
+  readonly maxTokens?: number;
+  readonly maxCostUsd?: number;
+  readonly spent: UsageTotals;
 };
 
-/** A new run's ledger: nothing spent yet, against the budgets' token and dollar limits. */
+/** Nothing used yet: the cost starts at zero only if the model has a price. */
+const noUsage = ({ price }: Model): UsageTotals => ({
+  input: 0,
+  cacheWrite: 0,
+  cacheRead: 0,
+  output: 0,
+  costUsd: price ? 0 : null,
+});
+
 function openLedger({ budgets, model }: Settings): Ledger {
   return { maxTokens: budgets.maxTokens, maxCostUsd: budgets.maxCostUsd, spent: noUsage(model) };
 }
 
-/** One model call's usage goes to the session's totals and to the ledger of the run in progress. */
+/** One model call's usage goes to the session's totals and to the run's ledger. */
 function spend(agent: Agent, usage: Anthropic.Usage): void {
   addUsage(agent.usage, agent.config.model, usage);
   addUsage(agent.ledger.spent, agent.config.model, usage);
 }
 
-/** Adds a reply's usage to the session's totals and the run's ledger (budgets read it), and reports it. */
+/** Spends a reply's usage, keeps its size as the next estimate's base, and reports the reply. */
 function countUsage(agent: Agent, reply: Anthropic.Message, turn: number): void {
   const { usage, content } = reply;
   spend(agent, usage);
   const cached = (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
   const tokens = usage.input_tokens + cached + usage.output_tokens;
-  agent.lastRequest = { tokens, messages: agent.messages.length, keptFrom: agent.compaction?.keptFrom ?? 0 };
+  const keptFrom = agent.compaction?.keptFrom ?? 0;
+  agent.lastRequest = { tokens, messages: agent.messages.length, keptFrom };
   const calls = content.filter((block) => block.type === 'tool_use').length;
   const totals = { ...agent.usage };
-  agent.config.onEvent({ type: 'reply', turn, stopReason: reply.stop_reason, calls, content, usage, totals });
+  const stopReason = reply.stop_reason;
+  agent.config.onEvent({ type: 'reply', turn, stopReason, calls, content, usage, totals });
 }
 
-/** A budget halt says which limit ran out and what the run, sub-agents included, had spent by then. */
+/** A budget halt says which limit ran out and what the run, sub-agents included, had spent. */
 function budgetHalt(agent: Agent, budget: BudgetName, limit = 0): Halt {
   const spent = { tokens: totalTokens(agent.ledger.spent), costUsd: agent.ledger.spent.costUsd };
   return { kind: 'budget', budget, limit, spent };
 }
 
-/** Adds one response's usage to the totals; unknown prices keep the cost unknown. */
+/** Adds one response's usage to the totals; an unknown price keeps the cost unknown. */
 function addUsage(totals: UsageTotals, model: Model, usage: Anthropic.Usage): void {
   const cost = costOf(model.price, usage);
   totals.input += usage.input_tokens;
@@ -1256,27 +1553,27 @@ function addUsage(totals: UsageTotals, model: Model, usage: Anthropic.Usage): vo
   totals.costUsd = totals.costUsd === null || cost === null ? null : totals.costUsd + cost;
 }
 
-// --- Prices: what a token costs, so a budget in dollars can be kept. The Model carries its own (the program knows the
-// price list); a model without one has an unknown cost, never a made-up zero.
+// --- Prices: what a token costs, so a dollar budget can be kept. The Model carries its own.
 
-/** Dollars per million tokens in and out; cache writes and reads as multiples of input (default 1.25 and 0.1). */
+/** Dollars per million tokens; cache writes and reads as multiples of input (default 1.25, 0.1). */
 export type Price = { input: number; output: number; cacheWrite?: number; cacheRead?: number };
 
-/** Cache reads cost a tenth of input (or less), writes a quarter more: why byte-stable requests matter. */
+/** Cache reads cost a tenth of input, writes a quarter more: why byte-stable requests matter. */
 export function costOf(price: Price | undefined, usage: Anthropic.Usage): number | null {
   if (!price) return null;
   const { cacheWrite = 1.25, cacheRead = 0.1 } = price;
-  const cached =
-    cacheWrite * (usage.cache_creation_input_tokens ?? 0) + cacheRead * (usage.cache_read_input_tokens ?? 0);
+  const written = cacheWrite * (usage.cache_creation_input_tokens ?? 0);
+  const cached = written + cacheRead * (usage.cache_read_input_tokens ?? 0);
   const inputLike = usage.input_tokens + cached;
   return (inputLike * price.input + usage.output_tokens * price.output) / 1_000_000;
 }
 
-// --- Resume: a saved transcript, repaired so that the API accepts it and every call has its answer.
+// --- Resume: a saved transcript, repaired so the API accepts it and every call has its answer.
 
 const LOST_TASK = '[The first message of this session was lost from its file.]';
 const LOST_RESULT =
-  'result lost: the session file has no result for this call (a lost line); it may or may not have run';
+  'result lost: the session file has no result for this call (a lost line); ' +
+  'it may or may not have run';
 const DIED_MID_CALL = 'not run: the session ended before this call finished';
 
 const notRunResult = (id: string, content: string) => ({
@@ -1286,25 +1583,26 @@ const notRunResult = (id: string, content: string) => ({
   is_error: true,
 });
 
-/** Prevents a damaged session file from making a session that can never be resumed (every request a 400): the
- *  messages, taken in file order, become a transcript the API accepts, whatever lines were lost, repeated or
- *  damaged, each repair reported at its line. Both directions: a call whose result was lost is answered, a result
- *  whose call was lost is dropped, a repeated call id is dropped, and a reply cannot come first. Adjacent messages
- *  of one role stay: the API joins them, and this harness writes them (a task after a run that ended on results,
- *  or a paused turn and its continuation). A message is only ever added or changed at the end, so a compaction's
- *  cut, read after the messages it counts, means what it meant when written. */
+/** Prevents a damaged session file from making a session that can never resume (every request a
+ *  400): the messages, in file order, become a transcript the API accepts, each repair reported at
+ *  its line. A call whose result was lost is answered; a result whose call was lost, and a repeated
+ *  call id, are dropped; a reply cannot come first. Adjacent messages of one role stay (the API
+ *  joins them). A message is only added or changed at the end, so a compaction's cut keeps its
+ *  meaning. */
 export function transcriptRepair(warn: (text: string) => void) {
   const messages: Anthropic.MessageParam[] = [];
   const callIds = new Set<string>();
-  let awaiting: string[] = []; // the calls of the last message, if it is a reply: the next message answers them
+  let awaiting: string[] = []; // the calls of the last message, if a reply: the next answers them
   const answerLost = (at: string, ids: string[]) => {
-    warn(`${at}: ${ids.length} call(s) before this line have no result (a lost line); answered "result lost"`);
+    const lost = `${ids.length} call(s) before this line have no result (a lost line)`;
+    warn(`${at}: ${lost}; answered "result lost"`);
     return ids.map((id) => notRunResult(id, LOST_RESULT));
   };
   const addReply = (message: Anthropic.MessageParam, at: string) => {
     if (awaiting.length > 0) messages.push({ role: 'user', content: answerLost(at, awaiting) });
     if (messages.length === 0) {
-      warn(`${at}: the first message is a reply (the task before it was lost); a placeholder task goes first`);
+      const first = 'the first message is a reply (the task before it was lost)';
+      warn(`${at}: ${first}; a placeholder task goes first`);
       messages.push(userText(LOST_TASK));
     }
     const blocks = typeof message.content === 'string' ? [] : message.content;
@@ -1312,26 +1610,42 @@ export function transcriptRepair(warn: (text: string) => void) {
     const content = blocks.filter((block) => !repeated.includes(block));
     awaiting = content.flatMap((block) => (block.type === 'tool_use' ? [block.id] : []));
     for (const id of awaiting) callIds.add(id);
-    if (repeated.length === 0) return void messages.push(message);
-    warn(`${at}: ${repeated.length} call(s) repeat the id of an earlier call (a repeated line?); dropped`);
+    if (repeated.length === 0) {
+      messages.push(message);
+      return;
+    }
+    const again = `${repeated.length} call(s) repeat the id of an earlier call (a repeated line?)`;
+    warn(`${at}: ${again}; dropped`);
     if (content.length > 0) messages.push({ role: 'assistant', content });
   };
   const addUserMessage = (message: Anthropic.MessageParam, at: string) => {
     const blocks: Anthropic.ContentBlockParam[] =
-      typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : message.content;
+      typeof message.content === 'string'
+        ? [{ type: 'text', text: message.content }]
+        : message.content;
     const results = blocks.filter((block) => block.type === 'tool_result');
     const others = blocks.filter((block) => block.type !== 'tool_result');
+    const firstFor = (id: string) => results.findIndex((r) => r.tool_use_id === id);
     const kept = results.filter(
-      (r, i) => awaiting.includes(r.tool_use_id) && results.findIndex((s) => s.tool_use_id === r.tool_use_id) === i,
+      (r, i) => awaiting.includes(r.tool_use_id) && firstFor(r.tool_use_id) === i,
     );
     const missing = awaiting.filter((id) => !kept.some((r) => r.tool_use_id === id));
     awaiting = [];
-    const resultsFirst = blocks.every((block, i) => (block.type === 'tool_result') === i < results.length);
-    if (kept.length === results.length && missing.length === 0 && resultsFirst) return void messages.push(message);
-    if (kept.length < results.length)
-      warn(`${at}: ${results.length - kept.length} result(s) answer no call just before them; dropped`);
+    const resultsFirst = blocks.every(
+      (block, i) => (block.type === 'tool_result') === i < results.length,
+    );
+    const allAnswered = kept.length === results.length && missing.length === 0;
+    if (allAnswered && resultsFirst) {
+      messages.push(message);
+      return;
+    }
+    if (kept.length < results.length) {
+      warn(
+        `${at}: ${results.length - kept.length} result(s) answer no call just before them; dropped`,
+      );
+    }
     const answers = missing.length > 0 ? answerLost(at, missing) : [];
-    if (kept.length === results.length && missing.length === 0) warn(`${at}: results moved before the text`);
+    if (allAnswered) warn(`${at}: results moved before the text`);
     const content = [...kept, ...answers, ...others];
     if (content.length > 0) messages.push({ role: 'user', content });
   };
@@ -1339,20 +1653,21 @@ export function transcriptRepair(warn: (text: string) => void) {
     messages,
     add: (message: Anthropic.MessageParam, at: string) =>
       message.role === 'assistant' ? addReply(message, at) : addUserMessage(message, at),
-    /** Whether a compaction may cut at this message: the verbatim part must start with a reply (see chooseCut). */
+    /** Whether a compaction may cut here: the verbatim part starts with a reply (see chooseCut). */
     startsReply: (index: number) => messages[index]?.role === 'assistant',
-    /** The answer to calls the session ended in the middle of: appended by resume, so it is written to the file. */
+    /** Answers the calls the session ended in the middle of; resume appends it. */
     finish: (): Anthropic.MessageParam | null => {
       if (awaiting.length === 0) return null;
-      warn(`${awaiting.length} call(s) had no result (the process died mid-call); they are answered "not run"`);
+      const died = `${awaiting.length} call(s) had no result (the process died mid-call)`;
+      warn(`${died}; they are answered "not run"`);
       return { role: 'user', content: awaiting.map((id) => notRunResult(id, DIED_MID_CALL)) };
     },
   };
 }
 
-/** A saved session as `resume` takes it (app/session-file.ts reads one through transcriptRepair): its messages and
- *  summary, the sub-agents it started (a new one gets a file of its own), the answer to calls that never finished
- *  (appended, so the transcript is valid), and the protected files' hashes at its first start. */
+/** A saved session as `resume` takes it (app/session-file.ts reads one through transcriptRepair):
+ *  its messages and summary, the sub-agents it started, the answer to calls that never finished,
+ *  and the protected files' hashes at its first start. */
 export interface LoadedSession {
   messages: Anthropic.MessageParam[];
   compaction: Compaction | null;
@@ -1362,15 +1677,16 @@ export interface LoadedSession {
   warnings: string[];
 }
 
-/** Continues a loaded session: its messages become the transcript, and unanswered calls get answered. */
+/** Continues a loaded session: its messages become the transcript, repaired. */
 export function resume(agent: Agent, loaded: LoadedSession): void {
   agent.messages.length = 0;
-  for (const message of loaded.messages) agent.messages.push(withinShare(agent, message)); // no argument limit
+  for (const message of loaded.messages) agent.messages.push(withinShare(agent, message));
   agent.toolContext.seen.clear(); // what was read before must be read again before it is edited
   agent.compaction = loaded.compaction;
   agent.subAgentsStarted = loaded.subAgents;
-  [agent.lastRequest, agent.repeats] = [null, { key: '', times: 0 }]; // a new row: see countRepeats
-  // Prevents laundering a protected file between two runs: the gate compares with the session's first start.
+  agent.lastRequest = null;
+  agent.repeats = { key: '', times: 0 }; // a new row: see countRepeats
+  // Prevents laundering a protected file between two runs: the gate compares with the first start.
   for (const [file, hash] of loaded.protectedAtStart ?? []) {
     if (agent.protectedAtStart.has(file)) agent.protectedAtStart.set(file, hash);
   }
@@ -1378,17 +1694,23 @@ export function resume(agent: Agent, loaded: LoadedSession): void {
   if (loaded.repair) append(agent, loaded.repair);
 }
 
-// --- How a run ended, in words: the sub-agent's report says it, and so may any program that shows a halt.
+// --- How a run ended, in words: for the sub-agent's report, and any program that shows a halt.
 
 export function describeHalt(h: Halt): string {
   if (h.kind === 'interrupted') return 'interrupted';
   if (h.kind === 'error') return `error: ${h.message}`;
-  if (h.kind === 'accepted')
+  if (h.kind === 'accepted') {
     return h.verifiedBy === null
       ? 'accepted (unverified: no verify command was given)'
       : `accepted (verified by \`${h.verifiedBy}\`)`;
+  }
   const { budget, limit } = h;
-  const of = { turns: `${limit} turns`, tokens: `${limit} tokens`, cost: `$${limit}`, time: `${limit / 1000} s` };
+  const of = {
+    turns: `${limit} turns`,
+    tokens: `${limit} tokens`,
+    cost: `$${limit}`,
+    time: `${limit / 1000} s`,
+  };
   const reached = `${budget}: the limit of ${of[budget]} was reached`;
   if (h.spent === undefined) return `budget (${reached})`;
   const cost = h.spent.costUsd === null ? '' : `, $${h.spent.costUsd.toFixed(4)}`;

@@ -15,12 +15,12 @@ import { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import {
   type Agent,
+  type AgentEvent,
   type ApprovalAnswer,
   type Approver,
   createAgent,
   describeHalt,
   errorText,
-  type GateEvent,
   type Halt,
   type LoadedSession,
   type Model,
@@ -417,7 +417,7 @@ const GATE_TAIL_LINES = 20;
 
 /** The gate's verdict as the editor shows it, as the terminal's line says it (a check run outside the sandbox marked
  *  so), and the end of the check's output when not done. */
-function gateText(event: Extract<GateEvent, { type: 'gate' }>): string {
+function gateText(event: Extract<AgentEvent, { type: 'gate' }>): string {
   const said = `\`${event.command}\` ${event.reason}: ${event.passed ? 'pass' : 'not done'}${outsideSandbox(event)}`;
   const verdict = `\n\ngate: ${said}\n\n`;
   if (event.passed) return verdict;

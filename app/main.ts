@@ -12,6 +12,7 @@ import { pathToFileURL } from 'node:url';
 import {
   type Agent,
   approveAll,
+  contextBreakdown,
   createAgent,
   errorText,
   estimateTokens,
@@ -45,7 +46,6 @@ import {
 } from './session-file.ts';
 import {
   colourOn,
-  contextBreakdown,
   type Ending,
   EXIT,
   exitCodeFor,

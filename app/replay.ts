@@ -15,6 +15,7 @@ import {
   type ModelCallOptions,
   type ModelRequest,
   runTask,
+  steer,
 } from '../agent.ts';
 import { sandboxProblem } from '../tools.ts';
 import { type CliOptions, configFromCli, UsageError } from './options.ts';
@@ -382,7 +383,7 @@ export async function replaySession(file: string, options: CliOptions, out: Outp
       if (!REPLAYED_EVENTS.has(event.type)) return;
       counted++;
       for (const action of pending.filter((a) => a.afterEvents === counted)) {
-        if (action.type === 'steer') agent.steering.push(action.text);
+        if (action.type === 'steer') steer(agent, action.text);
         else run.abort();
       }
     }),

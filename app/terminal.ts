@@ -13,19 +13,19 @@ import {
   type AgentEvent,
   type ApprovalAnswer,
   type Approver,
-  compact,
-  compactedView,
+  compactNow,
+  contextBreakdown,
+  type ContextBreakdown,
   costOf,
   describeHalt,
   errorText,
-  estimateMessages,
-  estimateTokens,
   type Halt,
   type Price,
   runTask,
   steer,
   textOfMessage,
   type UsageTotals,
+  withdrawSteering,
 } from '../agent.ts';
 
 /** What the person did, which the harness never sees as an event: the program tells the session file, so a replay can
@@ -838,46 +838,6 @@ const APPROVAL_ANSWERS: Record<string, 'yes' | 'no' | 'always'> = {
   ...{ y: 'yes', yes: 'yes', ok: 'yes', a: 'always', always: 'always' },
 };
 
-/** Prevents /compact from making the view bigger: the summary is made on a copy of the session, and kept only if
- *  it is smaller than what it replaces. Returns why nothing changed, or null. */
-async function compactOnRequest(agent: Agent, signal: AbortSignal): Promise<string | null> {
-  const events: AgentEvent[] = [];
-  const trial: Agent = { ...agent, config: { ...agent.config, onEvent: (event) => events.push(event) } };
-  const compacted = await compact(trial, signal).catch((error: unknown) => errorText(error));
-  const made = events.find((event) => event.type === 'compaction');
-  const smaller = made !== undefined && made.tokensAfter < made.tokensBefore;
-  for (const event of events) if (event !== made || smaller) agent.config.onEvent(event);
-  if (typeof compacted === 'string') return compacted;
-  if (compacted === null) return 'nothing old enough to summarise yet';
-  if (!smaller) {
-    const sizes = made ? ` (~${made.tokensAfter} tokens, against ~${made.tokensBefore} now)` : '';
-    return `declined: the summary${sizes} would not make what the model sees smaller; nothing changed`;
-  }
-  [agent.compaction, agent.lastRequest] = [trial.compaction, null];
-  return null;
-}
-
-/** Where the window goes, in estimated tokens: the numbers behind /context. */
-export interface ContextBreakdown {
-  window: number;
-  systemPrompt: number;
-  toolDefinitions: number;
-  projectFiles: number;
-  messages: number;
-  free: number;
-}
-
-/** Where the window goes now, estimated as the harness estimates a request (each message measured once): the system
- *  prompt (AGENTS.md apart), the tool definitions, and the messages the model is shown. */
-export function contextBreakdown(agent: Agent): ContextBreakdown {
-  const projectFiles = agent.contextFiles.reduce((sum, file) => sum + estimateTokens(file.text), 0);
-  const systemPrompt = estimateTokens(agent.system[0]?.text ?? '') - projectFiles;
-  const toolDefinitions = estimateTokens(agent.toolDefinitions);
-  const messages = estimateMessages(compactedView(agent, agent.messages));
-  const free = Math.max(agent.contextWindow - (systemPrompt + projectFiles + toolDefinitions + messages), 0);
-  return { window: agent.contextWindow, systemPrompt, toolDefinitions, projectFiles, messages, free };
-}
-
 /** The latest session file in the project, to suggest to /resume. */
 async function latestSession(root: string): Promise<string | null> {
   const folder = path.join(root, '.agent', 'sessions');
@@ -932,7 +892,7 @@ export function repl(
     if (name === '/help') return notice(REPL_HELP);
     if (name === '/context') return tell({ type: 'context', breakdown: contextBreakdown(agent) });
     if (name === '/compact') {
-      const declined = await compactOnRequest(agent, signal);
+      const declined = await compactNow(agent, signal);
       if (declined !== null) notice(`/compact: ${declined}`);
       return;
     }
@@ -947,7 +907,7 @@ export function repl(
   /** Prevents text typed during a run from starting a run by itself: what the agent did not read is shown back,
    *  not sent; after Ctrl-C, lines queued behind the run are dropped too, and the REPL waits at its prompt. */
   const unsent = (stopped: boolean) => {
-    const dropped = [...agent.steering.splice(0), ...(stopped ? pending.splice(0) : [])];
+    const dropped = [...withdrawSteering(agent), ...(stopped ? pending.splice(0) : [])];
     if (dropped.length === 0) return;
     const why = stopped ? 'the run was stopped' : 'the run ended before the agent read it';
     notice(`not sent (${why}): ${dropped.map((text) => `"${text}"`).join(', ')}; type it again to send it`);

@@ -8,7 +8,7 @@ import { PassThrough, Writable } from 'node:stream';
 import { describe, test } from 'node:test';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { type Agent, type AgentEvent, DEFAULT_MODEL, type ModelRequest, runTask } from '../../agent.ts';
+import { type Agent, type AgentEvent, DEFAULT_MODEL, type ModelRequest, runTask, steer } from '../../agent.ts';
 import type { SessionEvent } from '../terminal.ts';
 import { main } from '../main.ts';
 import { nearestOption, OPTIONS } from '../options.ts';
@@ -96,7 +96,10 @@ describe('the REPL', () => {
     const root = await tempProject(t);
     let live: Agent | undefined;
     // The user types while the model writes its final answer: no tool call is left to pick the message up.
-    const typeWhileAnswering = () => (live!.steering.push('also update the README'), say('Done.'));
+    const typeWhileAnswering = () => {
+      steer(live!, 'also update the README');
+      return say('Done.');
+    };
     const script = [typeWhileAnswering, say('never')];
     const { model, events } = await pipedRepl(['fix it'], script, root, {}, (agent) => (live = agent));
     assert.equal(model.requests.length, 1, 'no second run started');
@@ -211,10 +214,13 @@ describe('--trace', () => {
     const root = await tempProject(t, { 'a.txt': 'alpha\n' });
     const { out, lines } = screen();
     let live: Agent | undefined;
-    const steer = (reply: ScriptedReply) => () => (live!.steering.push('Use tabs, please.'), reply);
+    const steerThen = (reply: ScriptedReply) => () => {
+      steer(live!, 'Use tabs, please.');
+      return reply;
+    };
     const script = [
       call('read_file', { path: 'a.txt' }),
-      steer(call('list_files', {})),
+      steerThen(call('list_files', {})),
       call('list_files', {}),
       say('ok'),
     ];

@@ -7,7 +7,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, test } from 'node:test';
-import { type AgentEvent, estimateTokens, type Model, resume, runTask } from '../../agent.ts';
+import { type AgentEvent, contextBreakdown, estimateTokens, type Model, resume, runTask } from '../../agent.ts';
 import { call, reply, say, ScriptedModel } from '../../scripted-model.ts';
 import {
   childScript,
@@ -21,7 +21,7 @@ import {
 import { fakeMessage } from '../../test/fake-api.ts';
 import { scriptedAgent, tempProject, textOf, tokensSpent, unmarked } from '../../test/helpers.ts';
 import { loadSession, SESSION_VERSION, type SessionEntry, sessionRecorder } from '../session-file.ts';
-import { contextBreakdown, grouped, terminalPrinter } from '../terminal.ts';
+import { grouped, terminalPrinter } from '../terminal.ts';
 import { runCli } from './helpers.ts';
 
 /** The session file's entries, one per line. */
@@ -91,7 +91,8 @@ describe('a trip costs the same at any length', () => {
       complete: async () => fakeMessage([textBlock('ok')]),
     };
     const { agent } = await scriptedAgent(root, [], { model });
-    agent.messages.push(earlier as Anthropic.MessageParam, answer);
+    const messages = [earlier as Anthropic.MessageParam, answer];
+    resume(agent, { messages, compaction: null, subAgents: 0, repair: null, protectedAtStart: null, warnings: [] });
     await runTask(agent, 'go on');
     await runTask(agent, 'and again');
     contextBreakdown(agent);

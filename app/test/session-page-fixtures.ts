@@ -12,6 +12,7 @@ import {
   type ApprovalAnswer,
   type Approver,
   runTask,
+  steer,
   type UsageTotals,
 } from '../../agent.ts';
 import {
@@ -80,7 +81,7 @@ export async function richSession(t: TestContext, model = 'scripted'): Promise<s
       input: z.strictObject({}),
       readOnly: false,
       run: async () => {
-        holder.agent!.steering.push('please also keep the README short');
+        steer(holder.agent!, 'please also keep the README short');
         return 'nudged';
       },
     });
@@ -155,7 +156,7 @@ export async function showcaseSession(
   const holder: { agent?: Agent } = {};
   // The person types while the sub-agent works: the message goes to the agent with the task call's result.
   const typeMeanwhile = () => {
-    holder.agent!.steering.push('and keep the comment above it');
+    steer(holder.agent!, 'and keep the comment above it');
     tell({ type: 'steer', text: 'and keep the comment above it' });
     return call('list_files', { path: '.' });
   };
