@@ -5,12 +5,11 @@
 // nothing to scan.
 
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 
-const project = path.join(import.meta.dirname, '..');
+const project = path.join(import.meta.dirname, '..', '..');
 
 /** The fields of `interface Agent`, read from agent.ts, so the list follows the code. */
 async function agentFields(): Promise<string[]> {
@@ -68,18 +67,13 @@ test('the scan finds a write to an Agent field in each form, and reads pass', as
   );
 });
 
-test(
-  'the program never writes an Agent field: it uses steer(), compactNow() and the rest of the API',
-  {
-    skip: !existsSync(path.join(project, 'app')) && 'no app/ here: the harness alone',
-  },
-  async () => {
-    const fields = await agentFields();
-    const found: string[] = [];
-    for (const file of await programFiles('app')) {
-      const source = await readFile(path.join(project, file), 'utf8');
-      for (const { line, text } of writesOf(source, fields)) found.push(`${file}:${line}: ${text.trim()}`);
-    }
-    assert.deepEqual(found, []);
-  },
-);
+test('the program never writes an Agent field: it uses steer(), compactNow() and the rest of the API', async () => {
+  const fields = await agentFields();
+  const found: string[] = [];
+  const itself = path.relative(project, import.meta.filename); // its sample writes are data, not the program's
+  for (const file of (await programFiles('app')).filter((name) => name !== itself)) {
+    const source = await readFile(path.join(project, file), 'utf8');
+    for (const { line, text } of writesOf(source, fields)) found.push(`${file}:${line}: ${text.trim()}`);
+  }
+  assert.deepEqual(found, []);
+});
