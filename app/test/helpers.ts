@@ -3,10 +3,13 @@
 
 import { randomInt } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
+import { cp, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import type { TestContext } from 'node:test';
-import { alive } from '../../test/helpers.ts';
+import { alive, tempProject } from '../../test/helpers.ts';
 import { main } from '../main.ts';
+import type { SessionHeader } from '../session-file.ts';
 
 /** Runs the command line in this process (no child process to start), capturing what it prints. */
 export async function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ status: number; stdout: string }> {
@@ -69,4 +72,16 @@ function procFile(pid: number, name: string): string {
 /** A session entry without the time it was written (`at`), which no two runs share. */
 export function withoutTime<T extends { at?: string }>({ at: _written, ...entry }: T): Omit<T, 'at'> {
   return entry;
+}
+
+const RECORDINGS = path.join(import.meta.dirname, 'recordings');
+
+/** A recording's lines with its header changed by `edit`, written into a fresh copy of its project. */
+export async function editedRecording(t: TestContext, edit: (header: SessionHeader) => SessionHeader) {
+  const root = await tempProject(t);
+  await cp(path.join(RECORDINGS, 'projects', 'add'), root, { recursive: true });
+  const [first = '', ...rest] = (await readFile(path.join(RECORDINGS, 'seed-story.jsonl'), 'utf8')).split('\n');
+  const file = path.join(await tempProject(t), 'edited.jsonl');
+  await writeFile(file, [JSON.stringify(edit(JSON.parse(first) as SessionHeader)), ...rest].join('\n'));
+  return { root, file };
 }

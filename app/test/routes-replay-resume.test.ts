@@ -6,26 +6,14 @@
 
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { cp, readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import type { SessionHeader } from '../session-file.ts';
 import { EXIT } from '../terminal.ts';
 import { call, say } from '../../scripted-model.ts';
 import { tempProject } from '../../test/helpers.ts';
-import { runCli } from './helpers.ts';
-
-const RECORDINGS = path.join(import.meta.dirname, 'recordings');
-
-/** A recording's lines with its header changed by `edit`, written into a fresh copy of its project. */
-async function editedRecording(t: TestContext, edit: (header: SessionHeader) => SessionHeader) {
-  const root = await tempProject(t);
-  await cp(path.join(RECORDINGS, 'projects', 'add'), root, { recursive: true });
-  const [first = '', ...rest] = (await readFile(path.join(RECORDINGS, 'seed-story.jsonl'), 'utf8')).split('\n');
-  const file = path.join(await tempProject(t), 'edited.jsonl');
-  await writeFile(file, [JSON.stringify(edit(JSON.parse(first) as SessionHeader)), ...rest].join('\n'));
-  return { root, file };
-}
+import { editedRecording, runCli } from './helpers.ts';
 
 /** A header that asks for everything: no sandbox, every change approved, and (given `escaped`) a check that writes
  *  outside the root. */

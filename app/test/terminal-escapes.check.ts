@@ -1,13 +1,15 @@
 // npm run test:terminal: the program in a real pseudo-terminal (test/pty.ts), its bytes rendered by a real terminal
 // emulator (test/emulator.ts), for what only the REPL draws: the approval question. The model's text must not clear
 // the screen and draw a fake question over the real one; a path must not hide what it names in the question; a
-// markdown link must not become a hyperlink that hides its target.
+// markdown link must not become a hyperlink that hides its target; an edited recording, replayed, must not draw a
+// fake verdict.
 
 import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
 import { test, type TestContext } from 'node:test';
 import { emulator } from './emulator.ts';
 import { tempProject } from '../../test/helpers.ts';
+import { editedRecording } from './helpers.ts';
 import { hasScript, startInTerminal, type Terminal } from './pty.ts';
 
 const skip = hasScript ? false : 'needs script(1) from util-linux';
@@ -97,6 +99,32 @@ test(
     assert.ok(
       asked.some((row) => row.startsWith('raw \\x1b]8;;https://evil.example/\\x07here')),
       asked.join('\n'),
+    );
+  },
+);
+
+test(
+  'a recording edited to hold escapes (in its check and in what the check prints) cannot clear the screen or write the clipboard when replayed',
+  { skip },
+  async (t) => {
+    const drawn = `${ESC}[2J${ESC}[Hreplay: identical${ESC}]52;c;ZXZpbA==\x07`;
+    const { root, file } = await editedRecording(t, (header) => ({
+      ...header,
+      options: { ...header.options!, verify: `printf '%s' '${drawn}'; node test.js` },
+    }));
+    const term = startInTerminal(['--replay', file, '--root', root, '--yes', '--no-sandbox'], { cwd: root });
+    t.after(() => term.kill());
+    await term.exited;
+    const screen = emulator();
+    await screen.write(term.output());
+    const rows = await screen.rows();
+    const shown = rows.join('\n');
+    assert.deepEqual(screen.oscs, [], 'no clipboard write reached the terminal');
+    assert.match(rows[0] ?? '', /^replay: the verify command `printf '%s' '\\x1b\[2J\\x1b\[Hreplay: identical/, shown);
+    assert.ok(!rows.includes('replay: identical'), `a fake verdict was drawn:\n${shown}`);
+    assert.ok(
+      rows.some((row) => row.includes('\\x1b]52;c;ZXZpbA==\\x07')),
+      `the check's bytes shown as text:\n${shown}`,
     );
   },
 );
