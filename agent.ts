@@ -1,6 +1,5 @@
-// agent.ts — the harness: everything the loop runs, and nothing else. It never prints, parses
-// arguments or touches a terminal: the program (app/) calls this file's API and draws its events.
-// Sections follow the lessons, P0 to P4; each declares the types it teaches.
+// agent.ts — the harness: everything the loop runs, and nothing else. It never prints or touches a
+// terminal: the program (app/) calls its API and draws its events. Sections follow the lessons.
 //
 // The loop, in pseudo-code (P1 the loop, P2 the gate, P3 the guards, P4 the window):
 //
@@ -27,7 +26,7 @@
 //
 // The model proposes, the harness disposes: every guarantee lives in plain code, never in a prompt.
 
-// Types only: the SDK itself (slow to load) is imported by the program when it makes a real model.
+// Types only: the SDK is slow to load, and the program imports it when it makes a real model.
 import type Anthropic from '@anthropic-ai/sdk';
 import type { APIError } from '@anthropic-ai/sdk';
 import path from 'node:path';
@@ -56,7 +55,7 @@ import {
   UNUSABLE,
 } from './tools.ts';
 
-/** All the loop reports, and when: printers, the session file and the page read this one stream. */
+/** All the loop reports: printers, the session file and the page read this one stream. */
 export type AgentEvent =
   // a message was appended to the transcript
   | { type: 'message'; message: Anthropic.MessageParam }
@@ -66,7 +65,7 @@ export type AgentEvent =
   | { type: 'text'; delta: string }
   // something the user should know (a retry, a repair on resume, a failed after-call hook)
   | { type: 'notice'; text: string }
-  // the reply came in, content as received (what a replay answers with), with the session's totals
+  // the reply came in, content as received, with the session's totals
   | {
       type: 'reply';
       turn: number;
@@ -96,7 +95,7 @@ export type AgentEvent =
       output: string;
       sandboxed: boolean;
     }
-  // older messages were summarised: the model sees the summary, then messages from keptFrom on
+  // older messages were summarised: the model sees the summary, then keptFrom on
   | ({
       type: 'compaction';
       usage: Anthropic.Usage;
@@ -112,34 +111,31 @@ export type AgentEvent =
 
 // P0 — the model and the transcript. The API is stateless: the transcript is all the model knows.
 
-/** What one model call is given: the same three things, in full, on every turn. */
+/** What one model call is given, in full, on every turn. */
 export type ModelRequest = Pick<Anthropic.MessageCreateParamsNonStreaming, RequestPart>;
 type RequestPart = 'system' | 'tools' | 'messages' | 'tool_choice' | 'cache_control';
 
-/** Takes the whole transcript, returns one assistant message exactly as the API sent it (thinking
- *  blocks included), or throws. The request is lent: its messages are the session's own, so copy
- *  what you keep. */
+/** Returns one assistant message exactly as the API sent it, or throws. The request is lent (its
+ *  messages are the session's own): copy what you keep. */
 export interface Model {
   readonly name: string;
-  /** Dollars per million tokens; without it the cost is unknown, and a dollar budget is refused. */
+  /** Without a price the cost is unknown, and a dollar budget is refused. */
   readonly price?: Price;
   complete(request: ModelRequest, options: ModelCallOptions): Promise<Anthropic.Message>;
   /** The context window in tokens, if the provider says. */
   contextWindow?(): Promise<number | null>;
 }
 
-/** onText hears the text as it streams in; onNotice what else the call has to say ("retrying"). */
+/** onText hears the reply's text as it streams; onNotice anything else ("retrying"). */
 export type ModelCallOptions = { signal: AbortSignal; onText: Listener; onNotice: Listener };
 type Listener = (text: string) => void;
 
 /** `{ root, model, tools }` is enough: every later lesson's options have defaults. */
 export interface AgentConfig extends Partial<GateOptions>, Partial<GuardOptions>, EnduranceOptions {
-  /** The project root: the tools cannot reach outside it. */
-  root: string;
+  root: string; // the tools cannot reach outside it
   model: Model;
   tools: readonly Tool[];
-  /** The loop never prints: it reports everything here. Default: nowhere. */
-  onEvent?: (event: AgentEvent) => void;
+  onEvent?: (event: AgentEvent) => void; // the loop never prints: it reports here
   systemPrompt?: string;
 }
 
@@ -155,29 +151,26 @@ export interface Agent {
   readonly messages: Anthropic.MessageParam[]; // all the model knows, resent every turn
   readonly toolContext: ToolContext;
   readonly system: Anthropic.TextBlockParam[]; // built once: the same bytes every request (cache)
-  readonly toolDefinitions: Anthropic.Tool[]; // built once per tool, shared by every agent
-  // P3 — the guards: hooks, messages typed meanwhile, spending, the protected files.
+  readonly toolDefinitions: Anthropic.Tool[];
+  // P3 — the guards
   readonly beforeCall: readonly BeforeCallHook[];
   readonly afterCall: readonly AfterCallHook[];
   readonly steering: string[]; // what the user typed meanwhile, sent with the next results
   repeats: { key: string; times: number }; // the model's last call, and how often in a row
   readonly usage: UsageTotals;
-  /** The run in progress: what it and its sub-agents spent, against its limits. */
-  ledger: Ledger;
-  /** The protected files' hashes at the session's start: a later run cannot launder a change. */
-  readonly protectedAtStart: Map<string, string>;
-  // P4 — endurance: the window, what fills it, and the summary of what no longer fits.
+  ledger: Ledger; // the run in progress: what it and its sub-agents spent
+  readonly protectedAtStart: Map<string, string>; // hashes at the session's first start
+  // P4 — endurance
   readonly contextWindow: number;
   readonly contextFiles: ContextFile[];
   readonly contextHooks: readonly ContextHook[];
-  /** The latest summary and where the verbatim part starts; the transcript itself is never cut. */
-  compaction: Compaction | null;
+  compaction: Compaction | null; // the latest summary; the transcript itself is never cut
   /** The last request's real size and what it covered: the base of the next estimate. */
   lastRequest: { tokens: number; messages: number; keptFrom: number } | null;
   subAgentsStarted: number;
 }
 
-/** Builds a session in a few named steps, one per lesson. */
+/** Builds a session, a step per lesson. */
 export async function createAgent(config: AgentConfig): Promise<Agent> {
   const settings = await withDefaults(config);
   const contextFiles = settings.contextFiles === false ? [] : await loadContextFiles(settings.root);
@@ -189,7 +182,7 @@ export async function createAgent(config: AgentConfig): Promise<Agent> {
       seen: new Map(),
       defaultProtection: settings.defaultProtection,
     },
-    // One cache mark after the system prompt caches the whole fixed prefix: tools, then system.
+    // A cache mark after the system prompt caches the fixed prefix: tools, then system.
     system: [{ type: 'text', text: systemPrompt(settings, contextFiles), cache_control: CACHE }],
     toolDefinitions: [],
     ...(await guardState(settings)), // P3
@@ -200,13 +193,14 @@ export async function createAgent(config: AgentConfig): Promise<Agent> {
   return agent;
 }
 
-/** User text as a block, as every recorded session holds it: the same bytes on every request. */
+/** User text as a block, as recorded sessions hold it. */
 const userText = (text: string): Anthropic.MessageParam => ({
   role: 'user',
   content: [{ type: 'text', text }],
 });
 
-/** Appends to the transcript; the event lets the session file record it as it happens. */
+/** Appends to the transcript, and tells the session file. */
+
 function append(agent: Agent, given: Anthropic.MessageParam): void {
   const message = withinShare(agent, given);
   agent.messages.push(message);
@@ -216,7 +210,7 @@ function append(agent: Agent, given: Anthropic.MessageParam): void {
 // -------------------------------------------------------------------------------------------------
 // P1 — the loop: call the model, append its reply, answer every call, and go round until a halt.
 
-/** Runs one task to a halt. A sub-agent's run gets its parent's ledger: one budget for both. */
+/** Runs one task to a halt. A sub-agent's run spends from its parent's ledger. */
 export async function runTask(
   agent: Agent,
   task: string,
@@ -245,21 +239,21 @@ export async function runTask(
   }
 }
 
-/** Every run ends in exactly one of these, and says which. Halts are values, never exceptions. */
+/** How a run ended: a value, never an exception. */
 export type Halt =
   | { kind: 'accepted'; verifiedBy: string | null }
   | { kind: 'budget'; budget: BudgetName; limit: number; spent?: Spent } // spent: not in old files
   | { kind: 'interrupted' }
   | { kind: 'error'; message: string };
 
-/** Every halt goes through here, so every run says how it ended. */
+/** Every halt goes through here, so every run reports how it ended. */
 function halt(agent: Agent, reached: Halt, turns: number): Halt {
   agent.config.onEvent({ type: 'halt', halt: reached, turns });
   return reached;
 }
 
-/** Prevents a failed API call from killing the program: it becomes a halt of kind error.
- *  A "prompt is too long" answer gets one forced compaction and one retry. */
+/** Prevents a failed API call from killing the program: it becomes an error halt. A "prompt is
+ *  too long" answer gets one forced compaction and one retry. */
 async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropic.Message | Halt> {
   const { config } = agent;
   const options = {
@@ -277,9 +271,8 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
         return run.signal.aborted ? stoppedHalt(agent, run) : oversizeHalt(agent, estimatedTokens);
       }
       config.onEvent({ type: 'request', turn, messages: view.length, estimatedTokens });
-      // The API puts the cache mark on the request's last block, so each request reads the one
-      // before it from the cache. The view goes uncopied (lent, see Model).
-      const messages = view as Anthropic.MessageParam[];
+      // The mark goes on the last block: each request reads the one before from the cache.
+      const messages = view as Anthropic.MessageParam[]; // lent, not copied (see Model)
       const tools = agent.toolDefinitions;
       const request = { system: agent.system, tools, messages, cache_control: CACHE };
       return withResendableInputs(await config.model.complete(request, options));
@@ -300,11 +293,11 @@ function oversizeHalt({ contextWindow }: Agent, tokens: number): Halt {
   return { kind: 'error', message };
 }
 
-/** A prompt-cache mark: on the system prompt (the fixed prefix) and on each whole request. */
+/** A prompt-cache mark: on the system prompt and on each whole request. */
 const CACHE: Anthropic.CacheControlEphemeral = { type: 'ephemeral' };
 
-/** Prevents a transcript the API rejects: empty text blocks are dropped; the rest is kept as
- *  received, since the API refuses altered thinking blocks. */
+/** Prevents a transcript the API rejects: empty text blocks are dropped, the rest kept as sent
+ *  (the API refuses altered thinking blocks). */
 function appendReply(agent: Agent, reply: Anthropic.Message): void {
   const content = reply.content.filter(
     (block) => block.type !== 'text' || block.text.trim() !== '',
@@ -312,8 +305,7 @@ function appendReply(agent: Agent, reply: Anthropic.Message): void {
   if (content.length > 0) append(agent, { role: 'assistant', content });
 }
 
-/** Answers every call in order, each with one tool_result. Consecutive read-only calls run
- *  together, anything else alone. */
+/** Answers every call in order, each with one tool_result. Consecutive reads run together. */
 async function answerCalls(
   agent: Agent,
   run: Run,
@@ -331,7 +323,7 @@ async function answerCalls(
     batch = [];
   };
   for (const [index, call] of calls.entries()) {
-    // A call that may change something is decided once the reads before it ran.
+    // A call that may change something is decided after the reads before it ran.
     if (!agent.config.tools.find((tool) => tool.name === call.name)?.readOnly) await flush();
     agent.config.onEvent({ type: 'call', call });
     countRepeats(agent, call);
@@ -367,8 +359,8 @@ function answer(agent: Agent, call: Anthropic.ToolUseBlock, outcome: ToolOutcome
   return result;
 }
 
-/** Prevents a call nobody checked from running: an unknown tool is an error result; then each
- *  before-call hook (P3) decides, in order, until one refuses or answers. */
+/** Prevents an unchecked call from running: each before-call hook (P3) decides, in order, until
+ *  one refuses or answers. */
 async function decide(
   agent: Agent,
   run: Run,
@@ -388,8 +380,7 @@ async function decide(
     if (decision.action === 'deny') return { content: decision.reason, isError: true };
     if (decision.action === 'answer') return { content: decision.content, isError: false };
     if (decision.action === 'rewrite') {
-      // A rewrite is checked against the schema like the model's own arguments were.
-      const problem = schemaProblem(tool, decision.input);
+      const problem = schemaProblem(tool, decision.input); // as the model's own were
       if (problem) {
         return { content: `the ${hook.name} hook rewrote the call into ${problem}`, isError: true };
       }
@@ -400,7 +391,7 @@ async function decide(
 }
 
 /** Prevents a tool failure from crashing the loop, and Ctrl-C from waiting forever on a tool: a
- *  running call gets 5 s after the stop. The after-call hooks (P3) see the result first. */
+ *  running call gets 5 s after the stop. Then the after-call hooks (P3) see the result. */
 async function execute(agent: Agent, run: Run, planned: PlannedCall): Promise<ToolOutcome> {
   agent.config.onEvent({ type: 'running', call: planned.call });
   const context = { ...agent.toolContext, signal: run.signal };
@@ -414,9 +405,8 @@ async function execute(agent: Agent, run: Run, planned: PlannedCall): Promise<To
 }
 
 const ABORT_GRACE_MS = 5_000;
-const stillRunning = `the call was still running ${ABORT_GRACE_MS / 1000} s after the stop`;
 const ABANDONED: ToolOutcome = {
-  content: `interrupted: ${stillRunning}; its effects are unknown`,
+  content: 'interrupted: the call was still running 5 s after the stop; its effects are unknown',
   isError: true,
 };
 
@@ -427,22 +417,22 @@ export interface GateOptions {
   /** The command whose exit code 0 is the only acceptable "done"; undefined: trust the model. */
   verify: string | undefined;
   verifyTimeoutMs: number;
-  /** Run the check in the OS sandbox (tools.ts): true fails closed where there is none; false
-   *  never; undefined: where this machine has one (the gate event says whether it was). */
+  /** The check runs in the OS sandbox: true fails closed where there is none; false never;
+   *  undefined: where this machine has one. */
   sandbox?: boolean;
-  passEnv?: readonly string[]; // variables the check gets beside the allowlist (tools.ts), by name
+  passEnv?: readonly string[]; // variables the check gets beside the allowlist, by name
 }
 
-/** Either the run halts, or the loop goes on with this message to the model. */
+/** The run halts, or the loop goes on with this message to the model. */
 type Verdict = { halt: Halt } | { goOn: string };
 
 /** Prevents a cut-off or refused reply from passing as "done". */
 async function judgeFinalReply(agent: Agent, run: Run, reply: Anthropic.Message): Promise<Verdict> {
   if (run.signal.aborted) return { halt: stoppedHalt(agent, run) }; // a late reply decides nothing
-  const stopped = reply.stop_reason;
-  if (stopped === 'max_tokens') return { goOn: CUT_OFF_REPLY };
-  if (stopped === 'refusal') return errorVerdict('the model refused to continue (refusal)');
-  if (stopped === 'model_context_window_exceeded') {
+  const stop = reply.stop_reason;
+  if (stop === 'max_tokens') return { goOn: CUT_OFF_REPLY };
+  if (stop === 'refusal') return errorVerdict('the model refused to continue (refusal)');
+  if (stop === 'model_context_window_exceeded') {
     return errorVerdict("the conversation no longer fits the model's context window");
   }
   return await verifyGate(agent, run);
@@ -454,37 +444,32 @@ const errorVerdict = (message: string): Verdict => ({ halt: { kind: 'error', mes
  *  It also refuses "done" when a protected file changed (P3), however that happened. */
 async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   const { verify, root, verifyTimeoutMs, protect, defaultProtection, passEnv } = agent.config;
-  const onEvent = agent.config.onEvent;
+  const { onEvent } = agent.config;
   const tampered = await protectedChanges(root, protect, agent.protectedAtStart);
   if (tampered.length > 0) {
     const output = tampered.join(', ');
-    const command = verify ?? '(none)';
     const reason = 'protected files changed';
-    onEvent({
-      type: 'gate',
-      command,
-      exitCode: null,
-      passed: false,
-      reason,
-      output,
-      sandboxed: false,
-    });
+    const failed = { passed: false, exitCode: null, sandboxed: false };
+    onEvent({ type: 'gate', command: verify ?? '(none)', reason, output, ...failed });
     const restore = 'Restore them; the task must be done without changing them.';
-    const changed = `protected files changed since the session started: ${output}`;
-    return { goOn: `The task is not done: ${changed}. ${restore}` };
+    return {
+      goOn: `The task is not done: ${reason} since the session started: ${output}. ${restore}`,
+    };
   }
   if (verify === undefined) return { halt: { kind: 'accepted', verifiedBy: null } };
-  const sandbox = await sandboxOrHalt(agent);
-  if (typeof sandbox !== 'boolean') return { halt: sandbox };
+  const sandboxed = await sandboxOrHalt(agent);
+  if (typeof sandboxed !== 'boolean') return { halt: sandboxed };
   const onOutput = (text: string) => onEvent({ type: 'gate-output', text });
-  const options = { cwd: root, timeoutMs: verifyTimeoutMs, signal: run.signal, onOutput, sandbox };
-  const ran = await runCommand(verify, { ...options, defaultProtection, passEnv }).catch(
-    (error: unknown) => new Error(`${error}`),
-  );
+  const options = { cwd: root, timeoutMs: verifyTimeoutMs, signal: run.signal, onOutput };
+  const ran = await runCommand(verify, {
+    ...options,
+    sandbox: sandboxed,
+    defaultProtection,
+    passEnv,
+  }).catch((error: unknown) => new Error(`${error}`));
   if (ran instanceof Error) return errorVerdict(`the check was not run: ${ran.message}`);
   if (run.signal.aborted) return { halt: stoppedHalt(agent, run) };
-  // A check that changed the files that judge it, or left what runs later (.git, editor tasks),
-  // fails, exit 0 or not.
+  // A check that changed what judges it, or left what runs later (.git, editor tasks), fails.
   const changed = await protectedChanges(root, protect, agent.protectedAtStart);
   const touched = [...ran.protectedTouched, ...changed];
   const { exitCode, output, timedOut } = ran;
@@ -492,23 +477,16 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   const ended = timedOut
     ? `did not finish within ${verifyTimeoutMs / 1000} s`
     : `exited with code ${exitCode}`;
-  const how = touched.length > 0 ? `changed protected paths: ${touched.join(', ')}` : ended;
-  onEvent({
-    type: 'gate',
-    command: verify,
-    exitCode,
-    passed,
-    reason: how,
-    output,
-    sandboxed: sandbox,
-  });
+  const reason = touched.length > 0 ? `changed protected paths: ${touched.join(', ')}` : ended;
+  onEvent({ type: 'gate', command: verify, exitCode, passed, reason, output, sandboxed });
   if (passed) return { halt: { kind: 'accepted', verifiedBy: verify } };
   const told = `Its output:\n\n${output}\n\nFix the cause, then say you are done.`;
-  return { goOn: `The task is not done yet: the check \`${verify}\` ${how}. ${told}` };
+  return { goOn: `The task is not done yet: the check \`${verify}\` ${reason}. ${told}` };
 }
 
 /** Prevents code the model wrote from running unconfined when the sandbox was asked for and this
- *  machine has none. Returns whether to sandbox the check, or a halt saying what to install. */
+ *  machine has none. Returns whether to sandbox the check, or a halt saying what is missing. */
+
 async function sandboxOrHalt(agent: Agent): Promise<boolean | Halt> {
   const problem = await sandboxProblem();
   if (problem !== null && agent.config.sandbox) {
