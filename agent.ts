@@ -503,20 +503,16 @@ export interface GuardOptions {
   /** Globs of files the model may not change, e.g. "test/**". */
   protect: readonly string[];
   defaultProtection?: boolean; // false: opt out of tools.ts's PROTECTED_NAMES (.git, .vscode, …)
-  /** Asks the person before a call that changes something; default: approve all. */
-  approve: Approver;
-  /** A forker's own hooks: after validation, before safe_path, protect, runaway, approval. */
-  beforeCall?: readonly BeforeCallHook[];
+  approve: Approver; // asked before a call that changes something; default: approve all
+  beforeCall?: readonly BeforeCallHook[]; // a forker's own, run after validation
   afterCall?: readonly AfterCallHook[];
 }
 
-/** A run's limits. Tokens and dollars count every model call of the run: sub-agents' and
+/** A run's limits. Tokens and dollars count every model call of the run, sub-agents' and
  *  summaries' too. */
 export interface Budgets {
-  /** A turn is one model call. */
-  maxTurns: number;
-  /** Input (cache reads and writes included) plus output tokens, from the API's usage. */
-  maxTokens?: number;
+  maxTurns: number; // a turn is one model call
+  maxTokens?: number; // input (cache reads and writes included) plus output
   maxCostUsd?: number;
   timeoutMs?: number;
 }
@@ -537,17 +533,14 @@ export type Decision =
   | { action: 'rewrite'; input: unknown }
   | { action: 'answer'; content: string };
 
-/** Runs before a call. Fails closed: a hook that throws or times out denies the call; a ToolError's
- *  message goes to the model as the reason. */
+/** Runs before a call, and fails closed (see askHook). `signal` aborts when the run stops. */
 export interface BeforeCallHook {
   readonly name: string;
-  /** Default 10 s; Infinity for hooks that wait for a person. */
-  readonly timeoutMs?: number;
-  /** `signal` aborts when the run stops: a hook that waits should stop waiting. */
+  readonly timeoutMs?: number; // default 10 s; Infinity for hooks that wait for a person
   check(planned: PlannedCall, agent: Agent, signal: AbortSignal): Decision | Promise<Decision>;
 }
 
-/** Sees a result before the model does. Fails closed: its failure withholds the result. */
+/** Sees a result before the model does, and fails closed (see checkResult). */
 export interface AfterCallHook {
   readonly name: string;
   readonly timeoutMs?: number;
@@ -560,7 +553,7 @@ export interface AfterCallHook {
 
 export type ApprovalAnswer =
   { approved: true; always?: boolean } | { approved: false; reason?: string };
-/** Asks the person about one call that would change something: the call, and what it would do. */
+/** Asks the person about one call that would change something, showing what it would do. */
 export type Approver = (request: ApprovalRequest) => Promise<ApprovalAnswer>;
 export type ApprovalRequest = {
   tool: string;
@@ -574,8 +567,8 @@ export const approveAll: Approver = async () => ({ approved: true });
 /** P3's part of a session: the hooks in order, the counters, the protected files' hashes. */
 async function guardState(settings: Settings) {
   return {
-    // A forker's hooks come after validation and before the safety checks and approval, so what
-    // they rewrite is still confined, protected, and shown to the user as it will run.
+    // A forker's hooks come before the safety checks and approval, so what they rewrite is still
+    // confined, protected, and shown to the user as it will run.
     beforeCall: [
       validateInput,
       ...(settings.beforeCall ?? []),
@@ -593,7 +586,7 @@ async function guardState(settings: Settings) {
   };
 }
 
-// --- The hooks: the gate in front of every call, and the check of every result.
+// --- The hooks in front of every call, and after every result.
 
 /** Prevents a broken guard from waving a call through: a hook that throws or times out denies it.
  *  A ToolError is a deliberate refusal: its message goes to the model as it is. */
@@ -634,7 +627,7 @@ const ALLOW: Decision = { action: 'allow' };
 const deny = (why: string): Decision => ({ action: 'deny', reason: `not run: ${why}` });
 
 /** Prevents a tool from seeing input that breaks the schema the model was shown. Nothing is
- *  coerced: "5" is not 5, and an unknown key is an error, so the transcript never lies. */
+ *  coerced ("5" is not 5), so the transcript never lies. */
 export const validateInput: BeforeCallHook = {
   name: 'validate',
   check: ({ tool, input }) => {
@@ -643,14 +636,14 @@ export const validateInput: BeforeCallHook = {
   },
 };
 
-/** A call's `path` argument, if it has one: what the path hooks check (a forker's may too). */
+/** A call's `path` argument, if it has one: what the path hooks check. */
 export const pathOf = (input: unknown): string | undefined =>
   typeof input === 'object' && input !== null && 'path' in input && typeof input.path === 'string'
     ? input.path
     : undefined;
 
-/** Prevents any tool, a forker's included, from touching a path outside the project: it checks a
- *  top-level `path` argument (a tool that takes paths under other names checks them itself). */
+/** Prevents any tool from touching a path outside the project, through its `path` argument (a
+ *  tool that takes paths under other names checks them itself). */
 export const safePathCheck: BeforeCallHook = {
   name: 'safe_path',
   async check({ input }, agent) {
@@ -674,6 +667,7 @@ export function protectedFiles(globs: readonly string[]): BeforeCallHook {
       const judged =
         glob &&
         `${requested} is protected ("${glob}"): change the code, not the files that check it`;
+
       const reason = protectedPathProblem(agent.toolContext, requested, real) ?? judged;
       return reason ? { action: 'deny', reason } : ALLOW;
     },
@@ -681,20 +675,19 @@ export function protectedFiles(globs: readonly string[]): BeforeCallHook {
 }
 
 /** Prevents a model stuck in a loop from repeating itself forever: the third identical call in a
- *  row is refused. The row counts the calls made (countRepeats), whatever became of them. */
+ *  row is refused (countRepeats counts the calls made, whatever became of them). */
 export const runawayGuard: BeforeCallHook = {
   name: 'runaway',
   check(_planned, agent) {
-    const repeats = agent.repeats.times;
-    if (repeats < 3) return ALLOW;
-    const reason = `not run: you made this exact call ${repeats} times in a row`;
-    const advice = 'and its answer will not change; try something different';
-    return { action: 'deny', reason: `${reason} ${advice}` };
+    const { times } = agent.repeats;
+    if (times < 3) return ALLOW;
+    const reason = `not run: you made this exact call ${times} times in a row and its answer`;
+    return { action: 'deny', reason: `${reason} will not change; try something different` };
   },
 };
 
-/** Prevents unreviewed changes: a call that changes something runs only once the user approved its
- *  preview. */
+/** Prevents unreviewed changes: a call that changes something runs only once the user approved
+ *  its preview. */
 export function approval(approve: Approver): BeforeCallHook {
   let always = approve === approveAll; // approving everything, nobody would read a preview
   return {
@@ -716,7 +709,7 @@ export function approval(approve: Approver): BeforeCallHook {
   };
 }
 
-/** Prevents one huge result from flooding the context, whatever tool produced it. */
+/** Prevents one huge result, from any tool, from flooding the context. */
 export const capToolOutput: AfterCallHook = {
   name: 'output cap',
   check: (_planned, outcome) => ({ ...outcome, content: capOutput(outcome.content) }),
@@ -725,19 +718,16 @@ export const capToolOutput: AfterCallHook = {
 // --- What stops a call or a run: a cut-off reply, Ctrl-C, a message typed meanwhile, a budget.
 
 /** Prevents calls from running when they must not: a cut-off reply's arguments may be truncated
- *  (the SDK drops them silently), the user pressed Ctrl-C, the time ran out, or the user spoke. */
+ *  (the SDK drops them silently), the user pressed Ctrl-C or spoke, or the time ran out. */
 function notRunReason(agent: Agent, run: Run, reply: Anthropic.Message): string | null {
-  if (reply.stop_reason === 'max_tokens') {
-    return CUT_OFF_CALL;
-  }
+  if (reply.stop_reason === 'max_tokens') return CUT_OFF_CALL;
   if (run.timeUp?.aborted) return 'not run: the time budget of this run ran out';
   if (run.signal.aborted) return 'not run: the user interrupted';
   if (agent.steering.length > 0) return 'skipped: the user sent a message; read it before going on';
   return null;
 }
 
-/** Prevents a call from starting after a stop that came while the hooks (or the user, asked for
- *  approval) were deciding. */
+/** Prevents a call from starting after a stop that came while the hooks were deciding. */
 async function runUnlessStopped(
   agent: Agent,
   run: Run,
@@ -748,22 +738,22 @@ async function runUnlessStopped(
   return notRun ? { content: notRun, isError: true } : await execute(agent, run, planned);
 }
 
-/** How the person speaks to a run in progress: the text goes to the model with the next results,
- *  and any call not yet started is skipped so the model reads it first. */
+/** The person speaks to a run in progress: the text goes with the next results, and calls not
+ *  yet started are skipped so the model reads it first. */
 export const steer = (agent: Agent, text: string): void => void agent.steering.push(text);
 
-/** What the user typed meanwhile, as blocks that follow the results in the same user turn. */
+/** What the user typed meanwhile, as blocks that follow the results in the same turn. */
 function takeSteering(agent: Agent): Anthropic.TextBlockParam[] {
   return agent.steering.splice(0).map((text) => ({ type: 'text', text }));
 }
 
-/** Takes back what the user typed that the agent never read (the run ended first). */
+/** Takes back what the user typed that the model never read (the run ended first). */
 export const withdrawSteering = (agent: Agent): string[] => agent.steering.splice(0);
 
-/** What stops one run: Ctrl-C, or its time running out. Its spending is in `agent.ledger`. */
+/** What stops one run: Ctrl-C, or its time running out. */
 type Run = { signal: AbortSignal; userSignal: AbortSignal; timeUp: AbortSignal | undefined };
 
-/** A run opens a new ledger, unless it is a sub-agent's, which spends from its parent's. */
+/** A run opens a new ledger, unless it is a sub-agent's. */
 function startRun(
   agent: Agent,
   userSignal = new AbortController().signal,
@@ -784,8 +774,8 @@ function stoppedHalt(agent: Agent, run: Run): Halt {
   return { kind: 'interrupted' };
 }
 
-/** Prevents a run from going on past Ctrl-C, its time, its turns, or what its sub-agents spent:
- *  checked once a turn's calls are answered, so the transcript stays valid. */
+/** Prevents a run from going on past Ctrl-C, its budgets, or being stuck: checked once a turn's
+ *  calls are answered, so the transcript stays valid. */
 function stopCheck(agent: Agent, run: Run, turn: number): Halt | null {
   const { maxTurns } = agent.config.budgets;
   if (run.signal.aborted) return stoppedHalt(agent, run);
@@ -799,17 +789,17 @@ const STUCK =
   `the model made the same call ${STUCK_AFTER} times in a row, ` +
   'refused from the third on: it is stuck';
 
-/** Prevents runaway spending, by one loop or by sub-agents side by side: the budget halt once the
- *  tokens or dollars are spent. Checked before every model call (a summary's too), so a run
- *  overshoots by at most the one call each of its loops has under way. */
+/** Prevents runaway spending, by one loop or by sub-agents side by side. Checked before every
+ *  model call (a summary's too), so a run overshoots by at most one call per loop under way. */
 function spendingHalt(agent: Agent): Halt | null {
   const { maxTokens, maxCostUsd, spent } = agent.ledger;
   if (maxTokens !== undefined && totalTokens(spent) >= maxTokens) {
     return budgetHalt(agent, 'tokens', maxTokens);
   }
-  const costUsd = spent.costUsd ?? 0; // unpriced: withDefaults refuses a dollar budget
-  if (maxCostUsd !== undefined && costUsd >= maxCostUsd)
+  // unpriced: withDefaults refuses a dollar budget
+  if (maxCostUsd !== undefined && (spent.costUsd ?? 0) >= maxCostUsd) {
     return budgetHalt(agent, 'cost', maxCostUsd);
+  }
   return null;
 }
 
