@@ -313,10 +313,10 @@ async function answerCalls(
   calls: Anthropic.ToolUseBlock[],
 ) {
   const results: Anthropic.ToolResultBlockParam[] = [];
-  let batch: { planned: PlannedCall; index: number }[] = [];
+  let batch: { planned: PlannedCall; index: number }[] = []; // at most MAX_PARALLEL_READS
   const flush = async () => {
-    const running = batch.map((b) => () => runUnlessStopped(agent, run, reply, b.planned));
-    const outcomes = await runConcurrently(running, MAX_PARALLEL_READS);
+    const running = batch.map((b) => runUnlessStopped(agent, run, reply, b.planned));
+    const outcomes = await Promise.all(running);
     for (const [i, { planned, index }] of batch.entries()) {
       results[index] = answer(agent, planned.call, outcomes[i]!);
     }
@@ -807,26 +807,19 @@ function spendingHalt(agent: Agent): Halt | null {
 // P4 — endurance: what the model is shown (context hooks), compaction, AGENTS.md, the sub-agent.
 
 export interface EnduranceOptions {
-  /** Used when the model's metadata does not say; default 200,000. */
-  contextWindow?: number;
-  /** Compact when the next request would pass this share of the window; default 0.75. */
-  compactAt?: number;
-  /** Read AGENTS.md files into the system prompt; default true. */
-  contextFiles?: boolean;
-  /** Offer the `task` tool (a sub-agent); default true. A sub-agent gets false. */
-  subAgents?: boolean;
-  /** The model sub-agents run on; default: the same model. */
-  taskModel?: Model;
-  /** A forker's own context hooks, run after compaction. */
-  contextHooks?: readonly ContextHook[];
+  contextWindow?: number; // when the model does not say; default 200,000
+  compactAt?: number; // compact when a request would pass this share of the window; default 0.75
+  contextFiles?: boolean; // read AGENTS.md files into the system prompt; default true
+  subAgents?: boolean; // offer the `task` tool; default true (a sub-agent gets false)
+  taskModel?: Model; // the model sub-agents run on; default: the same
+  contextHooks?: readonly ContextHook[]; // a forker's own, run after compaction
 }
 
 /** Messages as the model is shown them, read-only: the transcript, or what the hooks made of it. */
 export type View = readonly Anthropic.MessageParam[];
 
-/** Gets the messages before every request and returns what the model should see: them as they are,
- *  or a new array that is afterwards only appended to. They are the session's own, uncopied:
- *  changing them throws. Compaction is one; a forker might attach a git diff. */
+/** Before every request, returns what the model should see: the messages it is shown (the
+ *  session's own: changing them throws), or a new array that is afterwards only appended to. */
 export type ContextHook = (messages: View, agent: Agent, signal: AbortSignal) => Promise<View>;
 
 /** The model sees the summary, then the transcript from `keptFrom` on, word for word. */
@@ -848,7 +841,7 @@ async function enduranceState(settings: Settings, contextFiles: ContextFile[]) {
 export const DEFAULT_CONTEXT_WINDOW = 200_000;
 const KEEP_VERBATIM_TOKENS = 20_000;
 
-/** Estimated tokens, rounded up: about 3.5 characters a token, so the estimate errs high. */
+/** Estimated tokens: 3.5 characters a token, rounded up, so the estimate errs high. */
 export const estimateTokens = (value: unknown) =>
   Math.ceil((typeof value === 'string' ? value : JSON.stringify(value)).length / 3.5);
 
@@ -871,8 +864,7 @@ export function compactedView(agent: Agent, messages: View): View {
   return agent.compaction ? compactedCopy(agent.compaction, messages) : messages;
 }
 
-/** The next request's size: the last request's real size plus an estimate of what came since, so a
- *  long session is not re-measured. */
+/** The next request's size: the last request's real size plus an estimate of what came since. */
 function estimateNextRequest(agent: Agent, view: View): number {
   const last = agent.lastRequest;
   if (last && last.keptFrom === (agent.compaction?.keptFrom ?? 0)) {
@@ -883,8 +875,8 @@ function estimateNextRequest(agent: Agent, view: View): number {
 }
 
 /** Prevents the session from dying when the window fills: before a request that would pass 75% of
- *  the window, the older part is summarised (a part larger than the window, a piece at a time),
- *  and only the summary plus the recent part is sent. */
+ *  the window, the older part is summarised, a piece at a time, and the model is shown the summary
+ *  and the recent part. */
 export const compaction: ContextHook = async (messages, agent, signal) => {
   const threshold = (agent.config.compactAt ?? 0.75) * agent.contextWindow;
   let size = estimateNextRequest(agent, compactedView(agent, messages));
@@ -898,8 +890,7 @@ export const compaction: ContextHook = async (messages, agent, signal) => {
 };
 
 /** Where the verbatim part starts: at an assistant message, so no tool_result is separated from its
- *  tool_use, and as early as `keepTokens` allows. With [task, assistant(call), user(result),
- *  assistant(call), user(result)] and room for two messages, the cut is 3. */
+ *  tool_use, and as early as `keepTokens` allows. */
 export function chooseCut(
   messages: Anthropic.MessageParam[],
   from: number,
@@ -916,8 +907,8 @@ export function chooseCut(
   return cut;
 }
 
-/** Prevents a summary request larger than the window: [from, cut) is summarised up to the last
- *  reply before `fitTokens` is passed (or the first reply), the rest in the next piece. */
+/** Prevents a summary request larger than the window: it ends at the last reply before
+ *  `fitTokens` is passed (or the first reply), and the rest goes in the next piece. */
 function pieceEnd(
   messages: Anthropic.MessageParam[],
   from: number,
@@ -934,8 +925,8 @@ function pieceEnd(
   return cut;
 }
 
-/** Prevents one huge message (a 50 MB task) from breaking every later request and resume: past half
- *  the window, each long string keeps its head and tail (thinking blocks stay whole). */
+/** Prevents one huge message (a 50 MB task) from breaking every later request: past half the
+ *  window, each long string keeps its head and tail (thinking blocks stay whole). */
 function withinShare(agent: Agent, message: Anthropic.MessageParam): Anthropic.MessageParam {
   const room = agent.contextWindow * 3.5 * 0.5; // characters, as estimateTokens counts them
   return estimateMessages([message]) * 3.5 <= room ? message : capStrings(message, room / 4);
@@ -947,52 +938,44 @@ const NO_TOOLS: Anthropic.ToolChoice = { type: 'none' };
 /** Longer strings are cut (head and tail kept) before summarising, so the request fits. */
 const SUMMARY_STRING_CHARS = 2_000;
 
-/** Summarises the previous summary and the messages up to the cut (or the first piece that fits
- *  half the window) with one more model call. Nothing is deleted: the session file gets a
- *  compaction entry. Returns what it reported, or null if there is nothing to cut. */
+/** Summarises the previous summary and the older messages (or the first piece of them that fits
+ *  half the window) with one more model call. Nothing is deleted. Returns what it reported, or
+ *  null if there is nothing to cut. */
 export async function compact(agent: Agent, signal: AbortSignal): Promise<Compacted | null> {
-  const { messages, contextWindow } = agent;
+  const { messages, contextWindow, config } = agent;
   const from = agent.compaction?.keptFrom ?? 0;
   const verbatim = chooseCut(messages, from, Math.min(KEEP_VERBATIM_TOKENS, contextWindow / 4));
   if (verbatim === null) return null;
-  const cut = pieceEnd(messages, from, verbatim, contextWindow / 2);
+  const keptFrom = pieceEnd(messages, from, verbatim, contextWindow / 2);
   const previous = agent.compaction ? [summaryMessage(agent.compaction.summary)] : [];
-  const older = [...previous, ...messages.slice(from, cut)];
+  const older = [...previous, ...messages.slice(from, keptFrom)];
   const asked: Anthropic.MessageParam = { role: 'user', content: SUMMARY_INSTRUCTIONS };
   const shown = [...older.map((message) => capStrings(message, SUMMARY_STRING_CHARS)), asked];
   const tools = agent.toolDefinitions;
   const request = { system: agent.system, tools, tool_choice: NO_TOOLS, messages: shown };
-  const onNotice = (text: string) => agent.config.onEvent({ type: 'notice', text });
-  const reply = await agent.config.model.complete(request, { signal, onText: () => {}, onNotice });
-  spend(agent, reply.usage); // an empty summary was paid for too
+  const onNotice = (text: string) => config.onEvent({ type: 'notice', text });
+  const reply = await config.model.complete(request, { signal, onText: () => {}, onNotice });
+  const { usage } = reply;
+  spend(agent, usage); // an empty summary was paid for too
   const summary = finalText([reply]);
-  const usage = reply.usage;
   if (summary === '') {
     const reason = 'the summary came back empty';
-    agent.config.onEvent({ type: 'compaction-failed', usage, reason });
+    config.onEvent({ type: 'compaction-failed', usage, reason });
     throw new Error(reason);
   }
-  agent.compaction = { summary, keptFrom: cut };
+  agent.compaction = { summary, keptFrom };
   agent.lastRequest = null;
   const tokensBefore = estimateMessages(older);
   const tokensAfter = estimateMessages([summaryMessage(summary)]);
-  const event = {
-    type: 'compaction',
-    summary,
-    keptFrom: cut,
-    tokensBefore,
-    tokensAfter,
-    usage,
-  } as const;
-  agent.config.onEvent(event);
-  return { tokensBefore, tokensAfter, piece: cut < verbatim };
+  config.onEvent({ type: 'compaction', summary, keptFrom, tokensBefore, tokensAfter, usage });
+  return { tokensBefore, tokensAfter, piece: keptFrom < verbatim };
 }
 
 /** What a compaction replaced, and with what, in estimated tokens; `piece`: more is left to do. */
 export type Compacted = { tokensBefore: number; tokensAfter: number; piece: boolean };
 
-/** /compact: the summary is made on a copy of the session and kept only if it makes what the model
- *  sees smaller. Returns why nothing changed, or null. */
+/** /compact: a summary made on a copy of the session, kept only if it makes what the model sees
+ *  smaller. Returns why nothing changed, or null. */
 export async function compactNow(agent: Agent, signal: AbortSignal): Promise<string | null> {
   const events: AgentEvent[] = [];
   const onEvent = (event: AgentEvent) => void events.push(event);
@@ -1023,23 +1006,15 @@ export interface ContextBreakdown {
   free: number;
 }
 
-/** Where the window goes now, estimated as a request is: the system prompt (AGENTS.md apart), the
- *  tool definitions, and the messages the model is shown. */
+/** Where the window goes now, estimated as a request is (AGENTS.md apart from the prompt). */
 export function contextBreakdown(agent: Agent): ContextBreakdown {
+  const window = agent.contextWindow;
   const projectFiles = agent.contextFiles.reduce((sum, file) => sum + estimateTokens(file.text), 0);
   const systemPrompt = estimateTokens(agent.system[0]?.text ?? '') - projectFiles;
   const toolDefinitions = estimateTokens(agent.toolDefinitions);
   const messages = estimateMessages(compactedView(agent, agent.messages));
-  const used = systemPrompt + projectFiles + toolDefinitions + messages;
-  const free = Math.max(agent.contextWindow - used, 0);
-  return {
-    window: agent.contextWindow,
-    systemPrompt,
-    toolDefinitions,
-    projectFiles,
-    messages,
-    free,
-  };
+  const free = Math.max(window - systemPrompt - projectFiles - toolDefinitions - messages, 0);
+  return { window, systemPrompt, toolDefinitions, projectFiles, messages, free };
 }
 
 // --- AGENTS.md: project context for the model, never instructions for the harness.
@@ -1059,8 +1034,7 @@ function systemPrompt(settings: Settings, files: ContextFile[]): string {
 export const TASK_MAX_TURNS = 30;
 
 /** Lets a search that reads forty files cost the parent one tool result. The child gets every
- *  read-only tool but `task`, and spends from the parent's ledger: it stops when the parent's
- *  tokens or dollars run out. Its events (and so its session file) stay visible. */
+ *  read-only tool but `task`, spends from the parent's ledger, and its events stay visible. */
 function taskTool(parent: Agent): Tool {
   return defineTool({
     name: 'task',
@@ -1111,7 +1085,8 @@ const MAX_OUTPUT_TOKENS = 32_000;
 /** The SDK's timeout covers only the wait for headers; a stream silent this long is stalled. */
 export const STREAM_IDLE_MS = 90_000;
 
-/** The real model: one streamed Messages API call per turn, text shown as it arrives. */
+/** The real model, its text shown as it arrives. */
+
 export class AnthropicModel implements Model {
   constructor(
     readonly name: string,
@@ -1148,7 +1123,7 @@ export class AnthropicModel implements Model {
       stalled = true;
       stream.abort();
     };
-    // Armed once the answer arrived, and again by every event: waits between retries are no stall.
+    // Armed once the answer arrived, reset by every event: waits between retries are no stall.
     stream.on('connect', () => (timer ??= setTimeout(stall, this.idleMs)).refresh());
     stream.on('streamEvent', () => timer?.refresh());
     try {
@@ -1175,8 +1150,8 @@ type Middleware = NonNullable<Anthropic.RequestOptions['middleware']>[number];
 /** Where a failed attempt stands: retries left and made, and for a failed connection, how. */
 type Attempt = { left: number; retried: number; failure?: string };
 
-/** Mirrors the SDK's own rule (client.js, shouldRetry): the x-should-retry header decides if
- *  present, else 408, 409, 429, 5xx and a failed connection (status null) are retried. */
+/** The SDK's own rule (client.js, shouldRetry): the x-should-retry header decides if present,
+ *  else 408, 409, 429, 5xx and a failed connection (status null) are retried. */
 export function retryNotice(
   status: number | null,
   headers: Headers,
@@ -1204,8 +1179,7 @@ export function retryNotice(
   return `${what}; the SDK retries ${when} (retry ${retried + 1}, ${left - 1} more left)…`;
 }
 
-/** The SDK's API errors (status, the API's message, the request id), known by their shape, so that
- *  an offline run never loads the SDK. */
+/** The SDK's API errors, known by their shape, so that an offline run never loads the SDK. */
 const isApiError = (error: unknown): error is APIError<number> =>
   error instanceof Error &&
   'status' in error &&
@@ -1276,9 +1250,9 @@ const SUBAGENT_PROMPT = [
 
 // --- The options no caller gave, and the text of a reply.
 
-/** The defaults: no verify command, 25 turns, nothing protected, approve all. */
+/** The defaults: no verify command, 25 turns, nothing protected, approve all. Refuses a dollar
+ *  budget that could never halt: an unpriced model's cost is unknown. */
 async function withDefaults(config: AgentConfig): Promise<Settings> {
-  // Prevents a dollar budget that could never halt: an unpriced model's cost is unknown.
   const unpriced = [config.model, config.taskModel ?? config.model].find((model) => !model.price);
   if (config.budgets?.maxCostUsd !== undefined && unpriced) {
     throw new Error(
@@ -1328,8 +1302,7 @@ function compactedCopy(compaction: Compaction, messages: View) {
 
 const measuredChars = new WeakMap<Anthropic.MessageParam, number>();
 
-/** estimateTokens(messages), each message's JSON measured once: a message the model may have seen
- *  never changes (freezeNewMessages), so neither does its length. */
+/** estimateTokens(messages), each message measured once: a frozen message keeps its length. */
 export function estimateMessages(messages: View): number {
   let chars = messages.length === 0 ? 2 : messages.length + 1; // "[", "]" and the commas between
   for (const message of messages) {
@@ -1344,8 +1317,8 @@ export function estimateMessages(messages: View): number {
 }
 
 /** Prevents anything from changing a message the model may have seen: the prompt cache would miss,
- *  and the session file would not hold what was sent. New messages are deep-frozen; the walk back
- *  stops at the first one already frozen, so it costs what was appended. */
+ *  and the session file would not hold what was sent. The walk back stops at the first message
+ *  already frozen. */
 function freezeNewMessages(messages: Anthropic.MessageParam[]): Anthropic.MessageParam[] {
   for (let i = messages.length - 1; i >= 0 && !Object.isFrozen(messages[i]); i--)
     deepFreeze(messages[i]);
@@ -1359,8 +1332,7 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** Prevents a context hook from changing the array it was shown: every write to its view throws. If
- *  it returns that view unchanged, the array behind it goes on to the next hook. */
+/** Prevents a context hook from changing the array it was shown: every write to it throws. */
 async function runReadOnly(messages: View, hook: (shown: View) => Promise<View>): Promise<View> {
   const refuse = (): never => {
     throw new TypeError(
@@ -1376,11 +1348,10 @@ async function runReadOnly(messages: View, hook: (shown: View) => Promise<View>)
   return returned === shown ? messages : returned;
 }
 
-// --- Small helpers: resendable replies, timeouts, a bounded pool, repeats, token accounting.
+// --- Small helpers: resendable replies, timeouts, repeats, token accounting.
 
 /** Prevents one malformed call from failing every later request: an input the API would not take
- *  back (nested too deep, or not an object) is stored as a note of what is wrong, which validation
- *  refuses with that note. */
+ *  back (nested too deep, or not an object) is stored as a note that validation refuses with. */
 function withResendableInputs(reply: Anthropic.Message): Anthropic.Message {
   const content = reply.content.map((block) => {
     const problem = block.type === 'tool_use' && unresendable(block.input);
@@ -1416,22 +1387,10 @@ async function settleOrAbandon<T>(
   }
 }
 
-/** Counts each call against the one before it: the same name and arguments extend the row. It costs
- *  the call's own size, never the transcript's; a resumed session starts a row of its own. */
+/** The same name and arguments as the call before extend the row; anything else starts one. */
 function countRepeats(agent: Agent, call: Anthropic.ToolUseBlock): void {
   const key = JSON.stringify([call.name, call.input]);
   agent.repeats = { key, times: agent.repeats.key === key ? agent.repeats.times + 1 : 1 };
-}
-
-/** Runs tasks at most `limit` at a time; results come back in the list's order. */
-async function runConcurrently<T>(tasks: (() => Promise<T>)[], limit: number): Promise<T[]> {
-  const results: T[] = new Array(tasks.length);
-  let next = 0;
-  const worker = async () => {
-    for (let i = next++; i < tasks.length; i = next++) results[i] = await tasks[i]!();
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, tasks.length) }, worker));
-  return results;
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
@@ -1446,7 +1405,7 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 export const errorText = (error: unknown) =>
   error instanceof Error ? error.message : String(error);
 
-/** A request the API found too long gets one forced compaction and one retry (see callModel). */
+/** A request the API found too long (see callModel). */
 const isPromptTooLong = (error: unknown) =>
   isApiError(error) && error.status === 400 && /prompt is too long/i.test(error.message);
 
@@ -1464,8 +1423,7 @@ const totalTokens = (u: UsageTotals) => u.input + u.cacheWrite + u.cacheRead + u
 /** What a run spent, its sub-agents included, when it halted. */
 export type Spent = { tokens: number; costUsd: number | null };
 
-/** A run's spending against its token and dollar limits, shared by every loop of the run (the
- *  parent's and its sub-agents'): each adds its usage, and checks what is left before each call. */
+/** A run's spending against its token and dollar limits, shared by the run's sub-agents. */
 export type Ledger = {
   readonly maxTokens?: number;
   readonly maxCostUsd?: number;
@@ -1505,7 +1463,7 @@ function countUsage(agent: Agent, reply: Anthropic.Message, turn: number): void 
   agent.config.onEvent({ type: 'reply', turn, stopReason, calls, content, usage, totals });
 }
 
-/** A budget halt says which limit ran out and what the run, sub-agents included, had spent. */
+/** Which limit ran out, and what the run had spent. */
 function budgetHalt(agent: Agent, budget: BudgetName, limit = 0): Halt {
   const spent = { tokens: totalTokens(agent.ledger.spent), costUsd: agent.ledger.spent.costUsd };
   return { kind: 'budget', budget, limit, spent };
@@ -1521,12 +1479,12 @@ function addUsage(totals: UsageTotals, model: Model, usage: Anthropic.Usage): vo
   totals.costUsd = totals.costUsd === null || cost === null ? null : totals.costUsd + cost;
 }
 
-// --- Prices: what a token costs, so a dollar budget can be kept. The Model carries its own.
+// --- Prices: what a token costs, so a dollar budget can be kept.
 
 /** Dollars per million tokens; cache writes and reads as multiples of input (default 1.25, 0.1). */
 export type Price = { input: number; output: number; cacheWrite?: number; cacheRead?: number };
 
-/** Cache reads cost a tenth of input, writes a quarter more: why byte-stable requests matter. */
+/** Cache reads cost a tenth of input, writes a quarter more: why stable requests matter. */
 export function costOf(price: Price | undefined, usage: Anthropic.Usage): number | null {
   if (!price) return null;
   const { cacheWrite = 1.25, cacheRead = 0.1 } = price;
@@ -1551,12 +1509,10 @@ const notRunResult = (id: string, content: string) => ({
   is_error: true,
 });
 
-/** Prevents a damaged session file from making a session that can never resume (every request a
- *  400): the messages, in file order, become a transcript the API accepts, each repair reported at
- *  its line. A call whose result was lost is answered; a result whose call was lost, and a repeated
- *  call id, are dropped; a reply cannot come first. Adjacent messages of one role stay (the API
- *  joins them). A message is only added or changed at the end, so a compaction's cut keeps its
- *  meaning. */
+/** Prevents a damaged session file from making a session that can never resume: the messages, in
+ *  file order, become a transcript the API accepts, each repair reported at its line. A call whose
+ *  result was lost is answered; an orphan result and a repeated call id are dropped. Messages are
+ *  only added or changed at the end, so a compaction's cut keeps its meaning. */
 export function transcriptRepair(warn: (text: string) => void) {
   const messages: Anthropic.MessageParam[] = [];
   const callIds = new Set<string>();
@@ -1593,11 +1549,9 @@ export function transcriptRepair(warn: (text: string) => void) {
         : message.content;
     const results = blocks.filter((block) => block.type === 'tool_result');
     const others = blocks.filter((block) => block.type !== 'tool_result');
-    const firstFor = (id: string) => results.findIndex((r) => r.tool_use_id === id);
-    const kept = results.filter(
-      (r, i) => awaiting.includes(r.tool_use_id) && firstFor(r.tool_use_id) === i,
-    );
-    const missing = awaiting.filter((id) => !kept.some((r) => r.tool_use_id === id));
+    const unanswered = new Set(awaiting);
+    const kept = results.filter((result) => unanswered.delete(result.tool_use_id)); // the first
+    const missing = [...unanswered];
     awaiting = [];
     const resultsFirst = blocks.every(
       (block, i) => (block.type === 'tool_result') === i < results.length,
@@ -1633,9 +1587,7 @@ export function transcriptRepair(warn: (text: string) => void) {
   };
 }
 
-/** A saved session as `resume` takes it (app/session-file.ts reads one through transcriptRepair):
- *  its messages and summary, the sub-agents it started, the answer to calls that never finished,
- *  and the protected files' hashes at its first start. */
+/** A saved session as `resume` takes it (read through transcriptRepair). */
 export interface LoadedSession {
   messages: Anthropic.MessageParam[];
   compaction: Compaction | null;
@@ -1654,7 +1606,7 @@ export function resume(agent: Agent, loaded: LoadedSession): void {
   agent.subAgentsStarted = loaded.subAgents;
   agent.lastRequest = null;
   agent.repeats = { key: '', times: 0 }; // a new row: see countRepeats
-  // Prevents laundering a protected file between two runs: the gate compares with the first start.
+  // A protected file cannot be laundered between two runs: the gate compares with the first start.
   for (const [file, hash] of loaded.protectedAtStart ?? []) {
     if (agent.protectedAtStart.has(file)) agent.protectedAtStart.set(file, hash);
   }
@@ -1662,7 +1614,7 @@ export function resume(agent: Agent, loaded: LoadedSession): void {
   if (loaded.repair) append(agent, loaded.repair);
 }
 
-// --- How a run ended, in words: for the sub-agent's report, and any program that shows a halt.
+// --- How a run ended, in words.
 
 export function describeHalt(h: Halt): string {
   if (h.kind === 'interrupted') return 'interrupted';
