@@ -115,8 +115,7 @@ export type AgentEvent =
 export type ModelRequest = Pick<Anthropic.MessageCreateParamsNonStreaming, RequestPart>;
 type RequestPart = 'system' | 'tools' | 'messages' | 'tool_choice' | 'cache_control';
 
-/** Returns one assistant message exactly as the API sent it, or throws. The request is lent (its
- *  messages are the session's own): copy what you keep. */
+/** Returns the reply as the API sent it, or throws. The request is lent: copy what you keep. */
 export interface Model {
   readonly name: string;
   /** Without a price the cost is unknown, and a dollar budget is refused. */
@@ -144,8 +143,7 @@ export type Settings = AgentConfig &
   GateOptions &
   GuardOptions & { onEvent: (event: AgentEvent) => void };
 
-/** A session. A program reads it and never writes it: runTask, steer, compactNow and resume are
- *  its ways in. */
+/** A session. A program never writes it: runTask, steer, compactNow and resume are its ways in. */
 export interface Agent {
   readonly config: Settings;
   readonly messages: Anthropic.MessageParam[]; // all the model knows, resent every turn
@@ -252,8 +250,7 @@ function halt(agent: Agent, reached: Halt, turns: number): Halt {
   return reached;
 }
 
-/** Prevents a failed API call from killing the program: it becomes an error halt. A "prompt is
- *  too long" answer gets one forced compaction and one retry. */
+/** Prevents a failed API call from killing the program; "prompt is too long" compacts, retries. */
 async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropic.Message | Halt> {
   const { config } = agent;
   const options = {
@@ -296,8 +293,7 @@ function oversizeHalt({ contextWindow }: Agent, tokens: number): Halt {
 /** A prompt-cache mark: on the system prompt and on each whole request. */
 const CACHE: Anthropic.CacheControlEphemeral = { type: 'ephemeral' };
 
-/** Prevents a transcript the API rejects: empty text blocks are dropped, the rest kept as sent
- *  (the API refuses altered thinking blocks). */
+/** Prevents a transcript the API rejects: empty text dropped, the rest as sent (thinking too). */
 function appendReply(agent: Agent, reply: Anthropic.Message): void {
   const content = reply.content.filter(
     (block) => block.type !== 'text' || block.text.trim() !== '',
@@ -359,8 +355,7 @@ function answer(agent: Agent, call: Anthropic.ToolUseBlock, outcome: ToolOutcome
   return result;
 }
 
-/** Prevents an unchecked call from running: each before-call hook (P3) decides, in order, until
- *  one refuses or answers. */
+/** Prevents an unchecked call from running: each before-call hook (P3) decides, in order. */
 async function decide(
   agent: Agent,
   run: Run,
@@ -390,8 +385,7 @@ async function decide(
   return planned;
 }
 
-/** Prevents a tool failure from crashing the loop, and Ctrl-C from waiting forever on a tool: a
- *  running call gets 5 s after the stop. Then the after-call hooks (P3) see the result. */
+/** Prevents a tool failure from crashing the loop, and Ctrl-C from waiting on a tool over 5 s. */
 async function execute(agent: Agent, run: Run, planned: PlannedCall): Promise<ToolOutcome> {
   agent.config.onEvent({ type: 'running', call: planned.call });
   const context = { ...agent.toolContext, signal: run.signal };
@@ -440,8 +434,7 @@ async function judgeFinalReply(agent: Agent, run: Run, reply: Anthropic.Message)
 
 const errorVerdict = (message: string): Verdict => ({ halt: { kind: 'error', message } });
 
-/** Prevents a false "done": plain code runs the verify command, and only exit code 0 ends the run.
- *  It also refuses "done" when a protected file changed (P3), however that happened. */
+/** Prevents a false "done": only the verify command's exit code 0, protected files unchanged. */
 async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   const { verify, root, verifyTimeoutMs, protect, defaultProtection, passEnv } = agent.config;
   const { onEvent } = agent.config;
@@ -484,8 +477,7 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   return { goOn: `The task is not done yet: the check \`${verify}\` ${reason}. ${told}` };
 }
 
-/** Prevents code the model wrote from running unconfined when the sandbox was asked for and this
- *  machine has none. Returns whether to sandbox the check, or a halt saying what is missing. */
+/** Prevents the model's code running unconfined when a sandbox was asked for and there is none. */
 
 async function sandboxOrHalt(agent: Agent): Promise<boolean | Halt> {
   const problem = await sandboxProblem();
@@ -508,8 +500,7 @@ export interface GuardOptions {
   afterCall?: readonly AfterCallHook[];
 }
 
-/** A run's limits. Tokens and dollars count every model call of the run, sub-agents' and
- *  summaries' too. */
+/** A run's limits. Tokens and dollars count sub-agents' and summaries' calls too. */
 export interface Budgets {
   maxTurns: number; // a turn is one model call
   maxTokens?: number; // input (cache reads and writes included) plus output
@@ -588,8 +579,7 @@ async function guardState(settings: Settings) {
 
 // --- The hooks in front of every call, and after every result.
 
-/** Prevents a broken guard from waving a call through: a hook that throws or times out denies it.
- *  A ToolError is a deliberate refusal: its message goes to the model as it is. */
+/** Prevents a broken guard from waving a call through: throwing or timing out denies the call. */
 async function askHook(
   hook: BeforeCallHook,
   signal: AbortSignal,
@@ -598,7 +588,8 @@ async function askHook(
   try {
     return await withTimeout(Promise.resolve().then(check), hook.timeoutMs ?? HOOK_TIMEOUT_MS);
   } catch (error) {
-    if (error instanceof ToolError) return { action: 'deny', reason: error.message };
+    if (error instanceof ToolError) return { action: 'deny', reason: error.message }; // on purpose
+
     if (signal.aborted) return deny('the run was stopped while this call was being checked');
     return deny(`the ${hook.name} check failed (${errorText(error)}), so the call was refused`);
   }
@@ -626,8 +617,7 @@ const HOOK_TIMEOUT_MS = 10_000;
 const ALLOW: Decision = { action: 'allow' };
 const deny = (why: string): Decision => ({ action: 'deny', reason: `not run: ${why}` });
 
-/** Prevents a tool from seeing input that breaks the schema the model was shown. Nothing is
- *  coerced ("5" is not 5), so the transcript never lies. */
+/** Prevents a tool from seeing input off the schema the model was shown; "5" is not 5. */
 export const validateInput: BeforeCallHook = {
   name: 'validate',
   check: ({ tool, input }) => {
@@ -642,8 +632,7 @@ export const pathOf = (input: unknown): string | undefined =>
     ? input.path
     : undefined;
 
-/** Prevents any tool from touching a path outside the project, through its `path` argument (a
- *  tool that takes paths under other names checks them itself). */
+/** Prevents any tool from reaching outside the project through a `path` argument. */
 export const safePathCheck: BeforeCallHook = {
   name: 'safe_path',
   async check({ input }, agent) {
@@ -653,8 +642,7 @@ export const safePathCheck: BeforeCallHook = {
   },
 };
 
-/** Prevents "silent green" (changing the files the model is judged by) and writes to the built-in
- *  protected names. */
+/** Prevents "silent green" (changing the files that judge) and writes to protected names. */
 export function protectedFiles(globs: readonly string[]): BeforeCallHook {
   return {
     name: 'protect',
@@ -674,8 +662,7 @@ export function protectedFiles(globs: readonly string[]): BeforeCallHook {
   };
 }
 
-/** Prevents a model stuck in a loop from repeating itself forever: the third identical call in a
- *  row is refused (countRepeats counts the calls made, whatever became of them). */
+/** Prevents a model from repeating one call forever: the third in a row is refused. */
 export const runawayGuard: BeforeCallHook = {
   name: 'runaway',
   check(_planned, agent) {
@@ -686,8 +673,7 @@ export const runawayGuard: BeforeCallHook = {
   },
 };
 
-/** Prevents unreviewed changes: a call that changes something runs only once the user approved
- *  its preview. */
+/** Prevents unreviewed changes: a call that changes something waits for the user's approval. */
 export function approval(approve: Approver): BeforeCallHook {
   let always = approve === approveAll; // approving everything, nobody would read a preview
   return {
@@ -717,8 +703,7 @@ export const capToolOutput: AfterCallHook = {
 
 // --- What stops a call or a run: a cut-off reply, Ctrl-C, a message typed meanwhile, a budget.
 
-/** Prevents calls from running when they must not: a cut-off reply's arguments may be truncated
- *  (the SDK drops them silently), the user pressed Ctrl-C or spoke, or the time ran out. */
+/** Prevents calls running with cut-off arguments, after Ctrl-C or the time, or unread words. */
 function notRunReason(agent: Agent, run: Run, reply: Anthropic.Message): string | null {
   if (reply.stop_reason === 'max_tokens') return CUT_OFF_CALL;
   if (run.timeUp?.aborted) return 'not run: the time budget of this run ran out';
@@ -738,8 +723,7 @@ async function runUnlessStopped(
   return notRun ? { content: notRun, isError: true } : await execute(agent, run, planned);
 }
 
-/** The person speaks to a run in progress: the text goes with the next results, and calls not
- *  yet started are skipped so the model reads it first. */
+/** Speaks to a run in progress: calls not yet started are skipped, the text sent with results. */
 export const steer = (agent: Agent, text: string): void => void agent.steering.push(text);
 
 /** What the user typed meanwhile, as blocks that follow the results in the same turn. */
@@ -774,8 +758,7 @@ function stoppedHalt(agent: Agent, run: Run): Halt {
   return { kind: 'interrupted' };
 }
 
-/** Prevents a run from going on past Ctrl-C, its budgets, or being stuck: checked once a turn's
- *  calls are answered, so the transcript stays valid. */
+/** Prevents a run going on past Ctrl-C, its budgets, or stuck; checked once calls are answered. */
 function stopCheck(agent: Agent, run: Run, turn: number): Halt | null {
   const { maxTurns } = agent.config.budgets;
   if (run.signal.aborted) return stoppedHalt(agent, run);
@@ -789,8 +772,7 @@ const STUCK =
   `the model made the same call ${STUCK_AFTER} times in a row, ` +
   'refused from the third on: it is stuck';
 
-/** Prevents runaway spending, by one loop or by sub-agents side by side. Checked before every
- *  model call (a summary's too), so a run overshoots by at most one call per loop under way. */
+/** Prevents runaway spending; checked before every model call, sub-agents' and summaries' too. */
 function spendingHalt(agent: Agent): Halt | null {
   const { maxTokens, maxCostUsd, spent } = agent.ledger;
   if (maxTokens !== undefined && totalTokens(spent) >= maxTokens) {
@@ -818,8 +800,8 @@ export interface EnduranceOptions {
 /** Messages as the model is shown them, read-only: the transcript, or what the hooks made of it. */
 export type View = readonly Anthropic.MessageParam[];
 
-/** Before every request, returns what the model should see: the messages it is shown (the
- *  session's own: changing them throws), or a new array that is afterwards only appended to. */
+/** Returns what the model sees: the messages shown (read-only), or a new array, then appended. */
+
 export type ContextHook = (messages: View, agent: Agent, signal: AbortSignal) => Promise<View>;
 
 /** The model sees the summary, then the transcript from `keptFrom` on, word for word. */
@@ -874,9 +856,7 @@ function estimateNextRequest(agent: Agent, view: View): number {
   return fixed + estimateMessages(view);
 }
 
-/** Prevents the session from dying when the window fills: before a request that would pass 75% of
- *  the window, the older part is summarised, a piece at a time, and the model is shown the summary
- *  and the recent part. */
+/** Prevents a full window from ending the session: past 75% the older part is summarised. */
 export const compaction: ContextHook = async (messages, agent, signal) => {
   const threshold = (agent.config.compactAt ?? 0.75) * agent.contextWindow;
   let size = estimateNextRequest(agent, compactedView(agent, messages));
@@ -889,8 +869,7 @@ export const compaction: ContextHook = async (messages, agent, signal) => {
   return compactedView(agent, messages);
 };
 
-/** Where the verbatim part starts: at an assistant message, so no tool_result is separated from its
- *  tool_use, and as early as `keepTokens` allows. */
+/** Where the verbatim part starts: at a reply (keeping calls with results), within `keepTokens`. */
 export function chooseCut(
   messages: Anthropic.MessageParam[],
   from: number,
@@ -907,8 +886,7 @@ export function chooseCut(
   return cut;
 }
 
-/** Prevents a summary request larger than the window: it ends at the last reply before
- *  `fitTokens` is passed (or the first reply), and the rest goes in the next piece. */
+/** Prevents a summary request larger than the window: the rest goes in the next piece. */
 function pieceEnd(
   messages: Anthropic.MessageParam[],
   from: number,
@@ -925,8 +903,7 @@ function pieceEnd(
   return cut;
 }
 
-/** Prevents one huge message (a 50 MB task) from breaking every later request: past half the
- *  window, each long string keeps its head and tail (thinking blocks stay whole). */
+/** Prevents one huge message from breaking every later request: long strings keep head and tail. */
 function withinShare(agent: Agent, message: Anthropic.MessageParam): Anthropic.MessageParam {
   const room = agent.contextWindow * 3.5 * 0.5; // characters, as estimateTokens counts them
   return estimateMessages([message]) * 3.5 <= room ? message : capStrings(message, room / 4);
@@ -938,9 +915,7 @@ const NO_TOOLS: Anthropic.ToolChoice = { type: 'none' };
 /** Longer strings are cut (head and tail kept) before summarising, so the request fits. */
 const SUMMARY_STRING_CHARS = 2_000;
 
-/** Summarises the previous summary and the older messages (or the first piece of them that fits
- *  half the window) with one more model call. Nothing is deleted. Returns what it reported, or
- *  null if there is nothing to cut. */
+/** Summarises the older messages (a piece at a time) with a model call; null: nothing to cut. */
 export async function compact(agent: Agent, signal: AbortSignal): Promise<Compacted | null> {
   const { messages, contextWindow, config } = agent;
   const from = agent.compaction?.keptFrom ?? 0;
@@ -974,8 +949,7 @@ export async function compact(agent: Agent, signal: AbortSignal): Promise<Compac
 /** What a compaction replaced, and with what, in estimated tokens; `piece`: more is left to do. */
 export type Compacted = { tokensBefore: number; tokensAfter: number; piece: boolean };
 
-/** /compact: a summary made on a copy of the session, kept only if it makes what the model sees
- *  smaller. Returns why nothing changed, or null. */
+/** /compact: a summary kept only if it makes the view smaller; returns why not, or null. */
 export async function compactNow(agent: Agent, signal: AbortSignal): Promise<string | null> {
   const events: AgentEvent[] = [];
   const onEvent = (event: AgentEvent) => void events.push(event);
@@ -1033,8 +1007,7 @@ function systemPrompt(settings: Settings, files: ContextFile[]): string {
 
 export const TASK_MAX_TURNS = 30;
 
-/** Lets a search that reads forty files cost the parent one tool result. The child gets every
- *  read-only tool but `task`, spends from the parent's ledger, and its events stay visible. */
+/** Lets a search that reads forty files cost the parent one tool result, on the parent's budget. */
 function taskTool(parent: Agent): Tool {
   return defineTool({
     name: 'task',
@@ -1150,8 +1123,7 @@ type Middleware = NonNullable<Anthropic.RequestOptions['middleware']>[number];
 /** Where a failed attempt stands: retries left and made, and for a failed connection, how. */
 type Attempt = { left: number; retried: number; failure?: string };
 
-/** The SDK's own rule (client.js, shouldRetry): the x-should-retry header decides if present,
- *  else 408, 409, 429, 5xx and a failed connection (status null) are retried. */
+/** The SDK's rule (shouldRetry): x-should-retry, else 408, 409, 429, 5xx and no connection. */
 export function retryNotice(
   status: number | null,
   headers: Headers,
@@ -1250,8 +1222,7 @@ const SUBAGENT_PROMPT = [
 
 // --- The options no caller gave, and the text of a reply.
 
-/** The defaults: no verify command, 25 turns, nothing protected, approve all. Refuses a dollar
- *  budget that could never halt: an unpriced model's cost is unknown. */
+/** The defaults; refuses a dollar budget that could never halt (an unpriced model). */
 async function withDefaults(config: AgentConfig): Promise<Settings> {
   const unpriced = [config.model, config.taskModel ?? config.model].find((model) => !model.price);
   if (config.budgets?.maxCostUsd !== undefined && unpriced) {
@@ -1316,9 +1287,7 @@ export function estimateMessages(messages: View): number {
   return Math.ceil(chars / 3.5);
 }
 
-/** Prevents anything from changing a message the model may have seen: the prompt cache would miss,
- *  and the session file would not hold what was sent. The walk back stops at the first message
- *  already frozen. */
+/** Prevents changes to a message the model may have seen (the cache, the session file). */
 function freezeNewMessages(messages: Anthropic.MessageParam[]): Anthropic.MessageParam[] {
   for (let i = messages.length - 1; i >= 0 && !Object.isFrozen(messages[i]); i--)
     deepFreeze(messages[i]);
@@ -1350,8 +1319,7 @@ async function runReadOnly(messages: View, hook: (shown: View) => Promise<View>)
 
 // --- Small helpers: resendable replies, timeouts, repeats, token accounting.
 
-/** Prevents one malformed call from failing every later request: an input the API would not take
- *  back (nested too deep, or not an object) is stored as a note that validation refuses with. */
+/** Prevents one malformed call input from failing every later request: a note replaces it. */
 function withResendableInputs(reply: Anthropic.Message): Anthropic.Message {
   const content = reply.content.map((block) => {
     const problem = block.type === 'tool_use' && unresendable(block.input);
@@ -1509,10 +1477,9 @@ const notRunResult = (id: string, content: string) => ({
   is_error: true,
 });
 
-/** Prevents a damaged session file from making a session that can never resume: the messages, in
- *  file order, become a transcript the API accepts, each repair reported at its line. A call whose
- *  result was lost is answered; an orphan result and a repeated call id are dropped. Messages are
+/** Prevents a damaged session file from making a session that can never resume. Messages are
  *  only added or changed at the end, so a compaction's cut keeps its meaning. */
+
 export function transcriptRepair(warn: (text: string) => void) {
   const messages: Anthropic.MessageParam[] = [];
   const callIds = new Set<string>();
