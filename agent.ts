@@ -121,8 +121,7 @@ export interface Model {
   /** Without a price the cost is unknown, and a dollar budget is refused. */
   readonly price?: Price;
   complete(request: ModelRequest, options: ModelCallOptions): Promise<Anthropic.Message>;
-  /** The context window in tokens, if the provider says. */
-  contextWindow?(): Promise<number | null>;
+  contextWindow?(): Promise<number | null>; // in tokens, if the provider says
 }
 
 /** onText hears the reply's text as it streams; onNotice anything else ("retrying"). */
@@ -172,14 +171,11 @@ export interface Agent {
 export async function createAgent(config: AgentConfig): Promise<Agent> {
   const settings = await withDefaults(config);
   const contextFiles = settings.contextFiles === false ? [] : await loadContextFiles(settings.root);
+  const { root, defaultProtection } = settings;
   const agent: Agent = {
     config: settings,
     messages: [],
-    toolContext: {
-      root: settings.root,
-      seen: new Map(),
-      defaultProtection: settings.defaultProtection,
-    },
+    toolContext: { root, seen: new Map(), defaultProtection },
     // A cache mark after the system prompt caches the fixed prefix: tools, then system.
     system: [{ type: 'text', text: systemPrompt(settings, contextFiles), cache_control: CACHE }],
     toolDefinitions: [],
@@ -198,7 +194,6 @@ const userText = (text: string): Anthropic.MessageParam => ({
 });
 
 /** Appends to the transcript, and tells the session file. */
-
 function append(agent: Agent, given: Anthropic.MessageParam): void {
   const message = withinShare(agent, given);
   agent.messages.push(message);
@@ -340,7 +335,7 @@ async function answerCalls(
 
 export const MAX_PARALLEL_READS = 8;
 
-/** What became of one call: the text the model reads, and whether it is an error. */
+/** What became of one call, as the model reads it. */
 export type ToolOutcome = { content: string; isError: boolean };
 
 /** Prevents a call from going unanswered: every outcome, refusals included, becomes its result. */
@@ -478,7 +473,6 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
 }
 
 /** Prevents the model's code running unconfined when a sandbox was asked for and there is none. */
-
 async function sandboxOrHalt(agent: Agent): Promise<boolean | Halt> {
   const problem = await sandboxProblem();
   if (problem !== null && agent.config.sandbox) {
@@ -517,7 +511,7 @@ export type PlannedCall = {
   readonly input: unknown;
 };
 
-/** What a before-call hook decides: run it, refuse it, run it with other arguments, or answer. */
+/** What a before-call hook decides. */
 export type Decision =
   | { action: 'allow' }
   | { action: 'deny'; reason: string }
@@ -626,7 +620,7 @@ export const validateInput: BeforeCallHook = {
   },
 };
 
-/** A call's `path` argument, if it has one: what the path hooks check. */
+/** A call's `path` argument, if it has one. */
 export const pathOf = (input: unknown): string | undefined =>
   typeof input === 'object' && input !== null && 'path' in input && typeof input.path === 'string'
     ? input.path
@@ -801,7 +795,6 @@ export interface EnduranceOptions {
 export type View = readonly Anthropic.MessageParam[];
 
 /** Returns what the model sees: the messages shown (read-only), or a new array, then appended. */
-
 export type ContextHook = (messages: View, agent: Agent, signal: AbortSignal) => Promise<View>;
 
 /** The model sees the summary, then the transcript from `keptFrom` on, word for word. */
@@ -980,7 +973,6 @@ export interface ContextBreakdown {
   free: number;
 }
 
-/** Where the window goes now, estimated as a request is (AGENTS.md apart from the prompt). */
 export function contextBreakdown(agent: Agent): ContextBreakdown {
   const window = agent.contextWindow;
   const projectFiles = agent.contextFiles.reduce((sum, file) => sum + estimateTokens(file.text), 0);
@@ -1003,7 +995,7 @@ function systemPrompt(settings: Settings, files: ContextFile[]): string {
   return `${base}\n\n${heading}\n\n${sections.join('\n\n')}`;
 }
 
-// --- The sub-agent: the same loop again, with its own transcript and only the read-only tools.
+// --- The sub-agent: the same loop again, with its own transcript and the read-only tools.
 
 export const TASK_MAX_TURNS = 30;
 
@@ -1059,7 +1051,6 @@ const MAX_OUTPUT_TOKENS = 32_000;
 export const STREAM_IDLE_MS = 90_000;
 
 /** The real model, its text shown as it arrives. */
-
 export class AnthropicModel implements Model {
   constructor(
     readonly name: string,
@@ -1120,7 +1111,7 @@ export class AnthropicModel implements Model {
 }
 
 type Middleware = NonNullable<Anthropic.RequestOptions['middleware']>[number];
-/** Where a failed attempt stands: retries left and made, and for a failed connection, how. */
+/** Retries left and made, and how a failed connection failed. */
 type Attempt = { left: number; retried: number; failure?: string };
 
 /** The SDK's rule (shouldRetry): x-should-retry, else 408, 409, 429, 5xx and no connection. */
@@ -1130,7 +1121,7 @@ export function retryNotice(
   attempt: Attempt,
 ): string | null {
   const { left, retried, failure } = attempt;
-  const said = headers.get('x-should-retry');
+  const said = headers.get('x-should-retry'); // the API's word, if it gave one
   const retryable =
     said === null
       ? status === null || [408, 409, 429].includes(status) || status >= 500
@@ -1143,11 +1134,8 @@ export function retryNotice(
   if (left <= 0) return `${what}; no retries left (${retried} made), so the call fails`;
   const afterMs = Number(headers.get('retry-after-ms') ?? NaN) / 1000;
   const seconds = afterMs || Number(headers.get('retry-after') ?? NaN);
-  const when = !(seconds > 0)
-    ? 'shortly'
-    : seconds < 1
-      ? 'in under a second'
-      : `in ${Math.round(seconds)} s`;
+  let when = 'shortly';
+  if (seconds > 0) when = seconds < 1 ? 'in under a second' : `in ${Math.round(seconds)} s`;
   return `${what}; the SDK retries ${when} (retry ${retried + 1}, ${left - 1} more left)…`;
 }
 
@@ -1255,7 +1243,7 @@ export function textOfMessage(message: Anthropic.MessageParam | Anthropic.Messag
   return blocks.map((block) => (block.type === 'text' ? block.text : '')).join('');
 }
 
-// --- What keeps a turn's cost flat however long the session: nothing is redone per request.
+// --- What keeps a turn's cost flat however long the session.
 
 const compactedViews = new WeakMap<Compaction, Anthropic.MessageParam[]>();
 
@@ -1308,11 +1296,7 @@ async function runReadOnly(messages: View, hook: (shown: View) => Promise<View>)
       'a context hook may not change the messages it is shown: return a new array instead',
     );
   };
-  const shown = new Proxy(messages, {
-    set: refuse,
-    defineProperty: refuse,
-    deleteProperty: refuse,
-  });
+  const shown = new Proxy(messages, { defineProperty: refuse, deleteProperty: refuse }); // sets too
   const returned = await hook(shown);
   return returned === shown ? messages : returned;
 }
@@ -1373,7 +1357,6 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 export const errorText = (error: unknown) =>
   error instanceof Error ? error.message : String(error);
 
-/** A request the API found too long (see callModel). */
 const isPromptTooLong = (error: unknown) =>
   isApiError(error) && error.status === 400 && /prompt is too long/i.test(error.message);
 
@@ -1398,7 +1381,7 @@ export type Ledger = {
   readonly spent: UsageTotals;
 };
 
-/** Nothing used yet: the cost starts at zero only if the model has a price. */
+/** Nothing used yet; the cost is known only if the model has a price. */
 const noUsage = ({ price }: Model): UsageTotals => ({
   input: 0,
   cacheWrite: 0,
@@ -1417,7 +1400,7 @@ function spend(agent: Agent, usage: Anthropic.Usage): void {
   addUsage(agent.ledger.spent, agent.config.model, usage);
 }
 
-/** Spends a reply's usage, keeps its size as the next estimate's base, and reports the reply. */
+/** Spends a reply's usage, keeps its size for the next estimate, and reports it. */
 function countUsage(agent: Agent, reply: Anthropic.Message, turn: number): void {
   const { usage, content } = reply;
   spend(agent, usage);
@@ -1437,7 +1420,7 @@ function budgetHalt(agent: Agent, budget: BudgetName, limit = 0): Halt {
   return { kind: 'budget', budget, limit, spent };
 }
 
-/** Adds one response's usage to the totals; an unknown price keeps the cost unknown. */
+/** Adds one response's usage to the totals. */
 function addUsage(totals: UsageTotals, model: Model, usage: Anthropic.Usage): void {
   const cost = costOf(model.price, usage);
   totals.input += usage.input_tokens;
@@ -1462,7 +1445,7 @@ export function costOf(price: Price | undefined, usage: Anthropic.Usage): number
   return (inputLike * price.input + usage.output_tokens * price.output) / 1_000_000;
 }
 
-// --- Resume: a saved transcript, repaired so the API accepts it and every call has its answer.
+// --- Resume: a saved transcript, repaired so that the API accepts it.
 
 const LOST_TASK = '[The first message of this session was lost from its file.]';
 const LOST_RESULT =
@@ -1479,7 +1462,6 @@ const notRunResult = (id: string, content: string) => ({
 
 /** Prevents a damaged session file from making a session that can never resume. Messages are
  *  only added or changed at the end, so a compaction's cut keeps its meaning. */
-
 export function transcriptRepair(warn: (text: string) => void) {
   const messages: Anthropic.MessageParam[] = [];
   const callIds = new Set<string>();
@@ -1528,11 +1510,8 @@ export function transcriptRepair(warn: (text: string) => void) {
       messages.push(message);
       return;
     }
-    if (kept.length < results.length) {
-      warn(
-        `${at}: ${results.length - kept.length} result(s) answer no call just before them; dropped`,
-      );
-    }
+    const dropped = results.length - kept.length;
+    if (dropped > 0) warn(`${at}: ${dropped} result(s) answer no call just before them; dropped`);
     const answers = missing.length > 0 ? answerLost(at, missing) : [];
     if (allAnswered) warn(`${at}: results moved before the text`);
     const content = [...kept, ...answers, ...others];
