@@ -388,7 +388,7 @@ async function execute(agent: Agent, run: Run, planned: PlannedCall): Promise<To
     (content): ToolOutcome => ({ content, isError: false }),
     (error: unknown): ToolOutcome => ({ content: errorText(error), isError: true }),
   );
-  let outcome = await settleOrAbandon(running, run.signal, ABORT_GRACE_MS, ABANDONED);
+  let outcome = await settleOrAbandon(running, run.signal);
   for (const hook of agent.afterCall) outcome = await checkResult(agent, hook, planned, outcome);
   return outcome;
 }
@@ -580,7 +580,7 @@ async function askHook(
   check: () => Decision | Promise<Decision>,
 ): Promise<Decision> {
   try {
-    return await withTimeout(Promise.resolve().then(check), hook.timeoutMs ?? HOOK_TIMEOUT_MS);
+    return await withinHookTime(hook, check);
   } catch (error) {
     if (error instanceof ToolError) return { action: 'deny', reason: error.message }; // on purpose
 
@@ -596,9 +596,8 @@ async function checkResult(
   planned: PlannedCall,
   outcome: ToolOutcome,
 ): Promise<ToolOutcome> {
-  const checking = Promise.resolve().then(() => hook.check(planned, outcome, agent));
   try {
-    return await withTimeout(checking, hook.timeoutMs ?? HOOK_TIMEOUT_MS);
+    return await withinHookTime(hook, () => hook.check(planned, outcome, agent));
   } catch (error) {
     // Told the user only: the error may quote the very result it was meant to hide.
     const text = `after-call hook ${hook.name} failed: ${errorText(error)}`;
@@ -1319,16 +1318,11 @@ function unresendable(input: unknown): string | null {
   return `not an object: ${String(JSON.stringify(input)).slice(0, 200)}`;
 }
 
-/** Waits for `work`; once `signal` aborts, waits at most `graceMs` more, then gives `fallback`. */
-async function settleOrAbandon<T>(
-  work: Promise<T>,
-  signal: AbortSignal,
-  graceMs: number,
-  fallback: T,
-) {
+/** Waits for a call; once `signal` aborts, at most ABORT_GRACE_MS more, then gives ABANDONED. */
+async function settleOrAbandon(work: Promise<ToolOutcome>, signal: AbortSignal) {
   let giveUp = () => {};
-  const abandoned = new Promise<T>((resolve) => {
-    giveUp = () => void setTimeout(() => resolve(fallback), graceMs).unref();
+  const abandoned = new Promise<ToolOutcome>((resolve) => {
+    giveUp = () => void setTimeout(() => resolve(ABANDONED), ABORT_GRACE_MS).unref();
   });
   if (signal.aborted) giveUp();
   else signal.addEventListener('abort', giveUp, { once: true });
@@ -1345,13 +1339,16 @@ function countRepeats(agent: Agent, call: Anthropic.ToolUseBlock): void {
   agent.repeats = { key, times: agent.repeats.key === key ? agent.repeats.times + 1 : 1 };
 }
 
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  if (!Number.isFinite(ms)) return promise;
+/** A hook's check, rejected if it throws or takes longer than the hook's time limit. */
+function withinHookTime<T>(hook: { timeoutMs?: number }, check: () => T | Promise<T>) {
+  const checking = Promise.resolve().then(check);
+  const ms = hook.timeoutMs ?? HOOK_TIMEOUT_MS;
+  if (!Number.isFinite(ms)) return checking;
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms);
   });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+  return Promise.race([checking, timeout]).finally(() => clearTimeout(timer));
 }
 
 export const errorText = (error: unknown) =>
