@@ -26,7 +26,7 @@
 //
 // The model proposes, the harness disposes: every guarantee lives in plain code, never in a prompt.
 
-// Types only: the SDK is slow to load, and the program imports it when it makes a real model.
+// Types only: the SDK is slow to load; the program imports it for a real model.
 import type Anthropic from '@anthropic-ai/sdk';
 import type { APIError } from '@anthropic-ai/sdk';
 import path from 'node:path';
@@ -63,7 +63,7 @@ export type AgentEvent =
   | { type: 'request'; turn: number; messages: number; estimatedTokens: number }
   // a piece of the reply's text streamed in
   | { type: 'text'; delta: string }
-  // something the user should know (a retry, a repair on resume, a failed after-call hook)
+  // something the user should know (a retry, a repair on resume)
   | { type: 'notice'; text: string }
   // the reply came in, content as received, with the session's totals
   | {
@@ -111,33 +111,32 @@ export type AgentEvent =
 
 // P0 — the model and the transcript. The API is stateless: the transcript is all the model knows.
 
-/** What one model call is given, in full, on every turn. */
+/** What one model call is given, in full, every turn. */
 export type ModelRequest = Pick<Anthropic.MessageCreateParamsNonStreaming, RequestPart>;
 type RequestPart = 'system' | 'tools' | 'messages' | 'tool_choice' | 'cache_control';
 
 /** Returns the reply as the API sent it, or throws. The request is lent: copy what you keep. */
 export interface Model {
   readonly name: string;
-  /** Without a price the cost is unknown, and a dollar budget is refused. */
-  readonly price?: Price;
+  readonly price?: Price; // without it the cost is unknown, and a dollar budget refused
   complete(request: ModelRequest, options: ModelCallOptions): Promise<Anthropic.Message>;
   contextWindow?(): Promise<number | null>; // in tokens, if the provider says
 }
 
-/** onText hears the reply's text as it streams; onNotice anything else ("retrying"). */
+/** onText hears the reply's text as it streams; onNotice the rest ("retrying"). */
 export type ModelCallOptions = { signal: AbortSignal; onText: Listener; onNotice: Listener };
 type Listener = (text: string) => void;
 
-/** `{ root, model, tools }` is enough: every later lesson's options have defaults. */
+/** `{ root, model, tools }` is enough: later lessons' options have defaults. */
 export interface AgentConfig extends Partial<GateOptions>, Partial<GuardOptions>, EnduranceOptions {
   root: string; // the tools cannot reach outside it
   model: Model;
   tools: readonly Tool[];
-  onEvent?: (event: AgentEvent) => void; // the loop never prints: it reports here
+  onEvent?: (event: AgentEvent) => void; // the loop never prints; it reports here
   systemPrompt?: string;
 }
 
-/** The configuration as the loop reads it: the root resolved, every default filled in. */
+/** The configuration as the loop reads it: the root resolved, the defaults filled in. */
 export type Settings = AgentConfig &
   GateOptions &
   GuardOptions & { onEvent: (event: AgentEvent) => void };
@@ -147,23 +146,22 @@ export interface Agent {
   readonly config: Settings;
   readonly messages: Anthropic.MessageParam[]; // all the model knows, resent every turn
   readonly toolContext: ToolContext;
-  readonly system: Anthropic.TextBlockParam[]; // built once: the same bytes every request (cache)
+  readonly system: Anthropic.TextBlockParam[]; // built once: the same bytes every request
   readonly toolDefinitions: Anthropic.Tool[];
   // P3 — the guards
   readonly beforeCall: readonly BeforeCallHook[];
   readonly afterCall: readonly AfterCallHook[];
-  readonly steering: string[]; // what the user typed meanwhile, sent with the next results
+  readonly steering: string[]; // what the user typed meanwhile
   repeats: { key: string; times: number }; // the model's last call, and how often in a row
   readonly usage: UsageTotals;
-  ledger: Ledger; // the run in progress: what it and its sub-agents spent
+  ledger: Ledger; // what the run in progress and its sub-agents spent
   readonly protectedAtStart: Map<string, string>; // hashes at the session's first start
   // P4 — endurance
   readonly contextWindow: number;
   readonly contextFiles: ContextFile[];
   readonly contextHooks: readonly ContextHook[];
   compaction: Compaction | null; // the latest summary; the transcript itself is never cut
-  /** The last request's real size and what it covered: the base of the next estimate. */
-  lastRequest: { tokens: number; messages: number; keptFrom: number } | null;
+  lastRequest: { tokens: number; messages: number; keptFrom: number } | null; // its real size
   subAgentsStarted: number;
 }
 
@@ -176,7 +174,7 @@ export async function createAgent(config: AgentConfig): Promise<Agent> {
     config: settings,
     messages: [],
     toolContext: { root, seen: new Map(), defaultProtection },
-    // A cache mark after the system prompt caches the fixed prefix: tools, then system.
+    // A cache mark here caches the fixed prefix: tools, then system.
     system: [{ type: 'text', text: systemPrompt(settings, contextFiles), cache_control: CACHE }],
     toolDefinitions: [],
     ...(await guardState(settings)), // P3
@@ -187,7 +185,7 @@ export async function createAgent(config: AgentConfig): Promise<Agent> {
   return agent;
 }
 
-/** User text as a block, as recorded sessions hold it. */
+/** User text as a block, as sessions record it. */
 const userText = (text: string): Anthropic.MessageParam => ({
   role: 'user',
   content: [{ type: 'text', text }],
@@ -216,12 +214,12 @@ export async function runTask(
     const reply = await callModel(agent, run, turn);
     if ('kind' in reply) return halt(agent, reply, turn - 1); // no reply came back this turn
     appendReply(agent, reply);
-    countUsage(agent, reply, turn); // after the append: the next estimate starts from this reply
+    countUsage(agent, reply, turn); // after the append: the next estimate starts here
     const calls = reply.content.filter((block) => block.type === 'tool_use');
     if (calls.length > 0) {
       append(agent, { role: 'user', content: await answerCalls(agent, run, reply, calls) });
     } else if (reply.stop_reason !== 'pause_turn') {
-      // a paused turn is continued as it stands
+      // a paused turn just goes round again
       const verdict = await judgeFinalReply(agent, run, reply);
       if ('halt' in verdict) return halt(agent, verdict.halt, turn);
       const goOn: Anthropic.TextBlockParam = { type: 'text', text: verdict.goOn };
@@ -235,7 +233,7 @@ export async function runTask(
 /** How a run ended: a value, never an exception. */
 export type Halt =
   | { kind: 'accepted'; verifiedBy: string | null }
-  | { kind: 'budget'; budget: BudgetName; limit: number; spent?: Spent } // spent: not in old files
+  | { kind: 'budget'; budget: BudgetName; limit: number; spent?: Spent } // not in old files
   | { kind: 'interrupted' }
   | { kind: 'error'; message: string };
 
@@ -256,7 +254,7 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
   for (let attempt = 1; ; attempt++) {
     try {
       const view = await contextView(agent, run.signal);
-      const overspent = spendingHalt(agent); // after any compaction, right before the call
+      const overspent = spendingHalt(agent); // after any compaction
       if (overspent) return overspent;
       const estimatedTokens = estimateNextRequest(agent, view);
       if (estimatedTokens > agent.contextWindow) {
@@ -264,7 +262,7 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
       }
       config.onEvent({ type: 'request', turn, messages: view.length, estimatedTokens });
       // The mark goes on the last block: each request reads the one before from the cache.
-      const messages = view as Anthropic.MessageParam[]; // lent, not copied (see Model)
+      const messages = view as Anthropic.MessageParam[]; // lent (see Model)
       const tools = agent.toolDefinitions;
       const request = { system: agent.system, tools, messages, cache_control: CACHE };
       return withResendableInputs(await config.model.complete(request, options));
@@ -278,14 +276,14 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
   }
 }
 
-/** Prevents sending a request too large for the window, even after compaction. */
+/** Prevents sending a request too large for the window. */
 function oversizeHalt({ contextWindow }: Agent, tokens: number): Halt {
   const size = `the next request (~${tokens} tokens)`;
   const message = `${size} would not fit the ${contextWindow}-token window even after compaction`;
   return { kind: 'error', message };
 }
 
-/** A prompt-cache mark: on the system prompt and on each whole request. */
+/** A prompt-cache mark. */
 const CACHE: Anthropic.CacheControlEphemeral = { type: 'ephemeral' };
 
 /** Prevents a transcript the API rejects: empty text dropped, the rest as sent (thinking too). */
@@ -296,7 +294,7 @@ function appendReply(agent: Agent, reply: Anthropic.Message): void {
   if (content.length > 0) append(agent, { role: 'assistant', content });
 }
 
-/** Answers every call in order, each with one tool_result. Consecutive reads run together. */
+/** Answers every call in order, each with one tool_result; consecutive reads run together. */
 async function answerCalls(
   agent: Agent,
   run: Run,
@@ -314,7 +312,7 @@ async function answerCalls(
     batch = [];
   };
   for (const [index, call] of calls.entries()) {
-    // A call that may change something is decided after the reads before it ran.
+    // A call that may change something is decided once the reads before it ran.
     if (!agent.config.tools.find((tool) => tool.name === call.name)?.readOnly) await flush();
     agent.config.onEvent({ type: 'call', call });
     countRepeats(agent, call);
@@ -338,7 +336,7 @@ export const MAX_PARALLEL_READS = 8;
 /** What became of one call, as the model reads it. */
 export type ToolOutcome = { content: string; isError: boolean };
 
-/** Prevents a call from going unanswered: every outcome, refusals included, becomes its result. */
+/** Prevents a call from going unanswered: every outcome, refusals too, becomes its result. */
 function answer(agent: Agent, call: Anthropic.ToolUseBlock, outcome: ToolOutcome) {
   const result: Anthropic.ToolResultBlockParam = {
     type: 'tool_result',
@@ -403,21 +401,18 @@ const ABANDONED: ToolOutcome = {
 // P2 — the gate: a reply without tool calls claims "done", and plain code checks the claim.
 
 export interface GateOptions {
-  /** The command whose exit code 0 is the only acceptable "done"; undefined: trust the model. */
-  verify: string | undefined;
+  verify: string | undefined; // exit code 0 is the only "done"; undefined: trust the model
   verifyTimeoutMs: number;
-  /** The check runs in the OS sandbox: true fails closed where there is none; false never;
-   *  undefined: where this machine has one. */
-  sandbox?: boolean;
+  sandbox?: boolean; // true: fail closed without a sandbox; false: never; undefined: if one exists
   passEnv?: readonly string[]; // variables the check gets beside the allowlist, by name
 }
 
-/** The run halts, or the loop goes on with this message to the model. */
+/** The run halts, or the loop goes on with this message. */
 type Verdict = { halt: Halt } | { goOn: string };
 
 /** Prevents a cut-off or refused reply from passing as "done". */
 async function judgeFinalReply(agent: Agent, run: Run, reply: Anthropic.Message): Promise<Verdict> {
-  if (run.signal.aborted) return { halt: stoppedHalt(agent, run) }; // a late reply decides nothing
+  if (run.signal.aborted) return { halt: stoppedHalt(agent, run) }; // too late to decide
   const stop = reply.stop_reason;
   if (stop === 'max_tokens') return { goOn: CUT_OFF_REPLY };
   if (stop === 'refusal') return errorVerdict('the model refused to continue (refusal)');
@@ -457,7 +452,7 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   }).catch((error: unknown) => new Error(`${error}`));
   if (ran instanceof Error) return errorVerdict(`the check was not run: ${ran.message}`);
   if (run.signal.aborted) return { halt: stoppedHalt(agent, run) };
-  // A check that changed what judges it, or left what runs later (.git, editor tasks), fails.
+  // A check that changed what judges it, or what runs later (.git, editor tasks), fails.
   const changed = await protectedChanges(root, protect, agent.protectedAtStart);
   const touched = [...ran.protectedTouched, ...changed];
   const { exitCode, output, timedOut } = ran;
@@ -486,8 +481,7 @@ async function sandboxOrHalt(agent: Agent): Promise<boolean | Halt> {
 
 export interface GuardOptions {
   budgets: Budgets;
-  /** Globs of files the model may not change, e.g. "test/**". */
-  protect: readonly string[];
+  protect: readonly string[]; // globs of files the model may not change, e.g. "test/**"
   defaultProtection?: boolean; // false: opt out of tools.ts's PROTECTED_NAMES (.git, .vscode, …)
   approve: Approver; // asked before a call that changes something; default: approve all
   beforeCall?: readonly BeforeCallHook[]; // a forker's own, run after validation
@@ -504,7 +498,7 @@ export interface Budgets {
 
 export type BudgetName = 'turns' | 'tokens' | 'cost' | 'time';
 
-/** A call as it will run: the model's arguments, unless a hook rewrote them. */
+/** A call as it will run: the model's arguments, or a hook's rewrite. */
 export type PlannedCall = {
   readonly call: Anthropic.ToolUseBlock;
   readonly tool: Tool;
@@ -538,7 +532,7 @@ export interface AfterCallHook {
 
 export type ApprovalAnswer =
   { approved: true; always?: boolean } | { approved: false; reason?: string };
-/** Asks the person about one call that would change something, showing what it would do. */
+/** Asks the person about a call that would change something, with its preview. */
 export type Approver = (request: ApprovalRequest) => Promise<ApprovalAnswer>;
 export type ApprovalRequest = {
   tool: string;
@@ -549,7 +543,7 @@ export type ApprovalRequest = {
 
 export const approveAll: Approver = async () => ({ approved: true });
 
-/** P3's part of a session: the hooks in order, the counters, the protected files' hashes. */
+/** P3's part of a session: the hooks, the counters, the protected files' hashes. */
 async function guardState(settings: Settings) {
   return {
     // A forker's hooks come before the safety checks and approval, so what they rewrite is still
@@ -599,7 +593,7 @@ async function checkResult(
   try {
     return await withinHookTime(hook, () => hook.check(planned, outcome, agent));
   } catch (error) {
-    // Told the user only: the error may quote the very result it was meant to hide.
+    // Told the user only: the error may quote the result it was meant to hide.
     const text = `after-call hook ${hook.name} failed: ${errorText(error)}`;
     agent.config.onEvent({ type: 'notice', text });
     return { content: `result withheld: the ${hook.name} check failed`, isError: true };
@@ -719,12 +713,12 @@ async function runUnlessStopped(
 /** Speaks to a run in progress: calls not yet started are skipped, the text sent with results. */
 export const steer = (agent: Agent, text: string): void => void agent.steering.push(text);
 
-/** What the user typed meanwhile, as blocks that follow the results in the same turn. */
+/** What the user typed meanwhile, as blocks to follow the results. */
 function takeSteering(agent: Agent): Anthropic.TextBlockParam[] {
   return agent.steering.splice(0).map((text) => ({ type: 'text', text }));
 }
 
-/** Takes back what the user typed that the model never read (the run ended first). */
+/** Takes back what the user typed and the model never read. */
 export const withdrawSteering = (agent: Agent): string[] => agent.steering.splice(0);
 
 /** What stops one run: Ctrl-C, or its time running out. */
@@ -759,7 +753,7 @@ function stopCheck(agent: Agent, run: Run, turn: number): Halt | null {
   return spendingHalt(agent) ?? (turn >= maxTurns ? budgetHalt(agent, 'turns', maxTurns) : null);
 }
 
-/** A model that makes one call this many times in a row ignored three refusals: it is stuck. */
+/** A model that makes one call this often in a row ignored three refusals. */
 const STUCK_AFTER = 6;
 const STUCK =
   `the model made the same call ${STUCK_AFTER} times in a row, ` +
@@ -790,16 +784,16 @@ export interface EnduranceOptions {
   contextHooks?: readonly ContextHook[]; // a forker's own, run after compaction
 }
 
-/** Messages as the model is shown them, read-only: the transcript, or what the hooks made of it. */
+/** Messages as the model is shown them: the transcript, or what the hooks made of it. */
 export type View = readonly Anthropic.MessageParam[];
 
 /** Returns what the model sees: the messages shown (read-only), or a new array, then appended. */
 export type ContextHook = (messages: View, agent: Agent, signal: AbortSignal) => Promise<View>;
 
-/** The model sees the summary, then the transcript from `keptFrom` on, word for word. */
+/** The model sees the summary, then the transcript from `keptFrom` on. */
 export type Compaction = { summary: string; keptFrom: number };
 
-/** P4's part of a session: the window (the model's if it says), the context hooks. */
+/** P4's part of a session: the window, the context hooks. */
 async function enduranceState(settings: Settings, contextFiles: ContextFile[]) {
   const window = (await settings.model.contextWindow?.()) ?? settings.contextWindow;
   return {
@@ -819,7 +813,7 @@ const KEEP_VERBATIM_TOKENS = 20_000;
 export const estimateTokens = (value: unknown) =>
   Math.ceil((typeof value === 'string' ? value : JSON.stringify(value)).length / 3.5);
 
-/** Runs every context hook on the transcript; what comes out is what the model sees. */
+/** Runs every context hook on the transcript: what comes out, the model sees. */
 async function contextView(agent: Agent, signal: AbortSignal): Promise<View> {
   let view: View = freezeNewMessages(agent.messages);
   for (const hook of agent.contextHooks) {
@@ -853,10 +847,10 @@ export const compaction: ContextHook = async (messages, agent, signal) => {
   const threshold = (agent.config.compactAt ?? 0.75) * agent.contextWindow;
   let size = estimateNextRequest(agent, compactedView(agent, messages));
   while (size > threshold && !spendingHalt(agent)) {
-    const made = await compact(agent, signal); // spent: the loop halts before its call anyway
+    const made = await compact(agent, signal);
     if (made === null) break;
     size += made.tokensAfter - made.tokensBefore;
-    if (!made.piece) break; // all of the older part is summarised
+    if (!made.piece) break; // the older part is all summarised
   }
   return compactedView(agent, messages);
 };
@@ -888,7 +882,7 @@ function pieceEnd(
   let size = 0;
   let end: number | null = null;
   for (let i = from + 1; i <= cut; i++) {
-    size += estimateMessages(messages.slice(i - 1, i)); // measured once, as requests measure it
+    size += estimateMessages(messages.slice(i - 1, i)); // measured once, as requests are
     if (messages[i]!.role === 'assistant' && size > fitTokens) return end ?? i;
     if (messages[i]!.role === 'assistant') end = i;
   }
@@ -901,10 +895,10 @@ function withinShare(agent: Agent, message: Anthropic.MessageParam): Anthropic.M
   return estimateMessages([message]) * 3.5 <= room ? message : capStrings(message, room / 4);
 }
 
-/** A summary is text only: the request keeps the tools (and so the cached prefix) but not calls. */
+/** A summary is text only: the request keeps the tools (the cached prefix) but no calls. */
 const NO_TOOLS: Anthropic.ToolChoice = { type: 'none' };
 
-/** Longer strings are cut (head and tail kept) before summarising, so the request fits. */
+/** Longer strings are cut (head and tail kept) before summarising. */
 const SUMMARY_STRING_CHARS = 2_000;
 
 /** Summarises the older messages (a piece at a time) with a model call; null: nothing to cut. */
@@ -938,7 +932,7 @@ export async function compact(agent: Agent, signal: AbortSignal): Promise<Compac
   return { tokensBefore, tokensAfter, piece: keptFrom < verbatim };
 }
 
-/** What a compaction replaced, and with what, in estimated tokens; `piece`: more is left to do. */
+/** What a compaction replaced, with what, in estimated tokens; `piece`: more is left to do. */
 export type Compacted = { tokensBefore: number; tokensAfter: number; piece: boolean };
 
 /** /compact: a summary kept only if it makes the view smaller; returns why not, or null. */
@@ -962,7 +956,7 @@ export async function compactNow(agent: Agent, signal: AbortSignal): Promise<str
   return null;
 }
 
-/** /context: where the window goes, in estimated tokens. */
+/** /context: where the window goes, estimated as a request is. */
 export interface ContextBreakdown {
   window: number;
   systemPrompt: number;
@@ -982,7 +976,7 @@ export function contextBreakdown(agent: Agent): ContextBreakdown {
   return { window, systemPrompt, toolDefinitions, projectFiles, messages, free };
 }
 
-// --- AGENTS.md: project context for the model, never instructions for the harness.
+// --- AGENTS.md: context for the model, never instructions for the harness.
 
 function systemPrompt(settings: Settings, files: ContextFile[]): string {
   const base = settings.systemPrompt ?? SYSTEM_PROMPT;
@@ -1030,11 +1024,11 @@ function taskTool(parent: Agent): Tool {
         contextFiles: false,
         systemPrompt: SUBAGENT_PROMPT,
         onEvent: (event) => {
-          if ('usage' in event) addUsage(parent.usage, model, event.usage); // each call it paid
+          if ('usage' in event) addUsage(parent.usage, model, event.usage);
           parent.config.onEvent({ type: 'subagent', id, description, event });
         },
       });
-      const ended = await runTask(child, prompt, ctx.signal, parent.ledger); // the parent's budget
+      const ended = await runTask(child, prompt, ctx.signal, parent.ledger);
       const report = finalText(child.messages);
       if (ended.kind === 'accepted') return report || '(the sub-agent gave no answer)';
       return `[the sub-agent stopped: ${describeHalt(ended)}]\n${report}`;
@@ -1046,7 +1040,7 @@ function taskTool(parent: Agent): Tool {
 
 export const DEFAULT_MODEL = 'claude-sonnet-5-5';
 const MAX_OUTPUT_TOKENS = 32_000;
-/** The SDK's timeout covers only the wait for headers; a stream silent this long is stalled. */
+/** The SDK's timeout covers only the headers; a stream silent this long is stalled. */
 export const STREAM_IDLE_MS = 90_000;
 
 /** The real model, its text shown as it arrives. */
@@ -1059,7 +1053,7 @@ export class AnthropicModel implements Model {
 
   async complete(request: ModelRequest, options: ModelCallOptions): Promise<Anthropic.Message> {
     const { signal, onText, onNotice } = options;
-    // The SDK retries by itself; this only says, for each failed attempt, what it will do next.
+    // The SDK retries by itself; this says, for each failed attempt, what it does next.
     const showRetries: Middleware = async (request, next, context) => {
       const retried = Number(request.headers.get('x-stainless-retry-count') ?? 0);
       const left = (context.options?.maxRetries ?? this.client.maxRetries) - retried;
@@ -1100,7 +1094,7 @@ export class AnthropicModel implements Model {
     }
   }
 
-  /** Asked of the API once per model: every sub-agent wants it too, and it does not change. */
+  /** Asked of the API once per model: sub-agents want it too. */
   private window: Promise<number | null> | undefined;
   contextWindow(): Promise<number | null> {
     const maxInput = (info: { max_input_tokens: number | null }) => info.max_input_tokens;
@@ -1120,7 +1114,7 @@ export function retryNotice(
   attempt: Attempt,
 ): string | null {
   const { left, retried, failure } = attempt;
-  const said = headers.get('x-should-retry'); // the API's word, if it gave one
+  const said = headers.get('x-should-retry');
   const retryable =
     said === null
       ? status === null || [408, 409, 429].includes(status) || status >= 500
@@ -1145,7 +1139,7 @@ const isApiError = (error: unknown): error is APIError<number> =>
   typeof error.status === 'number' &&
   'apiMessage' in error;
 
-/** A context hook that failed: the run halts with an error that names the hook, not the model. */
+/** A failed context hook: the halt names the hook, not the model. */
 class ContextHookError extends Error {}
 
 function describeModelError(error: unknown): string {
@@ -1158,7 +1152,7 @@ function describeModelError(error: unknown): string {
   return `model call failed: ${error instanceof Error ? error.message : String(error)}`;
 }
 
-// --- The words the model reads. Prompts guide the model; no guarantee rests on them.
+// --- The words the model reads. They guide the model; no guarantee rests on them.
 
 export const SYSTEM_PROMPT = [
   'You are a coding agent working inside one project folder. You act only through the' +
@@ -1192,7 +1186,7 @@ const SUMMARY_INSTRUCTIONS = [
 const SUMMARY_HEADING =
   '[Summary of the earlier conversation, written when it no longer fitted the context window]';
 
-/** What stands in for the summarised part of the transcript, first in every later request. */
+/** What stands in for the summarised part, first in every later request. */
 const summaryMessage = (summary: string): Anthropic.MessageParam => ({
   role: 'user',
   content: `${SUMMARY_HEADING}\n\n${summary}`,
@@ -1229,13 +1223,13 @@ async function withDefaults(config: AgentConfig): Promise<Settings> {
   };
 }
 
-/** The text of the last assistant message that has any: a sub-agent's report, or a summary. */
+/** The text of the last reply that has any: a sub-agent's report, or a summary. */
 function finalText(messages: readonly (Anthropic.MessageParam | Anthropic.Message)[]): string {
   const said = messages.filter((message) => message.role === 'assistant').map(textOfMessage);
   return said.findLast((text) => text.trim() !== '')?.trim() ?? '';
 }
 
-/** The text blocks of a message, joined; a message may hold a plain string instead. */
+/** The text blocks of a message, joined (or its plain string). */
 export function textOfMessage(message: Anthropic.MessageParam | Anthropic.Message): string {
   if (typeof message.content === 'string') return message.content;
   const blocks: readonly (Anthropic.ContentBlockParam | Anthropic.ContentBlock)[] = message.content;
@@ -1246,7 +1240,7 @@ export function textOfMessage(message: Anthropic.MessageParam | Anthropic.Messag
 
 const compactedViews = new WeakMap<Compaction, Anthropic.MessageParam[]>();
 
-/** [summary, ...messages.slice(keptFrom)], built once per compaction and then only extended. */
+/** [summary, ...messages.slice(keptFrom)], built once per compaction, then only extended. */
 function compactedCopy(compaction: Compaction, messages: View) {
   let view = compactedViews.get(compaction);
   if (view === undefined) {
@@ -1262,7 +1256,7 @@ const measuredChars = new WeakMap<Anthropic.MessageParam, number>();
 
 /** estimateTokens(messages), each message measured once: a frozen message keeps its length. */
 export function estimateMessages(messages: View): number {
-  let chars = messages.length === 0 ? 2 : messages.length + 1; // "[", "]" and the commas between
+  let chars = messages.length === 0 ? 2 : messages.length + 1; // brackets and commas
   for (const message of messages) {
     let length = measuredChars.get(message);
     if (length === undefined) {
@@ -1357,7 +1351,7 @@ export const errorText = (error: unknown) =>
 const isPromptTooLong = (error: unknown) =>
   isApiError(error) && error.status === 400 && /prompt is too long/i.test(error.message);
 
-/** Tokens by kind, and dollars: null when the model's price is unknown, never a made-up zero. */
+/** Tokens by kind, and dollars: null when the price is unknown, never a made-up zero. */
 export type UsageTotals = {
   input: number;
   cacheWrite: number;
@@ -1371,7 +1365,7 @@ const totalTokens = (u: UsageTotals) => u.input + u.cacheWrite + u.cacheRead + u
 /** What a run spent, its sub-agents included, when it halted. */
 export type Spent = { tokens: number; costUsd: number | null };
 
-/** A run's spending against its token and dollar limits, shared by the run's sub-agents. */
+/** A run's spending against its limits, shared with its sub-agents. */
 export type Ledger = {
   readonly maxTokens?: number;
   readonly maxCostUsd?: number;
@@ -1391,7 +1385,7 @@ function openLedger({ budgets, model }: Settings): Ledger {
   return { maxTokens: budgets.maxTokens, maxCostUsd: budgets.maxCostUsd, spent: noUsage(model) };
 }
 
-/** One model call's usage goes to the session's totals and to the run's ledger. */
+/** One model call's usage, to the session's totals and the run's ledger. */
 function spend(agent: Agent, usage: Anthropic.Usage): void {
   addUsage(agent.usage, agent.config.model, usage);
   addUsage(agent.ledger.spent, agent.config.model, usage);
@@ -1429,7 +1423,7 @@ function addUsage(totals: UsageTotals, model: Model, usage: Anthropic.Usage): vo
 
 // --- Prices: what a token costs, so a dollar budget can be kept.
 
-/** Dollars per million tokens; cache writes and reads as multiples of input (default 1.25, 0.1). */
+/** Dollars per million tokens; cache writes and reads as multiples of input. */
 export type Price = { input: number; output: number; cacheWrite?: number; cacheRead?: number };
 
 /** Cache reads cost a tenth of input, writes a quarter more: why stable requests matter. */
@@ -1462,7 +1456,7 @@ const notRunResult = (id: string, content: string) => ({
 export function transcriptRepair(warn: (text: string) => void) {
   const messages: Anthropic.MessageParam[] = [];
   const callIds = new Set<string>();
-  let awaiting: string[] = []; // the calls of the last message, if a reply: the next answers them
+  let awaiting: string[] = []; // the last reply's calls, that the next message answers
   const answerLost = (at: string, ids: string[]) => {
     const lost = `${ids.length} call(s) before this line have no result (a lost line)`;
     warn(`${at}: ${lost}; answered "result lost"`);
@@ -1518,7 +1512,7 @@ export function transcriptRepair(warn: (text: string) => void) {
     messages,
     add: (message: Anthropic.MessageParam, at: string) =>
       message.role === 'assistant' ? addReply(message, at) : addUserMessage(message, at),
-    /** Whether a compaction may cut here: the verbatim part starts with a reply (see chooseCut). */
+    /** Whether a compaction may cut here (see chooseCut). */
     startsReply: (index: number) => messages[index]?.role === 'assistant',
     /** Answers the calls the session ended in the middle of; resume appends it. */
     finish: (): Anthropic.MessageParam | null => {
@@ -1544,7 +1538,8 @@ export interface LoadedSession {
 export function resume(agent: Agent, loaded: LoadedSession): void {
   agent.messages.length = 0;
   for (const message of loaded.messages) agent.messages.push(withinShare(agent, message));
-  agent.toolContext.seen.clear(); // what was read before must be read again before it is edited
+  agent.toolContext.seen.clear(); // read again before editing
+
   agent.compaction = loaded.compaction;
   agent.subAgentsStarted = loaded.subAgents;
   agent.lastRequest = null;
