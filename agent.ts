@@ -1488,24 +1488,19 @@ export function transcriptRepair(warn: (text: string) => void) {
         ? [{ type: 'text', text: message.content }]
         : message.content;
     const results = blocks.filter((block) => block.type === 'tool_result');
-    const others = blocks.filter((block) => block.type !== 'tool_result');
     const unanswered = new Set(awaiting);
-    const kept = results.filter((result) => unanswered.delete(result.tool_use_id)); // the first
-    const missing = [...unanswered];
     awaiting = [];
-    const resultsFirst = blocks.every(
-      (block, i) => (block.type === 'tool_result') === i < results.length,
-    );
-    const allAnswered = kept.length === results.length && missing.length === 0;
-    if (allAnswered && resultsFirst) {
-      messages.push(message);
-      return;
-    }
+    const kept = results.filter((result) => unanswered.delete(result.tool_use_id)); // the first
     const dropped = results.length - kept.length;
     if (dropped > 0) warn(`${at}: ${dropped} result(s) answer no call just before them; dropped`);
-    const answers = missing.length > 0 ? answerLost(at, missing) : [];
-    if (allAnswered) warn(`${at}: results moved before the text`);
+    const answers = unanswered.size > 0 ? answerLost(at, [...unanswered]) : [];
+    const others = blocks.filter((block) => block.type !== 'tool_result');
     const content = [...kept, ...answers, ...others];
+    if (content.length === blocks.length && content.every((block, i) => block === blocks[i])) {
+      messages.push(message); // as it was
+      return;
+    }
+    if (dropped === 0 && answers.length === 0) warn(`${at}: results moved before the text`);
     if (content.length > 0) messages.push({ role: 'user', content });
   };
   return {
