@@ -426,8 +426,8 @@ const errorVerdict = (message: string): Verdict => ({ halt: { kind: 'error', mes
 
 /** Prevents a false "done": only the verify command's exit code 0, protected files unchanged. */
 async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
-  const { verify, root, verifyTimeoutMs, protect, defaultProtection, passEnv } = agent.config;
-  const { onEvent } = agent.config;
+  const { verify, root, verifyTimeoutMs, protect, defaultProtection, passEnv, onEvent } =
+    agent.config;
   const tampered = await protectedChanges(root, protect, agent.protectedAtStart);
   if (tampered.length > 0) {
     const output = tampered.join(', ');
@@ -435,21 +435,17 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
     const failed = { passed: false, exitCode: null, sandboxed: false };
     onEvent({ type: 'gate', command: verify ?? '(none)', reason, output, ...failed });
     const restore = 'Restore them; the task must be done without changing them.';
-    return {
-      goOn: `The task is not done: ${reason} since the session started: ${output}. ${restore}`,
-    };
+    const goOn = `The task is not done: ${reason} since the session started: ${output}. ${restore}`;
+    return { goOn };
   }
   if (verify === undefined) return { halt: { kind: 'accepted', verifiedBy: null } };
-  const sandboxed = await sandboxOrHalt(agent);
-  if (typeof sandboxed !== 'boolean') return { halt: sandboxed };
+  const sandbox = await sandboxOrHalt(agent);
+  if (typeof sandbox !== 'boolean') return { halt: sandbox };
   const onOutput = (text: string) => onEvent({ type: 'gate-output', text });
-  const options = { cwd: root, timeoutMs: verifyTimeoutMs, signal: run.signal, onOutput };
-  const ran = await runCommand(verify, {
-    ...options,
-    sandbox: sandboxed,
-    defaultProtection,
-    passEnv,
-  }).catch((error: unknown) => new Error(`${error}`));
+  const options = { cwd: root, timeoutMs: verifyTimeoutMs, signal: run.signal, onOutput, sandbox };
+  const ran = await runCommand(verify, { ...options, defaultProtection, passEnv }).catch(
+    (error: unknown) => new Error(`${error}`),
+  );
   if (ran instanceof Error) return errorVerdict(`the check was not run: ${ran.message}`);
   if (run.signal.aborted) return { halt: stoppedHalt(agent, run) };
   // A check that changed what judges it, or what runs later (.git, editor tasks), fails.
@@ -461,7 +457,8 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
     ? `did not finish within ${verifyTimeoutMs / 1000} s`
     : `exited with code ${exitCode}`;
   const reason = touched.length > 0 ? `changed protected paths: ${touched.join(', ')}` : ended;
-  onEvent({ type: 'gate', command: verify, exitCode, passed, reason, output, sandboxed });
+  onEvent({ type: 'gate', command: verify, exitCode, passed, reason, output, sandboxed: sandbox });
+
   if (passed) return { halt: { kind: 'accepted', verifiedBy: verify } };
   const told = `Its output:\n\n${output}\n\nFix the cause, then say you are done.`;
   return { goOn: `The task is not done yet: the check \`${verify}\` ${reason}. ${told}` };
@@ -856,11 +853,7 @@ export const compaction: ContextHook = async (messages, agent, signal) => {
 };
 
 /** Where the verbatim part starts: at a reply (keeping calls with results), within `keepTokens`. */
-export function chooseCut(
-  messages: Anthropic.MessageParam[],
-  from: number,
-  keepTokens: number,
-): number | null {
+export function chooseCut(messages: View, from: number, keepTokens: number): number | null {
   let cut: number | null = null;
   let suffix = 0;
   for (let i = messages.length - 1; i > from; i--) {
@@ -873,12 +866,7 @@ export function chooseCut(
 }
 
 /** Prevents a summary request larger than the window: the rest goes in the next piece. */
-function pieceEnd(
-  messages: Anthropic.MessageParam[],
-  from: number,
-  cut: number,
-  fitTokens: number,
-) {
+function pieceEnd(messages: View, from: number, cut: number, fitTokens: number): number {
   let size = 0;
   let end: number | null = null;
   for (let i = from + 1; i <= cut; i++) {
