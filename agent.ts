@@ -1137,7 +1137,7 @@ function describeModelError(error: unknown): string {
     const said = `${error.type ?? ''}: ${error.apiMessage ?? error.message}${id}`;
     return `model call failed: HTTP ${error.status} ${said}`;
   }
-  return `model call failed: ${error instanceof Error ? error.message : String(error)}`;
+  return `model call failed: ${errorText(error)}`;
 }
 
 // --- The words the model reads. They guide the model; no guarantee rests on them.
