@@ -424,7 +424,7 @@ async function judgeFinalReply(agent: Agent, run: Run, reply: Anthropic.Message)
 
 const errorVerdict = (message: string): Verdict => ({ halt: { kind: 'error', message } });
 
-/** Prevents a false "done": only the verify command's exit code 0, protected files unchanged. */
+/** Prevents a false "done": it takes the check's exit code 0, and protected files unchanged. */
 async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   const { verify, root, verifyTimeoutMs, protect, defaultProtection, passEnv, onEvent } =
     agent.config;
@@ -687,7 +687,7 @@ export const capToolOutput: AfterCallHook = {
 
 // --- What stops a call or a run: a cut-off reply, Ctrl-C, a message typed meanwhile, a budget.
 
-/** Prevents calls running with cut-off arguments, after Ctrl-C or the time, or unread words. */
+/** Prevents calls running with cut-off arguments, after a stop, or before the user is heard. */
 function notRunReason(agent: Agent, run: Run, reply: Anthropic.Message): string | null {
   if (reply.stop_reason === 'max_tokens') return CUT_OFF_CALL;
   if (run.timeUp?.aborted) return 'not run: the time budget of this run ran out';
@@ -742,7 +742,7 @@ function stoppedHalt(agent: Agent, run: Run): Halt {
   return { kind: 'interrupted' };
 }
 
-/** Prevents a run going on past Ctrl-C, its budgets, or stuck; checked once calls are answered. */
+/** Prevents a run going on past Ctrl-C, a budget, or when stuck; checked after a turn's calls. */
 function stopCheck(agent: Agent, run: Run, turn: number): Halt | null {
   const { maxTurns } = agent.config.budgets;
   if (run.signal.aborted) return stoppedHalt(agent, run);
