@@ -1092,16 +1092,14 @@ export class AnthropicModel implements Model {
 }
 
 type Middleware = NonNullable<Anthropic.RequestOptions['middleware']>[number];
-/** Retries left and made, and how a failed connection failed. */
-type Attempt = { left: number; retried: number; failure?: string };
 
-/** The SDK's rule (shouldRetry): x-should-retry, else 408, 409, 429, 5xx and no connection. */
+/** The SDK's rule (shouldRetry): x-should-retry, else 408, 409, 429, 5xx and no connection.
+ *  `failure`: how a connection failed. */
 export function retryNotice(
   status: number | null,
   headers: Headers,
-  attempt: Attempt,
+  { left, retried, failure }: { left: number; retried: number; failure?: string },
 ): string | null {
-  const { left, retried, failure } = attempt;
   const said = headers.get('x-should-retry');
   const retryable =
     said === null
