@@ -1,6 +1,5 @@
-// agent.ts — the harness: everything the loop runs, and nothing else. It never prints, parses
-// arguments or touches a terminal: the program (app/) calls this file's API and draws its events.
-// Sections follow the lessons, P0 to P4; each declares the types it teaches.
+// agent.ts — the harness: everything the loop runs, and nothing else. It never prints or touches a
+// terminal: the program (app/) calls its API and draws its events. Sections follow the lessons.
 //
 // The loop, in pseudo-code (P1 the loop, P2 the gate, P3 the guards, P4 the window):
 //
@@ -27,7 +26,7 @@
 //
 // The model proposes, the harness disposes: every guarantee lives in plain code, never in a prompt.
 
-// Types only: the SDK itself (slow to load) is imported by the program when it makes a real model.
+// Types only: the SDK is slow to load; the program imports it for a real model.
 import type Anthropic from '@anthropic-ai/sdk';
 import type { APIError } from '@anthropic-ai/sdk';
 import path from 'node:path';
@@ -56,7 +55,7 @@ import {
   UNUSABLE,
 } from './tools.ts';
 
-/** All the loop reports, and when: printers, the session file and the page read this one stream. */
+/** All the loop reports: printers, the session file and the page read this one stream. */
 export type AgentEvent =
   // a message was appended to the transcript
   | { type: 'message'; message: Anthropic.MessageParam }
@@ -64,9 +63,9 @@ export type AgentEvent =
   | { type: 'request'; turn: number; messages: number; estimatedTokens: number }
   // a piece of the reply's text streamed in
   | { type: 'text'; delta: string }
-  // something the user should know (a retry, a repair on resume, a failed after-call hook)
+  // something the user should know (a retry, a repair on resume)
   | { type: 'notice'; text: string }
-  // the reply came in, content as received (what a replay answers with), with the session's totals
+  // the reply came in, content as received, with the session's totals
   | {
       type: 'reply';
       turn: number;
@@ -96,7 +95,7 @@ export type AgentEvent =
       output: string;
       sandboxed: boolean;
     }
-  // older messages were summarised: the model sees the summary, then messages from keptFrom on
+  // older messages were summarised: the model sees the summary, then keptFrom on
   | ({
       type: 'compaction';
       usage: Anthropic.Usage;
@@ -112,84 +111,70 @@ export type AgentEvent =
 
 // P0 — the model and the transcript. The API is stateless: the transcript is all the model knows.
 
-/** What one model call is given: the same three things, in full, on every turn. */
+/** What one model call is given, in full, every turn. */
 export type ModelRequest = Pick<Anthropic.MessageCreateParamsNonStreaming, RequestPart>;
 type RequestPart = 'system' | 'tools' | 'messages' | 'tool_choice' | 'cache_control';
 
-/** Takes the whole transcript, returns one assistant message exactly as the API sent it (thinking
- *  blocks included), or throws. The request is lent: its messages are the session's own, so copy
- *  what you keep. */
+/** Returns the reply as the API sent it, or throws. The request is lent: copy what you keep. */
 export interface Model {
   readonly name: string;
-  /** Dollars per million tokens; without it the cost is unknown, and a dollar budget is refused. */
-  readonly price?: Price;
+  readonly price?: Price; // without it the cost is unknown, and a dollar budget refused
   complete(request: ModelRequest, options: ModelCallOptions): Promise<Anthropic.Message>;
-  /** The context window in tokens, if the provider says. */
-  contextWindow?(): Promise<number | null>;
+  contextWindow?(): Promise<number | null>; // in tokens, if the provider says
 }
 
-/** onText hears the text as it streams in; onNotice what else the call has to say ("retrying"). */
+/** onText hears the reply's text as it streams; onNotice the rest ("retrying"). */
 export type ModelCallOptions = { signal: AbortSignal; onText: Listener; onNotice: Listener };
 type Listener = (text: string) => void;
 
-/** `{ root, model, tools }` is enough: every later lesson's options have defaults. */
+/** `{ root, model, tools }` is enough: later lessons' options have defaults. */
 export interface AgentConfig extends Partial<GateOptions>, Partial<GuardOptions>, EnduranceOptions {
-  /** The project root: the tools cannot reach outside it. */
-  root: string;
+  root: string; // the tools cannot reach outside it
   model: Model;
   tools: readonly Tool[];
-  /** The loop never prints: it reports everything here. Default: nowhere. */
-  onEvent?: (event: AgentEvent) => void;
+  onEvent?: (event: AgentEvent) => void; // the loop never prints; it reports here
   systemPrompt?: string;
 }
 
-/** The configuration as the loop reads it: the root resolved, every default filled in. */
+/** The configuration as the loop reads it: the root resolved, the defaults filled in. */
 export type Settings = AgentConfig &
   GateOptions &
   GuardOptions & { onEvent: (event: AgentEvent) => void };
 
-/** A session. A program reads it and never writes it: runTask, steer, compactNow and resume are
- *  its ways in. */
+/** A session. A program never writes it: runTask, steer, compactNow and resume are its ways in. */
 export interface Agent {
   readonly config: Settings;
   readonly messages: Anthropic.MessageParam[]; // all the model knows, resent every turn
   readonly toolContext: ToolContext;
-  readonly system: Anthropic.TextBlockParam[]; // built once: the same bytes every request (cache)
-  readonly toolDefinitions: Anthropic.Tool[]; // built once per tool, shared by every agent
-  // P3 — the guards: hooks, messages typed meanwhile, spending, the protected files.
+  readonly system: Anthropic.TextBlockParam[]; // built once: the same bytes every request
+  readonly toolDefinitions: Anthropic.Tool[];
+  // P3 — the guards
   readonly beforeCall: readonly BeforeCallHook[];
   readonly afterCall: readonly AfterCallHook[];
-  readonly steering: string[]; // what the user typed meanwhile, sent with the next results
+  readonly steering: string[]; // what the user typed meanwhile
   repeats: { key: string; times: number }; // the model's last call, and how often in a row
   readonly usage: UsageTotals;
-  /** The run in progress: what it and its sub-agents spent, against its limits. */
-  ledger: Ledger;
-  /** The protected files' hashes at the session's start: a later run cannot launder a change. */
-  readonly protectedAtStart: Map<string, string>;
-  // P4 — endurance: the window, what fills it, and the summary of what no longer fits.
+  ledger: Ledger; // what the run in progress and its sub-agents spent
+  readonly protectedAtStart: Map<string, string>; // hashes at the session's first start
+  // P4 — endurance
   readonly contextWindow: number;
   readonly contextFiles: ContextFile[];
   readonly contextHooks: readonly ContextHook[];
-  /** The latest summary and where the verbatim part starts; the transcript itself is never cut. */
-  compaction: Compaction | null;
-  /** The last request's real size and what it covered: the base of the next estimate. */
-  lastRequest: { tokens: number; messages: number; keptFrom: number } | null;
+  compaction: Compaction | null; // the latest summary; the transcript itself is never cut
+  lastRequest: { tokens: number; messages: number; keptFrom: number } | null; // its real size
   subAgentsStarted: number;
 }
 
-/** Builds a session in a few named steps, one per lesson. */
+/** Builds a session, a step per lesson. */
 export async function createAgent(config: AgentConfig): Promise<Agent> {
   const settings = await withDefaults(config);
   const contextFiles = settings.contextFiles === false ? [] : await loadContextFiles(settings.root);
+  const { root, defaultProtection } = settings;
   const agent: Agent = {
     config: settings,
     messages: [],
-    toolContext: {
-      root: settings.root,
-      seen: new Map(),
-      defaultProtection: settings.defaultProtection,
-    },
-    // One cache mark after the system prompt caches the whole fixed prefix: tools, then system.
+    toolContext: { root, seen: new Map(), defaultProtection },
+    // A cache mark here caches the fixed prefix: tools, then system.
     system: [{ type: 'text', text: systemPrompt(settings, contextFiles), cache_control: CACHE }],
     toolDefinitions: [],
     ...(await guardState(settings)), // P3
@@ -200,13 +185,13 @@ export async function createAgent(config: AgentConfig): Promise<Agent> {
   return agent;
 }
 
-/** User text as a block, as every recorded session holds it: the same bytes on every request. */
+/** User text as a block, as sessions record it. */
 const userText = (text: string): Anthropic.MessageParam => ({
   role: 'user',
   content: [{ type: 'text', text }],
 });
 
-/** Appends to the transcript; the event lets the session file record it as it happens. */
+/** Appends to the transcript, and tells the session file. */
 function append(agent: Agent, given: Anthropic.MessageParam): void {
   const message = withinShare(agent, given);
   agent.messages.push(message);
@@ -216,7 +201,7 @@ function append(agent: Agent, given: Anthropic.MessageParam): void {
 // -------------------------------------------------------------------------------------------------
 // P1 — the loop: call the model, append its reply, answer every call, and go round until a halt.
 
-/** Runs one task to a halt. A sub-agent's run gets its parent's ledger: one budget for both. */
+/** Runs one task to a halt. A sub-agent's run spends from its parent's ledger. */
 export async function runTask(
   agent: Agent,
   task: string,
@@ -229,12 +214,12 @@ export async function runTask(
     const reply = await callModel(agent, run, turn);
     if ('kind' in reply) return halt(agent, reply, turn - 1); // no reply came back this turn
     appendReply(agent, reply);
-    countUsage(agent, reply, turn); // after the append: the next estimate starts from this reply
+    countUsage(agent, reply, turn); // after the append: the next estimate starts here
     const calls = reply.content.filter((block) => block.type === 'tool_use');
     if (calls.length > 0) {
       append(agent, { role: 'user', content: await answerCalls(agent, run, reply, calls) });
     } else if (reply.stop_reason !== 'pause_turn') {
-      // a paused turn is continued as it stands
+      // a paused turn just goes round again
       const verdict = await judgeFinalReply(agent, run, reply);
       if ('halt' in verdict) return halt(agent, verdict.halt, turn);
       const goOn: Anthropic.TextBlockParam = { type: 'text', text: verdict.goOn };
@@ -245,21 +230,20 @@ export async function runTask(
   }
 }
 
-/** Every run ends in exactly one of these, and says which. Halts are values, never exceptions. */
+/** How a run ended: a value, never an exception. */
 export type Halt =
   | { kind: 'accepted'; verifiedBy: string | null }
-  | { kind: 'budget'; budget: BudgetName; limit: number; spent?: Spent } // spent: not in old files
+  | { kind: 'budget'; budget: BudgetName; limit: number; spent?: Spent } // not in old files
   | { kind: 'interrupted' }
   | { kind: 'error'; message: string };
 
-/** Every halt goes through here, so every run says how it ended. */
+/** Every halt goes through here, so every run reports how it ended. */
 function halt(agent: Agent, reached: Halt, turns: number): Halt {
   agent.config.onEvent({ type: 'halt', halt: reached, turns });
   return reached;
 }
 
-/** Prevents a failed API call from killing the program: it becomes a halt of kind error.
- *  A "prompt is too long" answer gets one forced compaction and one retry. */
+/** Prevents a failed API call from killing the program; "prompt is too long" compacts, retries. */
 async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropic.Message | Halt> {
   const { config } = agent;
   const options = {
@@ -270,16 +254,15 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
   for (let attempt = 1; ; attempt++) {
     try {
       const view = await contextView(agent, run.signal);
-      const overspent = spendingHalt(agent); // after any compaction, right before the call
+      const overspent = spendingHalt(agent); // after any compaction
       if (overspent) return overspent;
       const estimatedTokens = estimateNextRequest(agent, view);
       if (estimatedTokens > agent.contextWindow) {
         return run.signal.aborted ? stoppedHalt(agent, run) : oversizeHalt(agent, estimatedTokens);
       }
       config.onEvent({ type: 'request', turn, messages: view.length, estimatedTokens });
-      // The API puts the cache mark on the request's last block, so each request reads the one
-      // before it from the cache. The view goes uncopied (lent, see Model).
-      const messages = view as Anthropic.MessageParam[];
+      // The mark goes on the last block: each request reads the one before from the cache.
+      const messages = view as Anthropic.MessageParam[]; // lent (see Model)
       const tools = agent.toolDefinitions;
       const request = { system: agent.system, tools, messages, cache_control: CACHE };
       return withResendableInputs(await config.model.complete(request, options));
@@ -293,18 +276,17 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
   }
 }
 
-/** Prevents sending a request too large for the window, even after compaction. */
+/** Prevents sending a request too large for the window. */
 function oversizeHalt({ contextWindow }: Agent, tokens: number): Halt {
   const size = `the next request (~${tokens} tokens)`;
   const message = `${size} would not fit the ${contextWindow}-token window even after compaction`;
   return { kind: 'error', message };
 }
 
-/** A prompt-cache mark: on the system prompt (the fixed prefix) and on each whole request. */
+/** A prompt-cache mark. */
 const CACHE: Anthropic.CacheControlEphemeral = { type: 'ephemeral' };
 
-/** Prevents a transcript the API rejects: empty text blocks are dropped; the rest is kept as
- *  received, since the API refuses altered thinking blocks. */
+/** Prevents a transcript the API rejects: empty text dropped, the rest as sent (thinking too). */
 function appendReply(agent: Agent, reply: Anthropic.Message): void {
   const content = reply.content.filter(
     (block) => block.type !== 'text' || block.text.trim() !== '',
@@ -312,8 +294,7 @@ function appendReply(agent: Agent, reply: Anthropic.Message): void {
   if (content.length > 0) append(agent, { role: 'assistant', content });
 }
 
-/** Answers every call in order, each with one tool_result. Consecutive read-only calls run
- *  together, anything else alone. */
+/** Answers every call in order, each with one tool_result; consecutive reads run together. */
 async function answerCalls(
   agent: Agent,
   run: Run,
@@ -321,10 +302,10 @@ async function answerCalls(
   calls: Anthropic.ToolUseBlock[],
 ) {
   const results: Anthropic.ToolResultBlockParam[] = [];
-  let batch: { planned: PlannedCall; index: number }[] = [];
+  let batch: { planned: PlannedCall; index: number }[] = []; // at most MAX_PARALLEL_READS
   const flush = async () => {
-    const running = batch.map((b) => () => runUnlessStopped(agent, run, reply, b.planned));
-    const outcomes = await runConcurrently(running, MAX_PARALLEL_READS);
+    const running = batch.map((b) => runUnlessStopped(agent, run, reply, b.planned));
+    const outcomes = await Promise.all(running);
     for (const [i, { planned, index }] of batch.entries()) {
       results[index] = answer(agent, planned.call, outcomes[i]!);
     }
@@ -352,10 +333,10 @@ async function answerCalls(
 
 export const MAX_PARALLEL_READS = 8;
 
-/** What became of one call: the text the model reads, and whether it is an error. */
+/** What became of one call, as the model reads it. */
 export type ToolOutcome = { content: string; isError: boolean };
 
-/** Prevents a call from going unanswered: every outcome, refusals included, becomes its result. */
+/** Prevents a call from going unanswered: every outcome, refusals too, becomes its result. */
 function answer(agent: Agent, call: Anthropic.ToolUseBlock, outcome: ToolOutcome) {
   const result: Anthropic.ToolResultBlockParam = {
     type: 'tool_result',
@@ -367,8 +348,7 @@ function answer(agent: Agent, call: Anthropic.ToolUseBlock, outcome: ToolOutcome
   return result;
 }
 
-/** Prevents a call nobody checked from running: an unknown tool is an error result; then each
- *  before-call hook (P3) decides, in order, until one refuses or answers. */
+/** Prevents an unchecked call from running: each before-call hook (P3) decides, in order. */
 async function decide(
   agent: Agent,
   run: Run,
@@ -388,8 +368,7 @@ async function decide(
     if (decision.action === 'deny') return { content: decision.reason, isError: true };
     if (decision.action === 'answer') return { content: decision.content, isError: false };
     if (decision.action === 'rewrite') {
-      // A rewrite is checked against the schema like the model's own arguments were.
-      const problem = schemaProblem(tool, decision.input);
+      const problem = schemaProblem(tool, decision.input); // as the model's own were
       if (problem) {
         return { content: `the ${hook.name} hook rewrote the call into ${problem}`, isError: true };
       }
@@ -399,8 +378,7 @@ async function decide(
   return planned;
 }
 
-/** Prevents a tool failure from crashing the loop, and Ctrl-C from waiting forever on a tool: a
- *  running call gets 5 s after the stop. The after-call hooks (P3) see the result first. */
+/** Prevents a tool failure from crashing the loop, and Ctrl-C from waiting on a tool over 5 s. */
 async function execute(agent: Agent, run: Run, planned: PlannedCall): Promise<ToolOutcome> {
   agent.config.onEvent({ type: 'running', call: planned.call });
   const context = { ...agent.toolContext, signal: run.signal };
@@ -408,15 +386,14 @@ async function execute(agent: Agent, run: Run, planned: PlannedCall): Promise<To
     (content): ToolOutcome => ({ content, isError: false }),
     (error: unknown): ToolOutcome => ({ content: errorText(error), isError: true }),
   );
-  let outcome = await settleOrAbandon(running, run.signal, ABORT_GRACE_MS, ABANDONED);
+  let outcome = await settleOrAbandon(running, run.signal);
   for (const hook of agent.afterCall) outcome = await checkResult(agent, hook, planned, outcome);
   return outcome;
 }
 
 const ABORT_GRACE_MS = 5_000;
-const stillRunning = `the call was still running ${ABORT_GRACE_MS / 1000} s after the stop`;
 const ABANDONED: ToolOutcome = {
-  content: `interrupted: ${stillRunning}; its effects are unknown`,
+  content: 'interrupted: the call was still running 5 s after the stop; its effects are unknown',
   isError: true,
 };
 
@@ -424,25 +401,22 @@ const ABANDONED: ToolOutcome = {
 // P2 — the gate: a reply without tool calls claims "done", and plain code checks the claim.
 
 export interface GateOptions {
-  /** The command whose exit code 0 is the only acceptable "done"; undefined: trust the model. */
-  verify: string | undefined;
+  verify: string | undefined; // exit code 0 is the only "done"; undefined: trust the model
   verifyTimeoutMs: number;
-  /** Run the check in the OS sandbox (tools.ts): true fails closed where there is none; false
-   *  never; undefined: where this machine has one (the gate event says whether it was). */
-  sandbox?: boolean;
-  passEnv?: readonly string[]; // variables the check gets beside the allowlist (tools.ts), by name
+  sandbox?: boolean; // true: fail closed without a sandbox; false: never; undefined: if one exists
+  passEnv?: readonly string[]; // variables the check gets beside the allowlist, by name
 }
 
-/** Either the run halts, or the loop goes on with this message to the model. */
+/** The run halts, or the loop goes on with this message. */
 type Verdict = { halt: Halt } | { goOn: string };
 
 /** Prevents a cut-off or refused reply from passing as "done". */
 async function judgeFinalReply(agent: Agent, run: Run, reply: Anthropic.Message): Promise<Verdict> {
-  if (run.signal.aborted) return { halt: stoppedHalt(agent, run) }; // a late reply decides nothing
-  const stopped = reply.stop_reason;
-  if (stopped === 'max_tokens') return { goOn: CUT_OFF_REPLY };
-  if (stopped === 'refusal') return errorVerdict('the model refused to continue (refusal)');
-  if (stopped === 'model_context_window_exceeded') {
+  if (run.signal.aborted) return { halt: stoppedHalt(agent, run) }; // too late to decide
+  const stop = reply.stop_reason;
+  if (stop === 'max_tokens') return { goOn: CUT_OFF_REPLY };
+  if (stop === 'refusal') return errorVerdict('the model refused to continue (refusal)');
+  if (stop === 'model_context_window_exceeded') {
     return errorVerdict("the conversation no longer fits the model's context window");
   }
   return await verifyGate(agent, run);
@@ -450,28 +424,19 @@ async function judgeFinalReply(agent: Agent, run: Run, reply: Anthropic.Message)
 
 const errorVerdict = (message: string): Verdict => ({ halt: { kind: 'error', message } });
 
-/** Prevents a false "done": plain code runs the verify command, and only exit code 0 ends the run.
- *  It also refuses "done" when a protected file changed (P3), however that happened. */
+/** Prevents a false "done": it takes the check's exit code 0, and protected files unchanged. */
 async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
-  const { verify, root, verifyTimeoutMs, protect, defaultProtection, passEnv } = agent.config;
-  const onEvent = agent.config.onEvent;
+  const { verify, root, verifyTimeoutMs, protect, defaultProtection, passEnv, onEvent } =
+    agent.config;
   const tampered = await protectedChanges(root, protect, agent.protectedAtStart);
   if (tampered.length > 0) {
     const output = tampered.join(', ');
-    const command = verify ?? '(none)';
     const reason = 'protected files changed';
-    onEvent({
-      type: 'gate',
-      command,
-      exitCode: null,
-      passed: false,
-      reason,
-      output,
-      sandboxed: false,
-    });
+    const failed = { passed: false, exitCode: null, sandboxed: false };
+    onEvent({ type: 'gate', command: verify ?? '(none)', reason, output, ...failed });
     const restore = 'Restore them; the task must be done without changing them.';
-    const changed = `protected files changed since the session started: ${output}`;
-    return { goOn: `The task is not done: ${changed}. ${restore}` };
+    const goOn = `The task is not done: ${reason} since the session started: ${output}. ${restore}`;
+    return { goOn };
   }
   if (verify === undefined) return { halt: { kind: 'accepted', verifiedBy: null } };
   const sandbox = await sandboxOrHalt(agent);
@@ -483,8 +448,7 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   );
   if (ran instanceof Error) return errorVerdict(`the check was not run: ${ran.message}`);
   if (run.signal.aborted) return { halt: stoppedHalt(agent, run) };
-  // A check that changed the files that judge it, or left what runs later (.git, editor tasks),
-  // fails, exit 0 or not.
+  // A check that changed what judges it, or what runs later (.git, editor tasks), fails.
   const changed = await protectedChanges(root, protect, agent.protectedAtStart);
   const touched = [...ran.protectedTouched, ...changed];
   const { exitCode, output, timedOut } = ran;
@@ -492,23 +456,15 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   const ended = timedOut
     ? `did not finish within ${verifyTimeoutMs / 1000} s`
     : `exited with code ${exitCode}`;
-  const how = touched.length > 0 ? `changed protected paths: ${touched.join(', ')}` : ended;
-  onEvent({
-    type: 'gate',
-    command: verify,
-    exitCode,
-    passed,
-    reason: how,
-    output,
-    sandboxed: sandbox,
-  });
+  const reason = touched.length > 0 ? `changed protected paths: ${touched.join(', ')}` : ended;
+  onEvent({ type: 'gate', command: verify, exitCode, passed, reason, output, sandboxed: sandbox });
+
   if (passed) return { halt: { kind: 'accepted', verifiedBy: verify } };
   const told = `Its output:\n\n${output}\n\nFix the cause, then say you are done.`;
-  return { goOn: `The task is not done yet: the check \`${verify}\` ${how}. ${told}` };
+  return { goOn: `The task is not done yet: the check \`${verify}\` ${reason}. ${told}` };
 }
 
-/** Prevents code the model wrote from running unconfined when the sandbox was asked for and this
- *  machine has none. Returns whether to sandbox the check, or a halt saying what to install. */
+/** Prevents the model's code running unconfined when a sandbox was asked for and there is none. */
 async function sandboxOrHalt(agent: Agent): Promise<boolean | Halt> {
   const problem = await sandboxProblem();
   if (problem !== null && agent.config.sandbox) {
@@ -522,54 +478,45 @@ async function sandboxOrHalt(agent: Agent): Promise<boolean | Halt> {
 
 export interface GuardOptions {
   budgets: Budgets;
-  /** Globs of files the model may not change, e.g. "test/**". */
-  protect: readonly string[];
+  protect: readonly string[]; // globs of files the model may not change, e.g. "test/**"
   defaultProtection?: boolean; // false: opt out of tools.ts's PROTECTED_NAMES (.git, .vscode, …)
-  /** Asks the person before a call that changes something; default: approve all. */
-  approve: Approver;
-  /** A forker's own hooks: after validation, before safe_path, protect, runaway, approval. */
-  beforeCall?: readonly BeforeCallHook[];
+  approve: Approver; // asked before a call that changes something; default: approve all
+  beforeCall?: readonly BeforeCallHook[]; // a forker's own, run after validation
   afterCall?: readonly AfterCallHook[];
 }
 
-/** A run's limits. Tokens and dollars count every model call of the run: sub-agents' and
- *  summaries' too. */
+/** A run's limits. Tokens and dollars count sub-agents' and summaries' calls too. */
 export interface Budgets {
-  /** A turn is one model call. */
-  maxTurns: number;
-  /** Input (cache reads and writes included) plus output tokens, from the API's usage. */
-  maxTokens?: number;
+  maxTurns: number; // a turn is one model call
+  maxTokens?: number; // input (cache reads and writes included) plus output
   maxCostUsd?: number;
   timeoutMs?: number;
 }
 
 export type BudgetName = 'turns' | 'tokens' | 'cost' | 'time';
 
-/** A call as it will run: the model's arguments, unless a hook rewrote them. */
+/** A call as it will run: the model's arguments, or a hook's rewrite. */
 export type PlannedCall = {
   readonly call: Anthropic.ToolUseBlock;
   readonly tool: Tool;
   readonly input: unknown;
 };
 
-/** What a before-call hook decides: run it, refuse it, run it with other arguments, or answer. */
+/** What a before-call hook decides. */
 export type Decision =
   | { action: 'allow' }
   | { action: 'deny'; reason: string }
   | { action: 'rewrite'; input: unknown }
   | { action: 'answer'; content: string };
 
-/** Runs before a call. Fails closed: a hook that throws or times out denies the call; a ToolError's
- *  message goes to the model as the reason. */
+/** Runs before a call, and fails closed (see askHook). `signal` aborts when the run stops. */
 export interface BeforeCallHook {
   readonly name: string;
-  /** Default 10 s; Infinity for hooks that wait for a person. */
-  readonly timeoutMs?: number;
-  /** `signal` aborts when the run stops: a hook that waits should stop waiting. */
+  readonly timeoutMs?: number; // default 10 s; Infinity for hooks that wait for a person
   check(planned: PlannedCall, agent: Agent, signal: AbortSignal): Decision | Promise<Decision>;
 }
 
-/** Sees a result before the model does. Fails closed: its failure withholds the result. */
+/** Sees a result before the model does, and fails closed (see checkResult). */
 export interface AfterCallHook {
   readonly name: string;
   readonly timeoutMs?: number;
@@ -582,7 +529,7 @@ export interface AfterCallHook {
 
 export type ApprovalAnswer =
   { approved: true; always?: boolean } | { approved: false; reason?: string };
-/** Asks the person about one call that would change something: the call, and what it would do. */
+/** Asks the person about a call that would change something, with its preview. */
 export type Approver = (request: ApprovalRequest) => Promise<ApprovalAnswer>;
 export type ApprovalRequest = {
   tool: string;
@@ -593,11 +540,11 @@ export type ApprovalRequest = {
 
 export const approveAll: Approver = async () => ({ approved: true });
 
-/** P3's part of a session: the hooks in order, the counters, the protected files' hashes. */
+/** P3's part of a session: the hooks, the counters, the protected files' hashes. */
 async function guardState(settings: Settings) {
   return {
-    // A forker's hooks come after validation and before the safety checks and approval, so what
-    // they rewrite is still confined, protected, and shown to the user as it will run.
+    // A forker's hooks come before the safety checks and approval, so what they rewrite is still
+    // confined, protected, and shown to the user as it will run.
     beforeCall: [
       validateInput,
       ...(settings.beforeCall ?? []),
@@ -615,19 +562,19 @@ async function guardState(settings: Settings) {
   };
 }
 
-// --- The hooks: the gate in front of every call, and the check of every result.
+// --- The hooks in front of every call, and after every result.
 
-/** Prevents a broken guard from waving a call through: a hook that throws or times out denies it.
- *  A ToolError is a deliberate refusal: its message goes to the model as it is. */
+/** Prevents a broken guard from waving a call through: throwing or timing out denies the call. */
 async function askHook(
   hook: BeforeCallHook,
   signal: AbortSignal,
   check: () => Decision | Promise<Decision>,
 ): Promise<Decision> {
   try {
-    return await withTimeout(Promise.resolve().then(check), hook.timeoutMs ?? HOOK_TIMEOUT_MS);
+    return await withinHookTime(hook, check);
   } catch (error) {
-    if (error instanceof ToolError) return { action: 'deny', reason: error.message };
+    if (error instanceof ToolError) return { action: 'deny', reason: error.message }; // on purpose
+
     if (signal.aborted) return deny('the run was stopped while this call was being checked');
     return deny(`the ${hook.name} check failed (${errorText(error)}), so the call was refused`);
   }
@@ -640,11 +587,10 @@ async function checkResult(
   planned: PlannedCall,
   outcome: ToolOutcome,
 ): Promise<ToolOutcome> {
-  const checking = Promise.resolve().then(() => hook.check(planned, outcome, agent));
   try {
-    return await withTimeout(checking, hook.timeoutMs ?? HOOK_TIMEOUT_MS);
+    return await withinHookTime(hook, () => hook.check(planned, outcome, agent));
   } catch (error) {
-    // Told the user only: the error may quote the very result it was meant to hide.
+    // Told the user only: the error may quote the result it was meant to hide.
     const text = `after-call hook ${hook.name} failed: ${errorText(error)}`;
     agent.config.onEvent({ type: 'notice', text });
     return { content: `result withheld: the ${hook.name} check failed`, isError: true };
@@ -655,8 +601,7 @@ const HOOK_TIMEOUT_MS = 10_000;
 const ALLOW: Decision = { action: 'allow' };
 const deny = (why: string): Decision => ({ action: 'deny', reason: `not run: ${why}` });
 
-/** Prevents a tool from seeing input that breaks the schema the model was shown. Nothing is
- *  coerced: "5" is not 5, and an unknown key is an error, so the transcript never lies. */
+/** Prevents a tool from seeing input off the schema the model was shown; "5" is not 5. */
 export const validateInput: BeforeCallHook = {
   name: 'validate',
   check: ({ tool, input }) => {
@@ -665,14 +610,13 @@ export const validateInput: BeforeCallHook = {
   },
 };
 
-/** A call's `path` argument, if it has one: what the path hooks check (a forker's may too). */
+/** A call's `path` argument, if it has one. */
 export const pathOf = (input: unknown): string | undefined =>
   typeof input === 'object' && input !== null && 'path' in input && typeof input.path === 'string'
     ? input.path
     : undefined;
 
-/** Prevents any tool, a forker's included, from touching a path outside the project: it checks a
- *  top-level `path` argument (a tool that takes paths under other names checks them itself). */
+/** Prevents any tool from reaching outside the project through a `path` argument. */
 export const safePathCheck: BeforeCallHook = {
   name: 'safe_path',
   async check({ input }, agent) {
@@ -682,8 +626,7 @@ export const safePathCheck: BeforeCallHook = {
   },
 };
 
-/** Prevents "silent green" (changing the files the model is judged by) and writes to the built-in
- *  protected names. */
+/** Prevents "silent green" (changing the files that judge) and writes to protected names. */
 export function protectedFiles(globs: readonly string[]): BeforeCallHook {
   return {
     name: 'protect',
@@ -696,27 +639,25 @@ export function protectedFiles(globs: readonly string[]): BeforeCallHook {
       const judged =
         glob &&
         `${requested} is protected ("${glob}"): change the code, not the files that check it`;
+
       const reason = protectedPathProblem(agent.toolContext, requested, real) ?? judged;
       return reason ? { action: 'deny', reason } : ALLOW;
     },
   };
 }
 
-/** Prevents a model stuck in a loop from repeating itself forever: the third identical call in a
- *  row is refused. The row counts the calls made (countRepeats), whatever became of them. */
+/** Prevents a model from repeating one call forever: the third in a row is refused. */
 export const runawayGuard: BeforeCallHook = {
   name: 'runaway',
   check(_planned, agent) {
-    const repeats = agent.repeats.times;
-    if (repeats < 3) return ALLOW;
-    const reason = `not run: you made this exact call ${repeats} times in a row`;
-    const advice = 'and its answer will not change; try something different';
-    return { action: 'deny', reason: `${reason} ${advice}` };
+    const { times } = agent.repeats;
+    if (times < 3) return ALLOW;
+    const reason = `not run: you made this exact call ${times} times in a row and its answer`;
+    return { action: 'deny', reason: `${reason} will not change; try something different` };
   },
 };
 
-/** Prevents unreviewed changes: a call that changes something runs only once the user approved its
- *  preview. */
+/** Prevents unreviewed changes: a call that changes something waits for the user's approval. */
 export function approval(approve: Approver): BeforeCallHook {
   let always = approve === approveAll; // approving everything, nobody would read a preview
   return {
@@ -738,7 +679,7 @@ export function approval(approve: Approver): BeforeCallHook {
   };
 }
 
-/** Prevents one huge result from flooding the context, whatever tool produced it. */
+/** Prevents one huge result, from any tool, from flooding the context. */
 export const capToolOutput: AfterCallHook = {
   name: 'output cap',
   check: (_planned, outcome) => ({ ...outcome, content: capOutput(outcome.content) }),
@@ -746,20 +687,16 @@ export const capToolOutput: AfterCallHook = {
 
 // --- What stops a call or a run: a cut-off reply, Ctrl-C, a message typed meanwhile, a budget.
 
-/** Prevents calls from running when they must not: a cut-off reply's arguments may be truncated
- *  (the SDK drops them silently), the user pressed Ctrl-C, the time ran out, or the user spoke. */
+/** Prevents calls running with cut-off arguments, after a stop, or before the user is heard. */
 function notRunReason(agent: Agent, run: Run, reply: Anthropic.Message): string | null {
-  if (reply.stop_reason === 'max_tokens') {
-    return CUT_OFF_CALL;
-  }
+  if (reply.stop_reason === 'max_tokens') return CUT_OFF_CALL;
   if (run.timeUp?.aborted) return 'not run: the time budget of this run ran out';
   if (run.signal.aborted) return 'not run: the user interrupted';
   if (agent.steering.length > 0) return 'skipped: the user sent a message; read it before going on';
   return null;
 }
 
-/** Prevents a call from starting after a stop that came while the hooks (or the user, asked for
- *  approval) were deciding. */
+/** Prevents a call from starting after a stop that came while the hooks were deciding. */
 async function runUnlessStopped(
   agent: Agent,
   run: Run,
@@ -770,22 +707,21 @@ async function runUnlessStopped(
   return notRun ? { content: notRun, isError: true } : await execute(agent, run, planned);
 }
 
-/** How the person speaks to a run in progress: the text goes to the model with the next results,
- *  and any call not yet started is skipped so the model reads it first. */
+/** Speaks to a run in progress: calls not yet started are skipped, the text sent with results. */
 export const steer = (agent: Agent, text: string): void => void agent.steering.push(text);
 
-/** What the user typed meanwhile, as blocks that follow the results in the same user turn. */
+/** What the user typed meanwhile, as blocks to follow the results. */
 function takeSteering(agent: Agent): Anthropic.TextBlockParam[] {
   return agent.steering.splice(0).map((text) => ({ type: 'text', text }));
 }
 
-/** Takes back what the user typed that the agent never read (the run ended first). */
+/** Takes back what the user typed and the model never read. */
 export const withdrawSteering = (agent: Agent): string[] => agent.steering.splice(0);
 
-/** What stops one run: Ctrl-C, or its time running out. Its spending is in `agent.ledger`. */
+/** What stops one run: Ctrl-C, or its time running out. */
 type Run = { signal: AbortSignal; userSignal: AbortSignal; timeUp: AbortSignal | undefined };
 
-/** A run opens a new ledger, unless it is a sub-agent's, which spends from its parent's. */
+/** A run opens a new ledger, unless it is a sub-agent's. */
 function startRun(
   agent: Agent,
   userSignal = new AbortController().signal,
@@ -806,8 +742,7 @@ function stoppedHalt(agent: Agent, run: Run): Halt {
   return { kind: 'interrupted' };
 }
 
-/** Prevents a run from going on past Ctrl-C, its time, its turns, or what its sub-agents spent:
- *  checked once a turn's calls are answered, so the transcript stays valid. */
+/** Prevents a run going on past Ctrl-C, a budget, or when stuck; checked after a turn's calls. */
 function stopCheck(agent: Agent, run: Run, turn: number): Halt | null {
   const { maxTurns } = agent.config.budgets;
   if (run.signal.aborted) return stoppedHalt(agent, run);
@@ -815,23 +750,22 @@ function stopCheck(agent: Agent, run: Run, turn: number): Halt | null {
   return spendingHalt(agent) ?? (turn >= maxTurns ? budgetHalt(agent, 'turns', maxTurns) : null);
 }
 
-/** A model that makes one call this many times in a row ignored three refusals: it is stuck. */
+/** A model that makes one call this often in a row ignored three refusals. */
 const STUCK_AFTER = 6;
 const STUCK =
   `the model made the same call ${STUCK_AFTER} times in a row, ` +
   'refused from the third on: it is stuck';
 
-/** Prevents runaway spending, by one loop or by sub-agents side by side: the budget halt once the
- *  tokens or dollars are spent. Checked before every model call (a summary's too), so a run
- *  overshoots by at most the one call each of its loops has under way. */
+/** Prevents runaway spending; checked before every model call, sub-agents' and summaries' too. */
 function spendingHalt(agent: Agent): Halt | null {
   const { maxTokens, maxCostUsd, spent } = agent.ledger;
   if (maxTokens !== undefined && totalTokens(spent) >= maxTokens) {
     return budgetHalt(agent, 'tokens', maxTokens);
   }
-  const costUsd = spent.costUsd ?? 0; // unpriced: withDefaults refuses a dollar budget
-  if (maxCostUsd !== undefined && costUsd >= maxCostUsd)
+  // unpriced: withDefaults refuses a dollar budget
+  if (maxCostUsd !== undefined && (spent.costUsd ?? 0) >= maxCostUsd) {
     return budgetHalt(agent, 'cost', maxCostUsd);
+  }
   return null;
 }
 
@@ -839,32 +773,24 @@ function spendingHalt(agent: Agent): Halt | null {
 // P4 — endurance: what the model is shown (context hooks), compaction, AGENTS.md, the sub-agent.
 
 export interface EnduranceOptions {
-  /** Used when the model's metadata does not say; default 200,000. */
-  contextWindow?: number;
-  /** Compact when the next request would pass this share of the window; default 0.75. */
-  compactAt?: number;
-  /** Read AGENTS.md files into the system prompt; default true. */
-  contextFiles?: boolean;
-  /** Offer the `task` tool (a sub-agent); default true. A sub-agent gets false. */
-  subAgents?: boolean;
-  /** The model sub-agents run on; default: the same model. */
-  taskModel?: Model;
-  /** A forker's own context hooks, run after compaction. */
-  contextHooks?: readonly ContextHook[];
+  contextWindow?: number; // when the model does not say; default 200,000
+  compactAt?: number; // compact when a request would pass this share of the window; default 0.75
+  contextFiles?: boolean; // read AGENTS.md files into the system prompt; default true
+  subAgents?: boolean; // offer the `task` tool; default true (a sub-agent gets false)
+  taskModel?: Model; // the model sub-agents run on; default: the same
+  contextHooks?: readonly ContextHook[]; // a forker's own, run after compaction
 }
 
-/** Messages as the model is shown them, read-only: the transcript, or what the hooks made of it. */
+/** Messages as the model is shown them: the transcript, or what the hooks made of it. */
 export type View = readonly Anthropic.MessageParam[];
 
-/** Gets the messages before every request and returns what the model should see: them as they are,
- *  or a new array that is afterwards only appended to. They are the session's own, uncopied:
- *  changing them throws. Compaction is one; a forker might attach a git diff. */
+/** Returns what the model sees: the messages shown (read-only), or a new array, then appended. */
 export type ContextHook = (messages: View, agent: Agent, signal: AbortSignal) => Promise<View>;
 
-/** The model sees the summary, then the transcript from `keptFrom` on, word for word. */
+/** The model sees the summary, then the transcript from `keptFrom` on. */
 export type Compaction = { summary: string; keptFrom: number };
 
-/** P4's part of a session: the window (the model's if it says), the context hooks. */
+/** P4's part of a session: the window, the context hooks. */
 async function enduranceState(settings: Settings, contextFiles: ContextFile[]) {
   const window = (await settings.model.contextWindow?.()) ?? settings.contextWindow;
   return {
@@ -880,11 +806,11 @@ async function enduranceState(settings: Settings, contextFiles: ContextFile[]) {
 export const DEFAULT_CONTEXT_WINDOW = 200_000;
 const KEEP_VERBATIM_TOKENS = 20_000;
 
-/** Estimated tokens, rounded up: about 3.5 characters a token, so the estimate errs high. */
+/** Estimated tokens: 3.5 characters a token, rounded up, so the estimate errs high. */
 export const estimateTokens = (value: unknown) =>
   Math.ceil((typeof value === 'string' ? value : JSON.stringify(value)).length / 3.5);
 
-/** Runs every context hook on the transcript; what comes out is what the model sees. */
+/** Runs every context hook on the transcript: what comes out, the model sees. */
 async function contextView(agent: Agent, signal: AbortSignal): Promise<View> {
   let view: View = freezeNewMessages(agent.messages);
   for (const hook of agent.contextHooks) {
@@ -903,8 +829,7 @@ export function compactedView(agent: Agent, messages: View): View {
   return agent.compaction ? compactedCopy(agent.compaction, messages) : messages;
 }
 
-/** The next request's size: the last request's real size plus an estimate of what came since, so a
- *  long session is not re-measured. */
+/** The next request's size: the last request's real size plus an estimate of what came since. */
 function estimateNextRequest(agent: Agent, view: View): number {
   const last = agent.lastRequest;
   if (last && last.keptFrom === (agent.compaction?.keptFrom ?? 0)) {
@@ -914,29 +839,21 @@ function estimateNextRequest(agent: Agent, view: View): number {
   return fixed + estimateMessages(view);
 }
 
-/** Prevents the session from dying when the window fills: before a request that would pass 75% of
- *  the window, the older part is summarised (a part larger than the window, a piece at a time),
- *  and only the summary plus the recent part is sent. */
+/** Prevents a full window from ending the session: past 75% the older part is summarised. */
 export const compaction: ContextHook = async (messages, agent, signal) => {
   const threshold = (agent.config.compactAt ?? 0.75) * agent.contextWindow;
   let size = estimateNextRequest(agent, compactedView(agent, messages));
   while (size > threshold && !spendingHalt(agent)) {
-    const made = await compact(agent, signal); // spent: the loop halts before its call anyway
+    const made = await compact(agent, signal);
     if (made === null) break;
     size += made.tokensAfter - made.tokensBefore;
-    if (!made.piece) break; // all of the older part is summarised
+    if (!made.piece) break; // the older part is all summarised
   }
   return compactedView(agent, messages);
 };
 
-/** Where the verbatim part starts: at an assistant message, so no tool_result is separated from its
- *  tool_use, and as early as `keepTokens` allows. With [task, assistant(call), user(result),
- *  assistant(call), user(result)] and room for two messages, the cut is 3. */
-export function chooseCut(
-  messages: Anthropic.MessageParam[],
-  from: number,
-  keepTokens: number,
-): number | null {
+/** Where the verbatim part starts: at a reply (keeping calls with results), within `keepTokens`. */
+export function chooseCut(messages: View, from: number, keepTokens: number): number | null {
   let cut: number | null = null;
   let suffix = 0;
   for (let i = messages.length - 1; i > from; i--) {
@@ -948,83 +865,65 @@ export function chooseCut(
   return cut;
 }
 
-/** Prevents a summary request larger than the window: [from, cut) is summarised up to the last
- *  reply before `fitTokens` is passed (or the first reply), the rest in the next piece. */
-function pieceEnd(
-  messages: Anthropic.MessageParam[],
-  from: number,
-  cut: number,
-  fitTokens: number,
-) {
+/** Prevents a summary request larger than the window: the rest goes in the next piece. */
+function pieceEnd(messages: View, from: number, cut: number, fitTokens: number): number {
   let size = 0;
   let end: number | null = null;
   for (let i = from + 1; i <= cut; i++) {
-    size += estimateMessages(messages.slice(i - 1, i)); // measured once, as requests measure it
+    size += estimateMessages(messages.slice(i - 1, i)); // measured once, as requests are
     if (messages[i]!.role === 'assistant' && size > fitTokens) return end ?? i;
     if (messages[i]!.role === 'assistant') end = i;
   }
   return cut;
 }
 
-/** Prevents one huge message (a 50 MB task) from breaking every later request and resume: past half
- *  the window, each long string keeps its head and tail (thinking blocks stay whole). */
+/** Prevents one huge message from breaking every later request: long strings keep head and tail. */
 function withinShare(agent: Agent, message: Anthropic.MessageParam): Anthropic.MessageParam {
   const room = agent.contextWindow * 3.5 * 0.5; // characters, as estimateTokens counts them
   return estimateMessages([message]) * 3.5 <= room ? message : capStrings(message, room / 4);
 }
 
-/** A summary is text only: the request keeps the tools (and so the cached prefix) but not calls. */
+/** A summary is text only: the request keeps the tools (the cached prefix) but no calls. */
 const NO_TOOLS: Anthropic.ToolChoice = { type: 'none' };
 
-/** Longer strings are cut (head and tail kept) before summarising, so the request fits. */
+/** Longer strings are cut (head and tail kept) before summarising. */
 const SUMMARY_STRING_CHARS = 2_000;
 
-/** Summarises the previous summary and the messages up to the cut (or the first piece that fits
- *  half the window) with one more model call. Nothing is deleted: the session file gets a
- *  compaction entry. Returns what it reported, or null if there is nothing to cut. */
+/** Summarises the older messages (a piece at a time) with a model call; null: nothing to cut. */
 export async function compact(agent: Agent, signal: AbortSignal): Promise<Compacted | null> {
-  const { messages, contextWindow } = agent;
+  const { messages, contextWindow, config } = agent;
   const from = agent.compaction?.keptFrom ?? 0;
   const verbatim = chooseCut(messages, from, Math.min(KEEP_VERBATIM_TOKENS, contextWindow / 4));
   if (verbatim === null) return null;
-  const cut = pieceEnd(messages, from, verbatim, contextWindow / 2);
+  const keptFrom = pieceEnd(messages, from, verbatim, contextWindow / 2);
   const previous = agent.compaction ? [summaryMessage(agent.compaction.summary)] : [];
-  const older = [...previous, ...messages.slice(from, cut)];
+  const older = [...previous, ...messages.slice(from, keptFrom)];
   const asked: Anthropic.MessageParam = { role: 'user', content: SUMMARY_INSTRUCTIONS };
   const shown = [...older.map((message) => capStrings(message, SUMMARY_STRING_CHARS)), asked];
   const tools = agent.toolDefinitions;
   const request = { system: agent.system, tools, tool_choice: NO_TOOLS, messages: shown };
-  const onNotice = (text: string) => agent.config.onEvent({ type: 'notice', text });
-  const reply = await agent.config.model.complete(request, { signal, onText: () => {}, onNotice });
-  spend(agent, reply.usage); // an empty summary was paid for too
+  const onNotice = (text: string) => config.onEvent({ type: 'notice', text });
+  const reply = await config.model.complete(request, { signal, onText: () => {}, onNotice });
+  const { usage } = reply;
+  spend(agent, usage); // an empty summary was paid for too
   const summary = finalText([reply]);
-  const usage = reply.usage;
   if (summary === '') {
     const reason = 'the summary came back empty';
-    agent.config.onEvent({ type: 'compaction-failed', usage, reason });
+    config.onEvent({ type: 'compaction-failed', usage, reason });
     throw new Error(reason);
   }
-  agent.compaction = { summary, keptFrom: cut };
+  agent.compaction = { summary, keptFrom };
   agent.lastRequest = null;
   const tokensBefore = estimateMessages(older);
   const tokensAfter = estimateMessages([summaryMessage(summary)]);
-  const event = {
-    type: 'compaction',
-    summary,
-    keptFrom: cut,
-    tokensBefore,
-    tokensAfter,
-    usage,
-  } as const;
-  agent.config.onEvent(event);
-  return { tokensBefore, tokensAfter, piece: cut < verbatim };
+  config.onEvent({ type: 'compaction', summary, keptFrom, tokensBefore, tokensAfter, usage });
+  return { tokensBefore, tokensAfter, piece: keptFrom < verbatim };
 }
 
-/** What a compaction replaced, and with what, in estimated tokens; `piece`: more is left to do. */
+/** What a compaction replaced, with what, in estimated tokens; `piece`: more is left to do. */
 export type Compacted = { tokensBefore: number; tokensAfter: number; piece: boolean };
 
-/** /compact: the summary is made on a copy of the session and kept only if it makes what the model
- *  sees smaller. Returns why nothing changed, or null. */
+/** /compact: a summary kept only if it makes the view smaller; returns why not, or null. */
 export async function compactNow(agent: Agent, signal: AbortSignal): Promise<string | null> {
   const events: AgentEvent[] = [];
   const onEvent = (event: AgentEvent) => void events.push(event);
@@ -1045,7 +944,7 @@ export async function compactNow(agent: Agent, signal: AbortSignal): Promise<str
   return null;
 }
 
-/** /context: where the window goes, in estimated tokens. */
+/** /context: where the window goes, estimated as a request is. */
 export interface ContextBreakdown {
   window: number;
   systemPrompt: number;
@@ -1055,26 +954,17 @@ export interface ContextBreakdown {
   free: number;
 }
 
-/** Where the window goes now, estimated as a request is: the system prompt (AGENTS.md apart), the
- *  tool definitions, and the messages the model is shown. */
 export function contextBreakdown(agent: Agent): ContextBreakdown {
+  const window = agent.contextWindow;
   const projectFiles = agent.contextFiles.reduce((sum, file) => sum + estimateTokens(file.text), 0);
   const systemPrompt = estimateTokens(agent.system[0]?.text ?? '') - projectFiles;
   const toolDefinitions = estimateTokens(agent.toolDefinitions);
   const messages = estimateMessages(compactedView(agent, agent.messages));
-  const used = systemPrompt + projectFiles + toolDefinitions + messages;
-  const free = Math.max(agent.contextWindow - used, 0);
-  return {
-    window: agent.contextWindow,
-    systemPrompt,
-    toolDefinitions,
-    projectFiles,
-    messages,
-    free,
-  };
+  const free = Math.max(window - systemPrompt - projectFiles - toolDefinitions - messages, 0);
+  return { window, systemPrompt, toolDefinitions, projectFiles, messages, free };
 }
 
-// --- AGENTS.md: project context for the model, never instructions for the harness.
+// --- AGENTS.md: context for the model, never instructions for the harness.
 
 function systemPrompt(settings: Settings, files: ContextFile[]): string {
   const base = settings.systemPrompt ?? SYSTEM_PROMPT;
@@ -1086,13 +976,11 @@ function systemPrompt(settings: Settings, files: ContextFile[]): string {
   return `${base}\n\n${heading}\n\n${sections.join('\n\n')}`;
 }
 
-// --- The sub-agent: the same loop again, with its own transcript and only the read-only tools.
+// --- The sub-agent: the same loop again, with its own transcript and the read-only tools.
 
 export const TASK_MAX_TURNS = 30;
 
-/** Lets a search that reads forty files cost the parent one tool result. The child gets every
- *  read-only tool but `task`, and spends from the parent's ledger: it stops when the parent's
- *  tokens or dollars run out. Its events (and so its session file) stay visible. */
+/** Lets a search that reads forty files cost the parent one tool result, on the parent's budget. */
 function taskTool(parent: Agent): Tool {
   return defineTool({
     name: 'task',
@@ -1124,11 +1012,11 @@ function taskTool(parent: Agent): Tool {
         contextFiles: false,
         systemPrompt: SUBAGENT_PROMPT,
         onEvent: (event) => {
-          if ('usage' in event) addUsage(parent.usage, model, event.usage); // each call it paid
+          if ('usage' in event) addUsage(parent.usage, model, event.usage);
           parent.config.onEvent({ type: 'subagent', id, description, event });
         },
       });
-      const ended = await runTask(child, prompt, ctx.signal, parent.ledger); // the parent's budget
+      const ended = await runTask(child, prompt, ctx.signal, parent.ledger);
       const report = finalText(child.messages);
       if (ended.kind === 'accepted') return report || '(the sub-agent gave no answer)';
       return `[the sub-agent stopped: ${describeHalt(ended)}]\n${report}`;
@@ -1140,10 +1028,10 @@ function taskTool(parent: Agent): Tool {
 
 export const DEFAULT_MODEL = 'claude-sonnet-5-5';
 const MAX_OUTPUT_TOKENS = 32_000;
-/** The SDK's timeout covers only the wait for headers; a stream silent this long is stalled. */
+/** The SDK's timeout covers only the headers; a stream silent this long is stalled. */
 export const STREAM_IDLE_MS = 90_000;
 
-/** The real model: one streamed Messages API call per turn, text shown as it arrives. */
+/** The real model, its text shown as it arrives. */
 export class AnthropicModel implements Model {
   constructor(
     readonly name: string,
@@ -1153,7 +1041,7 @@ export class AnthropicModel implements Model {
 
   async complete(request: ModelRequest, options: ModelCallOptions): Promise<Anthropic.Message> {
     const { signal, onText, onNotice } = options;
-    // The SDK retries by itself; this only says, for each failed attempt, what it will do next.
+    // The SDK retries by itself; this says, for each failed attempt, what it does next.
     const showRetries: Middleware = async (request, next, context) => {
       const retried = Number(request.headers.get('x-stainless-retry-count') ?? 0);
       const left = (context.options?.maxRetries ?? this.client.maxRetries) - retried;
@@ -1180,7 +1068,7 @@ export class AnthropicModel implements Model {
       stalled = true;
       stream.abort();
     };
-    // Armed once the answer arrived, and again by every event: waits between retries are no stall.
+    // Armed once the answer arrived, reset by every event: waits between retries are no stall.
     stream.on('connect', () => (timer ??= setTimeout(stall, this.idleMs)).refresh());
     stream.on('streamEvent', () => timer?.refresh());
     try {
@@ -1194,7 +1082,7 @@ export class AnthropicModel implements Model {
     }
   }
 
-  /** Asked of the API once per model: every sub-agent wants it too, and it does not change. */
+  /** Asked of the API once per model: sub-agents want it too. */
   private window: Promise<number | null> | undefined;
   contextWindow(): Promise<number | null> {
     const maxInput = (info: { max_input_tokens: number | null }) => info.max_input_tokens;
@@ -1204,17 +1092,14 @@ export class AnthropicModel implements Model {
 }
 
 type Middleware = NonNullable<Anthropic.RequestOptions['middleware']>[number];
-/** Where a failed attempt stands: retries left and made, and for a failed connection, how. */
-type Attempt = { left: number; retried: number; failure?: string };
 
-/** Mirrors the SDK's own rule (client.js, shouldRetry): the x-should-retry header decides if
- *  present, else 408, 409, 429, 5xx and a failed connection (status null) are retried. */
+/** The SDK's rule (shouldRetry): x-should-retry, else 408, 409, 429, 5xx and no connection.
+ *  `failure`: how a connection failed. */
 export function retryNotice(
   status: number | null,
   headers: Headers,
-  attempt: Attempt,
+  { left, retried, failure }: { left: number; retried: number; failure?: string },
 ): string | null {
-  const { left, retried, failure } = attempt;
   const said = headers.get('x-should-retry');
   const retryable =
     said === null
@@ -1228,23 +1113,19 @@ export function retryNotice(
   if (left <= 0) return `${what}; no retries left (${retried} made), so the call fails`;
   const afterMs = Number(headers.get('retry-after-ms') ?? NaN) / 1000;
   const seconds = afterMs || Number(headers.get('retry-after') ?? NaN);
-  const when = !(seconds > 0)
-    ? 'shortly'
-    : seconds < 1
-      ? 'in under a second'
-      : `in ${Math.round(seconds)} s`;
+  let when = 'shortly';
+  if (seconds > 0) when = seconds < 1 ? 'in under a second' : `in ${Math.round(seconds)} s`;
   return `${what}; the SDK retries ${when} (retry ${retried + 1}, ${left - 1} more left)…`;
 }
 
-/** The SDK's API errors (status, the API's message, the request id), known by their shape, so that
- *  an offline run never loads the SDK. */
+/** The SDK's API errors, known by their shape, so that an offline run never loads the SDK. */
 const isApiError = (error: unknown): error is APIError<number> =>
   error instanceof Error &&
   'status' in error &&
   typeof error.status === 'number' &&
   'apiMessage' in error;
 
-/** A context hook that failed: the run halts with an error that names the hook, not the model. */
+/** A failed context hook: the halt names the hook, not the model. */
 class ContextHookError extends Error {}
 
 function describeModelError(error: unknown): string {
@@ -1254,10 +1135,10 @@ function describeModelError(error: unknown): string {
     const said = `${error.type ?? ''}: ${error.apiMessage ?? error.message}${id}`;
     return `model call failed: HTTP ${error.status} ${said}`;
   }
-  return `model call failed: ${error instanceof Error ? error.message : String(error)}`;
+  return `model call failed: ${errorText(error)}`;
 }
 
-// --- The words the model reads. Prompts guide the model; no guarantee rests on them.
+// --- The words the model reads. They guide the model; no guarantee rests on them.
 
 export const SYSTEM_PROMPT = [
   'You are a coding agent working inside one project folder. You act only through the' +
@@ -1291,7 +1172,7 @@ const SUMMARY_INSTRUCTIONS = [
 const SUMMARY_HEADING =
   '[Summary of the earlier conversation, written when it no longer fitted the context window]';
 
-/** What stands in for the summarised part of the transcript, first in every later request. */
+/** What stands in for the summarised part, first in every later request. */
 const summaryMessage = (summary: string): Anthropic.MessageParam => ({
   role: 'user',
   content: `${SUMMARY_HEADING}\n\n${summary}`,
@@ -1308,9 +1189,8 @@ const SUBAGENT_PROMPT = [
 
 // --- The options no caller gave, and the text of a reply.
 
-/** The defaults: no verify command, 25 turns, nothing protected, approve all. */
+/** The defaults; refuses a dollar budget that could never halt (an unpriced model). */
 async function withDefaults(config: AgentConfig): Promise<Settings> {
-  // Prevents a dollar budget that could never halt: an unpriced model's cost is unknown.
   const unpriced = [config.model, config.taskModel ?? config.model].find((model) => !model.price);
   if (config.budgets?.maxCostUsd !== undefined && unpriced) {
     throw new Error(
@@ -1329,24 +1209,24 @@ async function withDefaults(config: AgentConfig): Promise<Settings> {
   };
 }
 
-/** The text of the last assistant message that has any: a sub-agent's report, or a summary. */
+/** The text of the last reply that has any: a sub-agent's report, or a summary. */
 function finalText(messages: readonly (Anthropic.MessageParam | Anthropic.Message)[]): string {
   const said = messages.filter((message) => message.role === 'assistant').map(textOfMessage);
   return said.findLast((text) => text.trim() !== '')?.trim() ?? '';
 }
 
-/** The text blocks of a message, joined; a message may hold a plain string instead. */
+/** The text blocks of a message, joined (or its plain string). */
 export function textOfMessage(message: Anthropic.MessageParam | Anthropic.Message): string {
   if (typeof message.content === 'string') return message.content;
   const blocks: readonly (Anthropic.ContentBlockParam | Anthropic.ContentBlock)[] = message.content;
   return blocks.map((block) => (block.type === 'text' ? block.text : '')).join('');
 }
 
-// --- What keeps a turn's cost flat however long the session: nothing is redone per request.
+// --- What keeps a turn's cost flat however long the session.
 
 const compactedViews = new WeakMap<Compaction, Anthropic.MessageParam[]>();
 
-/** [summary, ...messages.slice(keptFrom)], built once per compaction and then only extended. */
+/** [summary, ...messages.slice(keptFrom)], built once per compaction, then only extended. */
 function compactedCopy(compaction: Compaction, messages: View) {
   let view = compactedViews.get(compaction);
   if (view === undefined) {
@@ -1360,10 +1240,9 @@ function compactedCopy(compaction: Compaction, messages: View) {
 
 const measuredChars = new WeakMap<Anthropic.MessageParam, number>();
 
-/** estimateTokens(messages), each message's JSON measured once: a message the model may have seen
- *  never changes (freezeNewMessages), so neither does its length. */
+/** estimateTokens(messages), each message measured once: a frozen message keeps its length. */
 export function estimateMessages(messages: View): number {
-  let chars = messages.length === 0 ? 2 : messages.length + 1; // "[", "]" and the commas between
+  let chars = messages.length === 0 ? 2 : messages.length + 1; // brackets and commas
   for (const message of messages) {
     let length = measuredChars.get(message);
     if (length === undefined) {
@@ -1375,9 +1254,7 @@ export function estimateMessages(messages: View): number {
   return Math.ceil(chars / 3.5);
 }
 
-/** Prevents anything from changing a message the model may have seen: the prompt cache would miss,
- *  and the session file would not hold what was sent. New messages are deep-frozen; the walk back
- *  stops at the first one already frozen, so it costs what was appended. */
+/** Prevents changes to a message the model may have seen (the cache, the session file). */
 function freezeNewMessages(messages: Anthropic.MessageParam[]): Anthropic.MessageParam[] {
   for (let i = messages.length - 1; i >= 0 && !Object.isFrozen(messages[i]); i--)
     deepFreeze(messages[i]);
@@ -1391,28 +1268,21 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** Prevents a context hook from changing the array it was shown: every write to its view throws. If
- *  it returns that view unchanged, the array behind it goes on to the next hook. */
+/** Prevents a context hook from changing the array it was shown: every write to it throws. */
 async function runReadOnly(messages: View, hook: (shown: View) => Promise<View>): Promise<View> {
   const refuse = (): never => {
     throw new TypeError(
       'a context hook may not change the messages it is shown: return a new array instead',
     );
   };
-  const shown = new Proxy(messages, {
-    set: refuse,
-    defineProperty: refuse,
-    deleteProperty: refuse,
-  });
+  const shown = new Proxy(messages, { defineProperty: refuse, deleteProperty: refuse }); // sets too
   const returned = await hook(shown);
   return returned === shown ? messages : returned;
 }
 
-// --- Small helpers: resendable replies, timeouts, a bounded pool, repeats, token accounting.
+// --- Small helpers: resendable replies, timeouts, repeats, token accounting.
 
-/** Prevents one malformed call from failing every later request: an input the API would not take
- *  back (nested too deep, or not an object) is stored as a note of what is wrong, which validation
- *  refuses with that note. */
+/** Prevents one malformed call input from failing every later request: a note replaces it. */
 function withResendableInputs(reply: Anthropic.Message): Anthropic.Message {
   const content = reply.content.map((block) => {
     const problem = block.type === 'tool_use' && unresendable(block.input);
@@ -1428,16 +1298,11 @@ function unresendable(input: unknown): string | null {
   return `not an object: ${String(JSON.stringify(input)).slice(0, 200)}`;
 }
 
-/** Waits for `work`; once `signal` aborts, waits at most `graceMs` more, then gives `fallback`. */
-async function settleOrAbandon<T>(
-  work: Promise<T>,
-  signal: AbortSignal,
-  graceMs: number,
-  fallback: T,
-) {
+/** Waits for a call; once `signal` aborts, at most ABORT_GRACE_MS more, then gives ABANDONED. */
+async function settleOrAbandon(work: Promise<ToolOutcome>, signal: AbortSignal) {
   let giveUp = () => {};
-  const abandoned = new Promise<T>((resolve) => {
-    giveUp = () => void setTimeout(() => resolve(fallback), graceMs).unref();
+  const abandoned = new Promise<ToolOutcome>((resolve) => {
+    giveUp = () => void setTimeout(() => resolve(ABANDONED), ABORT_GRACE_MS).unref();
   });
   if (signal.aborted) giveUp();
   else signal.addEventListener('abort', giveUp, { once: true });
@@ -1448,41 +1313,31 @@ async function settleOrAbandon<T>(
   }
 }
 
-/** Counts each call against the one before it: the same name and arguments extend the row. It costs
- *  the call's own size, never the transcript's; a resumed session starts a row of its own. */
+/** The same name and arguments as the call before extend the row; anything else starts one. */
 function countRepeats(agent: Agent, call: Anthropic.ToolUseBlock): void {
   const key = JSON.stringify([call.name, call.input]);
   agent.repeats = { key, times: agent.repeats.key === key ? agent.repeats.times + 1 : 1 };
 }
 
-/** Runs tasks at most `limit` at a time; results come back in the list's order. */
-async function runConcurrently<T>(tasks: (() => Promise<T>)[], limit: number): Promise<T[]> {
-  const results: T[] = new Array(tasks.length);
-  let next = 0;
-  const worker = async () => {
-    for (let i = next++; i < tasks.length; i = next++) results[i] = await tasks[i]!();
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, tasks.length) }, worker));
-  return results;
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  if (!Number.isFinite(ms)) return promise;
+/** A hook's check, rejected if it throws or takes longer than the hook's time limit. */
+function withinHookTime<T>(hook: { timeoutMs?: number }, check: () => T | Promise<T>) {
+  const checking = Promise.resolve().then(check);
+  const ms = hook.timeoutMs ?? HOOK_TIMEOUT_MS;
+  if (!Number.isFinite(ms)) return checking;
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms);
   });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+  return Promise.race([checking, timeout]).finally(() => clearTimeout(timer));
 }
 
 export const errorText = (error: unknown) =>
   error instanceof Error ? error.message : String(error);
 
-/** A request the API found too long gets one forced compaction and one retry (see callModel). */
 const isPromptTooLong = (error: unknown) =>
   isApiError(error) && error.status === 400 && /prompt is too long/i.test(error.message);
 
-/** Tokens by kind, and dollars: null when the model's price is unknown, never a made-up zero. */
+/** Tokens by kind, and dollars: null when the price is unknown, never a made-up zero. */
 export type UsageTotals = {
   input: number;
   cacheWrite: number;
@@ -1496,15 +1351,14 @@ const totalTokens = (u: UsageTotals) => u.input + u.cacheWrite + u.cacheRead + u
 /** What a run spent, its sub-agents included, when it halted. */
 export type Spent = { tokens: number; costUsd: number | null };
 
-/** A run's spending against its token and dollar limits, shared by every loop of the run (the
- *  parent's and its sub-agents'): each adds its usage, and checks what is left before each call. */
+/** A run's spending against its limits, shared with its sub-agents. */
 export type Ledger = {
   readonly maxTokens?: number;
   readonly maxCostUsd?: number;
   readonly spent: UsageTotals;
 };
 
-/** Nothing used yet: the cost starts at zero only if the model has a price. */
+/** Nothing used yet; the cost is known only if the model has a price. */
 const noUsage = ({ price }: Model): UsageTotals => ({
   input: 0,
   cacheWrite: 0,
@@ -1517,13 +1371,13 @@ function openLedger({ budgets, model }: Settings): Ledger {
   return { maxTokens: budgets.maxTokens, maxCostUsd: budgets.maxCostUsd, spent: noUsage(model) };
 }
 
-/** One model call's usage goes to the session's totals and to the run's ledger. */
+/** One model call's usage, to the session's totals and the run's ledger. */
 function spend(agent: Agent, usage: Anthropic.Usage): void {
   addUsage(agent.usage, agent.config.model, usage);
   addUsage(agent.ledger.spent, agent.config.model, usage);
 }
 
-/** Spends a reply's usage, keeps its size as the next estimate's base, and reports the reply. */
+/** Spends a reply's usage, keeps its size for the next estimate, and reports it. */
 function countUsage(agent: Agent, reply: Anthropic.Message, turn: number): void {
   const { usage, content } = reply;
   spend(agent, usage);
@@ -1537,13 +1391,13 @@ function countUsage(agent: Agent, reply: Anthropic.Message, turn: number): void 
   agent.config.onEvent({ type: 'reply', turn, stopReason, calls, content, usage, totals });
 }
 
-/** A budget halt says which limit ran out and what the run, sub-agents included, had spent. */
+/** Which limit ran out, and what the run had spent. */
 function budgetHalt(agent: Agent, budget: BudgetName, limit = 0): Halt {
   const spent = { tokens: totalTokens(agent.ledger.spent), costUsd: agent.ledger.spent.costUsd };
   return { kind: 'budget', budget, limit, spent };
 }
 
-/** Adds one response's usage to the totals; an unknown price keeps the cost unknown. */
+/** Adds one response's usage to the totals. */
 function addUsage(totals: UsageTotals, model: Model, usage: Anthropic.Usage): void {
   const cost = costOf(model.price, usage);
   totals.input += usage.input_tokens;
@@ -1553,12 +1407,12 @@ function addUsage(totals: UsageTotals, model: Model, usage: Anthropic.Usage): vo
   totals.costUsd = totals.costUsd === null || cost === null ? null : totals.costUsd + cost;
 }
 
-// --- Prices: what a token costs, so a dollar budget can be kept. The Model carries its own.
+// --- Prices: what a token costs, so a dollar budget can be kept.
 
-/** Dollars per million tokens; cache writes and reads as multiples of input (default 1.25, 0.1). */
+/** Dollars per million tokens; cache writes and reads as multiples of input. */
 export type Price = { input: number; output: number; cacheWrite?: number; cacheRead?: number };
 
-/** Cache reads cost a tenth of input, writes a quarter more: why byte-stable requests matter. */
+/** Cache reads cost a tenth of input, writes a quarter more: why stable requests matter. */
 export function costOf(price: Price | undefined, usage: Anthropic.Usage): number | null {
   if (!price) return null;
   const { cacheWrite = 1.25, cacheRead = 0.1 } = price;
@@ -1568,7 +1422,7 @@ export function costOf(price: Price | undefined, usage: Anthropic.Usage): number
   return (inputLike * price.input + usage.output_tokens * price.output) / 1_000_000;
 }
 
-// --- Resume: a saved transcript, repaired so the API accepts it and every call has its answer.
+// --- Resume: a saved transcript, repaired so that the API accepts it.
 
 const LOST_TASK = '[The first message of this session was lost from its file.]';
 const LOST_RESULT =
@@ -1583,16 +1437,12 @@ const notRunResult = (id: string, content: string) => ({
   is_error: true,
 });
 
-/** Prevents a damaged session file from making a session that can never resume (every request a
- *  400): the messages, in file order, become a transcript the API accepts, each repair reported at
- *  its line. A call whose result was lost is answered; a result whose call was lost, and a repeated
- *  call id, are dropped; a reply cannot come first. Adjacent messages of one role stay (the API
- *  joins them). A message is only added or changed at the end, so a compaction's cut keeps its
- *  meaning. */
+/** Prevents a damaged session file from making a session that can never resume. Messages are
+ *  only added or changed at the end, so a compaction's cut keeps its meaning. */
 export function transcriptRepair(warn: (text: string) => void) {
   const messages: Anthropic.MessageParam[] = [];
   const callIds = new Set<string>();
-  let awaiting: string[] = []; // the calls of the last message, if a reply: the next answers them
+  let awaiting: string[] = []; // the last reply's calls, that the next message answers
   const answerLost = (at: string, ids: string[]) => {
     const lost = `${ids.length} call(s) before this line have no result (a lost line)`;
     warn(`${at}: ${lost}; answered "result lost"`);
@@ -1624,36 +1474,26 @@ export function transcriptRepair(warn: (text: string) => void) {
         ? [{ type: 'text', text: message.content }]
         : message.content;
     const results = blocks.filter((block) => block.type === 'tool_result');
-    const others = blocks.filter((block) => block.type !== 'tool_result');
-    const firstFor = (id: string) => results.findIndex((r) => r.tool_use_id === id);
-    const kept = results.filter(
-      (r, i) => awaiting.includes(r.tool_use_id) && firstFor(r.tool_use_id) === i,
-    );
-    const missing = awaiting.filter((id) => !kept.some((r) => r.tool_use_id === id));
+    const unanswered = new Set(awaiting);
     awaiting = [];
-    const resultsFirst = blocks.every(
-      (block, i) => (block.type === 'tool_result') === i < results.length,
-    );
-    const allAnswered = kept.length === results.length && missing.length === 0;
-    if (allAnswered && resultsFirst) {
-      messages.push(message);
+    const kept = results.filter((result) => unanswered.delete(result.tool_use_id)); // the first
+    const dropped = results.length - kept.length;
+    if (dropped > 0) warn(`${at}: ${dropped} result(s) answer no call just before them; dropped`);
+    const answers = unanswered.size > 0 ? answerLost(at, [...unanswered]) : [];
+    const others = blocks.filter((block) => block.type !== 'tool_result');
+    const content = [...kept, ...answers, ...others];
+    if (content.length === blocks.length && content.every((block, i) => block === blocks[i])) {
+      messages.push(message); // as it was
       return;
     }
-    if (kept.length < results.length) {
-      warn(
-        `${at}: ${results.length - kept.length} result(s) answer no call just before them; dropped`,
-      );
-    }
-    const answers = missing.length > 0 ? answerLost(at, missing) : [];
-    if (allAnswered) warn(`${at}: results moved before the text`);
-    const content = [...kept, ...answers, ...others];
+    if (dropped === 0 && answers.length === 0) warn(`${at}: results moved before the text`);
     if (content.length > 0) messages.push({ role: 'user', content });
   };
   return {
     messages,
     add: (message: Anthropic.MessageParam, at: string) =>
       message.role === 'assistant' ? addReply(message, at) : addUserMessage(message, at),
-    /** Whether a compaction may cut here: the verbatim part starts with a reply (see chooseCut). */
+    /** Whether a compaction may cut here (see chooseCut). */
     startsReply: (index: number) => messages[index]?.role === 'assistant',
     /** Answers the calls the session ended in the middle of; resume appends it. */
     finish: (): Anthropic.MessageParam | null => {
@@ -1665,9 +1505,7 @@ export function transcriptRepair(warn: (text: string) => void) {
   };
 }
 
-/** A saved session as `resume` takes it (app/session-file.ts reads one through transcriptRepair):
- *  its messages and summary, the sub-agents it started, the answer to calls that never finished,
- *  and the protected files' hashes at its first start. */
+/** A saved session as `resume` takes it (read through transcriptRepair). */
 export interface LoadedSession {
   messages: Anthropic.MessageParam[];
   compaction: Compaction | null;
@@ -1681,12 +1519,13 @@ export interface LoadedSession {
 export function resume(agent: Agent, loaded: LoadedSession): void {
   agent.messages.length = 0;
   for (const message of loaded.messages) agent.messages.push(withinShare(agent, message));
-  agent.toolContext.seen.clear(); // what was read before must be read again before it is edited
+  agent.toolContext.seen.clear(); // read again before editing
+
   agent.compaction = loaded.compaction;
   agent.subAgentsStarted = loaded.subAgents;
   agent.lastRequest = null;
   agent.repeats = { key: '', times: 0 }; // a new row: see countRepeats
-  // Prevents laundering a protected file between two runs: the gate compares with the first start.
+  // A protected file cannot be laundered between two runs: the gate compares with the first start.
   for (const [file, hash] of loaded.protectedAtStart ?? []) {
     if (agent.protectedAtStart.has(file)) agent.protectedAtStart.set(file, hash);
   }
@@ -1694,7 +1533,7 @@ export function resume(agent: Agent, loaded: LoadedSession): void {
   if (loaded.repair) append(agent, loaded.repair);
 }
 
-// --- How a run ended, in words: for the sub-agent's report, and any program that shows a halt.
+// --- How a run ended, in words.
 
 export function describeHalt(h: Halt): string {
   if (h.kind === 'interrupted') return 'interrupted';
