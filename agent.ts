@@ -35,6 +35,7 @@ import { z } from 'zod';
 import {
   capOutput,
   capStrings,
+  COMMAND_TIMEOUT_MS,
   type ContextFile,
   defineTool,
   globMatcher,
@@ -47,7 +48,7 @@ import {
   runCommand,
   sandboxableRoot,
   safe_path,
-  sandboxProblem,
+  sandboxChoice,
   schemaProblem,
   type Tool,
   type ToolContext,
@@ -188,6 +189,9 @@ export async function createAgent(config: AgentConfig): Promise<Agent> {
       root: settings.root,
       seen: new Map(),
       defaultProtection: settings.defaultProtection,
+      sandbox: settings.sandbox,
+      verifyTimeoutMs: settings.verifyTimeoutMs,
+      passEnv: settings.passEnv,
     },
     // One cache mark after the system prompt caches the whole fixed prefix: tools, then system.
     system: [{ type: 'text', text: systemPrompt(settings, contextFiles), cache_control: CACHE }],
@@ -474,8 +478,8 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
     return { goOn: `The task is not done: ${changed}. ${restore}` };
   }
   if (verify === undefined) return { halt: { kind: 'accepted', verifiedBy: null } };
-  const sandbox = await sandboxOrHalt(agent);
-  if (typeof sandbox !== 'boolean') return { halt: sandbox };
+  const sandbox = await sandboxChoice(agent.config.sandbox); // contained where it must or can be
+  if (typeof sandbox === 'string') return errorVerdict(`the check was not run: ${sandbox}`);
   const onOutput = (text: string) => onEvent({ type: 'gate-output', text });
   const options = { cwd: root, timeoutMs: verifyTimeoutMs, signal: run.signal, onOutput, sandbox };
   const ran = await runCommand(verify, { ...options, defaultProtection, passEnv }).catch(
@@ -505,16 +509,6 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   if (passed) return { halt: { kind: 'accepted', verifiedBy: verify } };
   const told = `Its output:\n\n${output}\n\nFix the cause, then say you are done.`;
   return { goOn: `The task is not done yet: the check \`${verify}\` ${how}. ${told}` };
-}
-
-/** Prevents code the model wrote from running unconfined when the sandbox was asked for and this
- *  machine has none. Returns whether to sandbox the check, or a halt saying what to install. */
-async function sandboxOrHalt(agent: Agent): Promise<boolean | Halt> {
-  const problem = await sandboxProblem();
-  if (problem !== null && agent.config.sandbox) {
-    return { kind: 'error', message: `the check was not run: ${problem}` };
-  }
-  return agent.config.sandbox ?? problem === null;
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -1110,6 +1104,8 @@ function taskTool(parent: Agent): Tool {
         .describe('The full question; the sub-agent sees nothing else of this conversation'),
     }),
     readOnly: true,
+    kind: 'search',
+    describe: ({ description }) => `task ${JSON.stringify(description)}`,
     async run({ description, prompt }, ctx) {
       const id = `task-${++parent.subAgentsStarted}`;
       const model = parent.config.taskModel ?? parent.config.model;
@@ -1321,7 +1317,7 @@ async function withDefaults(config: AgentConfig): Promise<Settings> {
     ...config,
     root: await sandboxableRoot(config.root),
     verify: config.verify,
-    verifyTimeoutMs: config.verifyTimeoutMs ?? 120_000,
+    verifyTimeoutMs: config.verifyTimeoutMs ?? COMMAND_TIMEOUT_MS,
     budgets: config.budgets ?? { maxTurns: 25 },
     protect: config.protect ?? [],
     approve: config.approve ?? approveAll,

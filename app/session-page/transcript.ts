@@ -9,6 +9,7 @@
 
 import { structuredPatch } from 'diff';
 import { describeHalt, type Halt, type Price } from '../../agent.ts';
+import { describeCall, TOOLS } from '../../tools.ts';
 import { exitCodeFor } from '../terminal.ts';
 import { requestCost } from './chart.ts';
 import { clip, clock, count, dollars, duration, type Fragment, html, type Html, safeId } from './html.ts';
@@ -321,10 +322,11 @@ function renderCall(call: Extract<Block, { kind: 'call' }>, ctx: TranscriptConte
   const edit = editOf(call.input);
   return html`<div class="call" data-tool="${call.name}" id="${ctx.idPrefix}call-${safeId(call.id)}">
     <div class="call-head">
-      <span class="label">call</span> <span class="tool">${call.name}</span> ${approvalOf(call, ctx)}
+      <span class="label">call</span> <span class="tool">${describeCall(call.name, call.input)}</span>
+      ${approvalOf(call, ctx)}
     </div>
     ${
-      call.name === 'edit_file' && edit
+      changesFiles(call.name) && edit
         ? renderEdit(edit, ctx.outline.editLines.get(call.id) ?? null, ctx)
         : renderArguments(call.input, ctx)
     }
@@ -332,11 +334,15 @@ function renderCall(call: Extract<Block, { kind: 'call' }>, ctx: TranscriptConte
   </div>`;
 }
 
+/** Whether a call's tool changes files (and so was approved, by someone or by --yes): a tool this program does not
+ *  have is not said to. */
+const changesFiles = (name: string) => TOOLS.some((tool) => tool.name === name && !tool.readOnly);
+
 /** How a call that changes something was approved: by the person (the answer they gave), by --yes, or by nobody. */
 function approvalOf(call: Extract<Block, { kind: 'call' }>, ctx: TranscriptContext): Fragment {
   const approval = ctx.outline.approvals.get(call.id);
   if (approval) return renderApproval(approval);
-  if (call.name !== 'edit_file') return null;
+  if (!changesFiles(call.name)) return null;
   const mode = ctx.outline.header?.approval;
   if (mode === 'yes') return html`<span class="approval yes">approved by --yes</span>`;
   if (mode === 'deny')
