@@ -34,6 +34,7 @@ import { z } from 'zod';
 import {
   capOutput,
   capStrings,
+  COMMAND_TIMEOUT_MS,
   type ContextFile,
   defineTool,
   globMatcher,
@@ -46,7 +47,7 @@ import {
   runCommand,
   sandboxableRoot,
   safe_path,
-  sandboxProblem,
+  sandboxChoice,
   schemaProblem,
   type Tool,
   type ToolContext,
@@ -169,11 +170,11 @@ export interface Agent {
 export async function createAgent(config: AgentConfig): Promise<Agent> {
   const settings = await withDefaults(config);
   const contextFiles = settings.contextFiles === false ? [] : await loadContextFiles(settings.root);
-  const { root, defaultProtection } = settings;
+  const { root, defaultProtection, sandbox, verifyTimeoutMs, passEnv } = settings;
   const agent: Agent = {
     config: settings,
     messages: [],
-    toolContext: { root, seen: new Map(), defaultProtection },
+    toolContext: { root, seen: new Map(), defaultProtection, sandbox, verifyTimeoutMs, passEnv },
     // A cache mark here caches the fixed prefix: tools, then system.
     system: [{ type: 'text', text: systemPrompt(settings, contextFiles), cache_control: CACHE }],
     toolDefinitions: [],
@@ -439,8 +440,8 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
     return { goOn };
   }
   if (verify === undefined) return { halt: { kind: 'accepted', verifiedBy: null } };
-  const sandbox = await sandboxOrHalt(agent);
-  if (typeof sandbox !== 'boolean') return { halt: sandbox };
+  const sandbox = await sandboxChoice(agent.config.sandbox); // contained where it must or can be
+  if (typeof sandbox === 'string') return errorVerdict(`the check was not run: ${sandbox}`);
   const onOutput = (text: string) => onEvent({ type: 'gate-output', text });
   const options = { cwd: root, timeoutMs: verifyTimeoutMs, signal: run.signal, onOutput, sandbox };
   const ran = await runCommand(verify, { ...options, defaultProtection, passEnv }).catch(
@@ -462,15 +463,6 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   if (passed) return { halt: { kind: 'accepted', verifiedBy: verify } };
   const told = `Its output:\n\n${output}\n\nFix the cause, then say you are done.`;
   return { goOn: `The task is not done yet: the check \`${verify}\` ${reason}. ${told}` };
-}
-
-/** Prevents the model's code running unconfined when a sandbox was asked for and there is none. */
-async function sandboxOrHalt(agent: Agent): Promise<boolean | Halt> {
-  const problem = await sandboxProblem();
-  if (problem !== null && agent.config.sandbox) {
-    return { kind: 'error', message: `the check was not run: ${problem}` };
-  }
-  return agent.config.sandbox ?? problem === null;
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -998,6 +990,8 @@ function taskTool(parent: Agent): Tool {
         .describe('The full question; the sub-agent sees nothing else of this conversation'),
     }),
     readOnly: true,
+    kind: 'search',
+    describe: ({ description }) => `task ${JSON.stringify(description)}`,
     async run({ description, prompt }, ctx) {
       const id = `task-${++parent.subAgentsStarted}`;
       const model = parent.config.taskModel ?? parent.config.model;
@@ -1201,7 +1195,7 @@ async function withDefaults(config: AgentConfig): Promise<Settings> {
     ...config,
     root: await sandboxableRoot(config.root),
     verify: config.verify,
-    verifyTimeoutMs: config.verifyTimeoutMs ?? 120_000,
+    verifyTimeoutMs: config.verifyTimeoutMs ?? COMMAND_TIMEOUT_MS,
     budgets: config.budgets ?? { maxTurns: 25 },
     protect: config.protect ?? [],
     approve: config.approve ?? approveAll,

@@ -1,5 +1,5 @@
-// A fake model that replays canned replies, so every lesson runs offline and the same way each time.
-// It implements `Model` and nothing else: the loop cannot tell it from the real API.
+// A fake model that replays canned replies, so every lesson runs offline and the same way each
+// time. It implements `Model` and nothing else: the loop cannot tell it from the real API.
 
 import type Anthropic from '@anthropic-ai/sdk';
 import { readFile } from 'node:fs/promises';
@@ -13,10 +13,14 @@ export interface ScriptedReply {
   /** Default: `tool_use` when the reply has tool calls, else `end_turn`. */
   stop_reason?: Anthropic.StopReason;
   usage?: Partial<
-    Pick<Anthropic.Usage, 'input_tokens' | 'output_tokens' | 'cache_creation_input_tokens' | 'cache_read_input_tokens'>
+    Pick<
+      Anthropic.Usage,
+      'input_tokens' | 'output_tokens' | 'cache_creation_input_tokens' | 'cache_read_input_tokens'
+    >
   >;
-  /** How long the model "thinks" before it answers (`delay_ms` in a script file), so that Ctrl-C and
-   *  steering can be practised offline. An abort ends the wait early and rejects, like a real call. */
+  /** How long the model "thinks" before it answers (`delay_ms` in a script file), so that Ctrl-C
+   *  and steering can be practised offline. An abort ends the wait early and rejects, like a real
+   *  call. */
   delayMs?: number;
 }
 
@@ -26,8 +30,8 @@ export type ScriptedBlock =
   | { type: 'thinking'; thinking: string; signature: string }
   | { type: 'redacted_thinking'; data: string };
 
-/** A script entry may also look at the request, e.g. to answer a summary request differently, or throw, to play a
- *  call that fails; either way it answers one request. */
+/** A script entry may also look at the request, e.g. to answer a summary request differently, or
+ *  throw, to play a call that fails; either way it answers one request. */
 export type ScriptEntry = ScriptedReply | ((request: ModelRequest) => ScriptedReply);
 
 // Small helpers, so a test reads like the conversation it scripts.
@@ -41,7 +45,8 @@ export const call = (name: string, input: unknown): ScriptedReply => reply(toolU
 export class ScriptedModel implements Model {
   /** Every request received, deep-copied, so a test can check exactly what the model was sent. */
   readonly requests: ModelRequest[] = [];
-  /** Replies given so far: an aborted request gives none, and its reply answers the next request. */
+  /** Replies given so far: an aborted request gives none, and its reply answers the next
+   *  request. */
   private answered = 0;
 
   constructor(
@@ -50,19 +55,25 @@ export class ScriptedModel implements Model {
     readonly price?: Price,
   ) {}
 
-  async complete(request: ModelRequest, { signal, onText }: ModelCallOptions): Promise<Anthropic.Message> {
+  async complete(
+    request: ModelRequest,
+    { signal, onText }: ModelCallOptions,
+  ): Promise<Anthropic.Message> {
     signal.throwIfAborted();
     this.requests.push(structuredClone(request));
     const turn = this.requests.length;
     const entry = this.script[this.answered];
     if (entry === undefined) {
-      throw new Error(`scripted model: the script has ${this.script.length} replies and request ${turn} has none`);
+      throw new Error(
+        `scripted model: the script has ${this.script.length} replies and request ${turn} has none`,
+      );
     }
     let scripted: ScriptedReply;
     try {
       scripted = typeof entry === 'function' ? entry(request) : entry;
     } catch (error) {
-      this.answered++; // a call that fails (the entry throws) is answered too: the next request gets the next entry
+      // A call that fails (the entry throws) is answered too: the next request gets the next entry.
+      this.answered++;
       throw error;
     }
     if (scripted.delayMs !== undefined) await sleep(scripted.delayMs, undefined, { signal });
@@ -74,7 +85,11 @@ export class ScriptedModel implements Model {
 }
 
 /** Fills in what the API would (ids, stop reason, usage), so scripts stay short. */
-function toMessage(scripted: ScriptedReply, turn: number, request: ModelRequest): Anthropic.Message {
+function toMessage(
+  scripted: ScriptedReply,
+  turn: number,
+  request: ModelRequest,
+): Anthropic.Message {
   const content: Anthropic.ContentBlock[] = scripted.content.map((block, i) => {
     switch (block.type) {
       case 'text':
@@ -105,7 +120,7 @@ function toMessage(scripted: ScriptedReply, turn: number, request: ModelRequest)
     container: null,
     diagnostics: null,
     usage: usageOf({
-      input_tokens: scripted.usage?.input_tokens ?? Math.ceil(JSON.stringify(request).length / 4),
+      input_tokens: scripted.usage?.input_tokens ?? defaultInputTokens(request),
       output_tokens: scripted.usage?.output_tokens ?? Math.ceil(JSON.stringify(content).length / 4),
       cache_creation_input_tokens: scripted.usage?.cache_creation_input_tokens ?? null,
       cache_read_input_tokens: scripted.usage?.cache_read_input_tokens ?? null,
@@ -113,10 +128,18 @@ function toMessage(scripted: ScriptedReply, turn: number, request: ModelRequest)
   };
 }
 
+/** A request's size as a default input usage: a token for each 4 characters of its system prompt
+ *  and messages. The tool definitions are left out, so a tool added to TOOLS (or a longer
+ *  description) moves no script's spending, budget or recording. */
+function defaultInputTokens({ tools: _left, ...request }: ModelRequest): number {
+  return Math.ceil(JSON.stringify(request).length / 4);
+}
+
 type TokenCounts = Pick<Anthropic.Usage, 'input_tokens' | 'output_tokens'> &
   Partial<Pick<Anthropic.Usage, 'cache_creation_input_tokens' | 'cache_read_input_tokens'>>;
 
-/** A whole `Usage` from its token counts: the fields a fake reply has no value for are null, as the API's may be. */
+/** A whole `Usage` from its token counts: the fields a fake reply has no value for are null, as the
+ *  API's may be. */
 export function usageOf(counts: TokenCounts): Anthropic.Usage {
   return {
     cache_creation_input_tokens: null,
@@ -142,7 +165,11 @@ const scriptFile = z.array(
           input: z.unknown(),
           id: z.string().optional(),
         }),
-        z.strictObject({ type: z.literal('thinking'), thinking: z.string(), signature: z.string() }),
+        z.strictObject({
+          type: z.literal('thinking'),
+          thinking: z.string(),
+          signature: z.string(),
+        }),
       ]),
     ),
     delay_ms: z.number().int().nonnegative().optional(),
@@ -160,8 +187,9 @@ const scriptFile = z.array(
   }),
 );
 
-/** Reads a `--script` file: a JSON array of replies. A malformed file is one clear line naming the file and the first
- *  problem (where in the file, and what), not a crash later nor a validator's report. */
+/** Reads a `--script` file: a JSON array of replies. A malformed file is one clear line naming the
+ *  file and the first problem (where in the file, and what), not a crash later nor a validator's
+ *  report. */
 export async function loadScript(file: string): Promise<ScriptedReply[]> {
   const text = await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {
     throw new Error(`${file}: ${error.code === 'ENOENT' ? 'no such file' : error.message}`);
@@ -170,7 +198,10 @@ export async function loadScript(file: string): Promise<ScriptedReply[]> {
   try {
     json = JSON.parse(text);
   } catch (error) {
-    throw new Error(`${file} is not valid JSON: ${jsonProblem(text, error instanceof Error ? error.message : '')}`);
+    throw new Error(
+      `${file} is not valid JSON: ` +
+        jsonProblem(text, error instanceof Error ? error.message : ''),
+    );
   }
   const parsed = scriptFile.safeParse(json);
   if (parsed.success) {
@@ -179,15 +210,21 @@ export async function loadScript(file: string): Promise<ScriptedReply[]> {
     );
   }
   const [issue] = parsed.error.issues;
-  const where = issue!.path.map((key) => (typeof key === 'number' ? `[${key}]` : `.${String(key)}`)).join('');
+  const where = issue!.path
+    .map((key) => (typeof key === 'number' ? `[${key}]` : `.${String(key)}`))
+    .join('');
   throw new Error(
-    `${file} is not a script of replies: ${where === '' ? 'the file' : `at ${where}`}: ${issue!.message}`,
+    `${file} is not a script of replies: ` +
+      `${where === '' ? 'the file' : `at ${where}`}: ${issue!.message}`,
   );
 }
 
-/** V8's message without the copy of the input it may quote, its "position N" as a line and column. */
+/** V8's message without the copy of the input it may quote, its "position N" as a line and
+ *  column. */
 function jsonProblem(text: string, message: string): string {
-  const problem = message.replace(/, ".*" is not valid JSON$/s, '').replace(/ in JSON at position (\d+).*$/s, '');
+  const problem = message
+    .replace(/, ".*" is not valid JSON$/s, '')
+    .replace(/ in JSON at position (\d+).*$/s, '');
   const position = /at position (\d+)/.exec(message)?.[1];
   if (position === undefined) return problem;
   const before = text.slice(0, Number(position)).split('\n');

@@ -1,13 +1,25 @@
-// The three tools, safe_path, the output caps, and the harness's other hands on the disk: the command runner the gate
-// uses, the AGENTS.md reader and the protected files' fingerprints. The model only ever sees a tool's name, description
-// and JSON Schema; everything it can do to the disk goes through this file.
-// This file never imports agent.ts: a tool knows nothing about the loop that calls it.
+// The three tools, safe_path, the output caps, and the harness's other hands on the disk: the
+// command runner the gate uses, the AGENTS.md reader and the protected files' fingerprints. The
+// model only ever sees a tool's name, description and JSON Schema; everything it can do to the disk
+// goes through this file. This file never imports agent.ts: a tool knows nothing about the loop
+// that calls it.
 
 import type Anthropic from '@anthropic-ai/sdk';
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { constants, existsSync, type Stats } from 'node:fs';
-import { lstat, mkdir, mkdtemp, open, readdir, readFile, realpath, rename, rm, stat } from 'node:fs/promises';
+import {
+  lstat,
+  mkdir,
+  mkdtemp,
+  open,
+  readdir,
+  readFile,
+  realpath,
+  rename,
+  rm,
+  stat,
+} from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { createTwoFilesPatch } from 'diff';
@@ -15,7 +27,7 @@ import ignore, { type Ignore } from 'ignore';
 import { Minimatch } from 'minimatch';
 import { z } from 'zod';
 
-/** What a tool may know about the run that calls it. */
+/** What a tool may know about the run that calls it, and what it runs under. */
 export interface ToolContext {
   /** The project root, already resolved through symlinks. */
   readonly root: string;
@@ -23,60 +35,157 @@ export interface ToolContext {
   readonly seen: Map<string, string>;
   /** Aborted when the run stops (Ctrl-C, time budget): a long-running tool should stop too. */
   readonly signal?: AbortSignal;
-  /** The built-in protected names hold (PROTECTED_NAMES; `.git` and `.agent` unread too); default true. */
+  /** The built-in protected names hold (PROTECTED_NAMES; `.git` and `.agent` unread too); default
+   *  true. */
   readonly defaultProtection?: boolean;
+  /** The gate's sandbox policy: true, contain or refuse; false, never; unset, where this can. */
+  readonly sandbox?: boolean;
+  /** How long a command may run: the verify command's timeout (default COMMAND_TIMEOUT_MS). */
+  readonly verifyTimeoutMs?: number;
+  /** Environment variables a contained command gets beside the allowlist, by name. */
+  readonly passEnv?: readonly string[];
 }
 
-/** A tool is a schema the model is shown, a description of when (not) to use it, and a function. */
+/** What a call does, as an editor names it for its icon (the Agent Client Protocol's kinds). */
+export type ToolKind = 'read' | 'edit' | 'search' | 'execute' | 'other';
+
+/** A tool is a schema the model is shown, a description of when (not) to use it, and a function;
+ *  and, for whoever shows its calls, whether they change files, their kind, and how one reads in a
+ *  line. */
 export interface Tool {
   readonly name: string;
   readonly description: string;
   readonly input: z.ZodObject;
-  /** Read-only tools change nothing, so several of them may run at once. */
+  /** Read-only tools change nothing: several may run at once, and none needs approval. */
   readonly readOnly: boolean;
+  readonly kind: ToolKind;
+  /** A call in a few words, for printers: `read_file add.js (lines 1–40)`; a printer escapes it. */
+  describe(input: unknown): string;
   /** Runs the tool on input that already passed `input`; returns the text the model reads. */
   run(input: unknown, ctx: ToolContext): Promise<string>;
   /** What the call would change, for the person asked to approve it. */
   preview?(input: unknown, ctx: ToolContext): Promise<string>;
 }
 
-/** Ties a schema to its function, so `run` sees the input's real type. */
+/** Ties a schema to its functions, so `run`, `preview` and `describe` see the input's real type. A
+ *  call whose input the schema refuses, or a tool without `describe`, is described by
+ *  describeArguments; the kind defaults to other. */
 export function defineTool<S extends z.ZodObject>(spec: {
   name: string;
   description: string;
   input: S;
   readOnly: boolean;
+  kind?: ToolKind;
+  describe?: (input: z.infer<S>) => string;
   run: (input: z.infer<S>, ctx: ToolContext) => Promise<string>;
   preview?: (input: z.infer<S>, ctx: ToolContext) => Promise<string>;
 }): Tool {
-  const { preview } = spec;
+  const { preview, describe } = spec;
   return {
     ...spec,
+    kind: spec.kind ?? 'other',
+    describe: (input) => {
+      const parsed = spec.input.safeParse(input);
+      return parsed.success && describe
+        ? describe(parsed.data)
+        : describeArguments(spec.name, input);
+    },
     run: (input, ctx) => spec.run(spec.input.parse(input), ctx),
     preview: preview && ((input, ctx) => preview(spec.input.parse(input), ctx)),
   };
 }
 
+/** A call in a few words: its tool's own description, or for a tool not among `tools` (one this
+ *  program does not have), its name and plain arguments. It holds what the model sent: a printer
+ *  escapes it. */
+export function describeCall(
+  tool: Tool | string,
+  input: unknown,
+  tools: readonly Tool[] = TOOLS,
+): string {
+  const found = typeof tool === 'string' ? tools.find((known) => known.name === tool) : tool;
+  return found === undefined ? describeArguments(String(tool), input) : found.describe(input);
+}
+
+/** A call by its arguments, for a tool that says nothing of its own calls: its name, then a path as
+ *  it is and any other argument as `key=value`, a long string cut and a nested value only counted:
+ *  `grep src pattern=TODO`. */
+export function describeArguments(name: string, input: unknown): string {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) return name;
+  const parts = Object.entries(input).map(([key, value]) =>
+    key === 'path' && typeof value === 'string'
+      ? shownPath(value)
+      : `${shownPath(key)}=${shownValue(value)}`,
+  );
+  return [name, ...parts].join(' ');
+}
+
+/** An argument's value in a few characters: a string quoted where it could hide what it says. */
+function shownValue(value: unknown): string {
+  if (typeof value === 'string')
+    return shownPath(value.length > 40 ? `${value.slice(0, 39)}…` : value);
+  if (Array.isArray(value)) return `[${value.length} item${value.length === 1 ? '' : 's'}]`;
+  if (typeof value === 'object' && value !== null) return '{…}';
+  return String(value);
+}
+
+/** Characters a path is quoted for, since they could hide what it names: whitespace, quotes,
+ *  backslashes, and control, format (bidi, zero-width) or unassigned characters. */
+const HIDING = /[\s"\\\p{C}]/u;
+
+/** Prevents a path from hiding what it names (a newline, a space, a right-to-left override): such a
+ *  path is shown quoted, JSON-style, with every character that is not plainly visible escaped; any
+ *  other path as it is. */
+export function shownPath(name: string): string {
+  if (name !== '' && !HIDING.test(name)) return name;
+  const escaped = [...name].map(
+    (c) => QUOTED_ESCAPES[c] ?? (c === ' ' || !/[\p{C}\p{Z}]/u.test(c) ? c : unicodeEscape(c)),
+  );
+  return `"${escaped.join('')}"`;
+}
+
+const QUOTED_ESCAPES: Record<string, string> = {
+  '"': '\\"',
+  '\\': '\\\\',
+  '\n': '\\n',
+  '\r': '\\r',
+  '\t': '\\t',
+};
+
+/** A character as JSON escapes it: \u and four hex digits for each of its UTF-16 code units. */
+const unicodeEscape = (c: string) =>
+  [...Array(c.length).keys()]
+    .map((i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`)
+    .join('');
+
 const TOOL_DEFINITIONS = new WeakMap<Tool, Anthropic.Tool>();
 
-/** A tool as the model is shown it: name, description, and the JSON Schema of its input. Built once per tool and
- *  shared by every agent that has it: converting the schema was a fifth of `createAgent`'s time. */
+/** A tool as the model is shown it: name, description, and the JSON Schema of its input. Built once
+ *  per tool and shared by every agent that has it: converting the schema was a fifth of
+ *  `createAgent`'s time. */
 export function toolDefinition(tool: Tool): Anthropic.Tool {
   let definition = TOOL_DEFINITIONS.get(tool);
   if (definition === undefined) {
     const { $schema: _ignored, ...schema } = z.toJSONSchema(tool.input, { io: 'input' });
-    definition = { name: tool.name, description: tool.description, input_schema: { ...schema, type: 'object' } };
+    definition = {
+      name: tool.name,
+      description: tool.description,
+      input_schema: { ...schema, type: 'object' },
+    };
     TOOL_DEFINITIONS.set(tool, definition);
   }
   return definition;
 }
 
-/** What is wrong with a call's arguments, or null. The depth comes first: the echo below, the session file and the
- *  SDK all use JSON.stringify, which overflows the stack a few thousand levels down. */
+/** What is wrong with a call's arguments, or null. The depth comes first: the echo below, the
+ *  session file and the SDK all use JSON.stringify, which overflows the stack a few thousand levels
+ *  down. */
 export function schemaProblem(tool: Tool, input: unknown): string | null {
   const refused = `invalid arguments for ${tool.name}`;
-  if (nestedDeeperThan(input, MAX_INPUT_DEPTH)) return `${refused}: nested deeper than ${MAX_INPUT_DEPTH} levels`;
-  if (typeof input === 'object' && input !== null && UNUSABLE in input) return `${refused}: ${input[UNUSABLE]}`;
+  if (nestedDeeperThan(input, MAX_INPUT_DEPTH))
+    return `${refused}: nested deeper than ${MAX_INPUT_DEPTH} levels`;
+  if (typeof input === 'object' && input !== null && UNUSABLE in input)
+    return `${refused}: ${input[UNUSABLE]}`;
   const parsed = tool.input.safeParse(input);
   if (parsed.success) return null;
   return `${refused}: ${issuesText(parsed.error)}. You sent: ${JSON.stringify(input)}`;
@@ -88,7 +197,8 @@ export const issuesText = (error: z.ZodError) =>
 /** Tool arguments nest a few levels; past this many, a call is refused (see schemaProblem). */
 export const MAX_INPUT_DEPTH = 64;
 
-/** Whether objects and arrays in `value` nest more than `levels` deep; the walk stops there, so any depth is safe. */
+/** Whether objects and arrays in `value` nest more than `levels` deep; the walk stops there, so any
+ *  depth is safe. */
 export function nestedDeeperThan(value: unknown, levels: number): boolean {
   if (typeof value !== 'object' || value === null) return false;
   return levels === 0 || Object.values(value).some((child) => nestedDeeperThan(child, levels - 1));
@@ -108,11 +218,16 @@ const MAX_PATH_CHARS = 4096;
 
 /** Prevents escapes from the project: `..`, absolute paths, NUL bytes and symlinks leading out. */
 export async function safe_path(root: string, requested: string): Promise<string> {
-  if (requested.includes('\0')) throw new ToolError(`path ${JSON.stringify(requested)} contains a NUL byte`);
+  if (requested.includes('\0'))
+    throw new ToolError(`path ${JSON.stringify(requested)} contains a NUL byte`);
   if (requested.length > MAX_PATH_CHARS)
-    throw new ToolError(`path is ${requested.length} characters long; the limit is ${MAX_PATH_CHARS}`);
+    throw new ToolError(
+      `path is ${requested.length} characters long; the limit is ${MAX_PATH_CHARS}`,
+    );
   const outside = () =>
-    new ToolError(`path ${JSON.stringify(requested)} is outside the project (${root}); use a path inside it`);
+    new ToolError(
+      `path ${JSON.stringify(requested)} is outside the project (${root}); use a path inside it`,
+    );
   const lexical = path.resolve(root, requested);
   if (!isInside(root, lexical)) throw outside();
   // Symlinks are followed by the OS, so the real path decides. For a path that does not exist
@@ -179,11 +294,16 @@ export function protectedNameIn(relative: string): string | undefined {
   return PROTECTED_NAMES.find((name) => segments.includes(name));
 }
 
-/** Prevents a changing call from writing what runs code later outside the sandbox (`.git/config`'s fsmonitor, a
- *  hook, `.vscode/tasks.json`), however the path is spelled: the path as written (`sub/../.GIT/config`) and the real
- *  one safe_path resolved (a link into `.git`) are both checked. The refusal's text, or null; null always once the
- *  person opted out (`defaultProtection: false`). */
-export function protectedPathProblem(ctx: ToolContext, requested: string, real: string): string | null {
+/** Prevents a changing call from writing what runs code later outside the sandbox (`.git/config`'s
+ *  fsmonitor, a hook, `.vscode/tasks.json`), however the path is spelled: the path as written
+ *  (`sub/../.GIT/config`) and the real one safe_path resolved (a link into `.git`) are both
+ *  checked. The refusal's text, or null; null always once the person opted out (`defaultProtection:
+ *  false`). */
+export function protectedPathProblem(
+  ctx: ToolContext,
+  requested: string,
+  real: string,
+): string | null {
   if (ctx.defaultProtection === false) return null;
   const lexical = path.relative(ctx.root, path.resolve(ctx.root, requested));
   const name = protectedNameIn(lexical) ?? protectedNameIn(path.relative(ctx.root, real));
@@ -192,18 +312,25 @@ export function protectedPathProblem(ctx: ToolContext, requested: string, real: 
   return `${JSON.stringify(requested)} is protected ("${name}": ${why}); no tool changes it`;
 }
 
-/** Never read or listed, even when asked for by name: git's data (a token in a remote URL) and the harness's own. */
+/** Never read or listed, even when asked for by name: git's data (a token in a remote URL) and the
+ *  harness's own. */
 const UNREADABLE_NAMES: readonly string[] = ['.git', '.agent'];
 
-/** Prevents read_file and list_files from showing the model `.git/config` (a token kept in a remote URL) or the
- *  harness's session files, by any spelling or link; `defaultProtection: false` lifts it. */
+/** Prevents read_file and list_files from showing the model `.git/config` (a token kept in a remote
+ *  URL) or the harness's session files, by any spelling or link; `defaultProtection: false` lifts
+ *  it. */
 function refuseUnreadable(ctx: ToolContext, requested: string, real: string): void {
   if (ctx.defaultProtection === false) return;
-  const relatives = [path.relative(ctx.root, path.resolve(ctx.root, requested)), path.relative(ctx.root, real)];
+  const relatives = [
+    path.relative(ctx.root, path.resolve(ctx.root, requested)),
+    path.relative(ctx.root, real),
+  ];
   const segments = relatives.flatMap((relative) => relative.toLowerCase().split(/[\\/]/));
   const name = UNREADABLE_NAMES.find((unreadable) => segments.includes(unreadable));
   if (name !== undefined)
-    throw new ToolError(`${JSON.stringify(requested)} is inside "${name}", which the tools never read`);
+    throw new ToolError(
+      `${JSON.stringify(requested)} is inside "${name}", which the tools never read`,
+    );
 }
 
 /** lstat, not stat: a dangling symlink exists and must be resolved (and refused), not skipped. */
@@ -237,17 +364,25 @@ const SKIPPED_DIRS = new Set(['.git', 'node_modules', '.agent']);
 export const list_files = defineTool({
   name: 'list_files',
   description:
-    'List the files and folders under a folder of the project, recursively, as paths relative to the project root ' +
-    '(folders end with "/"; .git, node_modules and what .gitignore ignores are skipped). ' +
+    'List the files and folders under a folder of the project, recursively, as paths relative ' +
+    'to the project root (folders end with "/"; .git, node_modules and what .gitignore ignores ' +
+    'are skipped). ' +
     'Use it to find files before reading them. Not for reading contents: use read_file for that.',
   input: z.strictObject({
-    path: z.string().optional().describe('Folder to list, relative to the project root. Default: the root.'),
+    path: z
+      .string()
+      .optional()
+      .describe('Folder to list, relative to the project root. Default: the root.'),
   }),
   readOnly: true,
+  kind: 'read',
+  describe: ({ path: given = '.' }) =>
+    `list_files ${given === '.' ? '.' : shownPath(given.replace(/\/?$/, '/'))}`,
   async run({ path: requested = '.' }, ctx) {
     const start = await safe_path(ctx.root, requested);
     refuseUnreadable(ctx, requested, start);
-    if (!(await stat(start)).isDirectory()) throw new ToolError(`${requested} is a file, not a folder; use read_file`);
+    if (!(await stat(start)).isDirectory())
+      throw new ToolError(`${requested} is a file, not a folder; use read_file`);
     const rules = await gitignoreAbove(ctx.root, start);
     const { entries, more, ignored } = await listTree(ctx.root, start, rules, MAX_LIST_ENTRIES);
     if (entries.length === 0) entries.push('(empty folder)');
@@ -257,26 +392,31 @@ export const list_files = defineTool({
   },
 });
 
-/** Every entry under `start`, sorted, relative to the root with "/" separators, folders ending in "/".
- *  Ignored files are included: fingerprints of protected files must see a file git ignores too. */
+/** Every entry under `start`, sorted, relative to the root with "/" separators, folders ending in
+ *  "/". Ignored files are included: fingerprints of protected files must see a file git ignores
+ *  too. */
 export async function walk(root: string, start = root): Promise<string[]> {
   return (await listTree(root, start, null, Infinity)).entries;
 }
 
-/** One .gitignore's rules, and the folder they are relative to: "" for the root, else e.g. "src/". */
+/** One .gitignore's rules, and the folder they are relative to: "" for the root, else e.g.
+ *  "src/". */
 interface IgnoreFile {
   readonly base: string;
   readonly rules: Ignore;
 }
 
-/** A folder read and sorted out: what it shows, what git ignores in it, and the rules for its subfolders. */
+/** A folder read and sorted out: what it shows, what git ignores in it, and the rules for its
+ *  subfolders. */
 interface Folder {
   readonly dir: string;
   /** The folder's path relative to the root, ending in "/" ("" for the root). */
   readonly prefix: string;
-  /** The .gitignore rules in force in it, its own included, outermost first; null to list ignored entries too. */
+  /** The .gitignore rules in force in it, its own included, outermost first; null to list ignored
+   *  entries too. */
   readonly rules: readonly IgnoreFile[] | null;
-  /** Its entries that git does not ignore, relative to the root; sorted while the listing can still show them. */
+  /** Its entries that git does not ignore, relative to the root; sorted while the listing can still
+   *  show them. */
   readonly kept: string[];
   /** How many of its entries git ignores. */
   readonly ignored: number;
@@ -287,13 +427,14 @@ interface Listing {
   readonly entries: string[];
   /** Entries past the cap: counted, not kept. */
   more: number;
-  /** Entries left out because git ignores them; an ignored folder counts once, its contents not at all. */
+  /** Entries left out because git ignores them; an ignored folder counts once, its contents not at
+   *  all. */
   ignored: number;
 }
 
-/** The entries under `start` as `walk` gives them, less (and counting) what the .gitignore rules ignore,
- *  the first `cap` of them kept. Symlinks are listed but never followed: a link to a folder outside
- *  must not leak its tree. */
+/** The entries under `start` as `walk` gives them, less (and counting) what the .gitignore rules
+ *  ignore, the first `cap` of them kept. Symlinks are listed but never followed: a link to a folder
+ *  outside must not leak its tree. */
 async function listTree(
   root: string,
   start: string,
@@ -302,7 +443,11 @@ async function listTree(
 ): Promise<Listing> {
   const listing: Listing = { entries: [], more: 0, ignored: 0 };
   const base = path.relative(root, start).split(path.sep).join('/');
-  await listFolder(await readFolder(start, base === '' ? '' : `${base}/`, ignoreFiles, listing, cap), listing, cap);
+  await listFolder(
+    await readFolder(start, base === '' ? '' : `${base}/`, ignoreFiles, listing, cap),
+    listing,
+    cap,
+  );
   return listing;
 }
 
@@ -319,9 +464,9 @@ async function readFolder(
   if (rules !== null && children.some((child) => child.name === '.gitignore')) {
     rules = [...rules, ...(await loadIgnoreFile(path.join(dir, '.gitignore'), prefix))];
   }
-  // A fresh copy of the rules (compiled, case-sensitive as made) for this folder's entries alone: each copy
-  // caches every path it is asked about, and lookups in one cache of a whole tree's paths cost more than
-  // the matching itself.
+  // A fresh copy of the rules (compiled, case-sensitive as made) for this folder's entries alone:
+  // each copy caches every path it is asked about, and lookups in one cache of a whole tree's paths
+  // cost more than the matching itself.
   const local = rules?.map(({ base, rules }) => ({ base, rules: ignore().add(rules) }));
   const kept: string[] = [];
   let ignored = 0;
@@ -333,24 +478,32 @@ async function readFolder(
     if (local !== undefined && gitIgnores(local, relative)) ignored++;
     else kept.push(relative);
   }
-  // Once the listing is full, entries are only counted and their order no longer matters. It only grows, so a
-  // folder read while it had room is sorted, perhaps needlessly; one read after it filled never shows.
+  // Once the listing is full, entries are only counted and their order no longer matters. It only
+  // grows, so a folder read while it had room is sorted, perhaps needlessly; one read after it
+  // filled never shows.
   if (listing.entries.length < cap) kept.sort();
   return { dir, prefix, rules, kept, ignored };
 }
 
-/** Adds one folder's entries to the listing in sorted order, each subfolder followed by its own entries.
- *  Sorting folder by folder is enough: "src/" and everything in it sort together, next to "src.ts"
- *  and "srcs", so no sort of the whole tree is needed. */
+/** Adds one folder's entries to the listing in sorted order, each subfolder followed by its own
+ *  entries. Sorting folder by folder is enough: "src/" and everything in it sort together, next to
+ *  "src.ts" and "srcs", so no sort of the whole tree is needed. */
 async function listFolder(folder: Folder, listing: Listing, cap: number): Promise<void> {
   const { dir, prefix, rules, kept } = folder;
   listing.ignored += folder.ignored;
-  // All subfolders are read at once, each sorted out as soon as it arrives: the reads take a fraction of the
-  // time of one by one, and the matching of those already read overlaps the reading of the rest.
+  // All subfolders are read at once, each sorted out as soon as it arrives: the reads take a
+  // fraction of the time of one by one, and the matching of those already read overlaps the reading
+  // of the rest.
   const subfolders = await Promise.all(
     kept.map((relative) =>
       relative.endsWith('/')
-        ? readFolder(path.join(dir, relative.slice(prefix.length, -1)), relative, rules, listing, cap)
+        ? readFolder(
+            path.join(dir, relative.slice(prefix.length, -1)),
+            relative,
+            rules,
+            listing,
+            cap,
+          )
         : undefined,
     ),
   );
@@ -362,9 +515,9 @@ async function listFolder(folder: Folder, listing: Listing, cap: number): Promis
   }
 }
 
-/** The rules in force at `start`: .git/info/exclude, then the .gitignore of each folder from the root
- *  down to start's parent (start's own is read by the walk). A folder asked for by name is listed
- *  even if it is ignored: the model wants to see it. */
+/** The rules in force at `start`: .git/info/exclude, then the .gitignore of each folder from the
+ *  root down to start's parent (start's own is read by the walk). A folder asked for by name is
+ *  listed even if it is ignored: the model wants to see it. */
 async function gitignoreAbove(root: string, start: string): Promise<IgnoreFile[]> {
   const files = await loadIgnoreFile(path.join(root, '.git', 'info', 'exclude'), '');
   let base = '';
@@ -376,8 +529,9 @@ async function gitignoreAbove(root: string, start: string): Promise<IgnoreFile[]
   return base !== '' && gitIgnores(files, base) ? [] : files;
 }
 
-/** A .gitignore (or .git/info/exclude) as rules for the folder `base`; none if it is missing or not a
- *  regular file (git does not follow a symlinked .gitignore either, and a named pipe would block). */
+/** A .gitignore (or .git/info/exclude) as rules for the folder `base`; none if it is missing or not
+ *  a regular file (git does not follow a symlinked .gitignore either, and a named pipe would
+ *  block). */
 async function loadIgnoreFile(file: string, base: string): Promise<IgnoreFile[]> {
   const info = await lstat(file).catch(() => undefined);
   if (info?.isFile() !== true) return [];
@@ -385,8 +539,8 @@ async function loadIgnoreFile(file: string, base: string): Promise<IgnoreFile[]>
   return [{ base, rules: ignore({ ignorecase: false }).add(await readFile(file, 'utf8')) }];
 }
 
-/** Whether git ignores `relative` (from the root; folders end in "/"): as in git, the deepest .gitignore
- *  with a rule about it decides, and a negation ("!keep.log") there brings it back. */
+/** Whether git ignores `relative` (from the root; folders end in "/"): as in git, the deepest
+ *  .gitignore with a rule about it decides, and a negation ("!keep.log") there brings it back. */
 function gitIgnores(files: readonly IgnoreFile[], relative: string): boolean {
   for (let i = files.length - 1; i >= 0; i--) {
     const { base, rules } = files[i]!;
@@ -396,23 +550,27 @@ function gitIgnores(files: readonly IgnoreFile[], relative: string): boolean {
   return false;
 }
 
-/** `value` (a message, say) with every string longer than `chars` cut to its head and tail and a note of how much was
- *  left out; thinking blocks stay whole, since the API refuses altered ones. The harness's cap on what it resends. */
+/** `value` (a message, say) with every string longer than `chars` cut to its head and tail and a
+ *  note of how much was left out; thinking blocks stay whole, since the API refuses altered ones.
+ *  The harness's cap on what it resends. */
 export function capStrings<T>(value: T, chars: number): T {
   const cut = (item: unknown): unknown => {
     if (typeof item === 'string') return item.length <= chars ? item : keepEnds(item, chars);
     if (typeof item !== 'object' || item === null) return item;
-    if ('type' in item && (item.type === 'thinking' || item.type === 'redacted_thinking')) return item;
+    if ('type' in item && (item.type === 'thinking' || item.type === 'redacted_thinking'))
+      return item;
     if (Array.isArray(item)) return item.map(cut);
     return Object.fromEntries(Object.entries(item).map(([key, inner]) => [key, cut(inner)]));
   };
   return cut(value) as T;
 }
 
-/** `text` cut to about `chars` characters: its head and tail, and a note of how much is left out between them. */
+/** `text` cut to about `chars` characters: its head and tail, and a note of how much is left out
+ *  between them. */
 function keepEnds(text: string, chars: number): string {
   const [head, tail] = [Math.floor(chars * 0.75), Math.floor(chars * 0.25)];
-  return `${text.slice(0, head)}\n[... ${text.length - head - tail} characters left out ...]\n${text.slice(-tail)}`;
+  const note = `[... ${text.length - head - tail} characters left out ...]`;
+  return `${text.slice(0, head)}\n${note}\n${text.slice(-tail)}`;
 }
 
 /** Cuts any tool's text to the output caps, on whole lines, and says how much was left out. */
@@ -425,7 +583,9 @@ export function capOutput(text: string): string {
   }
   if (kept === lines.length) return text;
   const shown =
-    kept > 0 ? lines.slice(0, kept).join('\n') : Buffer.from(lines[0]!).subarray(0, MAX_BYTES).toString('utf8');
+    kept > 0
+      ? lines.slice(0, kept).join('\n')
+      : Buffer.from(lines[0]!).subarray(0, MAX_BYTES).toString('utf8');
   return `${shown}\n[output cut: ${kept} of ${lines.length} lines shown]`;
 }
 
@@ -435,12 +595,18 @@ export function capOutput(text: string): string {
 export const read_file = defineTool({
   name: 'read_file',
   description:
-    'Read a text file of the project, shown with line numbers. Long files come in windows of at most ' +
-    `${MAX_LINES} lines or ${MAX_BYTES / 1024} KiB; the output says which offset continues. ` +
+    'Read a text file of the project, shown with line numbers. Long files come in windows of ' +
+    `at most ${MAX_LINES} lines or ${MAX_BYTES / 1024} KiB; ` +
+    'the output says which offset continues. ' +
     'Always read a file before editing it. Not for folders: use list_files.',
   input: z.strictObject({
     path: z.string().describe('File path relative to the project root, e.g. src/main.ts'),
-    offset: z.number().int().min(1).optional().describe('First line to show, counting from 1. Default: 1.'),
+    offset: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe('First line to show, counting from 1. Default: 1.'),
     limit: z
       .number()
       .int()
@@ -449,30 +615,43 @@ export const read_file = defineTool({
       .describe(`How many lines to show at most. Default and maximum: ${MAX_LINES}.`),
   }),
   readOnly: true,
+  kind: 'read',
+  describe({ path: requested, offset, limit }) {
+    const file = shownPath(requested);
+    if (offset === undefined && limit === undefined) return `read_file ${file}`;
+    if (limit === undefined) return `read_file ${file} (from line ${offset})`;
+    return `read_file ${file} (lines ${offset ?? 1}–${(offset ?? 1) + limit - 1})`;
+  },
   async run({ path: requested, offset = 1, limit = MAX_LINES }, ctx) {
     const file = await safe_path(ctx.root, requested);
     refuseUnreadable(ctx, requested, file);
     const info = await statRegularFile(file, requested);
-    // A file small enough to edit is read once, whole: the window, the line count and the hash all come from the
-    // same bytes. Read separately, a change in between could pin a version the model never saw.
+    // A file small enough to edit is read once, whole: the window, the line count and the hash all
+    // come from the same bytes. Read separately, a change in between could pin a version the model
+    // never saw.
     const whole = info.size <= MAX_EDITABLE_BYTES ? await readFile(file) : undefined;
     const window = await (whole === undefined
       ? readLineWindow(file, offset, Math.min(limit, MAX_LINES), ctx.signal)
       : lineWindow(chunksOf(whole), offset, Math.min(limit, MAX_LINES)));
     // NUL bytes anywhere in the window (not only at the start of the file) mean binary data.
     if (window === 'binary' || window.lines.some((line) => line.includes('\0'))) {
-      throw new ToolError(`${requested} is a binary file (${info.size} bytes); read_file shows text only`);
+      throw new ToolError(
+        `${requested} is a binary file (${info.size} bytes); read_file shows text only`,
+      );
     }
     // The hash is what makes a later edit safe: it pins the version the model has now seen.
     if (whole !== undefined) ctx.seen.set(file, sha256(whole));
     if (window.lines.length === 0) {
-      return info.size === 0 ? '(empty file)' : `[the file has fewer than ${offset} lines; use a smaller offset]`;
+      return info.size === 0
+        ? '(empty file)'
+        : `[the file has fewer than ${offset} lines; use a smaller offset]`;
     }
     const numbered = window.lines.map((line, i) => `${String(offset + i).padStart(6)}\t${line}`);
     const last = offset + window.lines.length - 1;
     if (window.cutLine) {
       numbered.push(
-        `[line ${last} is longer than ${MAX_BYTES / 1024} KiB and was cut; the rest of it cannot be shown]`,
+        `[line ${last} is longer than ${MAX_BYTES / 1024} KiB and was cut; ` +
+          'the rest of it cannot be shown]',
       );
     }
     const total = whole === undefined ? undefined : countLines(whole);
@@ -486,19 +665,22 @@ export const read_file = defineTool({
   },
 });
 
-/** Prevents a read that never returns: a named pipe blocks until someone writes, a device may never end.
- *  So anything but a regular file (or a symlink to one) is refused before it is opened. */
+/** Prevents a read that never returns: a named pipe blocks until someone writes, a device may never
+ *  end. So anything but a regular file (or a symlink to one) is refused before it is opened. */
 async function statRegularFile(file: string, requested: string): Promise<Stats> {
   const info = await stat(file);
   if (info.isDirectory()) throw new ToolError(`${requested} is a folder; use list_files`);
   if (!info.isFile()) {
-    throw new ToolError(`${requested} is not a regular file (a named pipe, socket or device); only files can be read`);
+    throw new ToolError(
+      `${requested} is not a regular file (a named pipe, socket or device); only files can be read`,
+    );
   }
   return info;
 }
 
-/** For callers outside the tools (e.g. fingerprinting protected files): true for a regular file or a
- *  symlink to one, false for a folder, named pipe, socket, device or missing path, which are unsafe to read. */
+/** For callers outside the tools (e.g. fingerprinting protected files): true for a regular file or
+ *  a symlink to one, false for a folder, named pipe, socket, device or missing path, which are
+ *  unsafe to read. */
 export async function isRegularFile(file: string): Promise<boolean> {
   return stat(file).then(
     (info) => info.isFile(),
@@ -513,8 +695,8 @@ interface LineWindow {
   reachedEnd: boolean;
 }
 
-/** The window of a file too large to read whole, read chunk by chunk only as far as the window goes, so a 1 GB file
- *  is never loaded. */
+/** The window of a file too large to read whole, read chunk by chunk only as far as the window
+ *  goes, so a 1 GB file is never loaded. */
 async function readLineWindow(
   file: string,
   offset: number,
@@ -523,7 +705,8 @@ async function readLineWindow(
 ): Promise<LineWindow | 'binary'> {
   const handle = await open(file, 'r');
   try {
-    // Large chunks: each read waits for a thread of the pool, and with 64 KiB ones that wait was most of the time.
+    // Large chunks: each read waits for a thread of the pool, and with 64 KiB ones that wait was
+    // most of the time.
     const chunk = Buffer.alloc(1024 * 1024);
     return await lineWindow(
       async () => {
@@ -540,9 +723,11 @@ async function readLineWindow(
   }
 }
 
-/** Prevents a read that outlives its run: skipping to a far offset of a huge file can take minutes after Ctrl-C. */
+/** Prevents a read that outlives its run: skipping to a far offset of a huge file can take minutes
+ *  after Ctrl-C. */
 function throwIfStopped(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw new ToolError('stopped: the run was interrupted while the file was being read');
+  if (signal?.aborted)
+    throw new ToolError('stopped: the run was interrupted while the file was being read');
 }
 
 /** One buffer as the only chunk of a file. */
@@ -555,10 +740,14 @@ function chunksOf(whole: Buffer): () => Promise<Buffer> {
   };
 }
 
-/** The lines from `offset` on, at most `limit` of them and MAX_BYTES in all, from a file's chunks as `next` gives
- *  them (an empty chunk at the end; a chunk may be reused once the next is asked for). 'binary': the file has a NUL
- *  byte in its first 8 KiB. */
-async function lineWindow(next: () => Promise<Buffer>, offset: number, limit: number): Promise<LineWindow | 'binary'> {
+/** The lines from `offset` on, at most `limit` of them and MAX_BYTES in all, from a file's chunks
+ *  as `next` gives them (an empty chunk at the end; a chunk may be reused once the next is asked
+ *  for). 'binary': the file has a NUL byte in its first 8 KiB. */
+async function lineWindow(
+  next: () => Promise<Buffer>,
+  offset: number,
+  limit: number,
+): Promise<LineWindow | 'binary'> {
   const lines: string[] = [];
   let partial: Buffer[] = [];
   let partialBytes = 0;
@@ -581,7 +770,8 @@ async function lineWindow(next: () => Promise<Buffer>, offset: number, limit: nu
         lineNumber++;
         start = newline + 1;
       }
-      if (lineNumber < offset) continue; // the rest of this chunk is the start of a line before the window
+      // The rest of this chunk is the start of a line before the window.
+      if (lineNumber < offset) continue;
     }
     while (start < data.length) {
       const newline = data.indexOf(10, start);
@@ -621,18 +811,25 @@ function countLines(text: Buffer): number {
 export const edit_file = defineTool({
   name: 'edit_file',
   description:
-    'Change a file by replacing one exact snippet. old_str must appear exactly once in the file: include enough ' +
-    'surrounding lines to make it unique. Read the file first; ' +
+    'Change a file by replacing one exact snippet. old_str must appear exactly once in the file: ' +
+    'include enough surrounding lines to make it unique. Read the file first; ' +
     'an edit of a file changed since you read it is refused. ' +
-    'To create a new file, give an empty old_str and the whole content as new_str. Not for reading: use read_file.',
+    'To create a new file, give an empty old_str and the whole content as new_str. ' +
+    'Not for reading: use read_file.',
   input: z.strictObject({
     path: z.string().describe('File path relative to the project root'),
     old_str: z
       .string()
-      .describe('The exact text to replace, copied from the file (without line numbers). Empty to create a new file.'),
+      .describe(
+        'The exact text to replace, copied from the file (without line numbers). ' +
+          'Empty to create a new file.',
+      ),
     new_str: z.string().describe('The text to put in its place'),
   }),
   readOnly: false,
+  kind: 'edit',
+  describe: ({ path: requested, old_str }) =>
+    `edit_file ${shownPath(requested)}${old_str === '' ? ' (new)' : ''}`,
   async run(input, ctx) {
     const edit = await planEdit(input, ctx);
     await writeAtomically(ctx, edit.file, edit.after);
@@ -667,29 +864,40 @@ async function planEdit(
   ctx: ToolContext,
 ): Promise<PlannedEdit> {
   const { path: requested, old_str, new_str } = input;
-  if (old_str === new_str) throw new ToolError('old_str and new_str are the same; nothing would change');
+  if (old_str === new_str)
+    throw new ToolError('old_str and new_str are the same; nothing would change');
   const file = await safe_path(ctx.root, requested);
   const refused = protectedPathProblem(ctx, requested, file);
   if (refused !== null) throw new ToolError(refused);
   if (old_str === '') {
     if (await exists(file))
-      throw new ToolError(`${requested} already exists; read it and give a non-empty old_str to change it`);
-    return { file, before: null, after: new_str, summary: `created ${requested} (${lineCount(new_str)} line(s))` };
+      throw new ToolError(
+        `${requested} already exists; read it and give a non-empty old_str to change it`,
+      );
+    return {
+      file,
+      before: null,
+      after: new_str,
+      summary: `created ${requested} (${lineCount(new_str)} line(s))`,
+    };
   }
   const before = await readEditable(file, requested, ctx);
   const matches = findSnippet(before, old_str);
   if (matches.length === 0) {
     throw new ToolError(
-      `old_str was not found in ${requested}; read the file again. Closest lines:\n${closestLines(before, old_str)}`,
+      `old_str was not found in ${requested}; read the file again. ` +
+        `Closest lines:\n${closestLines(before, old_str)}`,
     );
   }
   if (matches.length > 1) {
     throw new ToolError(
-      `old_str was found ${matches.length} times in ${requested}; include more context so it is unique`,
+      `old_str was found ${matches.length} times in ${requested}; ` +
+        'include more context so it is unique',
     );
   }
   const { at, length } = matches[0]!;
-  // Keep the file's line endings: the model sees lines without \r, so new lines get the file's usual break.
+  // Keep the file's line endings: the model sees lines without \r, so new lines get the file's
+  // usual break.
   const replace = mostlyCrlf(before) ? toCrlf(new_str) : new_str;
   const after = before.slice(0, at) + replace + before.slice(at + length);
   const line = before.slice(0, at).split('\n').length;
@@ -703,11 +911,13 @@ async function planEdit(
   };
 }
 
-/** Prevents edits against a version the model never saw: unread, or changed on disk since it was read. */
+/** Prevents edits against a version the model never saw: unread, or changed on disk since it was
+ *  read. */
 async function readEditable(file: string, requested: string, ctx: ToolContext): Promise<string> {
   await refuseUneditable(file, requested);
   const seenHash = ctx.seen.get(file);
-  if (seenHash === undefined) throw new ToolError(`read ${requested} with read_file before editing it`);
+  if (seenHash === undefined)
+    throw new ToolError(`read ${requested} with read_file before editing it`);
   const bytes = await readFile(file);
   const current = bytes.toString('utf8');
   // Decoding non-UTF-8 bytes replaces them with U+FFFD: writing that back would corrupt the file.
@@ -723,13 +933,15 @@ async function readEditable(file: string, requested: string, ctx: ToolContext): 
   return current;
 }
 
-/** Prevents a file too large to hash (or not a file at all) from being loaded whole, and from a loop of
- *  "read it first" answers: read_file never records such a file as seen, so say plainly why it cannot be edited. */
+/** Prevents a file too large to hash (or not a file at all) from being loaded whole, and from a
+ *  loop of "read it first" answers: read_file never records such a file as seen, so say plainly why
+ *  it cannot be edited. */
 async function refuseUneditable(file: string, requested: string): Promise<void> {
   const info = await statRegularFile(file, requested);
   if (info.size > MAX_EDITABLE_BYTES) {
     throw new ToolError(
-      `${requested} is too large to edit with edit_file (${info.size} bytes; the limit is ${MAX_EDITABLE_BYTES})`,
+      `${requested} is too large to edit with edit_file ` +
+        `(${info.size} bytes; the limit is ${MAX_EDITABLE_BYTES})`,
     );
   }
 }
@@ -746,8 +958,9 @@ function numberLines(text: string): string {
 const toCrlf = (text: string) => text.replace(/\r?\n/g, '\r\n');
 const lineCount = (text: string) => (text === '' ? 0 : text.split('\n').length);
 
-/** Prevents "not found" in a file whose line breaks differ from line to line (a\r\nb\nc\r\n): the model
- *  sees lines without \r, so each line break of the snippet matches \n or \r\n, whichever the file has there. */
+/** Prevents "not found" in a file whose line breaks differ from line to line (a\r\nb\nc\r\n): the
+ *  model sees lines without \r, so each line break of the snippet matches \n or \r\n, whichever the
+ *  file has there. */
 function findSnippet(text: string, snippet: string): { at: number; length: number }[] {
   const pattern = new RegExp(snippet.split(/\r?\n/).map(escapeRegExp).join('\\r?\\n'), 'g');
   const found: { at: number; length: number }[] = [];
@@ -773,13 +986,18 @@ function closestLines(text: string, oldStr: string): string {
       .split('\n')
       .find((line) => line.trim() !== '')
       ?.trim() ?? oldStr;
-  const pairs = (s: string) => new Set(Array.from({ length: Math.max(s.length - 1, 0) }, (_, i) => s.slice(i, i + 2)));
+  const pairs = (s: string) =>
+    new Set(Array.from({ length: Math.max(s.length - 1, 0) }, (_, i) => s.slice(i, i + 2)));
   const wantedPairs = pairs(wanted);
   const scored = text.split('\n').map((line, i) => {
     const linePairs = pairs(line.trim());
     let shared = 0;
     for (const pair of linePairs) if (wantedPairs.has(pair)) shared++;
-    return { i, line: line.replace(/\r$/, ''), score: (2 * shared) / (wantedPairs.size + linePairs.size || 1) };
+    return {
+      i,
+      line: line.replace(/\r$/, ''),
+      score: (2 * shared) / (wantedPairs.size + linePairs.size || 1),
+    };
   });
   // sort is stable: of equally close lines, the first in the file come first.
   const best = scored
@@ -803,9 +1021,14 @@ async function writeAtomically(ctx: ToolContext, file: string, content: string):
   try {
     const name = path.basename(file);
     const temp = path.join(folder.path, `${name}.${randomBytes(6).toString('hex')}.tmp`);
-    // Created with the file's mode, so a private file's new content is never readable by others, even briefly;
-    // but the umask masks a new file's mode (0o775 would come out 0o755), so it is set again explicitly.
-    const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW, mode);
+    // Created with the file's mode, so a private file's new content is never readable by others,
+    // even briefly; but the umask masks a new file's mode (0o775 would come out 0o755), so it is
+    // set again explicitly.
+    const handle = await open(
+      temp,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW,
+      mode,
+    );
     try {
       await handle.writeFile(content);
       if (mode !== undefined) await handle.chmod(mode);
@@ -823,21 +1046,24 @@ async function writeAtomically(ctx: ToolContext, file: string, content: string):
 }
 
 const NOFOLLOW = constants.O_NOFOLLOW;
-/** Whether a path names an open folder (Linux's /proc/self/fd/N): what makes a write immune to swapped folders. */
+/** Whether a path names an open folder (Linux's /proc/self/fd/N): what makes a write immune to
+ *  swapped folders. */
 const FOLDERS_BY_FD = existsSync('/proc/self/fd');
 
-/** A folder a file is written in: a path that names it, a check of the written file, and a way to let it go. */
+/** A folder a file is written in: a path that names it, a check of the written file, and a way to
+ *  let it go. */
 interface WriteFolder {
   readonly path: string;
   check(name: string): Promise<void>;
   close(): Promise<void>;
 }
 
-/** Prevents a write landing outside the project (or in a protected folder) when a folder on its path is swapped for
- *  a symlink meanwhile (two sessions on one project): the folders of `dir`, the real path safe_path gave,
- *  are opened one by one from the root, each without following a link, and the file is made and renamed in the
- *  last one through /proc/self/fd, which names that very folder wherever a link may point now. A link found on the
- *  way was put there since safe_path looked, and the write is refused. Missing folders are made on the way. */
+/** Prevents a write landing outside the project (or in a protected folder) when a folder on its
+ *  path is swapped for a symlink meanwhile (two sessions on one project): the folders of `dir`, the
+ *  real path safe_path gave, are opened one by one from the root, each without following a link,
+ *  and the file is made and renamed in the last one through /proc/self/fd, which names that very
+ *  folder wherever a link may point now. A link found on the way was put there since safe_path
+ *  looked, and the write is refused. Missing folders are made on the way. */
 async function openFolder(ctx: ToolContext, dir: string): Promise<WriteFolder> {
   let handle = await open(ctx.root, constants.O_RDONLY | constants.O_DIRECTORY);
   try {
@@ -849,7 +1075,8 @@ async function openFolder(ctx: ToolContext, dir: string): Promise<WriteFolder> {
       });
       const opened = await open(next, constants.O_RDONLY | constants.O_DIRECTORY | NOFOLLOW).catch(
         async (error: unknown) => {
-          // A file in the way is a plain mistake; anything else (a link, or nothing by now) is the swap.
+          // A file in the way is a plain mistake; anything else (a link, or nothing by now) is the
+          // swap.
           const file = await lstat(next).then(
             (info) => info.isFile(),
             () => false,
@@ -868,10 +1095,10 @@ async function openFolder(ctx: ToolContext, dir: string): Promise<WriteFolder> {
   return { path: `/proc/self/fd/${opened.fd}`, check: async () => {}, close: () => opened.close() };
 }
 
-/** Elsewhere (macOS), where no path names an open folder: the folder's real path is checked before the write and
- *  the written file's after it, and a file that landed outside is removed again. This narrows the race without
- *  closing it: forced on Linux under test/routes-write-race.test.ts's flipping, 1 to 8 files in 400 landed outside
- *  (22 to 30 with no check at all). */
+/** Elsewhere (macOS), where no path names an open folder: the folder's real path is checked before
+ *  the write and the written file's after it, and a file that landed outside is removed again. This
+ *  narrows the race without closing it: forced on Linux under test/routes-write-race.test.ts's
+ *  flipping, 1 to 8 files in 400 landed outside (22 to 30 with no check at all). */
 async function checkedFolder(ctx: ToolContext, dir: string): Promise<WriteFolder> {
   await mkdir(dir, { recursive: true }); // a new file may be in a new folder
   const where = async (file: string) => {
@@ -895,26 +1122,29 @@ async function checkedFolder(ctx: ToolContext, dir: string): Promise<WriteFolder
 
 const swapped = (ctx: ToolContext, dir: string) =>
   new ToolError(
-    `${path.relative(ctx.root, dir) || '.'} changed into a link while it was written to; nothing was written`,
+    `${path.relative(ctx.root, dir) || '.'} changed into a link while it was written to; ` +
+      'nothing was written',
   );
 
-/** The tools in the order the model is shown them. */
+/** The tools in the order the model is shown them: what every view of a call (the terminal, the
+ *  session page, an editor) reads a tool's kind, description and whether it changes files from. */
 export const TOOLS: readonly Tool[] = [list_files, read_file, edit_file];
 
-// ---------------------------------------------------------------------------------------------------------------------
-// The command runner: the verify gate's hands. The check it runs imports code the model wrote, so no path check can
-// cover what it does; the kernel can. Contained, a command may write only in the project and a private temporary
-// folder, it has no network, and the rest of the file system is read-only: bubblewrap on Linux, sandbox-exec on macOS.
-// Its environment is an allowlist, the credential stores under $HOME are hidden from it, and the protected names
-// (PROTECTED_NAMES) stay as they were anywhere in the project: the existing ones read-only, new ones removed after.
+// -------------------------------------------------------------------------------------------------
+// The command runner: the verify gate's hands. The check it runs imports code the model wrote, so
+// no path check can cover what it does; the kernel can. Contained, a command may write only in the
+// project and a private temporary folder, it has no network, and the rest of the file system is
+// read-only: bubblewrap on Linux, sandbox-exec on macOS. Its environment is an allowlist, the
+// credential stores under $HOME are hidden from it, and the protected names (PROTECTED_NAMES) stay
+// as they were anywhere in the project: the existing ones read-only, new ones removed after.
 
 export interface CommandRun {
   exitCode: number | null;
   timedOut: boolean;
   /** stdout and stderr interleaved, capped: the head and the tail are kept. */
   output: string;
-  /** Protected paths the command created, replaced or moved (project-relative, sorted), the new ones since removed:
-   *  a command that touched one failed, whatever it exited with. */
+  /** Protected paths the command created, replaced or moved (project-relative, sorted), the new
+   *  ones since removed: a command that touched one failed, whatever it exited with. */
   protectedTouched: string[];
 }
 
@@ -926,22 +1156,60 @@ export interface CommandOptions {
   cwd: string;
   timeoutMs: number;
   signal: AbortSignal;
-  /** Each piece of output as it arrives, stdout and stderr alike: a live tail for whoever watches. */
+  /** Each piece of output as it arrives, stdout and stderr alike: a live tail for whoever
+   *  watches. */
   onOutput?: (text: string) => void;
   /** Run it in the OS sandbox; throws if this machine has none (ask sandboxProblem first). */
   sandbox?: boolean;
-  /** Keep the protected names under `cwd` as they were (default true); false neither binds nor scans them. */
+  /** Keep the protected names under `cwd` as they were (default true); false neither binds nor
+   *  scans them. */
   defaultProtection?: boolean;
-  /** Environment variables the contained command gets beside CONTAINED_ENV, by name (e.g. "NODE_OPTIONS"). */
+  /** Environment variables the contained command gets beside CONTAINED_ENV, by name (e.g.
+   *  "NODE_OPTIONS"). */
   passEnv?: readonly string[];
 }
 
-/** Runs a shell command in the project with a timeout; keeps the start and the end of its output. */
+/** A command's time limit unless the run sets one (the verify command's `verifyTimeoutMs`). */
+export const COMMAND_TIMEOUT_MS = 120_000;
+
+/** Prevents code the model wrote from running unconfined when the sandbox was asked for and this
+ *  machine has none: under policy true a command is contained, or not run (the string says what to
+ *  install); under false it is not contained; unset, it is wherever this machine can. The gate's
+ *  rule, and any command-running tool's. */
+export async function sandboxChoice(policy: boolean | undefined): Promise<boolean | string> {
+  const problem = await sandboxProblem();
+  if (problem !== null && policy === true) return problem;
+  return policy ?? problem === null;
+}
+
+/** How a command-running tool runs its command the way the gate runs the verify command: in the
+ *  sandbox the run's policy chooses, with its time limit, environment and protected names, stopped
+ *  with the run. A ToolError where the policy needs a sandbox this machine does not have. */
+export async function commandOptions(ctx: ToolContext): Promise<CommandOptions> {
+  const sandbox = await sandboxChoice(ctx.sandbox);
+  if (typeof sandbox === 'string') throw new ToolError(`the command was not run: ${sandbox}`);
+  return {
+    cwd: ctx.root,
+    timeoutMs: ctx.verifyTimeoutMs ?? COMMAND_TIMEOUT_MS,
+    signal: ctx.signal ?? new AbortController().signal,
+    sandbox,
+    defaultProtection: ctx.defaultProtection !== false,
+    passEnv: ctx.passEnv ?? [],
+  };
+}
+
+/** Runs a shell command in the project with a timeout; keeps the start and the end of its
+ *  output. */
 export async function runCommand(command: string, options: CommandOptions): Promise<CommandRun> {
   const root = await realpath(options.cwd);
   const before = options.defaultProtection === false ? null : await protectedEntries(root);
-  const run = options.sandbox ? await runContained(command, root, before, options) : await runProcess(command, options);
-  return { ...run, protectedTouched: before === null ? [] : await undoProtectedChanges(root, before) };
+  const run = options.sandbox
+    ? await runContained(command, root, before, options)
+    : await runProcess(command, options);
+  return {
+    ...run,
+    protectedTouched: before === null ? [] : await undoProtectedChanges(root, before),
+  };
 }
 
 type ProcessRun = Omit<CommandRun, 'protectedTouched'>;
@@ -954,7 +1222,8 @@ interface Contained {
   readonly tmp: string;
   /** The protected files and folders already in the project (absolute paths): bound read-only. */
   readonly readOnly: readonly string[];
-  /** The credential stores under $HOME that exist (real paths): an empty folder or /dev/null in their place. */
+  /** The credential stores under $HOME that exist (real paths): an empty folder or /dev/null in
+   *  their place. */
   readonly hidden: readonly { readonly path: string; readonly folder: boolean }[];
   readonly passEnv: readonly string[];
 }
@@ -969,9 +1238,16 @@ async function runContained(
   if (problem !== null) throw new Error(problem);
   const tmp = await realpath(await mkdtemp(path.join(tmpdir(), 'verify-tmp-')));
   try {
-    const bindable = [...(before ?? [])].filter(([, id]) => /:(dir|file)$/.test(id)); // not a link: it points out
+    // Not a link: it points out.
+    const bindable = [...(before ?? [])].filter(([, id]) => /:(dir|file)$/.test(id));
     const readOnly = bindable.map(([relative]) => path.join(root, relative));
-    const where = { root, tmp, readOnly, hidden: await credentialStores(), passEnv: options.passEnv ?? [] };
+    const where = {
+      root,
+      tmp,
+      readOnly,
+      hidden: await credentialStores(),
+      passEnv: options.passEnv ?? [],
+    };
     return await runProcess(command, options, where);
   } finally {
     await rm(tmp, { recursive: true, force: true });
@@ -979,11 +1255,21 @@ async function runContained(
 }
 
 /** Runs `command` through a shell, or with `where` given, contained there. */
-function runProcess(command: string, { cwd, timeoutMs, signal, onOutput }: CommandOptions, where?: Contained) {
+function runProcess(
+  command: string,
+  { cwd, timeoutMs, signal, onOutput }: CommandOptions,
+  where?: Contained,
+) {
   return new Promise<ProcessRun>((resolve) => {
     const [file = command, ...args] = where === undefined ? [] : containedArgs(command, where);
     const env = where === undefined ? process.env : containedEnv(where);
-    const child = spawn(file, args, { cwd, env, shell: where === undefined, detached: true, stdio: STDIO });
+    const child = spawn(file, args, {
+      cwd,
+      env,
+      shell: where === undefined,
+      detached: true,
+      stdio: STDIO,
+    });
     let head = '';
     let tail = '';
     let dropped = 0;
@@ -1000,8 +1286,9 @@ function runProcess(command: string, { cwd, timeoutMs, signal, onOutput }: Comma
     };
     child.stdout.on('data', collect);
     child.stderr.on('data', collect);
-    // The whole process group goes, so a test runner's children cannot outlive the timeout. In the sandbox the group
-    // is bubblewrap's: it takes its own processes with it (--die-with-parent, --unshare-pid).
+    // The whole process group goes, so a test runner's children cannot outlive the timeout. In the
+    // sandbox the group is bubblewrap's: it takes its own processes with it (--die-with-parent,
+    // --unshare-pid).
     const kill = () => {
       try {
         if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
@@ -1036,52 +1323,80 @@ const STDIO: ['ignore', 'pipe', 'pipe'] = ['ignore', 'pipe', 'pipe'];
 function containedArgs(command: string, { root, tmp, readOnly, hidden }: Contained): string[] {
   const shell = ['/bin/sh', '-c', command];
   if (process.platform === 'darwin') {
-    const params = (name: string, paths: readonly string[]) => paths.flatMap((p, i) => ['-D', `${name}${i}=${p}`]);
+    const params = (name: string, paths: readonly string[]) =>
+      paths.flatMap((p, i) => ['-D', `${name}${i}=${p}`]);
     const rule = (what: string, name: string, paths: readonly unknown[]) =>
       paths.map((_, i) => `\n(deny ${what} (subpath (param "${name}${i}")))`).join('');
-    const where = ['-D', `ROOT=${root}`, '-D', `TMP=${tmp}`, '-D', `GIT=${path.join(root, '.git')}`];
+    const where = [
+      '-D',
+      `ROOT=${root}`,
+      '-D',
+      `TMP=${tmp}`,
+      '-D',
+      `GIT=${path.join(root, '.git')}`,
+    ];
     const stores = hidden.map((store) => store.path);
-    const profile = SEATBELT_PROFILE + rule('file-write*', 'RO', readOnly) + rule('file-read*', 'HIDDEN', stores);
+    const profile =
+      SEATBELT_PROFILE + rule('file-write*', 'RO', readOnly) + rule('file-read*', 'HIDDEN', stores);
     const more = [...params('RO', readOnly), ...params('HIDDEN', stores)];
     return ['/usr/bin/sandbox-exec', '-p', profile, ...where, ...more, ...shell];
   }
   return [
     'bwrap',
-    ...['--ro-bind', '/', '/'], // the whole file system, read-only: $HOME, the folders above the project, /usr
+    // The whole file system, read-only: $HOME, the folders above the project, /usr.
+    ...['--ro-bind', '/', '/'],
     ...['--dev', '/dev', '--proc', '/proc'], // a fresh /dev, and a /proc of its own processes
-    ...['--tmpfs', '/run', '--bind', tmp, '/tmp'], // hides the host's sockets: a read-only mount still lets one connect
+    // Hides the host's sockets: a read-only mount still lets one connect.
+    ...['--tmpfs', '/run', '--bind', tmp, '/tmp'],
     ...['--bind', root, root, '--chdir', root], // the project, writable
-    ...readOnly.flatMap((p) => ['--ro-bind', p, p]), // but not its git hooks or editor tasks, which would run outside
-    ...hidden.flatMap((store) => (store.folder ? ['--tmpfs', store.path] : ['--ro-bind', '/dev/null', store.path])),
-    ...['--unshare-user', '--unshare-pid', '--unshare-net'], // its own users, processes, and network: loopback only
-    ...['--die-with-parent', '--new-session', '--cap-drop', 'ALL'], // dies with us; no terminal; root has no powers
+    // But not its git hooks or editor tasks, which would run outside.
+    ...readOnly.flatMap((p) => ['--ro-bind', p, p]),
+    ...hidden.flatMap((store) =>
+      store.folder ? ['--tmpfs', store.path] : ['--ro-bind', '/dev/null', store.path],
+    ),
+    // Its own users, processes, and network: loopback only.
+    ...['--unshare-user', '--unshare-pid', '--unshare-net'],
+    // Dies with us; no terminal; root has no powers.
+    ...['--die-with-parent', '--new-session', '--cap-drop', 'ALL'],
     '--',
     ...shell,
   ];
 }
 
 /** macOS's sandbox policy: the last rule that matches wins. The paths come in as -D parameters. */
-const SEATBELT_PROFILE = `(version 1) (allow default) (deny network*) (deny lsopen) (deny appleevent-send)
+const SEATBELT_PROFILE = `(version 1) (allow default) (deny network*) (deny lsopen)
+(deny appleevent-send)
 (deny file-write*)
-(allow file-write* (subpath (param "ROOT")) (subpath (param "TMP")) (literal "/dev/null") (regex #"^/dev/(tty|fd/)"))
+(allow file-write* (subpath (param "ROOT")) (subpath (param "TMP")) (literal "/dev/null")
+  (regex #"^/dev/(tty|fd/)"))
 (deny file-write* (subpath (param "GIT")))`;
 
-/** All of the harness's environment the contained command gets, with LC_* and what the person passes by name. */
+/** All of the harness's environment the contained command gets, with LC_* and what the person
+ *  passes by name. */
 const CONTAINED_ENV = new Set(['PATH', 'HOME', 'LANG', 'TERM', 'TZ', 'USER']);
 
-/** Prevents the check from reading the person's tokens from its environment (GITHUB_TOKEN, AWS_SECRET_ACCESS_KEY,
- *  the harness's own ANTHROPIC_API_KEY, SSH_AUTH_SOCK): it gets an allowlist, and its temporary files go to its own
- *  folder. Bubblewrap is started with it, so /proc/1/environ inside holds only this too. */
+/** Prevents the check from reading the person's tokens from its environment (GITHUB_TOKEN,
+ *  AWS_SECRET_ACCESS_KEY, the harness's own ANTHROPIC_API_KEY, SSH_AUTH_SOCK): it gets an
+ *  allowlist, and its temporary files go to its own folder. Bubblewrap is started with it, so
+ *  /proc/1/environ inside holds only this too. */
 function containedEnv({ tmp, passEnv }: Contained): NodeJS.ProcessEnv {
-  const passed = (name: string) => CONTAINED_ENV.has(name) || name.startsWith('LC_') || passEnv.includes(name);
+  const passed = (name: string) =>
+    CONTAINED_ENV.has(name) || name.startsWith('LC_') || passEnv.includes(name);
   const inherited = Object.entries(process.env).filter(([name]) => passed(name));
   const folder = process.platform === 'darwin' ? tmp : '/tmp';
   // npm's log folder is under $HOME, read-only: npm must not try to write there.
-  return { ...Object.fromEntries(inherited), TMPDIR: folder, TMP: folder, TEMP: folder, npm_config_logs_max: '0' };
+  return {
+    ...Object.fromEntries(inherited),
+    TMPDIR: folder,
+    TMP: folder,
+    TEMP: folder,
+    npm_config_logs_max: '0',
+  };
 }
 
-/** Credential stores under $HOME: tokens, keys and passwords for git hosts, clouds, registries and agents.
- *  From @anthropic-ai/sandbox-runtime's and Codex's lists, and the tools' own documented homes. */
+/** Credential stores under $HOME: tokens, keys and passwords for git hosts, clouds, registries and
+ *  agents. From @anthropic-ai/sandbox-runtime's and Codex's lists, and the tools' own documented
+ *  homes. */
 const CREDENTIAL_STORES: readonly string[] = [
   '.ssh', // keys, and the agent's socket where one lives there
   '.gnupg',
@@ -1128,8 +1443,9 @@ const CREDENTIAL_STORES: readonly string[] = [
   '.config/openai',
 ];
 
-/** Prevents the check from reading the person's keys and tokens under $HOME: each credential store that exists is
- *  found (through links, since bubblewrap mounts on the real path) so an empty one can stand in for it. */
+/** Prevents the check from reading the person's keys and tokens under $HOME: each credential store
+ *  that exists is found (through links, since bubblewrap mounts on the real path) so an empty one
+ *  can stand in for it. */
 async function credentialStores(): Promise<Contained['hidden']> {
   const home = homedir();
   const found = await Promise.all(
@@ -1142,39 +1458,52 @@ async function credentialStores(): Promise<Contained['hidden']> {
   return found.flat();
 }
 
-/** Folders the walk for protected names reads at most: past it the command is not run, rather than run unwatched. */
+/** Folders the walk for protected names reads at most: past it the command is not run, rather than
+ *  run unwatched. */
 export const MAX_SCANNED_FOLDERS = 100_000;
 
 const PROTECTED_SET = new Set(PROTECTED_NAMES);
 
-/** Every protected name under `root` (relative path → what it is: "dev:inode:kind"), wherever it sits, not looked
- *  inside; symlinks are not followed. Read in parallel, as list_files reads. */
+/** Every protected name under `root` (relative path → what it is: "dev:inode:kind"), wherever it
+ *  sits, not looked inside; symlinks are not followed. Read in parallel, as list_files reads. */
 async function protectedEntries(root: string): Promise<Map<string, string>> {
   const found: string[] = [];
   let folders = 0;
-  // One promise per folder, none per file: the walk costs about what a bare readdir of the tree does.
+  // One promise per folder, none per file: the walk costs about what a bare readdir of the tree
+  // does.
   const visit = async (dir: string, prefix: string): Promise<void> => {
     if (++folders > MAX_SCANNED_FOLDERS)
-      throw new Error(`more than ${MAX_SCANNED_FOLDERS} folders in ${root}: too many to watch its protected paths in`);
-    const children = await readdir(dir, { withFileTypes: true }).catch((error: NodeJS.ErrnoException) => {
-      if (error.code === 'ENOENT') return []; // gone meanwhile (an uncontained command's leftover process)
-      throw error;
-    });
+      throw new Error(
+        `more than ${MAX_SCANNED_FOLDERS} folders in ${root}: ` +
+          'too many to watch its protected paths in',
+      );
+    const children = await readdir(dir, { withFileTypes: true }).catch(
+      (error: NodeJS.ErrnoException) => {
+        // Gone meanwhile (an uncontained command's leftover process).
+        if (error.code === 'ENOENT') return [];
+        throw error;
+      },
+    );
     const subfolders: Promise<void>[] = [];
     for (const child of children) {
       const { name } = child;
-      // Every protected name starts with a dot: most entries are turned away by their first character.
+      // Every protected name starts with a dot: most entries are turned away by their first
+      // character.
       if (name.startsWith('.') && PROTECTED_SET.has(name.toLowerCase())) found.push(prefix + name);
-      else if (child.isDirectory()) subfolders.push(visit(path.join(dir, name), `${prefix}${name}/`));
+      else if (child.isDirectory())
+        subfolders.push(visit(path.join(dir, name), `${prefix}${name}/`));
     }
     await Promise.all(subfolders);
   };
   await visit(root, '');
-  const identities = await Promise.all(found.map((relative) => identity(path.join(root, relative))));
+  const identities = await Promise.all(
+    found.map((relative) => identity(path.join(root, relative))),
+  );
   return new Map(found.map((relative, i) => [relative, identities[i]!]));
 }
 
-/** What a path is, as far as a swap goes: a different file or folder put in its place gets another inode. */
+/** What a path is, as far as a swap goes: a different file or folder put in its place gets another
+ *  inode. */
 async function identity(file: string): Promise<string> {
   const stats = await lstat(file).catch(() => null);
   if (stats === null) return 'gone';
@@ -1182,13 +1511,16 @@ async function identity(file: string): Promise<string> {
   return `${stats.dev}:${stats.ino}:${kind}`;
 }
 
-/** Prevents a check from leaving behind a `.git` (hooks, core.fsmonitor), editor tasks or a replaced `.agent`, which
- *  run outside any sandbox later: protected names new since `before`, or swapped, are removed; an original moved
- *  elsewhere (its folder renamed) is kept. Returns each path touched and how, e.g. "sub/.git (created, removed)". */
+/** Prevents a check from leaving behind a `.git` (hooks, core.fsmonitor), editor tasks or a
+ *  replaced `.agent`, which run outside any sandbox later: protected names new since `before`, or
+ *  swapped, are removed; an original moved elsewhere (its folder renamed) is kept. Returns each
+ *  path touched and how, e.g. "sub/.git (created, removed)". */
 async function undoProtectedChanges(root: string, before: Map<string, string>): Promise<string[]> {
   const after = await protectedEntries(root);
   const originals = new Set(before.values());
-  const touched = [...before.keys()].filter((relative) => !after.has(relative)).map((relative) => `${relative} (gone)`);
+  const touched = [...before.keys()]
+    .filter((relative) => !after.has(relative))
+    .map((relative) => `${relative} (gone)`);
   for (const [relative, id] of after) {
     if (before.get(relative) === id) continue;
     if (originals.has(id)) {
@@ -1201,9 +1533,10 @@ async function undoProtectedChanges(root: string, before: Map<string, string>): 
   return touched.sort();
 }
 
-/** Prevents a root that holds what the sandbox hides or keeps read-only: the project is bound after the private /tmp,
- *  so the host's /tmp (and its sockets) would come back, and $HOME's dotfiles would be the project's, for the check
- *  to change. The root, resolved through links; throws one line saying why it is refused. */
+/** Prevents a root that holds what the sandbox hides or keeps read-only: the project is bound after
+ *  the private /tmp, so the host's /tmp (and its sockets) would come back, and $HOME's dotfiles
+ *  would be the project's, for the check to change. The root, resolved through links; throws one
+ *  line saying why it is refused. */
 export async function sandboxableRoot(given: string): Promise<string> {
   const root = await realpath(given);
   const holds = (folder: string) => isInside(root, folder);
@@ -1213,39 +1546,48 @@ export async function sandboxableRoot(given: string): Promise<string> {
   if (root === path.parse(root).root)
     throw new Error(`${refused} it is the whole file system; give the project's folder`);
   const heldTmp = [tmp, systemTmp].find(holds);
-  if (heldTmp) throw new Error(`${refused} it holds ${heldTmp}, the temporary folder the sandbox replaces`);
-  if (holds(home)) throw new Error(`${refused} it holds your home ${home}, whose dotfiles the check must not change`);
+  if (heldTmp)
+    throw new Error(`${refused} it holds ${heldTmp}, the temporary folder the sandbox replaces`);
+  if (holds(home))
+    throw new Error(
+      `${refused} it holds your home ${home}, whose dotfiles the check must not change`,
+    );
   return root;
 }
 
 let sandboxCheck: Promise<string | null> | undefined;
 
-/** Why this machine cannot contain a command, and what to install; null when it can. Found out once, by a trial
- *  run of the real policy: the tool must be there, and work (a container may forbid the namespaces it needs). */
+/** Why this machine cannot contain a command, and what to install; null when it can. Found out
+ *  once, by a trial run of the real policy: the tool must be there, and work (a container may
+ *  forbid the namespaces it needs). */
 export function sandboxProblem(): Promise<string | null> {
   return (sandboxCheck ??= (async () => {
-    if (process.platform !== 'linux' && process.platform !== 'darwin') return `no OS sandbox on ${process.platform}`;
+    if (process.platform !== 'linux' && process.platform !== 'darwin')
+      return `no OS sandbox on ${process.platform}`;
     const base = await realpath(await mkdtemp(path.join(tmpdir(), 'sandbox-check-')));
     try {
       const options = { cwd: base, timeoutMs: 10_000, signal: new AbortController().signal };
       const where = { root: base, tmp: base, readOnly: [], hidden: [], passEnv: [] };
       const trial = await runProcess('touch probe', options, where);
       if (trial.exitCode === 0 && existsSync(path.join(base, 'probe'))) return null;
-      if (process.platform === 'darwin') return `sandbox-exec does not work here (${trial.output.trim()})`;
-      if (/ENOENT/.test(trial.output)) return 'no OS sandbox: bubblewrap is not installed (apt-get install bubblewrap)';
-      return `no OS sandbox: bubblewrap cannot run here (${trial.output.split('\n')[0]}); it needs user namespaces`;
+      if (process.platform === 'darwin')
+        return `sandbox-exec does not work here (${trial.output.trim()})`;
+      if (/ENOENT/.test(trial.output))
+        return 'no OS sandbox: bubblewrap is not installed (apt-get install bubblewrap)';
+      const why = trial.output.split('\n')[0];
+      return `no OS sandbox: bubblewrap cannot run here (${why}); it needs user namespaces`;
     } finally {
       await rm(base, { recursive: true, force: true });
     }
   })());
 }
 
-// ---------------------------------------------------------------------------------------------------------------------
-// AGENTS.md files: what the project tells the model about itself, read into the system prompt (never instructions for
-// the harness).
+// -------------------------------------------------------------------------------------------------
+// AGENTS.md files: what the project tells the model about itself, read into the system prompt
+// (never instructions for the harness).
 
-/** An AGENTS.md file as the system prompt quotes it; or, with `skipped`, left out of it, and why (the start-up says
- *  so, a line a file). */
+/** An AGENTS.md file as the system prompt quotes it; or, with `skipped`, left out of it, and why
+ *  (the start-up says so, a line a file). */
 export interface ContextFile {
   path: string;
   text: string;
@@ -1281,7 +1623,8 @@ export async function loadContextFiles(root: string): Promise<ContextFile[]> {
       files.unshift({ path: file, text: '', skipped: read });
       continue;
     }
-    const cutNote = `\n[cut: AGENTS.md files are capped at ${CONTEXT_FILES_MAX_BYTES / 1024} KiB in all]`;
+    const cap = `${CONTEXT_FILES_MAX_BYTES / 1024} KiB`;
+    const cutNote = `\n[cut: AGENTS.md files are capped at ${cap} in all]`;
     const text = read.bytes.toString('utf8');
     files.unshift({ path: file, text: read.size <= room ? text : `${text}${cutNote}` });
     room -= read.size;
@@ -1289,9 +1632,10 @@ export async function loadContextFiles(root: string): Promise<ContextFile[]> {
   return files;
 }
 
-/** Prevents AGENTS.md from putting a file outside its folder in the system prompt (a symlink out) or hanging the
- *  start (a named pipe blocks whoever opens it): it is read only if its real path is inside the folder it stands
- *  for, opened without blocking, and a regular file; at most `room` bytes of it. A string says why it was skipped. */
+/** Prevents AGENTS.md from putting a file outside its folder in the system prompt (a symlink out)
+ *  or hanging the start (a named pipe blocks whoever opens it): it is read only if its real path is
+ *  inside the folder it stands for, opened without blocking, and a regular file; at most `room`
+ *  bytes of it. A string says why it was skipped. */
 async function readContextFile(
   dir: string,
   file: string,
@@ -1315,23 +1659,28 @@ async function readContextFile(
   }
 }
 
-// ---------------------------------------------------------------------------------------------------------------------
-// Fingerprints of the protected files (--protect): the gate compares them with the session's start, so a change made
-// by any means, the verify command's included, is seen.
+// -------------------------------------------------------------------------------------------------
+// Fingerprints of the protected files (--protect): the gate compares them with the session's start,
+// so a change made by any means, the verify command's included, is seen.
 
 /** Fingerprints every protected file, so the gate can tell whether one changed by any means. */
-export async function hashProtected(root: string, globs: readonly string[]): Promise<Map<string, string>> {
+export async function hashProtected(
+  root: string,
+  globs: readonly string[],
+): Promise<Map<string, string>> {
   const hashes = new Map<string, string>();
   if (globs.length === 0) return hashes;
   const protectedBy = globMatcher(globs);
-  const files = (await filesGlobsReach(root, globs)).filter((file) => protectedBy(file) !== undefined);
+  const files = (await filesGlobsReach(root, globs)).filter(
+    (file) => protectedBy(file) !== undefined,
+  );
   for (const file of files.sort()) hashes.set(file, await fingerprint(path.join(root, file)));
   return hashes;
 }
 
-/** Every file of the project ("/"-separated, links not followed), git's ignored ones included, and inside
- *  node_modules, .git and .agent only as far as a glob that names the folder can match: "node_modules/pkg/**" walks
- *  pkg alone, and "test/**" never enters node_modules. */
+/** Every file of the project ("/"-separated, links not followed), git's ignored ones included, and
+ *  inside node_modules, .git and .agent only as far as a glob that names the folder can match:
+ *  "node_modules/pkg/**" walks pkg alone, and "test/**" never enters node_modules. */
 async function filesGlobsReach(root: string, globs: readonly string[]): Promise<string[]> {
   const naming = [...SKIPPED_DIRS].flatMap((name) =>
     globs
@@ -1356,8 +1705,13 @@ async function filesGlobsReach(root: string, globs: readonly string[]): Promise<
   return files;
 }
 
-/** What changed in the protected files since `before` (hashProtected's fingerprints), by any means. */
-export async function protectedChanges(root: string, globs: readonly string[], before: Map<string, string>) {
+/** What changed in the protected files since `before` (hashProtected's fingerprints), by any
+ *  means. */
+export async function protectedChanges(
+  root: string,
+  globs: readonly string[],
+  before: Map<string, string>,
+) {
   return changedFiles(before, await hashProtected(root, globs));
 }
 
@@ -1367,22 +1721,29 @@ export function changedFiles(before: Map<string, string>, after: Map<string, str
   const changed = [...before]
     .filter(([file, hash]) => after.get(file) !== hash)
     .map(([file]) => `${file} (${after.has(file) ? 'changed' : 'deleted'})`);
-  return [...changed, ...[...after.keys()].filter((file) => !before.has(file)).map((file) => `${file} (added)`)];
+  return [
+    ...changed,
+    ...[...after.keys()].filter((file) => !before.has(file)).map((file) => `${file} (added)`),
+  ];
 }
 
 const compiledGlobs = new WeakMap<readonly string[], (file: string) => string | undefined>();
 
-/** The --protect globs, compiled once per list (so once per session) rather than once per file: the gate tests every
- *  file of the project. Returns the first glob a "/"-separated path matches; dotfiles match too (`.env`). A regular
- *  expression turns most paths away at once; minimatch's own match() confirms the few it lets through, so the answer
- *  is exactly minimatch's (the expression is looser: "test/**" also takes a file named "test"). */
+/** The --protect globs, compiled once per list (so once per session) rather than once per file: the
+ *  gate tests every file of the project. Returns the first glob a "/"-separated path matches;
+ *  dotfiles match too (`.env`). A regular expression turns most paths away at once; minimatch's own
+ *  match() confirms the few it lets through, so the answer is exactly minimatch's (the expression
+ *  is looser: "test/**" also takes a file named "test"). */
 export function globMatcher(globs: readonly string[]): (file: string) => string | undefined {
   let matcher = compiledGlobs.get(globs);
   if (matcher === undefined) {
     const compiled = globs.map((glob) => {
       const pattern = new Minimatch(glob, { dot: true });
       const loose = pattern.negate || pattern.comment || pattern.empty ? false : pattern.makeRe();
-      return { glob, matches: (file: string) => (loose === false || loose.test(file)) && pattern.match(file) };
+      return {
+        glob,
+        matches: (file: string) => (loose === false || loose.test(file)) && pattern.match(file),
+      };
     });
     matcher = (file) => compiled.find(({ matches }) => matches(file))?.glob;
     compiledGlobs.set(globs, matcher);
@@ -1390,9 +1751,10 @@ export function globMatcher(globs: readonly string[]): (file: string) => string 
   return matcher;
 }
 
-/** Prevents a hang at startup or at the gate: only a regular file (or a link to one) is opened and hashed; anything
- *  else is fingerprinted by its mode (its kind), so a named pipe, which blocks whoever opens it, is never opened. A
- *  link to a folder or an unreadable file still gets a fingerprint: the gate must not crash on it. */
+/** Prevents a hang at startup or at the gate: only a regular file (or a link to one) is opened and
+ *  hashed; anything else is fingerprinted by its mode (its kind), so a named pipe, which blocks
+ *  whoever opens it, is never opened. A link to a folder or an unreadable file still gets a
+ *  fingerprint: the gate must not crash on it. */
 async function fingerprint(file: string): Promise<string> {
   const unreadable = (error: NodeJS.ErrnoException) => `unreadable: ${error.code}`;
   const stats = await stat(file).catch(unreadable);

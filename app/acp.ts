@@ -27,7 +27,7 @@ import {
   pathOf,
   resume,
 } from '../agent.ts';
-import { safe_path } from '../tools.ts';
+import { describeCall, safe_path, type Tool } from '../tools.ts';
 import { type CliOptions, configFromCli, recordedOptions } from './options.ts';
 import {
   loadSession,
@@ -113,7 +113,8 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
         throw acp.RequestError.invalidRequest(undefined, changed);
       }
       const session = await openSession(setup, { client, root, sessionId, notices }, loaded);
-      for (const update of replayUpdates(loaded.messages, await personsWords(file), root)) session.send(update);
+      const where = { root, tools: session.agent.config.tools };
+      for (const update of replayUpdates(loaded.messages, await personsWords(file), where)) session.send(update);
       resume(session.agent, loaded);
       sessions.set(sessionId, session);
       await session.sent; // the whole conversation, then the answer
@@ -213,14 +214,19 @@ async function openSession(
     if (event.type === 'notice') notice(event.text);
     if (event.type === 'compaction')
       notice(`compacted: ~${event.tokensBefore} → ~${event.tokensAfter} tokens; the session file keeps it all`, 'info');
-    for (const update of updatesFor(event, { root, calls, window: agent.contextWindow, requests })) send(update);
+    const where = { root, tools: agent.config.tools, calls, window: agent.contextWindow, requests };
+    for (const update of updatesFor(event, where)) send(update);
   };
   // The editor's answer about one call, recorded as the terminal records the person's, so a --replay gives it again.
   const askEditor = (seen: CallView): Approver =>
     recordAnswers(async ({ preview, signal }) => {
       const { outcome } = await client.request(
         acp.methods.client.session.requestPermission,
-        { sessionId, toolCall: permissionCall(seen, root, preview), options: PERMISSION_OPTIONS },
+        {
+          sessionId,
+          toolCall: permissionCall(seen, { root, tools: agent.config.tools }, preview),
+          options: PERMISSION_OPTIONS,
+        },
         { cancellationSignal: signal, stopWaitingOnCancel: true },
       );
       if (outcome.outcome === 'cancelled') return { approved: false, reason: 'the editor withdrew the question' };
@@ -243,7 +249,7 @@ async function openSession(
   };
   const agent = await createAgent(configFromCli(setup.options, made, tell));
   const approval = setup.options.yes ? 'yes' : 'ask';
-  const header = sessionHeader(agent, recordedOptions(setup.options, approval, setup.taskModel));
+  const header = sessionHeader(agent, recordedOptions(setup.options, approval, agent));
   // Opened once, never through a link; a file replaced or changed under it is told, and no longer written.
   const file = openSessionFile(sessionFile(root, sessionId), loaded ? 'resume' : 'new', root);
   const record = sessionRecorder(file, loaded ? null : header, setup.secrets, (problem) => notice(problem));
@@ -330,42 +336,39 @@ export function stopReasonFor(halt: Halt): acp.StopReason {
   return 'end_turn';
 }
 
-const KINDS: Record<string, acp.ToolKind> = { list_files: 'read', read_file: 'read', edit_file: 'edit', task: 'think' };
-const VERBS: Record<string, string> = { list_files: 'List', read_file: 'Read', edit_file: 'Edit', task: 'Task:' };
-
 /** An argument of a call, by name, if it has one. */
 const field = (input: unknown, name: string): unknown =>
   typeof input === 'object' && input !== null && name in input ? (input as Record<string, unknown>)[name] : undefined;
 
-/** How the editor lists a call: a title, a kind for its icon, and the file it touches, to follow the agent there. */
-function describeCall(call: Pick<Anthropic.ToolUseBlock, 'name' | 'input'>, root: string, by = '') {
+/** How the editor lists a call, as its tool says: a title (the call in words, as the terminal prints it), the tool's
+ *  kind for its icon (other for a tool the session does not have), and the file the call names, to follow the agent
+ *  there. */
+function callView(
+  call: Pick<Anthropic.ToolUseBlock, 'name' | 'input'>,
+  where: { root: string; tools: Tools },
+  by = '',
+) {
   const requested = pathOf(call.input);
-  const file =
-    requested === undefined ? (call.name === 'list_files' ? root : undefined) : path.resolve(root, requested);
   const line = field(call.input, 'offset');
-  const creates = call.name === 'edit_file' && field(call.input, 'old_str') === '';
-  const what =
-    call.name === 'task'
-      ? field(call.input, 'description')
-      : call.name === 'list_files'
-        ? (requested ?? '.')
-        : requested;
-  const verb = creates ? 'Create' : (VERBS[call.name] ?? call.name);
+  const file = requested === undefined ? undefined : path.resolve(where.root, requested);
   return {
-    title: `${by === '' ? '' : `[${by}] `}${verb}${typeof what === 'string' ? ` ${what}` : ''}`,
-    kind: KINDS[call.name] ?? 'other',
+    title: `${by === '' ? '' : `[${by}] `}${describeCall(call.name, call.input, where.tools)}`,
+    kind: where.tools.find((tool) => tool.name === call.name)?.kind ?? 'other',
     locations: file === undefined ? [] : [{ path: file, ...(typeof line === 'number' && { line }) }],
   };
 }
 
+/** The session's tools (its agent's, `task` included): what the editor's view of a call reads. */
+type Tools = readonly Tool[];
+
 /** The session updates one event becomes. A sub-agent's calls are shown too, under ids and titles of their own. */
 function updatesFor(
   event: SessionEvent,
-  where: { root: string; calls: Map<string, CallView>; window: number; requests: number; by?: string },
+  where: { root: string; tools: Tools; calls: Map<string, CallView>; window: number; requests: number; by?: string },
 ): acp.SessionUpdate[] {
-  const { root, calls, requests, by = '' } = where;
+  const { calls, requests, by = '' } = where;
   const id = (call: Anthropic.ToolUseBlock) => `${by === '' ? '' : `${by}/`}${call.id}`;
-  const shown = (call: Anthropic.ToolUseBlock) => ({ rawInput: call.input, ...describeCall(call, root, by) });
+  const shown = (call: Anthropic.ToolUseBlock) => ({ rawInput: call.input, ...callView(call, where, by) });
   switch (event.type) {
     case 'call':
       return [{ sessionUpdate: 'tool_call', toolCallId: id(event.call), status: 'pending', ...shown(event.call) }];
@@ -455,17 +458,18 @@ function diffAfter(seen: CallView): acp.ToolCallContent | null {
   }
 }
 
-/** The call an approval is about, with what it would change: for edit_file the diff worked out from its arguments
- *  and the file, otherwise (or if the snippet is not found once, as written) the harness's own preview. */
-function permissionCall(seen: CallView, root: string, preview: string): acp.ToolCallUpdate {
+/** The call an approval is about, with what it would change: for a call that replaces a snippet (an `old_str` and a
+ *  `new_str`, as edit_file's) the diff worked out from its arguments and the file, otherwise (or if the snippet is not
+ *  found once, as written) the tool's own preview. */
+function permissionCall(seen: CallView, where: { root: string; tools: Tools }, preview: string): acp.ToolCallUpdate {
   const { call } = seen;
-  const planned = call.name === 'edit_file' ? plannedDiff(seen) : null;
+  const planned = plannedDiff(seen);
   const content = planned ? [planned] : textContent(preview);
-  return { toolCallId: call.id, status: 'pending', rawInput: call.input, ...describeCall(call, root), content };
+  return { toolCallId: call.id, status: 'pending', rawInput: call.input, ...callView(call, where), content };
 }
 
-/** The whole file before and after an edit_file call, worked out as the tool would (its snippet found once), or
- *  null where it cannot be: then the harness's preview is shown instead. */
+/** The whole file before and after a call that replaces a snippet, worked out as edit_file would (its snippet found
+ *  once), or null where it cannot be: then the tool's preview is shown instead. */
 function plannedDiff({ call, file, before }: CallView): acp.ToolCallContent | null {
   const [oldStr, newStr] = [field(call.input, 'old_str'), field(call.input, 'new_str')];
   if (file === undefined || before === undefined || typeof oldStr !== 'string' || typeof newStr !== 'string')
@@ -494,7 +498,7 @@ async function personsWords(file: string): Promise<Set<string>> {
 export function replayUpdates(
   messages: readonly Anthropic.MessageParam[],
   persons: Set<string>,
-  root: string,
+  where: { root: string; tools: Tools },
 ): acp.SessionUpdate[] {
   const updates: acp.SessionUpdate[] = [];
   for (const [index, { role, content }] of messages.entries()) {
@@ -512,7 +516,7 @@ export function replayUpdates(
           sessionUpdate: 'tool_call',
           toolCallId: block.id,
           status: 'pending',
-          ...describeCall(block, root),
+          ...callView(block, where),
         });
       } else if (block.type === 'tool_result') {
         const text = typeof block.content === 'string' ? block.content : '';

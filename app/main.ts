@@ -228,18 +228,26 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     const screen = new StatusLine(out, interactive && rl ? { rl, input: process.stdin } : undefined);
     const markdown = await loadingMarkdown;
     const session = () => agent.usage;
+    const tools = () => agent.config.tools;
     const printer = options.json
       ? jsonPrinter(out)
       : options.trace
         ? tracePrinter(out)
-        : terminalPrinter(out, { screen, verify: statusOfVerify(options), price: model.price, session, markdown });
+        : terminalPrinter(out, {
+            screen,
+            verify: statusOfVerify(options),
+            price: model.price,
+            session,
+            markdown,
+            tools,
+          });
     const approval = options.yes ? 'yes' : interactive ? 'ask' : 'deny';
     // Aborted, with an Ending, when the program must stop before its work is done.
     const ending = new AbortController();
     const unwritable = (problem: string) =>
       ending.signal.aborted || ending.abort({ code: EXIT.notAccepted, problem } satisfies Ending);
     const startSession = (file: SessionFile, fresh: boolean, agent: Agent) => {
-      const header = sessionHeader(agent, recordedOptions(options, approval, taskModel));
+      const header = sessionHeader(agent, recordedOptions(options, approval, agent));
       try {
         return sessionRecorder(file, fresh ? header : null, secrets, unwritable);
       } catch (error) {
@@ -282,7 +290,9 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     }
     tell({ type: 'context', breakdown: contextBreakdown(agent) });
     await tellSafety(options, notice);
-    if (!options.yes && !interactive) notice('no terminal and no --yes: every change (edit_file) will be denied');
+    const changing = agent.config.tools.filter((tool) => !tool.readOnly).map((tool) => tool.name);
+    if (!options.yes && !interactive)
+      notice(`no terminal and no --yes: every change (${changing.join(', ')}) will be denied`);
     const switchSession = async (file: string) => {
       const next = openSessionFile(path.resolve(file), 'resume', root);
       const read = await loadSession(file).catch((error: unknown) => {

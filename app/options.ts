@@ -3,6 +3,7 @@
 
 import { parseArgs } from 'node:util';
 import {
+  type Agent,
   type AgentConfig,
   type AgentEvent,
   AnthropicModel,
@@ -414,14 +415,16 @@ export function configFromCli(
 }
 
 /** The options a replay needs to run the session the same way, for the session file's header. `approval`: yes for
- *  --yes, ask when a person answers (at a terminal or in an editor), deny when nobody can be asked. */
+ *  --yes, ask when a person answers (at a terminal or in an editor), deny when nobody can be asked. The tools are the
+ *  agent's own, `task` included. */
 export function recordedOptions(
   options: CliOptions,
   approval: RecordedOptions['approval'],
-  taskModel: Model | undefined,
+  agent: Agent,
 ): RecordedOptions {
   const { verify, verifyTimeoutMs, protect, budgets, contextWindow, contextFiles } = options;
-  const tools = [...TOOLS.map((tool) => tool.name), 'task'];
+  const tools = agent.config.tools.map((tool) => tool.name);
+  const { taskModel } = agent.config;
   return {
     verify,
     verifyTimeoutMs,

@@ -17,7 +17,7 @@ import {
   runTask,
   steer,
 } from '../agent.ts';
-import { sandboxProblem } from '../tools.ts';
+import { sandboxProblem, type Tool, TOOLS } from '../tools.ts';
 import { type CliOptions, configFromCli, UsageError } from './options.ts';
 import { priced } from './prices.ts';
 import {
@@ -388,6 +388,7 @@ export async function replaySession(file: string, options: CliOptions, out: Outp
       }
     }),
     sandbox: replaySandbox(replayed),
+    tools: recordedTools(recorded),
   });
   for (const [i, task] of recording.tasks.entries()) {
     [run, counted, pending] = [new AbortController(), 0, task.actions];
@@ -421,6 +422,11 @@ function replayApproval(options: CliOptions, recorded: RecordedOptions): Recorde
   if (!options.yes) return 'deny';
   return recorded.approval === 'ask' ? 'ask' : 'yes';
 }
+
+/** The tools the recorded session had, of this program's TOOLS: the header names them, so a tool added since is not
+ *  offered to a model whose replies were recorded without it. (The agent adds its sub-agent tool itself.) */
+export const recordedTools = (recorded: Pick<RecordedOptions, 'tools'>, tools: readonly Tool[] = TOOLS) =>
+  tools.filter((tool) => recorded.tools.includes(tool.name));
 
 /** Prevents a recording from running its check outside the sandbox: the replay's verify command runs in the OS
  *  sandbox or not at all, unless this command line says --no-sandbox; the header's `noSandbox` is never taken. */

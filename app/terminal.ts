@@ -27,6 +27,7 @@ import {
   type UsageTotals,
   withdrawSteering,
 } from '../agent.ts';
+import { describeCall, shownPath, type Tool, TOOLS } from '../tools.ts';
 
 /** What the person did, which the harness never sees as an event: the program tells the session file, so a replay can
  *  do the same at the same point. */
@@ -85,22 +86,6 @@ export const visible = (text: string) =>
 /** A character as JSON escapes it: \u and four hex digits for each of its UTF-16 code units. */
 const unicodeEscape = (c: string) =>
   [...Array(c.length).keys()].map((i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join('');
-
-/** Characters a path is quoted for, since they could hide what it names: whitespace, quotes, backslashes, and control,
- *  format (bidi, zero-width) or unassigned characters. */
-const HIDING = /[\s"\\\p{C}]/u;
-
-/** Prevents a path from hiding what it names (a newline, a space, a right-to-left override): such a path is shown
- *  quoted, JSON-style, with every character that is not plainly visible escaped; any other path as it is. */
-export function shownPath(name: string): string {
-  if (name !== '' && !HIDING.test(name)) return name;
-  const escaped = [...name].map(
-    (c) => QUOTED_ESCAPES[c] ?? (c === ' ' || !/[\p{C}\p{Z}]/u.test(c) ? c : unicodeEscape(c)),
-  );
-  return `"${escaped.join('')}"`;
-}
-
-const QUOTED_ESCAPES: Record<string, string> = { '"': '\\"', '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 
 /** The widest line the program writes itself: --help, errors, and the printers' lines. */
 export const MAX_COLUMNS = 100;
@@ -394,6 +379,8 @@ export interface PrinterOptions {
   session?: () => UsageTotals;
   /** Renders a finished block of the model's markdown for the terminal; without it, text prints as it streams. */
   markdown?: (block: string) => string;
+  /** The agent's tools (`task` included), whose calls the printer says in words; default TOOLS. */
+  tools?: () => readonly Tool[];
 }
 
 /** The terminal view of the event stream: the model's text, one line per call and what came of it (an edit as a
@@ -401,7 +388,7 @@ export interface PrinterOptions {
  *  tools, the verify command and its latest line), and a footer per turn with that turn's tokens and cost. */
 export function terminalPrinter(
   out: Output = process.stdout,
-  { screen = new StatusLine(out), verify, price, session, markdown }: PrinterOptions = {},
+  { screen = new StatusLine(out), verify, price, session, markdown, tools = () => TOOLS }: PrinterOptions = {},
 ): (event: SessionEvent) => void {
   const width = widthOf(out);
   /** Text that may wrap: each line indented like the first, and by two more. */
@@ -420,6 +407,7 @@ export function terminalPrinter(
     for (const block of done) screen.text(block === '' ? '\n' : `${markdown!(block)}\n`);
   };
   const spent = () => (session === undefined ? '' : spentText(session()));
+  const changesFiles = (name: string) => tools().some((tool) => tool.name === name && !tool.readOnly);
   let diffShown = false; // the person was asked about this edit and saw its diff then
   let checkOutput = '';
   return (event) => {
@@ -447,7 +435,7 @@ export function terminalPrinter(
       case 'call':
         screen.wait(null); // the hooks decide, and approval may ask
         diffShown = false;
-        return lines('cyan', [`→ ${describeCall(event.call.name, event.call.input)}`]);
+        return lines('cyan', [`→ ${describeCall(event.call.name, event.call.input, tools())}`]);
       case 'approval':
         diffShown = true;
         return;
@@ -463,7 +451,7 @@ export function terminalPrinter(
         const content = typeof event.result.content === 'string' ? event.result.content : '';
         if (running.delete(event.call.id) && running.size === 0) screen.wait('preparing the next request');
         if (event.result.is_error) return lines('red', [`  ✗ ${content.split('\n')[0]}`]);
-        if (event.call.name === 'edit_file' && !diffShown) showEdit(event.call.input);
+        if (changesFiles(event.call.name) && !diffShown) showEdit(event.call.input);
         // A one-line result is a tool's own summary ("edited add.js: replaced 1 line(s) at line 2 …"); of a longer
         // one (what was read), its size and how it starts.
         const count = content.split('\n').length;
@@ -494,7 +482,7 @@ export function terminalPrinter(
         return line('dim', contextText(event.breakdown));
       case 'subagent':
         if (event.event.type === 'call')
-          lines('dim', [`  [${event.id}] → ${describeCall(event.event.call.name, event.event.call.input)}`]);
+          lines('dim', [`  [${event.id}] → ${describeCall(event.event.call.name, event.event.call.input, tools())}`]);
         if (event.event.type === 'reply') screen.spending(spent());
         return;
       case 'halt': {
@@ -511,7 +499,8 @@ export function terminalPrinter(
     }
   };
 
-  /** An edit as a compact diff of what the call replaced, built from its old_str and new_str. */
+  /** A change that replaces a snippet (an old_str and a new_str, as edit_file's) as a compact diff of what it
+   *  replaced; nothing for any other change. */
   function showEdit(input: unknown): void {
     const { old_str: before, new_str: after } = (input ?? {}) as Record<string, unknown>;
     if (typeof before !== 'string' || typeof after !== 'string') return;
@@ -562,28 +551,6 @@ function contextText(b: ContextBreakdown): string {
     `system ${grouped(b.systemPrompt)} · tools ${grouped(b.toolDefinitions)} · AGENTS.md ${grouped(b.projectFiles)}` +
     ` · messages ${grouped(b.messages)} · free ${grouped(b.free)}`;
   return `context window ${grouped(b.window)} tokens: ${parts}`;
-}
-
-/** A tool call in a few words, as a person would say it: `read_file add.js (lines 1–40)`, `list_files src/`, a path
- *  quoted where it could hide what it names (`edit_file "a.js\n+ b.js"`). A call whose arguments are not what its
- *  tool takes is shown as they are. */
-export function describeCall(name: string, input: unknown): string {
-  const args = typeof input === 'object' && input !== null ? (input as Record<string, unknown>) : {};
-  const text = (key: string) => (typeof args[key] === 'string' ? (args[key] as string) : undefined);
-  const number = (key: string) => (typeof args[key] === 'number' ? (args[key] as number) : undefined);
-  const given = text('path');
-  const file = given === undefined ? undefined : shownPath(given);
-  if (name === 'read_file' && file !== undefined) {
-    const [from, count] = [number('offset'), number('limit')];
-    if (from === undefined && count === undefined) return `read_file ${file}`;
-    if (count === undefined) return `read_file ${file} (from line ${from})`;
-    return `read_file ${file} (lines ${from ?? 1}–${(from ?? 1) + count - 1})`;
-  }
-  if (name === 'edit_file' && file !== undefined) return `edit_file ${file}${text('old_str') === '' ? ' (new)' : ''}`;
-  if (name === 'list_files')
-    return `list_files ${given === undefined || given === '.' ? '.' : shownPath(given.replace(/\/?$/, '/'))}`;
-  if (name === 'task' && text('description') !== undefined) return `task ${JSON.stringify(text('description'))}`;
-  return `${name} ${summarize(input)}`;
 }
 
 /** What an edit replaced, as diff lines (" " context, "-" removed, "+" added) with one line of context around each

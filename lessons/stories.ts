@@ -38,7 +38,7 @@ import {
   text,
   toolUse,
 } from '../scripted-model.ts';
-import { defineTool, type Tool, TOOLS } from '../tools.ts';
+import { defineTool, describeArguments, type Tool, TOOLS } from '../tools.ts';
 import { requestViolations } from './api-rules.ts';
 import { EXAMPLE_FILES, SEED_STORY_SCRIPT, SEED_STORY_TASK, SEED_STORY_VERIFY } from './demo.ts';
 
@@ -253,6 +253,8 @@ const countTool = (scene: Scene): Tool => ({
   description: 'Counts to n. A tool for lesson P2 that trusts its input to fit its schema.',
   input: z.strictObject({ n: z.number().int().describe('How far to count') }),
   readOnly: true,
+  kind: 'other',
+  describe: (input) => describeArguments('count', input),
   run: async (input) => {
     scene.toolRuns.push(input);
     return `counted: ${JSON.stringify(input)}`;
@@ -265,6 +267,8 @@ const fileSizeTool = (scene: Scene): Tool => ({
   description: 'Tells the size of a file in bytes. A tool for lesson P2 that does not check its path itself.',
   input: z.strictObject({ path: z.string().describe('File path relative to the project root') }),
   readOnly: true,
+  kind: 'read',
+  describe: (input) => describeArguments('file_size', input),
   run: async (input, ctx) => {
     scene.toolRuns.push(input);
     const requested = typeof input === 'object' && input !== null && 'path' in input ? String(input.path) : '';

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { minimatch } from 'minimatch';
 import { z } from 'zod';
 import type { Model } from '../agent.ts';
-import { safe_path, type Tool, type ToolContext } from '../tools.ts';
+import { describeArguments, safe_path, type Tool, type ToolContext } from '../tools.ts';
 
 type Halt =
   | { kind: 'accepted'; verifiedBy: string | null }
@@ -217,6 +217,8 @@ function taskTool(parent: Agent): Tool {
     description: 'Hands a research question to a sub-agent that can list and read files, and returns its answer.',
     input,
     readOnly: true,
+    kind: 'search',
+    describe: (given) => describeArguments('task', given),
     async run(given, context) {
       const { prompt } = input.parse(given);
       const { config } = parent;

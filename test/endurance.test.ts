@@ -81,7 +81,9 @@ const toolUses = (messages: Anthropic.MessageParam[]) =>
   );
 
 /** The input tokens the scripted model reports for a request it received, when the script does not say. */
-const reportedInput = (request: ModelRequest) => Math.ceil(JSON.stringify(request).length / 4);
+/** A request's input tokens as the scripted model reports them: its system prompt and messages, 4 characters a token
+ *  (the tool definitions are not charged). */
+const reportedInput = ({ tools: _left, ...request }: ModelRequest) => Math.ceil(JSON.stringify(request).length / 4);
 const sumOf = (numbers: number[]) => numbers.reduce((a, b) => a + b, 0);
 
 const textBlock = (t: string): Anthropic.TextBlock => ({ type: 'text', text: t, citations: null });

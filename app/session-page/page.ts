@@ -14,6 +14,7 @@ import { type FileHandle, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { DEFAULT_CONTEXT_WINDOW, describeHalt } from '../../agent.ts';
+import { type Tool, TOOLS } from '../../tools.ts';
 import { exitCodeFor } from '../terminal.ts';
 import { allTotals, ownTotals, priceFor, renderChart, subAgentTotals, type Totals } from './chart.ts';
 import { count, dollars, duration, type Fragment, html, type Html, safeId, trusted } from './html.ts';
@@ -54,6 +55,8 @@ export interface PageOptions {
   contextWindow?: number;
   /** The most bytes the page should take; default PAGE_MAX_BYTES. */
   maxBytes?: number;
+  /** The tools whose calls the page says in words and marks as approved; default TOOLS. */
+  tools?: readonly Tool[];
 }
 
 export interface WrittenPage {
@@ -72,7 +75,8 @@ export async function writePage(outline: SessionOutline, out: string, options: P
     const window = windowOf(outline, options);
     await page.write(pageTop(outline, window));
     const maxBytes = options.maxBytes ?? PAGE_MAX_BYTES;
-    const cut = await writeParts(outline, page, { contextWindow: window.tokens, maxBytes });
+    const tools = options.tools ?? TOOLS;
+    const cut = await writeParts(outline, page, { contextWindow: window.tokens, maxBytes, tools });
     await page.write(pageBottom());
     await file.close();
     await rename(partial, out);
@@ -265,9 +269,10 @@ const startsPart = (entry: Entry) =>
 async function writeParts(
   outline: SessionOutline,
   page: PageWriter,
-  { contextWindow, maxBytes }: { contextWindow: number; maxBytes: number },
+  { contextWindow, maxBytes, tools }: { contextWindow: number; maxBytes: number; tools: readonly Tool[] },
 ): Promise<number[]> {
   const ctx = transcriptContext(outline, {
+    tools,
     idPrefix: '',
     textCap: TEXT_CAPS[0]!,
     price: priceFor(outline.header),
@@ -373,6 +378,7 @@ function renderSubSessions(read: Map<SubAgentOutline, Entry[]>, parent: Transcri
     const outline = sub.session!;
     const idPrefix = `${parent.idPrefix}${safeId(sub.link.id)}-`;
     const ctx = transcriptContext(outline, {
+      tools: parent.tools,
       idPrefix,
       textCap: parent.textCap,
       price: priceFor(outline.header),

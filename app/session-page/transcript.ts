@@ -9,6 +9,7 @@
 
 import { structuredPatch } from 'diff';
 import { describeHalt, type Halt, type Price } from '../../agent.ts';
+import { describeCall, type Tool } from '../../tools.ts';
 import { exitCodeFor } from '../terminal.ts';
 import { requestCost } from './chart.ts';
 import { clip, clock, count, dollars, duration, type Fragment, html, type Html, safeId } from './html.ts';
@@ -27,6 +28,8 @@ import {
 
 /** Everything a part of the transcript needs to know about the rest of the session. */
 export interface TranscriptContext {
+  /** The tools whose calls are said in words, and marked as approved if they change files. */
+  tools: readonly Tool[];
   /** Prefixes every anchor: '' for the session, 'task-1-' for its first sub-agent. */
   idPrefix: string;
   /** The most characters of any one text the page shows (see `clip`). */
@@ -49,7 +52,7 @@ export interface TranscriptContext {
 /** A context for rendering `outline`'s entries; `calls` and `nested` are filled as they are rendered. */
 export function transcriptContext(
   outline: SessionOutline,
-  options: Pick<TranscriptContext, 'idPrefix' | 'textCap' | 'price' | 'subAgent'>,
+  options: Pick<TranscriptContext, 'tools' | 'idPrefix' | 'textCap' | 'price' | 'subAgent'>,
 ): TranscriptContext {
   return {
     ...options,
@@ -321,10 +324,11 @@ function renderCall(call: Extract<Block, { kind: 'call' }>, ctx: TranscriptConte
   const edit = editOf(call.input);
   return html`<div class="call" data-tool="${call.name}" id="${ctx.idPrefix}call-${safeId(call.id)}">
     <div class="call-head">
-      <span class="label">call</span> <span class="tool">${call.name}</span> ${approvalOf(call, ctx)}
+      <span class="label">call</span> <span class="tool">${describeCall(call.name, call.input, ctx.tools)}</span>
+      ${approvalOf(call, ctx)}
     </div>
     ${
-      call.name === 'edit_file' && edit
+      changesFiles(call.name, ctx) && edit
         ? renderEdit(edit, ctx.outline.editLines.get(call.id) ?? null, ctx)
         : renderArguments(call.input, ctx)
     }
@@ -332,11 +336,16 @@ function renderCall(call: Extract<Block, { kind: 'call' }>, ctx: TranscriptConte
   </div>`;
 }
 
+/** Whether a call's tool changes files (and so was approved, by someone or by --yes): a tool this program does not
+ *  have is not said to. */
+const changesFiles = (name: string, ctx: TranscriptContext) =>
+  ctx.tools.some((tool) => tool.name === name && !tool.readOnly);
+
 /** How a call that changes something was approved: by the person (the answer they gave), by --yes, or by nobody. */
 function approvalOf(call: Extract<Block, { kind: 'call' }>, ctx: TranscriptContext): Fragment {
   const approval = ctx.outline.approvals.get(call.id);
   if (approval) return renderApproval(approval);
-  if (call.name !== 'edit_file') return null;
+  if (!changesFiles(call.name, ctx)) return null;
   const mode = ctx.outline.header?.approval;
   if (mode === 'yes') return html`<span class="approval yes">approved by --yes</span>`;
   if (mode === 'deny')

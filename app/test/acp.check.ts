@@ -32,7 +32,7 @@ const script = (...replies: object[]) => JSON.stringify(replies);
 
 test('the protocol schema the checks use rejects what the protocol does not allow, so the checks can fail', () => {
   const notification = protocolSchema('SessionNotification');
-  const update = { sessionUpdate: 'tool_call', toolCallId: 'call_1', title: 'Read calc.js', kind: 'read' };
+  const update = { sessionUpdate: 'tool_call', toolCallId: 'call_1', title: 'read_file calc.js', kind: 'read' };
   assert.equal(notification.safeParse({ sessionId: 's', update }).success, true);
   assert.equal(notification.safeParse({ sessionId: 's', update: { ...update, kind: 'look' } }).success, false);
   assert.equal(notification.safeParse({ sessionId: 's', update: { ...update, title: undefined } }).success, false);
@@ -123,15 +123,15 @@ test(
       assert.deepEqual(
         calls.map((u) => [u.title, u.kind]),
         [
-          ['List .', 'read'],
-          ['Read calc.js', 'read'],
-          ['Read test.js', 'read'],
-          ['Task: find the tests', 'think'],
-          ['[task-1] Read test.js', 'read'],
-          ['Edit calc.js', 'edit'],
-          ['Edit test.js', 'edit'],
-          ['Edit calc.js', 'edit'],
-          ['Edit calc.js', 'edit'],
+          ['list_files .', 'read'],
+          ['read_file calc.js', 'read'],
+          ['read_file test.js', 'read'],
+          ['task "find the tests"', 'search'],
+          ['[task-1] read_file test.js', 'read'],
+          ['edit_file calc.js', 'edit'],
+          ['edit_file test.js', 'edit'],
+          ['edit_file calc.js', 'edit'],
+          ['edit_file calc.js', 'edit'],
         ],
       );
       assert.deepEqual(calls[1]!.locations, [{ path: path.join(root, 'calc.js') }]);

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { test } from 'node:test';
 import type { Halt } from '../../agent.ts';
+import { TOOLS } from '../../tools.ts';
 import { replayUpdates, sessionFile, stopReasonFor, taskText } from '../acp.ts';
 import { parseCli, UsageError } from '../options.ts';
 
@@ -89,7 +90,7 @@ test("a loaded session is shown again as it happened: the person's words as thei
       { role: 'user', content: [{ type: 'text', text: 'The task is not done yet: ...' }] },
     ],
     new Set(['fix add']),
-    ROOT,
+    { root: ROOT, tools: TOOLS },
   );
   assert.deepEqual(
     updates.map((update) => update.sessionUpdate),
@@ -106,7 +107,7 @@ test("a loaded session is shown again as it happened: the person's words as thei
     sessionUpdate: 'tool_call',
     toolCallId: 'call_1',
     status: 'pending',
-    title: 'Read add.js',
+    title: 'read_file add.js',
     kind: 'read',
     locations: [{ path: path.join(ROOT, 'add.js') }],
   });

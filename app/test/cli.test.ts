@@ -13,17 +13,9 @@ import type { SessionEvent } from '../terminal.ts';
 import { main } from '../main.ts';
 import { nearestOption, OPTIONS } from '../options.ts';
 import { PRICES_CHECKED, priceOf } from '../prices.ts';
-import {
-  compactDiff,
-  describeCall,
-  EXIT,
-  MarkdownBlocks,
-  repl,
-  terminalPrinter,
-  tracePrinter,
-  wrap,
-} from '../terminal.ts';
+import { compactDiff, EXIT, MarkdownBlocks, repl, terminalPrinter, tracePrinter, wrap } from '../terminal.ts';
 import { call, say, type ScriptedReply } from '../../scripted-model.ts';
+import { describeCall } from '../../tools.ts';
 import { fakeMessage, startFakeApi } from '../../test/fake-api.ts';
 import { scriptedAgent, tempProject, textOf, violationsOf } from '../../test/helpers.ts';
 import { runCli } from './helpers.ts';
@@ -480,7 +472,8 @@ describe('what the terminal shows', () => {
     content: 'edited add.js: replaced 1 line(s) at line 2',
   } as const;
 
-  test('a tool call reads as a person would say it, not as its JSON cut at 80 characters', () => {
+  test('a tool call reads as a person would say it, not as its JSON cut at 80 characters', async (t) => {
+    const { agent } = await scriptedAgent(await tempProject(t), []);
     assert.equal(describeCall('read_file', { path: 'add.js', offset: 1, limit: 40 }), 'read_file add.js (lines 1–40)');
     assert.equal(describeCall('read_file', { path: 'add.js', offset: 120 }), 'read_file add.js (from line 120)');
     assert.equal(describeCall('read_file', { path: 'add.js' }), 'read_file add.js');
@@ -488,8 +481,9 @@ describe('what the terminal shows', () => {
     assert.equal(describeCall('edit_file', { path: 'new.js', old_str: '', new_str: 'b' }), 'edit_file new.js (new)');
     assert.equal(describeCall('list_files', { path: 'src' }), 'list_files src/');
     assert.equal(describeCall('list_files', {}), 'list_files .');
-    assert.equal(describeCall('task', { description: 'find the loader', prompt: '…' }), 'task "find the loader"');
-    assert.equal(describeCall('read_file', { offset: 'x' }), 'read_file {"offset":"x"}', 'arguments it cannot take');
+    const task = { description: 'find the loader', prompt: '…' };
+    assert.equal(describeCall('task', task, agent.config.tools), 'task "find the loader"');
+    assert.equal(describeCall('read_file', { offset: 'x' }), 'read_file offset=x', 'arguments it cannot take');
   });
 
   test('an edit that was not asked about (--yes) shows as a compact diff of what it replaced; one asked about is not shown twice', () => {

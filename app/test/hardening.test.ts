@@ -11,6 +11,12 @@ import { call, reply, say, text } from '../../scripted-model.ts';
 import { scriptedAgent, tempProject } from '../../test/helpers.ts';
 import { jsonPrinter } from '../terminal.ts';
 import { runCli } from './helpers.ts';
+import { TOOLS } from '../../tools.ts';
+
+/** The tools that change files, as the start-up notice names them. */
+const CHANGING = TOOLS.filter((tool) => !tool.readOnly)
+  .map((tool) => tool.name)
+  .join(', ');
 
 describe('protected files', () => {
   test('a protected file changed between two runs is not laundered by --resume: the resume is refused, naming it', async (t) => {
@@ -49,7 +55,7 @@ describe('command line without a terminal', () => {
     assert.equal(run.status, 0, run.stdout);
     const lines = run.stdout.split('\n');
     const warned = lines.findIndex((l) =>
-      /no terminal and no --yes: every change \(edit_file\) will be denied/.test(l),
+      l.includes(`no terminal and no --yes: every change (${CHANGING}) will be denied`),
     );
     const firstCall = lines.findIndex((l) => l.startsWith('→ '));
     assert.ok(warned >= 0 && warned < firstCall, run.stdout);

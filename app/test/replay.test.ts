@@ -5,16 +5,17 @@
 
 import Anthropic from '@anthropic-ai/sdk';
 import assert from 'node:assert/strict';
-import { cp, readdir, readFile, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { AnthropicModel, type Approver, type Model, createAgent, runTask, steer } from '../../agent.ts';
 import type { SessionEvent } from '../terminal.ts';
-import { firstDifference } from '../replay.ts';
+import { firstDifference, recordedTools } from '../replay.ts';
 import { recordAnswers, type RecordedOptions, SESSION_VERSION, sessionRecorder } from '../session-file.ts';
 import { EXIT } from '../terminal.ts';
 import { call, reply, say, ScriptedModel, toolUse, usageOf } from '../../scripted-model.ts';
 import { TOOLS } from '../../tools.ts';
+import { FORKED_TOOLS, SHIPPED_TOOLS } from '../../test/fork-tools.ts';
 import { fakeMessage, startFakeApi } from '../../test/fake-api.ts';
 import { tempProject } from '../../test/helpers.ts';
 import { runCli } from './helpers.ts';
@@ -393,4 +394,34 @@ test('only the summary right after a refused request is marked as answering it, 
     entries.map((entry) => 'promptTooLong' in entry),
     [true, false],
   );
+});
+
+describe("a replay offers the model the tools the recording's header names, no others", () => {
+  test('a tool added since the recording is left out; one the header names is kept', () => {
+    const shipped = SHIPPED_TOOLS.map((tool) => tool.name);
+    assert.deepEqual(
+      recordedTools({ tools: [...shipped, 'task'] }, FORKED_TOOLS).map((tool) => tool.name),
+      shipped,
+    );
+    assert.deepEqual(
+      recordedTools({ tools: ['read_file', 'task'] }).map((tool) => tool.name),
+      ['read_file'],
+    );
+  });
+
+  test('a recording whose header lacks a tool its replies call is not replayed with that tool', async (t) => {
+    const root = await project(t);
+    const lines = (await readFile(path.join(RECORDINGS, 'seed-story.jsonl'), 'utf8')).split('\n');
+    const header = JSON.parse(lines[0]!) as { options: RecordedOptions };
+    header.options.tools = header.options.tools.filter(
+      (name) => !TOOLS.some((tool) => !tool.readOnly && tool.name === name),
+    );
+    const file = path.join(root, '.agent', 'no-changes.jsonl');
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(file, [JSON.stringify(header), ...lines.slice(1)].join('\n'));
+    const { status, stdout } = await replay(file, root);
+    assert.equal(status, EXIT.notAccepted, stdout);
+    assert.match(stdout, /replay: differs at message #\d+ \(user\)/);
+    assert.match(stdout, /unknown tool/);
+  });
 });

@@ -14,6 +14,12 @@ import { EXIT } from '../terminal.ts';
 import { call, say } from '../../scripted-model.ts';
 import { tempProject } from '../../test/helpers.ts';
 import { editedRecording, runCli } from './helpers.ts';
+import { TOOLS } from '../../tools.ts';
+
+/** The tools that change files, as the start-up notice names them. */
+const CHANGING = TOOLS.filter((tool) => !tool.readOnly)
+  .map((tool) => tool.name)
+  .join(', ');
 
 /** A header that asks for everything: no sandbox, every change approved, and (given `escaped`) a check that writes
  *  outside the root. */
@@ -115,7 +121,7 @@ describe('--resume takes the sandbox and the approval mode from its own command 
     );
     assert.ok(
       events.some(
-        (event) => event.type === 'notice' && /every change \(edit_file\) will be denied/.test(String(event.text)),
+        (event) => event.type === 'notice' && String(event.text).includes(`every change (${CHANGING}) will be denied`),
       ),
     );
     assert.equal(await readFile(path.join(root, 'a.txt'), 'utf8'), 'alpha\n', 'the edit was refused');

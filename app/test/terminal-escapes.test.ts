@@ -11,7 +11,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { SessionEvent } from '../terminal.ts';
 import { main } from '../main.ts';
 import { markdownRenderer } from '../markdown.ts';
-import { describeCall, jsonPrinter, StatusLine, terminalPrinter, tracePrinter } from '../terminal.ts';
+import { jsonPrinter, StatusLine, terminalPrinter, tracePrinter } from '../terminal.ts';
+import { describeCall } from '../../tools.ts';
 import { type Emulator, emulator } from './emulator.ts';
 import { tempProject } from '../../test/helpers.ts';
 
