@@ -6,6 +6,7 @@
 
 import * as acp from '@agentclientprotocol/sdk';
 import type Anthropic from '@anthropic-ai/sdk';
+import { structuredPatch } from 'diff';
 import { Console } from 'node:console';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -375,11 +376,12 @@ function updatesFor(
       const seen = by === '' ? calls.get(event.call.id) : undefined;
       if (seen) calls.delete(event.call.id);
       const failed = event.result.is_error === true;
-      const text = typeof event.result.content === 'string' ? event.result.content : '';
+      const text = typeof event.result.content === 'string' ? cut(event.result.content, SHOWN_RESULT_CHARS) : '';
       const diff = failed || seen === undefined ? null : diffAfter(seen);
-      const content = [...(diff ? [diff] : []), ...textContent(text)];
+      const content = [...(diff ? diff.content : []), ...textContent(text)];
       const status = failed ? 'failed' : 'completed';
-      return [{ sessionUpdate: 'tool_call_update', toolCallId: id(event.call), status, content }];
+      const locations = diff ? { locations: atLine(describeCall(event.call, root).locations, diff.line) } : {};
+      return [{ sessionUpdate: 'tool_call_update', toolCallId: id(event.call), status, content, ...locations }];
     }
     case 'subagent':
       return ['call', 'running', 'result'].includes(event.event.type)
@@ -402,6 +404,10 @@ function updatesFor(
       return [];
   }
 }
+
+/** Characters of a result the editor is shown (the model reads all of it): a read of a large file stays a small
+ *  message. */
+const SHOWN_RESULT_CHARS = 8_000;
 
 /** Chunks of one message share its id: each model reply, gate verdict and halt is a message of its own. */
 const agentText = (text: string, messageId: string): acp.SessionUpdate => ({
@@ -445,37 +451,90 @@ async function fileBefore(root: string, call: Anthropic.ToolUseBlock): Promise<P
   return before === undefined ? {} : { file, before };
 }
 
-/** What a call changed, as the protocol's diff: the file before it ran and now (read at once, as the result comes). */
-function diffAfter(seen: CallView): acp.ToolCallContent | null {
+/** What a call changed, as hunks: the file before it ran and now (read at once, as the result comes). */
+function diffAfter(seen: CallView): Hunks | null {
   if (seen.file === undefined || seen.before === undefined) return null;
   try {
-    return { type: 'diff', path: seen.file, oldText: seen.before, newText: readFileSync(seen.file, 'utf8') };
+    return hunks(seen.file, seen.before, readFileSync(seen.file, 'utf8'));
   } catch {
     return null;
   }
 }
 
-/** The call an approval is about, with what it would change: for edit_file the diff worked out from its arguments
- *  and the file, otherwise (or if the snippet is not found once, as written) the harness's own preview. */
+/** A change as the editor is shown it, and the line of the file it starts at. */
+interface Hunks {
+  content: acp.ToolCallContent[];
+  line: number;
+}
+
+/** Lines of context around each change, as in a unified diff. */
+const DIFF_CONTEXT_LINES = 3;
+/** At most this many hunks are shown of one change; the rest are counted. */
+const DIFF_MAX_HUNKS = 4;
+/** Characters shown of one change, its hunks' texts before and after together. */
+const DIFF_MAX_CHARS = 8_000;
+
+/** Prevents a one-line edit to a large file from sending the whole file twice (a 107 KB file made messages over a
+ *  client's 64 KiB line limit): the change goes as its hunks with a few lines of context, each a diff of its own, cut
+ *  to a bounded size whatever the file's. */
+export function hunks(file: string, before: string | null, after: string): Hunks {
+  if (before === null)
+    return { content: [{ type: 'diff', path: file, oldText: null, newText: cut(after, DIFF_MAX_CHARS) }], line: 1 };
+  const found = structuredPatch(file, file, before, after, '', '', { context: DIFF_CONTEXT_LINES }).hunks;
+  const shown = found.slice(0, DIFF_MAX_HUNKS);
+  const share = Math.floor(DIFF_MAX_CHARS / 2 / Math.max(shown.length, 1));
+  const side = (lines: string[], drop: string) =>
+    cut(
+      lines
+        .filter((l) => l[0] !== drop && l[0] !== '\\')
+        .map((l) => `${l.slice(1)}\n`)
+        .join(''),
+      share,
+    );
+  const content: acp.ToolCallContent[] = shown.map(({ lines }) => ({
+    type: 'diff',
+    path: file,
+    oldText: side(lines, '+'),
+    newText: side(lines, '-'),
+  }));
+  if (found.length > shown.length)
+    content.push(...textContent(`(${found.length - shown.length} more hunk(s) not shown)`));
+  const first = found[0];
+  const changedAt = first ? first.lines.findIndex((l) => l[0] === '-' || l[0] === '+') : 0;
+  const line = first ? first.newStart + first.lines.slice(0, changedAt).filter((l) => l[0] === ' ').length : 1;
+  return { content, line };
+}
+
+/** A text cut to `chars`, saying how much was left out. */
+const cut = (text: string, chars: number) =>
+  text.length <= chars ? text : `${text.slice(0, chars)}\n… (${text.length - chars} more characters)\n`;
+
+/** The call an approval is about, with what it would change: for edit_file the hunks worked out from its arguments
+ *  and the file, with the line they start at; otherwise (or if the snippet is not found once, as written) the
+ *  harness's own preview. */
 function permissionCall(seen: CallView, root: string, preview: string): acp.ToolCallUpdate {
   const { call } = seen;
   const planned = call.name === 'edit_file' ? plannedDiff(seen) : null;
-  const content = planned ? [planned] : textContent(preview);
-  return { toolCallId: call.id, status: 'pending', rawInput: call.input, ...describeCall(call, root), content };
+  const shown = describeCall(call, root);
+  const content = planned ? planned.content : textContent(preview);
+  const locations = planned ? atLine(shown.locations, planned.line) : shown.locations;
+  return { toolCallId: call.id, status: 'pending', rawInput: call.input, ...shown, locations, content };
 }
 
-/** The whole file before and after an edit_file call, worked out as the tool would (its snippet found once), or
- *  null where it cannot be: then the harness's preview is shown instead. */
-function plannedDiff({ call, file, before }: CallView): acp.ToolCallContent | null {
+/** A call's locations, its file's at `line`. */
+const atLine = (locations: acp.ToolCallLocation[], line: number) => locations.map((at) => ({ ...at, line }));
+
+/** The hunks an edit_file call would make, worked out as the tool would (its snippet found once), or null where it
+ *  cannot be: then the harness's preview is shown instead. */
+function plannedDiff({ call, file, before }: CallView): Hunks | null {
   const [oldStr, newStr] = [field(call.input, 'old_str'), field(call.input, 'new_str')];
   if (file === undefined || before === undefined || typeof oldStr !== 'string' || typeof newStr !== 'string')
     return null;
-  if (oldStr === '') return before === null ? { type: 'diff', path: file, oldText: null, newText: newStr } : null;
+  if (oldStr === '') return before === null ? hunks(file, null, newStr) : null;
   if (before === null) return null;
   const at = before.indexOf(oldStr);
   if (at < 0 || before.indexOf(oldStr, at + 1) >= 0) return null;
-  const newText = before.slice(0, at) + newStr + before.slice(at + oldStr.length);
-  return { type: 'diff', path: file, oldText: before, newText };
+  return hunks(file, before, before.slice(0, at) + newStr + before.slice(at + oldStr.length));
 }
 
 /** The texts the person typed (tasks, and what steered a run), from a session file: in a replay they are the user's

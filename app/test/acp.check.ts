@@ -289,16 +289,21 @@ async function loadAfterRestart(t: Parameters<typeof startAcp>[0], root: string,
   return result;
 }
 
+const BIG = Array.from({ length: 3000 }, (_, i) => `exports.n${i} = ${i}; // a long line of padding, to be large`);
+
 test(
-  'a client in raw JSON-RPC initialises, opens a session in a project, prompts, approves the edit, and gets end_turn ' +
-    "with the file changed and the gate's verdict reported",
+  'a client in raw JSON-RPC initialises, opens a session in a project, prompts, approves the edits, and gets ' +
+    "end_turn with the files changed and the gate's verdict reported; a one-line edit to a 100 KB file is sent as its " +
+    'hunk at its line, in no message over 16 KB',
   async (t) => {
     const root = await tempProject(t, {
       'calc.js': CALC,
+      'big.js': `${BIG.join('\n')}\n`,
       'test.js': TEST.replace(SUB_CHECK, ''),
       'script.json': script(
-        reply(text('Reading.'), toolUse('read_file', { path: 'calc.js' })),
+        reply(text('Reading.'), toolUse('read_file', { path: 'calc.js' }), toolUse('read_file', { path: 'big.js' })),
         reply(toolUse('edit_file', { path: 'calc.js', old_str: 'a - b', new_str: 'a + b' })),
+        reply(toolUse('edit_file', { path: 'big.js', old_str: 'n1500 = 1500;', new_str: 'n1500 = 15;' })),
         reply(text('Fixed.')),
       ),
     });
@@ -318,7 +323,25 @@ test(
     assert.deepEqual(done.result, { stopReason: 'end_turn' });
     assert.equal(await readFile(path.join(root, 'calc.js'), 'utf8'), CALC.replace('a - b', 'a + b'));
     assert.match(agentTextOf(updatesIn(agent.messages)), /gate: `node test\.js`.* exited with code 0: pass/);
-    assert.deepEqual(raw.asked, ['session/request_permission']);
+    assert.deepEqual(raw.asked, ['session/request_permission', 'session/request_permission']);
+    assert.ok((await readFile(path.join(root, 'big.js'), 'utf8')).length > 100_000);
+    const lines = agent.messages.map((message) => JSON.stringify(message));
+    assert.deepEqual(
+      lines.filter((line) => line.length > 16_000).map((line) => line.slice(0, 200)),
+      [],
+    );
+    const big = path.join(root, 'big.js');
+    const asked = agent.messages.filter((m) => m.method === 'session/request_permission').at(-1)!;
+    const { toolCall } = asked.params as acp.RequestPermissionRequest;
+    assert.deepEqual(toolCall.locations, [{ path: big, line: 1501 }]);
+    const hunk = `${BIG.slice(1497, 1504).join('\n')}\n`;
+    const diff = { type: 'diff', path: big, oldText: hunk, newText: hunk.replace('n1500 = 1500;', 'n1500 = 15;') };
+    assert.deepEqual(toolCall.content, [diff]);
+    const result = updatesIn(agent.messages).find(
+      (u) => u.toolCallId === toolCall.toolCallId && u.status === 'completed',
+    )!;
+    assert.deepEqual(result.locations, [{ path: big, line: 1501 }]);
+    assert.deepEqual((result.content as object[])[0], diff);
     // Mistakes are JSON-RPC errors with the protocol's codes.
     const lost = await raw.request('session/prompt', { sessionId: 'nope', prompt: [{ type: 'text', text: 'hi' }] });
     assert.equal(lost.error?.code, -32002);
