@@ -125,12 +125,13 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
       if (session.running) throw acp.RequestError.invalidRequest(undefined, RUNNING);
       const task = taskText(params.prompt, session.agent.config.root);
       const stop = new AbortController();
+      session.lastStop = null;
       const halted = runGivenTask(session.agent, task, stop.signal, session.tell);
       session.running = { stop, halted };
       try {
         const halt = await halted;
         await session.sent; // every update of the turn goes before its answer
-        return { stopReason: stopReasonFor(halt) };
+        return { stopReason: stopReasonFor(halt, session.lastStop) };
       } finally {
         session.running = null;
       }
@@ -182,6 +183,8 @@ interface AcpSession {
   readonly sent: Promise<void>;
   /** The run in progress: what stops it (session/cancel), and its halt to come. */
   running: { stop: AbortController; halted: Promise<Halt> } | null;
+  /** How the model ended its last reply in this prompt turn. */
+  lastStop: Anthropic.StopReason | null;
 }
 
 /** What the editor is shown of one call in flight: the file it changes, and that file's text before (null: new). */
@@ -211,6 +214,7 @@ async function openSession(
     notices ? send({ sessionUpdate: 'notice', severity, title: text }) : setup.log(`${sessionId}: ${text}`);
   const view = (event: SessionEvent) => {
     if (event.type === 'request') requests++;
+    if (event.type === 'reply') session.lastStop = event.stopReason;
     if (event.type === 'notice') notice(event.text);
     if (event.type === 'compaction')
       notice(`compacted: ~${event.tokensBefore} → ~${event.tokensAfter} tokens; the session file keeps it all`, 'info');
@@ -248,7 +252,7 @@ async function openSession(
   // Opened once, never through a link; a file replaced or changed under it is told, and no longer written.
   const file = openSessionFile(sessionFile(root, sessionId), loaded ? 'resume' : 'new', root);
   const record = sessionRecorder(file, loaded ? null : header, setup.secrets, (problem) => notice(problem));
-  return {
+  const session: AcpSession = {
     id: sessionId,
     agent,
     tell,
@@ -257,7 +261,9 @@ async function openSession(
       return sent;
     },
     running: null,
+    lastStop: null,
   };
+  return session;
 }
 
 const ALLOW = 'allow';
@@ -323,9 +329,11 @@ function linkedPath(uri: string, root: string): string {
 
 /** How the harness's halt ends the prompt turn. The protocol's reasons are fewer than the halts: a dollar or time
  *  budget has none (end_turn), and neither has an error, which is a halt like the others here (the transcript is
- *  whole and the session takes the next prompt), not a failed request; the halt's own words say which. */
-export function stopReasonFor(halt: Halt): acp.StopReason {
+ *  whole and the session takes the next prompt), not a failed request; the halt's own words say which. An error
+ *  halt after a reply the model ended as a refusal (`lastStop`, from the reply event) is `refusal`. */
+export function stopReasonFor(halt: Halt, lastStop: Anthropic.StopReason | null = null): acp.StopReason {
   if (halt.kind === 'interrupted') return 'cancelled';
+  if (halt.kind === 'error' && lastStop === 'refusal') return 'refusal';
   if (halt.kind === 'budget' && halt.budget === 'turns') return 'max_turn_requests';
   if (halt.kind === 'budget' && halt.budget === 'tokens') return 'max_tokens';
   return 'end_turn';

@@ -379,6 +379,21 @@ test('an editor that closes the connection mid-run leaves the session file endin
   assert.equal(entries.at(-1)!.halt!.kind, 'interrupted');
 });
 
+test('a reply the model ends as a refusal ends the prompt turn as refusal, not end_turn', async (t) => {
+  const root = await tempProject(t, {
+    'script.json': script({ content: [text('I cannot help with that.')], stop_reason: 'refusal' }),
+  });
+  const agent = startAcp(t, root, ['--script', 'script.json']);
+  const raw = rawClient(agent);
+  await raw.request('initialize', { protocolVersion: 1 });
+  const opened = await raw.request('session/new', { cwd: root, mcpServers: [] });
+  const { sessionId } = opened.result as { sessionId: string };
+  const done = await raw.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'do it' }] });
+  assert.deepEqual(done.result, { stopReason: 'refusal' });
+  assert.match(agentTextOf(updatesIn(agent.messages)), /halt: error: the model refused/);
+  assert.deepEqual(agent.problems, []);
+});
+
 /** A JSON-RPC client of a few lines: requests with ids, and the agent's own requests answered by method. */
 function rawClient({ child, output }: ReturnType<typeof startAcp>) {
   const waiting = new Map<number, (message: JsonRpcMessage) => void>();

@@ -25,6 +25,9 @@ test('each halt ends the prompt turn with the stop reason the protocol has for i
     [{ kind: 'error', message: 'overloaded' }, 'end_turn'],
   ];
   for (const [halt, reason] of halts) assert.equal(stopReasonFor(halt), reason, JSON.stringify(halt));
+  const refused: Halt = { kind: 'error', message: 'the model refused to continue (refusal)' };
+  assert.equal(stopReasonFor(refused, 'refusal'), 'refusal');
+  assert.equal(stopReasonFor({ kind: 'interrupted' }, 'refusal'), 'cancelled');
 });
 
 test('a prompt becomes the task as typed, a linked file its path in the project, spaced like the words around it', () => {
