@@ -205,9 +205,13 @@ async function openSession(
   let allowAll = false; // the person chose "always" in this session
   let requests = 0; // model calls so far: each reply is a message of its own
   let sent = Promise.resolve();
-  const send = (update: acp.SessionUpdate) => {
+  // An update, or what makes it once those before it are out (the latest of the check's output).
+  const send = (update: acp.SessionUpdate | (() => acp.SessionUpdate)) => {
     sent = sent
-      .then(() => client.notify(acp.methods.client.session.update, { sessionId, update }))
+      .then(() => {
+        const made = typeof update === 'function' ? update() : update;
+        return client.notify(acp.methods.client.session.update, { sessionId, update: made });
+      })
       .catch((error: unknown) => setup.log(`${sessionId}: an update was not sent: ${errorText(error)}`));
   };
   const notice = (text: string, severity = 'warning') =>
@@ -219,7 +223,9 @@ async function openSession(
     if (event.type === 'compaction')
       notice(`compacted: ~${event.tokensBefore} → ~${event.tokensAfter} tokens; the session file keeps it all`, 'info');
     for (const update of updatesFor(event, { root, calls, window: agent.contextWindow, requests })) send(update);
+    showCheck(event);
   };
+  const showCheck = checkView(setup.options.verify, send);
   // The editor's answer about one call, recorded as the terminal records the person's, so a --replay gives it again.
   const askEditor = (seen: CallView): Approver =>
     recordAnswers(async ({ preview, signal }) => {
@@ -437,6 +443,60 @@ function gateText(event: Extract<AgentEvent, { type: 'gate' }>): string {
   if (event.passed) return verdict;
   const tail = event.output.trimEnd().split('\n').slice(-GATE_TAIL_LINES).join('\n');
   return `${verdict}${fenced(tail === '' ? '(no output)' : tail)}\n\n`;
+}
+
+/** How the model ends a reply after which the harness goes on, or halts, without running the check. */
+const NO_CHECK_AFTER: readonly (Anthropic.StopReason | null)[] = [
+  'max_tokens',
+  'refusal',
+  'model_context_window_exceeded',
+  'pause_turn',
+];
+
+/** Prevents a long check from leaving the editor with nothing to show: the verify command is a tool call of kind
+ *  execute with the command as its title, opened when a final reply sends the run to the gate, its output streamed as
+ *  content while it runs (the latest 8,000 characters, coalesced while the editor catches up), and completed or failed
+ *  with the gate's verdict, or failed by a halt that came first (a cancel, which kills the check). */
+function checkView(verify: string | undefined, send: (update: () => acp.SessionUpdate) => void) {
+  let open: { id: string; output: string; queued: boolean } | null = null;
+  let checks = 0;
+  return (event: SessionEvent) => {
+    if (verify === undefined) return;
+    if (event.type === 'reply' && event.calls === 0 && !NO_CHECK_AFTER.includes(event.stopReason)) {
+      const toolCallId = `check-${++checks}`;
+      open = { id: toolCallId, output: '', queued: false };
+      const rawInput = { command: verify };
+      send(() => ({
+        sessionUpdate: 'tool_call',
+        toolCallId,
+        title: verify,
+        kind: 'execute',
+        status: 'in_progress',
+        rawInput,
+      }));
+    } else if (event.type === 'gate-output' && open !== null) {
+      const shown = open;
+      shown.output = (shown.output + event.text).slice(-SHOWN_RESULT_CHARS);
+      if (shown.queued) return;
+      shown.queued = true;
+      send(() => {
+        shown.queued = false;
+        return { sessionUpdate: 'tool_call_update', toolCallId: shown.id, content: textContent(shown.output) };
+      });
+    } else if ((event.type === 'gate' || event.type === 'halt') && open !== null) {
+      const { id: toolCallId, output } = open;
+      open = null;
+      const passed = event.type === 'gate' && event.passed;
+      const said = event.type === 'gate' ? event.output.slice(-SHOWN_RESULT_CHARS) : output;
+      const verdict =
+        event.type === 'gate'
+          ? `${event.reason}: ${passed ? 'pass' : 'not done'}${outsideSandbox(event)}`
+          : `stopped: ${describeHalt(event.halt)}`;
+      const content = textContent(`${said.trimEnd()}${said.trim() === '' ? '' : '\n\n'}${verdict}`);
+      const status = passed ? 'completed' : 'failed';
+      send(() => ({ sessionUpdate: 'tool_call_update', toolCallId, status, content }));
+    }
+  };
 }
 
 /** Text as a Markdown code block whose fence no run of backticks inside it can close. */

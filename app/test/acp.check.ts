@@ -119,7 +119,17 @@ test(
       assert.equal(await readFile(path.join(root, 'calc.js'), 'utf8'), fixedCalc);
       assert.equal(await readFile(path.join(root, 'test.js'), 'utf8'), TEST, 'the rejected edit changed test.js');
       const updates = updatesIn(agent.messages, from);
-      const calls = updates.filter((u) => u.sessionUpdate === 'tool_call');
+      const calls = updates.filter((u) => u.sessionUpdate === 'tool_call' && u.kind !== 'execute');
+      // The gate ran the check twice: not done, then pass.
+      const checks = updates.filter((u) => u.sessionUpdate === 'tool_call' && u.kind === 'execute');
+      const ended = checks.map((check) => updates.filter((u) => u.toolCallId === check.toolCallId).at(-1)!.status);
+      assert.deepEqual(
+        [checks.map((u) => u.title), ended],
+        [
+          ['node test.js', 'node test.js'],
+          ['failed', 'completed'],
+        ],
+      );
       assert.deepEqual(
         calls.map((u) => [u.title, u.kind]),
         [
@@ -394,6 +404,75 @@ test('a reply the model ends as a refusal ends the prompt turn as refusal, not e
   assert.deepEqual(agent.problems, []);
 });
 
+// The check prints a line, waits, prints another and passes; with a file named `slow`, it prints forever.
+const CHECK = [
+  "const { existsSync, appendFileSync } = require('node:fs');",
+  "console.log('checking 1');",
+  "if (existsSync('slow')) setInterval(() => { console.log('tick'); appendFileSync('ticks', 'x'); }, 50);",
+  "else setTimeout(() => console.log('checking 2'), 600);",
+  '',
+].join('\n');
+
+test(
+  'the check is a tool call of kind execute titled with its command, its output streamed while it runs, ending ' +
+    'with the verdict; a cancel during it stops it, its process with it',
+  async (t) => {
+    const root = await tempProject(t, {
+      'check.js': CHECK,
+      'script.json': script(reply(text('Done.')), reply(text('Done again.'))),
+    });
+    const agent = startAcp(t, root, ['--script', 'script.json', '--verify', 'node check.js']);
+    const raw = rawClient(agent);
+    await raw.request('initialize', { protocolVersion: 1 });
+    const opened = await raw.request('session/new', { cwd: root, mcpServers: [] });
+    const { sessionId } = opened.result as { sessionId: string };
+    const done = await within(
+      raw.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'check it' }] }),
+      'the prompt',
+      20_000,
+    );
+    assert.deepEqual(done.result, { stopReason: 'end_turn' });
+    const check = (from: number) => {
+      const updates = updatesIn(agent.messages, from);
+      const opening = updates.find((u) => u.kind === 'execute');
+      return { opening, later: updates.filter((u) => opening && u.toolCallId === opening.toolCallId).slice(1) };
+    };
+    const first = check(0);
+    assert.deepEqual(
+      [first.opening?.sessionUpdate, first.opening?.title, first.opening?.status],
+      ['tool_call', 'node check.js', 'in_progress'],
+    );
+    const texts = first.later.map((u) => JSON.stringify(u.content));
+    assert.ok(
+      texts.some((said) => said.includes('checking 1') && !said.includes('checking 2')),
+      `no update while it ran: ${texts.join(' | ')}`,
+    );
+    assert.equal(first.later.at(-1)!.status, 'completed');
+    assert.match(texts.at(-1)!, /checking 1\\nchecking 2\\n\\nexited with code 0: pass/);
+
+    await writeFile(path.join(root, 'slow'), '');
+    const from = agent.messages.length;
+    const slow = raw.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'again' }] });
+    await within(
+      (async () => {
+        while (!check(from).later.some((u) => JSON.stringify(u.content).includes('tick'))) await sleep(50);
+      })(),
+      'the ticks shown',
+      20_000,
+    );
+    await raw.notify('session/cancel', { sessionId });
+    assert.deepEqual((await within(slow, 'the cancelled check', 5_000)).result, { stopReason: 'cancelled' });
+    const last = check(from).later.at(-1)!;
+    assert.equal(last.status, 'failed');
+    assert.match(JSON.stringify(last.content), /stopped: interrupted/);
+    const ticks = async () => (await readFile(path.join(root, 'ticks'), 'utf8')).length;
+    const after = await ticks();
+    await sleep(400);
+    assert.equal(await ticks(), after, 'the check still runs after the cancel');
+    assert.deepEqual(agent.problems, []);
+  },
+);
+
 /** A JSON-RPC client of a few lines: requests with ids, and the agent's own requests answered by method. */
 function rawClient({ child, output }: ReturnType<typeof startAcp>) {
   const waiting = new Map<number, (message: JsonRpcMessage) => void>();
@@ -417,6 +496,7 @@ function rawClient({ child, output }: ReturnType<typeof startAcp>) {
   });
   return {
     asked,
+    notify: (method: string, params: object) => send({ method, params }),
     request: (method: string, params: object) =>
       new Promise<JsonRpcMessage>((resolve) => {
         waiting.set(++id, resolve);
