@@ -10,7 +10,7 @@ import { structuredPatch } from 'diff';
 import { Console } from 'node:console';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { readFile, realpath, stat } from 'node:fs/promises';
+import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -19,6 +19,8 @@ import {
   type AgentEvent,
   type ApprovalAnswer,
   type Approver,
+  compactNow,
+  contextBreakdown,
   createAgent,
   describeHalt,
   errorText,
@@ -86,7 +88,7 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
       notices = params.clientCapabilities?.session?.notices != null;
       return {
         protocolVersion: acp.PROTOCOL_VERSION,
-        agentCapabilities: { loadSession: true, promptCapabilities: {} },
+        agentCapabilities: { loadSession: true, promptCapabilities: {}, sessionCapabilities: { list: {} } },
         agentInfo: { name: 'reference-harness', title: 'Reference harness', version: VERSION },
         authMethods: [],
       };
@@ -96,7 +98,8 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
       const root = await projectRoot(params.cwd);
       const session = await openSession(setup, { client, root, sessionId: newSessionId(), notices });
       sessions.set(session.id, session);
-      return { sessionId: session.id };
+      offerCommands(session);
+      return { sessionId: session.id, modes: modesOf(session) };
     })
     .onRequest(acp.methods.agent.session.load, async ({ params, client }) => {
       unusedServers(setup, params.mcpServers.length);
@@ -118,6 +121,18 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
       resume(session.agent, loaded);
       sessions.set(sessionId, session);
       await session.sent; // the whole conversation, then the answer
+      offerCommands(session);
+      return { modes: modesOf(session) };
+    })
+    .onRequest(acp.methods.agent.session.list, async ({ params }) => {
+      const roots = params.cwd ? [await projectRoot(params.cwd)] : [...new Set([...sessions.values()].map(rootOf))];
+      return await listSessions(roots, params.cursor ?? null);
+    })
+    .onRequest(acp.methods.agent.session.setMode, ({ params }) => {
+      const session = sessionOf(params.sessionId);
+      if (!MODES.some((mode) => mode.id === params.modeId))
+        throw acp.RequestError.invalidParams(undefined, `no mode "${params.modeId}": ${MODE_IDS}`);
+      session.mode = params.modeId as ModeId;
       return {};
     })
     .onRequest(acp.methods.agent.session.prompt, async ({ params }) => {
@@ -126,7 +141,10 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
       const task = taskText(params.prompt, session.agent.config.root);
       const stop = new AbortController();
       session.lastStop = null;
-      const halted = runGivenTask(session.agent, task, stop.signal, session.tell);
+      const command = COMMANDS.find((offered) => task.trim() === `/${offered.name}`);
+      const halted = command
+        ? runCommandOf(session, command.name, stop.signal)
+        : runGivenTask(session.agent, task, stop.signal, session.tell);
       session.running = { stop, halted };
       try {
         const halt = await halted;
@@ -141,6 +159,99 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
       if (session?.running) interrupt(session, session.running.stop);
     });
   return { connection: app.connect(stream), stopAll: () => stopRuns([...sessions.values()]) };
+}
+
+/** The commands the editor offers as `/name`: the terminal's, through the harness's own compactNow and
+ *  contextBreakdown. */
+const COMMANDS: acp.AvailableCommand[] = [
+  { name: 'compact', description: 'summarise older messages now, if that makes what the model sees smaller' },
+  { name: 'context', description: 'where the context window goes: system prompt, tools, AGENTS.md, messages, free' },
+];
+
+/** Tells the editor the commands, once the session is its (after the answer that opened it). */
+function offerCommands(session: AcpSession): void {
+  setImmediate(() => session.send({ sessionUpdate: 'available_commands_update', availableCommands: COMMANDS }));
+}
+
+/** A command typed as the prompt: its answer is a message, and the turn ends as a run would, `cancelled` when
+ *  stopped. */
+async function runCommandOf(session: AcpSession, name: string, signal: AbortSignal): Promise<Halt> {
+  const say = (text: string) => session.send(agentText(text, `${name}-${randomBytes(3).toString('hex')}`));
+  if (name === 'context') {
+    const breakdown = contextBreakdown(session.agent);
+    session.tell({ type: 'context', breakdown });
+    const b = breakdown;
+    const parts = `system ${b.systemPrompt} · tools ${b.toolDefinitions} · AGENTS.md ${b.projectFiles}`;
+    say(`context window ${b.window} tokens (estimated): ${parts} · messages ${b.messages} · free ${b.free}`);
+  } else {
+    const declined = await compactNow(session.agent, signal);
+    if (signal.aborted) return { kind: 'interrupted' };
+    say(declined === null ? '/compact: compacted' : `/compact: ${declined}`);
+  }
+  return { kind: 'accepted', verifiedBy: null };
+}
+
+/** How changes are approved in a session, as the editor's mode selector shows it. */
+const MODES = [
+  { id: 'ask', name: 'Ask', description: 'ask before each change' },
+  { id: 'accept-edits', name: 'Accept edits', description: 'allow every change in this session' },
+  { id: 'read-only', name: 'Read only', description: 'refuse every change; reading goes on' },
+] as const satisfies acp.SessionMode[];
+type ModeId = (typeof MODES)[number]['id'];
+const MODE_IDS = MODES.map((mode) => mode.id).join(', ');
+const modesOf = (session: AcpSession): acp.SessionModeState => ({
+  currentModeId: session.mode,
+  availableModes: [...MODES],
+});
+
+const rootOf = (session: AcpSession) => session.agent.config.root;
+
+/** Sessions shown per page of session/list. */
+const LISTED_PER_PAGE = 50;
+
+/** The session files in the roots' session folders, newest first, each titled by its first task; the cursor is where
+ *  the page starts. */
+async function listSessions(roots: string[], cursor: string | null): Promise<acp.ListSessionsResponse> {
+  const found: { sessionId: string; cwd: string; file: string; updated: number }[] = [];
+  for (const root of roots) {
+    const folder = path.join(root, '.agent', 'sessions');
+    const names = await readdir(folder).catch(() => []);
+    for (const name of names.filter((file) => file.endsWith('.jsonl'))) {
+      const file = path.join(folder, name);
+      const updated = await stat(file).then(
+        (about) => about.mtimeMs,
+        () => null,
+      );
+      if (updated !== null) found.push({ sessionId: name.slice(0, -'.jsonl'.length), cwd: root, file, updated });
+    }
+  }
+  found.sort((a, b) => b.updated - a.updated);
+  const start = cursor === null ? 0 : Number(cursor);
+  if (!Number.isSafeInteger(start) || start < 0) throw acp.RequestError.invalidParams(undefined, 'not a cursor');
+  const page = found.slice(start, start + LISTED_PER_PAGE);
+  const sessions = await Promise.all(
+    page.map(async ({ sessionId, cwd, file, updated }) => ({
+      sessionId,
+      cwd,
+      updatedAt: new Date(updated).toISOString(),
+      ...(await firstTask(file).then((title) => (title === null ? {} : { title }))),
+    })),
+  );
+  const more = start + LISTED_PER_PAGE < found.length;
+  return { sessions, ...(more && { nextCursor: String(start + LISTED_PER_PAGE) }) };
+}
+
+/** A session's first task, on one line and cut short, as its title; null if it has none, or cannot be read. */
+async function firstTask(file: string): Promise<string | null> {
+  try {
+    for await (const { text } of sessionLines(file)) {
+      const read = readEntry(text);
+      if ('entry' in read && read.entry.type === 'task') return cut(read.entry.text.replace(/\s+/g, ' ').trim(), 80);
+    }
+  } catch {
+    return null;
+  }
+  return null;
 }
 
 /** Stops a run as Ctrl-C does, and tells the session file so, once. */
@@ -185,6 +296,8 @@ interface AcpSession {
   running: { stop: AbortController; halted: Promise<Halt> } | null;
   /** How the model ended its last reply in this prompt turn. */
   lastStop: Anthropic.StopReason | null;
+  /** How its changes are approved: asked, all allowed, or all refused. */
+  mode: ModeId;
 }
 
 /** What the editor is shown of one call in flight: the file it changes, and that file's text before (null: new). */
@@ -202,7 +315,6 @@ async function openSession(
   loaded?: LoadedSession,
 ): Promise<AcpSession> {
   const calls = new Map<string, CallView>();
-  let allowAll = false; // the person chose "always" in this session
   let requests = 0; // model calls so far: each reply is a message of its own
   let sent = Promise.resolve();
   // An update, or what makes it once those before it are out (the latest of the check's output).
@@ -242,9 +354,13 @@ async function openSession(
   const approve: Approver = async (request) => {
     const seen = { call: request.call, ...(await fileBefore(root, request.call)) };
     calls.set(request.call.id, seen);
-    if (setup.options.yes || allowAll) return { approved: true };
+    if (session.mode === 'read-only') return await recordAnswers(async () => READ_ONLY, record)(request);
+    if (session.mode === 'accept-edits') return { approved: true };
     const answer = await askEditor(seen)(request);
-    allowAll ||= answer.approved && answer.always === true;
+    if (answer.approved && answer.always === true) {
+      session.mode = 'accept-edits';
+      send({ sessionUpdate: 'current_mode_update', currentModeId: session.mode });
+    }
     return answer.approved ? { approved: true } : answer;
   };
   const made = { root, model: setup.model, taskModel: setup.taskModel, approve };
@@ -268,6 +384,7 @@ async function openSession(
     },
     running: null,
     lastStop: null,
+    mode: setup.options.yes ? 'accept-edits' : 'ask',
   };
   return session;
 }
@@ -280,6 +397,8 @@ const PERMISSION_OPTIONS: acp.PermissionOption[] = [
   { optionId: ALLOW_ALWAYS, name: 'Allow every change in this session', kind: 'allow_always' },
   { optionId: REJECT, name: 'Reject', kind: 'reject_once' },
 ];
+/** The answer in read-only mode, recorded like the person's so a replay refuses the same call. */
+const READ_ONLY: ApprovalAnswer = { approved: false, reason: 'the session is read-only: no change is allowed' };
 const ANSWERS: Record<string, ApprovalAnswer> = {
   [ALLOW]: { approved: true },
   [ALLOW_ALWAYS]: { approved: true, always: true },

@@ -168,6 +168,10 @@ test(
         oldText: CALC,
         newText: CALC.replace('a - b', 'a + b'),
       });
+      assert.ok(
+        updates.some((u) => u.sessionUpdate === 'current_mode_update' && u.currentModeId === 'accept-edits'),
+        '"always" did not switch the mode',
+      );
       assert.equal(finished(6)!.status, 'failed');
       assert.match(JSON.stringify(finished(6)!.content), /the user declined this edit_file call/);
       assert.ok(
@@ -403,6 +407,75 @@ test('a reply the model ends as a refusal ends the prompt turn as refusal, not e
   assert.match(agentTextOf(updatesIn(agent.messages)), /halt: error: the model refused/);
   assert.deepEqual(agent.problems, []);
 });
+
+test(
+  'a session offers the commands compact and context, and answers them; its modes map onto approval (read-only ' +
+    'refuses a change unasked, accept-edits allows one unasked); session/list lists it with its first task',
+  async (t) => {
+    const root = await tempProject(t, {
+      'calc.js': CALC,
+      'script.json': script(
+        reply(toolUse('read_file', { path: 'calc.js' })),
+        reply(toolUse('edit_file', { path: 'calc.js', old_str: 'a - b', new_str: 'a + b' })), // read-only: refused
+        reply(text('Refused, then.')),
+        reply(toolUse('edit_file', { path: 'calc.js', old_str: 'a - b', new_str: 'a + b' })), // accept-edits
+        reply(text('Fixed.')),
+      ),
+    });
+    const agent = startAcp(t, root, ['--script', 'script.json']);
+    const raw = rawClient(agent);
+    const init = await raw.request('initialize', { protocolVersion: 1 });
+    assert.deepEqual((init.result as acp.InitializeResponse).agentCapabilities?.sessionCapabilities, { list: {} });
+    const opened = await raw.request('session/new', { cwd: root, mcpServers: [] });
+    assert.equal(protocolSchema('NewSessionResponse').safeParse(opened.result).success, true);
+    const { sessionId, modes } = opened.result as acp.NewSessionResponse;
+    assert.equal(modes?.currentModeId, 'ask');
+    assert.deepEqual(
+      modes?.availableModes.map((mode) => mode.id),
+      ['ask', 'accept-edits', 'read-only'],
+    );
+    const prompt = async (said: string) => {
+      const from = agent.messages.length;
+      const done = await within(
+        raw.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: said }] }),
+        said,
+        20_000,
+      );
+      return { stopReason: (done.result as acp.PromptResponse).stopReason, updates: updatesIn(agent.messages, from) };
+    };
+    const context = await prompt('/context');
+    const offered = updatesIn(agent.messages).find((u) => u.sessionUpdate === 'available_commands_update');
+    assert.deepEqual(
+      (offered?.availableCommands as acp.AvailableCommand[]).map((command) => command.name),
+      ['compact', 'context'],
+    );
+    assert.equal(context.stopReason, 'end_turn');
+    assert.match(agentTextOf(context.updates), /context window 200000 tokens \(estimated\): system \d+/);
+    const compact = await prompt('/compact');
+    assert.match(agentTextOf(compact.updates), /\/compact: nothing old enough to summarise yet/);
+
+    assert.equal((await raw.request('session/set_mode', { sessionId, modeId: 'nope' })).error?.code, -32602);
+    assert.deepEqual((await raw.request('session/set_mode', { sessionId, modeId: 'read-only' })).result, {});
+    const refused = await prompt('fix add');
+    assert.match(JSON.stringify(refused.updates), /the session is read-only/);
+    assert.equal(await readFile(path.join(root, 'calc.js'), 'utf8'), CALC);
+    await raw.request('session/set_mode', { sessionId, modeId: 'accept-edits' });
+    await prompt('fix add, now');
+    assert.equal(await readFile(path.join(root, 'calc.js'), 'utf8'), CALC.replace('a - b', 'a + b'));
+    assert.deepEqual(raw.asked, [], 'a mode asked the editor');
+
+    for (const params of [{ cwd: root }, {}]) {
+      const listed = await raw.request('session/list', params);
+      assert.equal(protocolSchema('ListSessionsResponse').safeParse(listed.result).success, true);
+      const { sessions } = listed.result as acp.ListSessionsResponse;
+      assert.deepEqual(
+        sessions.map(({ sessionId, cwd, title }) => ({ sessionId, cwd, title })),
+        [{ sessionId, cwd: root, title: 'fix add' }],
+      );
+    }
+    assert.deepEqual(agent.problems, []);
+  },
+);
 
 // The check prints a line, waits, prints another and passes; with a file named `slow`, it prints forever.
 const CHECK = [
