@@ -42,7 +42,7 @@ import {
   sessionLines,
   sessionRecorder,
 } from './session-file.ts';
-import { outsideSandbox, runGivenTask, type SessionEvent } from './terminal.ts';
+import { type Ending, type EndingSignal, EXIT, outsideSandbox, runGivenTask, type SessionEvent } from './terminal.ts';
 
 /** What every session of the connection shares: the command line's options and the model(s) they chose. */
 export interface AcpSetup {
@@ -55,15 +55,50 @@ export interface AcpSetup {
   log: (text: string) => void;
 }
 
-/** Serves one editor on stdin and stdout until it closes the connection; returns the exit code. */
-export async function serveAcp(setup: AcpSetup): Promise<number> {
+/** Serves one editor on stdin and stdout until it closes the connection, or the program must end (`ending`: a
+ *  signal); returns the exit code. Either way each run is stopped and its halt written first, and the check's
+ *  processes and temporary folder go with it. */
+export async function serveAcp(setup: AcpSetup, ending: AbortSignal): Promise<number> {
   consoleToStderr();
   setup.log('speaking the Agent Client Protocol on stdin and stdout: an editor starts this program (see README)');
-  const stream = acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin));
+  let tooLong = false;
+  const input = lineLimited(Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>, () => (tooLong = true));
+  const stream = acp.ndJsonStream(Writable.toWeb(process.stdout), input);
   const { connection, stopAll } = connectAcp(setup, stream);
-  await connection.closed;
-  await stopAll();
-  return 0;
+  const ended = new Promise((resolve) => ending.addEventListener('abort', resolve, { once: true }));
+  await Promise.race([connection.closed, ended]);
+  const reason = ending.aborted ? (ending.reason as Ending) : undefined;
+  await stopAll(reason?.signal);
+  if (tooLong)
+    setup.log(`a line over ${MAX_LINE_BYTES} bytes (the protocol library's limit): the connection is closed`);
+  return reason?.code ?? (tooLong ? EXIT.notAccepted : EXIT.accepted);
+}
+
+/** The longest line the protocol library reads. */
+const MAX_LINE_BYTES = acp.DEFAULT_MAX_MESSAGE_BYTES;
+
+/** Prevents a line over the library's limit from ending the program with 0 and nothing said (the library only closes
+ *  the connection): such a line is noted, and the input ends in an error there. */
+function lineLimited(input: ReadableStream<Uint8Array>, over: () => void): ReadableStream<Uint8Array> {
+  let length = 0; // of the line so far
+  const counting = new TransformStream<Uint8Array, Uint8Array>({
+    transform(chunk, controller) {
+      for (let start = 0; start <= chunk.length;) {
+        const newline = chunk.indexOf(10, start);
+        const end = newline < 0 ? chunk.length : newline;
+        length += end - start;
+        if (length > MAX_LINE_BYTES) {
+          over();
+          return controller.error(new Error('line too long'));
+        }
+        if (newline < 0) break;
+        length = 0;
+        start = newline + 1;
+      }
+      controller.enqueue(chunk);
+    },
+  });
+  return input.pipeThrough(counting);
 }
 
 /** Prevents a stray console.log (a library's, or a forker's while debugging a hook) from corrupting the protocol: on
@@ -158,7 +193,8 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
       const session = sessions.get(params.sessionId);
       if (session?.running) interrupt(session, session.running.stop);
     });
-  return { connection: app.connect(stream), stopAll: () => stopRuns([...sessions.values()]) };
+  const stopAll = (signal?: EndingSignal) => stopRuns([...sessions.values()], signal);
+  return { connection: app.connect(stream), stopAll };
 }
 
 /** The commands the editor offers as `/name`: the terminal's, through the harness's own compactNow and
@@ -254,19 +290,20 @@ async function firstTask(file: string): Promise<string | null> {
   return null;
 }
 
-/** Stops a run as Ctrl-C does, and tells the session file so, once. */
-function interrupt(session: AcpSession, stop: AbortController): void {
+/** Stops a run as Ctrl-C does, and tells the session file so (and which signal, if one), once. */
+function interrupt(session: AcpSession, stop: AbortController, signal?: EndingSignal): void {
   if (stop.signal.aborted) return;
   stop.abort();
-  session.tell({ type: 'interrupt' });
+  session.tell({ type: 'interrupt', ...(signal && { signal }) });
 }
 
-/** Prevents an editor that closes the connection mid-run from leaving a session file cut off in the middle of a call:
- *  each run is stopped as by session/cancel, and the program waits for its halt to be recorded. */
-async function stopRuns(sessions: AcpSession[]): Promise<void> {
+/** Prevents an editor that closes the connection mid-run, or a signal, from leaving a session file cut off in the
+ *  middle of a call and the check running: each run is stopped as by session/cancel, and the program waits for its
+ *  halt to be recorded. */
+async function stopRuns(sessions: AcpSession[], signal?: EndingSignal): Promise<void> {
   const halts = sessions.flatMap((session) => {
     if (!session.running) return [];
-    interrupt(session, session.running.stop);
+    interrupt(session, session.running.stop, signal);
     return [session.running.halted];
   });
   await Promise.allSettled(halts);

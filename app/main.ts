@@ -210,7 +210,13 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       const { serveAcp } = await import('./acp.ts');
       const log = (text: string) => void process.stderr.write(`harness --acp: ${visible(text)}\n`);
       await tellSafety(options, log);
-      return await serveAcp({ options, model, taskModel, secrets, log });
+      const ending = new AbortController();
+      const stopListening = endOnSignals(ending, []);
+      try {
+        return await serveAcp({ options, model, taskModel, secrets, log }, ending.signal);
+      } finally {
+        stopListening();
+      }
     }
     opened ??= opening();
     const interactive = process.stdin.isTTY === true;

@@ -6,7 +6,8 @@
 import * as acp from '@agentclientprotocol/sdk';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { test } from 'node:test';
@@ -545,6 +546,61 @@ test(
     assert.deepEqual(agent.problems, []);
   },
 );
+
+for (const [signal, code] of [
+  ['SIGTERM', 143],
+  ['SIGHUP', 129],
+] as const) {
+  test(`${signal} during the check leaves the halt in the session file, no process and no temporary folder`, async (t) => {
+    const root = await tempProject(t, { 'check.js': CHECK, slow: '', 'script.json': script(reply(text('Done.'))) });
+    const tmp = await mkdtemp(path.join(tmpdir(), 'acp-tmp-'));
+    t.after(() => rm(tmp, { recursive: true, force: true }));
+    const agent = startAcp(t, root, ['--script', 'script.json', '--verify', 'node check.js'], { TMPDIR: tmp });
+    const raw = rawClient(agent);
+    await raw.request('initialize', { protocolVersion: 1 });
+    const opened = await raw.request('session/new', { cwd: root, mcpServers: [] });
+    const { sessionId } = opened.result as { sessionId: string };
+    void raw.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'check it' }] });
+    const ticks = path.join(root, 'ticks');
+    await within(
+      (async () => {
+        while ((await readFile(ticks, 'utf8').catch(() => '')).length < 2) await sleep(50);
+      })(),
+      'the check running',
+      20_000,
+    );
+    const made = async () => (await readdir(tmp)).filter((name) => !name.startsWith('tsx-')); // tsx's own cache
+    assert.notDeepEqual(await made(), [], 'the check made no temporary folder: this test cannot fail');
+    agent.child.kill(signal);
+    assert.equal(await within(agent.exited, `the exit after ${signal}`, 10_000), code);
+    const entries = (await readFile(path.join(root, '.agent', 'sessions', `${sessionId}.jsonl`), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { type: string; signal?: string; halt?: { kind: string } });
+    assert.deepEqual(
+      entries.slice(-2).map((entry) => [entry.type, entry.signal ?? entry.halt?.kind]),
+      [
+        ['interrupt', signal],
+        ['halt', 'interrupted'],
+      ],
+    );
+    assert.deepEqual(await made(), [], 'a temporary folder was left behind');
+    const after = (await readFile(ticks, 'utf8')).length;
+    await sleep(300);
+    assert.equal((await readFile(ticks, 'utf8')).length, after, 'the check still runs');
+  });
+}
+
+test('a line over the size limit is said on stderr and ends the program with a non-zero exit', async (t) => {
+  const root = await tempProject(t, { 'script.json': script() });
+  const agent = startAcp(t, root, ['--script', 'script.json']);
+  const raw = rawClient(agent);
+  await raw.request('initialize', { protocolVersion: 1 });
+  const chunk = 'x'.repeat(1024 * 1024);
+  for (let i = 0; i < 33; i++) agent.child.stdin.write(chunk);
+  assert.equal(await within(agent.exited, 'the exit after the long line', 10_000), 1);
+  assert.match(agent.stderr(), /a line over 33554432 bytes/);
+});
 
 /** A JSON-RPC client of a few lines: requests with ids, and the agent's own requests answered by method. */
 function rawClient({ child, output }: ReturnType<typeof startAcp>) {
