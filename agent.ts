@@ -270,12 +270,12 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
   for (let attempt = 1; ; attempt++) {
     try {
       const view = await contextView(agent, run.signal);
-      const overspent = spendingHalt(agent); // after any compaction, right before the call
+      // After any compaction, just before the call: a stop beats a budget.
+      if (run.signal.aborted) return stoppedHalt(agent, run);
+      const overspent = spendingHalt(agent);
       if (overspent) return overspent;
       const estimatedTokens = estimateNextRequest(agent, view);
-      if (estimatedTokens > agent.contextWindow) {
-        return run.signal.aborted ? stoppedHalt(agent, run) : oversizeHalt(agent, estimatedTokens);
-      }
+      if (estimatedTokens > agent.contextWindow) return oversizeHalt(agent, estimatedTokens);
       config.onEvent({ type: 'request', turn, messages: view.length, estimatedTokens });
       // The API puts the cache mark on the request's last block, so each request reads the one
       // before it from the cache. The view goes uncopied (lent, see Model).
