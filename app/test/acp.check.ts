@@ -6,6 +6,7 @@
 import * as acp from '@agentclientprotocol/sdk';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -600,6 +601,24 @@ test('a line over the size limit is said on stderr and ends the program with a n
   for (let i = 0; i < 33; i++) agent.child.stdin.write(chunk);
   assert.equal(await within(agent.exited, 'the exit after the long line', 10_000), 1);
   assert.match(agent.stderr(), /a line over 33554432 bytes/);
+});
+
+test('the bin answers initialize when started by its absolute path from another folder, with no tsx on the PATH', async (t) => {
+  const elsewhere = await tempProject(t, { 'script.json': script() });
+  const nodeOnly = path.dirname(process.execPath);
+  assert.equal(existsSync(path.join(nodeOnly, 'tsx')), false, 'tsx is beside node: this test cannot fail');
+  const bin = path.join(import.meta.dirname, '..', 'bin.mjs');
+  const init = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: 1 } });
+  const run = spawnSync(bin, ['--acp', '--script', 'script.json'], {
+    cwd: elsewhere,
+    env: { PATH: nodeOnly, HOME: elsewhere },
+    input: `${init}\n`,
+    encoding: 'utf8',
+    timeout: 20_000,
+  });
+  assert.equal(run.status, 0, run.stderr);
+  const answer = JSON.parse(run.stdout.split('\n')[0]!) as JsonRpcMessage;
+  assert.equal(protocolSchema('InitializeResponse').safeParse(answer.result).success, true, run.stdout);
 });
 
 /** A JSON-RPC client of a few lines: requests with ids, and the agent's own requests answered by method. */
