@@ -255,12 +255,12 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
   for (let attempt = 1; ; attempt++) {
     try {
       const view = await contextView(agent, run.signal);
-      const overspent = spendingHalt(agent); // after any compaction
+      // After any compaction, just before the call: a stop beats a budget.
+      if (run.signal.aborted) return stoppedHalt(agent, run);
+      const overspent = spendingHalt(agent);
       if (overspent) return overspent;
       const estimatedTokens = estimateNextRequest(agent, view);
-      if (estimatedTokens > agent.contextWindow) {
-        return run.signal.aborted ? stoppedHalt(agent, run) : oversizeHalt(agent, estimatedTokens);
-      }
+      if (estimatedTokens > agent.contextWindow) return oversizeHalt(agent, estimatedTokens);
       config.onEvent({ type: 'request', turn, messages: view.length, estimatedTokens });
       // The mark goes on the last block: each request reads the one before from the cache.
       const messages = view as Anthropic.MessageParam[]; // lent (see Model)

@@ -6,10 +6,11 @@
 
 import * as acp from '@agentclientprotocol/sdk';
 import type Anthropic from '@anthropic-ai/sdk';
+import { structuredPatch } from 'diff';
 import { Console } from 'node:console';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { readFile, realpath, stat } from 'node:fs/promises';
+import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -18,6 +19,8 @@ import {
   type AgentEvent,
   type ApprovalAnswer,
   type Approver,
+  compactNow,
+  contextBreakdown,
   createAgent,
   describeHalt,
   errorText,
@@ -39,7 +42,7 @@ import {
   sessionLines,
   sessionRecorder,
 } from './session-file.ts';
-import { outsideSandbox, runGivenTask, type SessionEvent } from './terminal.ts';
+import { type Ending, type EndingSignal, EXIT, outsideSandbox, runGivenTask, type SessionEvent } from './terminal.ts';
 
 /** What every session of the connection shares: the command line's options and the model(s) they chose. */
 export interface AcpSetup {
@@ -52,15 +55,50 @@ export interface AcpSetup {
   log: (text: string) => void;
 }
 
-/** Serves one editor on stdin and stdout until it closes the connection; returns the exit code. */
-export async function serveAcp(setup: AcpSetup): Promise<number> {
+/** Serves one editor on stdin and stdout until it closes the connection, or the program must end (`ending`: a
+ *  signal); returns the exit code. Either way each run is stopped and its halt written first, and the check's
+ *  processes and temporary folder go with it. */
+export async function serveAcp(setup: AcpSetup, ending: AbortSignal): Promise<number> {
   consoleToStderr();
   setup.log('speaking the Agent Client Protocol on stdin and stdout: an editor starts this program (see README)');
-  const stream = acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin));
+  let tooLong = false;
+  const input = lineLimited(Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>, () => (tooLong = true));
+  const stream = acp.ndJsonStream(Writable.toWeb(process.stdout), input);
   const { connection, stopAll } = connectAcp(setup, stream);
-  await connection.closed;
-  await stopAll();
-  return 0;
+  const ended = new Promise((resolve) => ending.addEventListener('abort', resolve, { once: true }));
+  await Promise.race([connection.closed, ended]);
+  const reason = ending.aborted ? (ending.reason as Ending) : undefined;
+  await stopAll(reason?.signal);
+  if (tooLong)
+    setup.log(`a line over ${MAX_LINE_BYTES} bytes (the protocol library's limit): the connection is closed`);
+  return reason?.code ?? (tooLong ? EXIT.notAccepted : EXIT.accepted);
+}
+
+/** The longest line the protocol library reads. */
+const MAX_LINE_BYTES = acp.DEFAULT_MAX_MESSAGE_BYTES;
+
+/** Prevents a line over the library's limit from ending the program with 0 and nothing said (the library only closes
+ *  the connection): such a line is noted, and the input ends in an error there. */
+function lineLimited(input: ReadableStream<Uint8Array>, over: () => void): ReadableStream<Uint8Array> {
+  let length = 0; // of the line so far
+  const counting = new TransformStream<Uint8Array, Uint8Array>({
+    transform(chunk, controller) {
+      for (let start = 0; start <= chunk.length;) {
+        const newline = chunk.indexOf(10, start);
+        const end = newline < 0 ? chunk.length : newline;
+        length += end - start;
+        if (length > MAX_LINE_BYTES) {
+          over();
+          return controller.error(new Error('line too long'));
+        }
+        if (newline < 0) break;
+        length = 0;
+        start = newline + 1;
+      }
+      controller.enqueue(chunk);
+    },
+  });
+  return input.pipeThrough(counting);
 }
 
 /** Prevents a stray console.log (a library's, or a forker's while debugging a hook) from corrupting the protocol: on
@@ -85,7 +123,7 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
       notices = params.clientCapabilities?.session?.notices != null;
       return {
         protocolVersion: acp.PROTOCOL_VERSION,
-        agentCapabilities: { loadSession: true, promptCapabilities: {} },
+        agentCapabilities: { loadSession: true, promptCapabilities: {}, sessionCapabilities: { list: {} } },
         agentInfo: { name: 'reference-harness', title: 'Reference harness', version: VERSION },
         authMethods: [],
       };
@@ -95,7 +133,8 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
       const root = await projectRoot(params.cwd);
       const session = await openSession(setup, { client, root, sessionId: newSessionId(), notices });
       sessions.set(session.id, session);
-      return { sessionId: session.id };
+      offerCommands(session);
+      return { sessionId: session.id, modes: modesOf(session) };
     })
     .onRequest(acp.methods.agent.session.load, async ({ params, client }) => {
       unusedServers(setup, params.mcpServers.length);
@@ -118,6 +157,18 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
       resume(session.agent, loaded);
       sessions.set(sessionId, session);
       await session.sent; // the whole conversation, then the answer
+      offerCommands(session);
+      return { modes: modesOf(session) };
+    })
+    .onRequest(acp.methods.agent.session.list, async ({ params }) => {
+      const roots = params.cwd ? [await projectRoot(params.cwd)] : [...new Set([...sessions.values()].map(rootOf))];
+      return await listSessions(roots, params.cursor ?? null);
+    })
+    .onRequest(acp.methods.agent.session.setMode, ({ params }) => {
+      const session = sessionOf(params.sessionId);
+      if (!MODES.some((mode) => mode.id === params.modeId))
+        throw acp.RequestError.invalidParams(undefined, `no mode "${params.modeId}": ${MODE_IDS}`);
+      session.mode = params.modeId as ModeId;
       return {};
     })
     .onRequest(acp.methods.agent.session.prompt, async ({ params }) => {
@@ -125,12 +176,16 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
       if (session.running) throw acp.RequestError.invalidRequest(undefined, RUNNING);
       const task = taskText(params.prompt, session.agent.config.root);
       const stop = new AbortController();
-      const halted = runGivenTask(session.agent, task, stop.signal, session.tell);
+      session.lastStop = null;
+      const command = COMMANDS.find((offered) => task.trim() === `/${offered.name}`);
+      const halted = command
+        ? runCommandOf(session, command.name, stop.signal)
+        : runGivenTask(session.agent, task, stop.signal, session.tell);
       session.running = { stop, halted };
       try {
         const halt = await halted;
         await session.sent; // every update of the turn goes before its answer
-        return { stopReason: stopReasonFor(halt) };
+        return { stopReason: stopReasonFor(halt, session.lastStop) };
       } finally {
         session.running = null;
       }
@@ -139,22 +194,117 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
       const session = sessions.get(params.sessionId);
       if (session?.running) interrupt(session, session.running.stop);
     });
-  return { connection: app.connect(stream), stopAll: () => stopRuns([...sessions.values()]) };
+  const stopAll = (signal?: EndingSignal) => stopRuns([...sessions.values()], signal);
+  return { connection: app.connect(stream), stopAll };
 }
 
-/** Stops a run as Ctrl-C does, and tells the session file so, once. */
-function interrupt(session: AcpSession, stop: AbortController): void {
+/** The commands the editor offers as `/name`: the terminal's, through the harness's own compactNow and
+ *  contextBreakdown. */
+const COMMANDS: acp.AvailableCommand[] = [
+  { name: 'compact', description: 'summarise older messages now, if that makes what the model sees smaller' },
+  { name: 'context', description: 'where the context window goes: system prompt, tools, AGENTS.md, messages, free' },
+];
+
+/** Tells the editor the commands, once the session is its (after the answer that opened it). */
+function offerCommands(session: AcpSession): void {
+  setImmediate(() => session.send({ sessionUpdate: 'available_commands_update', availableCommands: COMMANDS }));
+}
+
+/** A command typed as the prompt: its answer is a message, and the turn ends as a run would, `cancelled` when
+ *  stopped. */
+async function runCommandOf(session: AcpSession, name: string, signal: AbortSignal): Promise<Halt> {
+  const say = (text: string) => session.send(agentText(text, `${name}-${randomBytes(3).toString('hex')}`));
+  if (name === 'context') {
+    const breakdown = contextBreakdown(session.agent);
+    session.tell({ type: 'context', breakdown });
+    const b = breakdown;
+    const parts = `system ${b.systemPrompt} · tools ${b.toolDefinitions} · AGENTS.md ${b.projectFiles}`;
+    say(`context window ${b.window} tokens (estimated): ${parts} · messages ${b.messages} · free ${b.free}`);
+  } else {
+    const declined = await compactNow(session.agent, signal);
+    if (signal.aborted) return { kind: 'interrupted' };
+    say(declined === null ? '/compact: compacted' : `/compact: ${declined}`);
+  }
+  return { kind: 'accepted', verifiedBy: null };
+}
+
+/** How changes are approved in a session, as the editor's mode selector shows it. */
+const MODES = [
+  { id: 'ask', name: 'Ask', description: 'ask before each change' },
+  { id: 'accept-edits', name: 'Accept edits', description: 'allow every change in this session' },
+  { id: 'read-only', name: 'Read only', description: 'refuse every change; reading goes on' },
+] as const satisfies acp.SessionMode[];
+type ModeId = (typeof MODES)[number]['id'];
+const MODE_IDS = MODES.map((mode) => mode.id).join(', ');
+const modesOf = (session: AcpSession): acp.SessionModeState => ({
+  currentModeId: session.mode,
+  availableModes: [...MODES],
+});
+
+const rootOf = (session: AcpSession) => session.agent.config.root;
+
+/** Sessions shown per page of session/list. */
+const LISTED_PER_PAGE = 50;
+
+/** The session files in the roots' session folders, newest first, each titled by its first task; the cursor is where
+ *  the page starts. */
+async function listSessions(roots: string[], cursor: string | null): Promise<acp.ListSessionsResponse> {
+  const found: { sessionId: string; cwd: string; file: string; updated: number }[] = [];
+  for (const root of roots) {
+    const folder = path.join(root, '.agent', 'sessions');
+    const names = await readdir(folder).catch(() => []);
+    for (const name of names.filter((file) => file.endsWith('.jsonl'))) {
+      const file = path.join(folder, name);
+      const updated = await stat(file).then(
+        (about) => about.mtimeMs,
+        () => null,
+      );
+      if (updated !== null) found.push({ sessionId: name.slice(0, -'.jsonl'.length), cwd: root, file, updated });
+    }
+  }
+  found.sort((a, b) => b.updated - a.updated);
+  const start = cursor === null ? 0 : Number(cursor);
+  if (!Number.isSafeInteger(start) || start < 0) throw acp.RequestError.invalidParams(undefined, 'not a cursor');
+  const page = found.slice(start, start + LISTED_PER_PAGE);
+  const sessions = await Promise.all(
+    page.map(async ({ sessionId, cwd, file, updated }) => ({
+      sessionId,
+      cwd,
+      updatedAt: new Date(updated).toISOString(),
+      ...(await firstTask(file).then((title) => (title === null ? {} : { title }))),
+    })),
+  );
+  const more = start + LISTED_PER_PAGE < found.length;
+  return { sessions, ...(more && { nextCursor: String(start + LISTED_PER_PAGE) }) };
+}
+
+/** A session's first task, on one line and cut short, as its title; null if it has none, or cannot be read. */
+async function firstTask(file: string): Promise<string | null> {
+  try {
+    for await (const { text } of sessionLines(file)) {
+      const read = readEntry(text);
+      if ('entry' in read && read.entry.type === 'task') return cut(read.entry.text.replace(/\s+/g, ' ').trim(), 80);
+    }
+  } catch {
+    return null;
+  }
+  return null;
+}
+
+/** Stops a run as Ctrl-C does, and tells the session file so (and which signal, if one), once. */
+function interrupt(session: AcpSession, stop: AbortController, signal?: EndingSignal): void {
   if (stop.signal.aborted) return;
   stop.abort();
-  session.tell({ type: 'interrupt' });
+  session.tell({ type: 'interrupt', ...(signal && { signal }) });
 }
 
-/** Prevents an editor that closes the connection mid-run from leaving a session file cut off in the middle of a call:
- *  each run is stopped as by session/cancel, and the program waits for its halt to be recorded. */
-async function stopRuns(sessions: AcpSession[]): Promise<void> {
+/** Prevents an editor that closes the connection mid-run, or a signal, from leaving a session file cut off in the
+ *  middle of a call and the check running: each run is stopped as by session/cancel, and the program waits for its
+ *  halt to be recorded. */
+async function stopRuns(sessions: AcpSession[], signal?: EndingSignal): Promise<void> {
   const halts = sessions.flatMap((session) => {
     if (!session.running) return [];
-    interrupt(session, session.running.stop);
+    interrupt(session, session.running.stop, signal);
     return [session.running.halted];
   });
   await Promise.allSettled(halts);
@@ -182,6 +332,10 @@ interface AcpSession {
   readonly sent: Promise<void>;
   /** The run in progress: what stops it (session/cancel), and its halt to come. */
   running: { stop: AbortController; halted: Promise<Halt> } | null;
+  /** How the model ended its last reply in this prompt turn. */
+  lastStop: Anthropic.StopReason | null;
+  /** How its changes are approved: asked, all allowed, or all refused. */
+  mode: ModeId;
 }
 
 /** What the editor is shown of one call in flight: the file it changes, and that file's text before (null: new). */
@@ -199,24 +353,30 @@ async function openSession(
   loaded?: LoadedSession,
 ): Promise<AcpSession> {
   const calls = new Map<string, CallView>();
-  let allowAll = false; // the person chose "always" in this session
   let requests = 0; // model calls so far: each reply is a message of its own
   let sent = Promise.resolve();
-  const send = (update: acp.SessionUpdate) => {
+  // An update, or what makes it once those before it are out (the latest of the check's output).
+  const send = (update: acp.SessionUpdate | (() => acp.SessionUpdate)) => {
     sent = sent
-      .then(() => client.notify(acp.methods.client.session.update, { sessionId, update }))
+      .then(() => {
+        const made = typeof update === 'function' ? update() : update;
+        return client.notify(acp.methods.client.session.update, { sessionId, update: made });
+      })
       .catch((error: unknown) => setup.log(`${sessionId}: an update was not sent: ${errorText(error)}`));
   };
   const notice = (text: string, severity = 'warning') =>
     notices ? send({ sessionUpdate: 'notice', severity, title: text }) : setup.log(`${sessionId}: ${text}`);
   const view = (event: SessionEvent) => {
     if (event.type === 'request') requests++;
+    if (event.type === 'reply') session.lastStop = event.stopReason;
     if (event.type === 'notice') notice(event.text);
     if (event.type === 'compaction')
       notice(`compacted: ~${event.tokensBefore} → ~${event.tokensAfter} tokens; the session file keeps it all`, 'info');
     const where = { root, tools: agent.config.tools, calls, window: agent.contextWindow, requests };
     for (const update of updatesFor(event, where)) send(update);
+    showCheck(event);
   };
+  const showCheck = checkView(setup.options.verify, send);
   // The editor's answer about one call, recorded as the terminal records the person's, so a --replay gives it again.
   const askEditor = (seen: CallView): Approver =>
     recordAnswers(async ({ preview, signal }) => {
@@ -237,9 +397,13 @@ async function openSession(
   const approve: Approver = async (request) => {
     const seen = { call: request.call, ...(await fileBefore(root, request.call)) };
     calls.set(request.call.id, seen);
-    if (setup.options.yes || allowAll) return { approved: true };
+    if (session.mode === 'read-only') return await recordAnswers(async () => READ_ONLY, record)(request);
+    if (session.mode === 'accept-edits') return { approved: true };
     const answer = await askEditor(seen)(request);
-    allowAll ||= answer.approved && answer.always === true;
+    if (answer.approved && answer.always === true) {
+      session.mode = 'accept-edits';
+      send({ sessionUpdate: 'current_mode_update', currentModeId: session.mode });
+    }
     return answer.approved ? { approved: true } : answer;
   };
   const made = { root, model: setup.model, taskModel: setup.taskModel, approve };
@@ -253,7 +417,7 @@ async function openSession(
   // Opened once, never through a link; a file replaced or changed under it is told, and no longer written.
   const file = openSessionFile(sessionFile(root, sessionId), loaded ? 'resume' : 'new', root);
   const record = sessionRecorder(file, loaded ? null : header, setup.secrets, (problem) => notice(problem));
-  return {
+  const session: AcpSession = {
     id: sessionId,
     agent,
     tell,
@@ -262,7 +426,10 @@ async function openSession(
       return sent;
     },
     running: null,
+    lastStop: null,
+    mode: setup.options.yes ? 'accept-edits' : 'ask',
   };
+  return session;
 }
 
 const ALLOW = 'allow';
@@ -273,6 +440,8 @@ const PERMISSION_OPTIONS: acp.PermissionOption[] = [
   { optionId: ALLOW_ALWAYS, name: 'Allow every change in this session', kind: 'allow_always' },
   { optionId: REJECT, name: 'Reject', kind: 'reject_once' },
 ];
+/** The answer in read-only mode, recorded like the person's so a replay refuses the same call. */
+const READ_ONLY: ApprovalAnswer = { approved: false, reason: 'the session is read-only: no change is allowed' };
 const ANSWERS: Record<string, ApprovalAnswer> = {
   [ALLOW]: { approved: true },
   [ALLOW_ALWAYS]: { approved: true, always: true },
@@ -328,9 +497,11 @@ function linkedPath(uri: string, root: string): string {
 
 /** How the harness's halt ends the prompt turn. The protocol's reasons are fewer than the halts: a dollar or time
  *  budget has none (end_turn), and neither has an error, which is a halt like the others here (the transcript is
- *  whole and the session takes the next prompt), not a failed request; the halt's own words say which. */
-export function stopReasonFor(halt: Halt): acp.StopReason {
+ *  whole and the session takes the next prompt), not a failed request; the halt's own words say which. An error
+ *  halt after a reply the model ended as a refusal (`lastStop`, from the reply event) is `refusal`. */
+export function stopReasonFor(halt: Halt, lastStop: Anthropic.StopReason | null = null): acp.StopReason {
   if (halt.kind === 'interrupted') return 'cancelled';
+  if (halt.kind === 'error' && lastStop === 'refusal') return 'refusal';
   if (halt.kind === 'budget' && halt.budget === 'turns') return 'max_turn_requests';
   if (halt.kind === 'budget' && halt.budget === 'tokens') return 'max_tokens';
   return 'end_turn';
@@ -378,11 +549,12 @@ function updatesFor(
       const seen = by === '' ? calls.get(event.call.id) : undefined;
       if (seen) calls.delete(event.call.id);
       const failed = event.result.is_error === true;
-      const text = typeof event.result.content === 'string' ? event.result.content : '';
+      const text = typeof event.result.content === 'string' ? cut(event.result.content, SHOWN_RESULT_CHARS) : '';
       const diff = failed || seen === undefined ? null : diffAfter(seen);
-      const content = [...(diff ? [diff] : []), ...textContent(text)];
+      const content = [...(diff ? diff.content : []), ...textContent(text)];
       const status = failed ? 'failed' : 'completed';
-      return [{ sessionUpdate: 'tool_call_update', toolCallId: id(event.call), status, content }];
+      const locations = diff ? { locations: atLine(callView(event.call, where).locations, diff.line) } : {};
+      return [{ sessionUpdate: 'tool_call_update', toolCallId: id(event.call), status, content, ...locations }];
     }
     case 'subagent':
       return ['call', 'running', 'result'].includes(event.event.type)
@@ -406,6 +578,10 @@ function updatesFor(
   }
 }
 
+/** Characters of a result the editor is shown (the model reads all of it): a read of a large file stays a small
+ *  message. */
+const SHOWN_RESULT_CHARS = 8_000;
+
 /** Chunks of one message share its id: each model reply, gate verdict and halt is a message of its own. */
 const agentText = (text: string, messageId: string): acp.SessionUpdate => ({
   sessionUpdate: 'agent_message_chunk',
@@ -428,6 +604,60 @@ function gateText(event: Extract<AgentEvent, { type: 'gate' }>): string {
   return `${verdict}${fenced(tail === '' ? '(no output)' : tail)}\n\n`;
 }
 
+/** How the model ends a reply after which the harness goes on, or halts, without running the check. */
+const NO_CHECK_AFTER: readonly (Anthropic.StopReason | null)[] = [
+  'max_tokens',
+  'refusal',
+  'model_context_window_exceeded',
+  'pause_turn',
+];
+
+/** Prevents a long check from leaving the editor with nothing to show: the verify command is a tool call of kind
+ *  execute with the command as its title, opened when a final reply sends the run to the gate, its output streamed as
+ *  content while it runs (the latest 8,000 characters, coalesced while the editor catches up), and completed or failed
+ *  with the gate's verdict, or failed by a halt that came first (a cancel, which kills the check). */
+function checkView(verify: string | undefined, send: (update: () => acp.SessionUpdate) => void) {
+  let open: { id: string; output: string; queued: boolean } | null = null;
+  let checks = 0;
+  return (event: SessionEvent) => {
+    if (verify === undefined) return;
+    if (event.type === 'reply' && event.calls === 0 && !NO_CHECK_AFTER.includes(event.stopReason)) {
+      const toolCallId = `check-${++checks}`;
+      open = { id: toolCallId, output: '', queued: false };
+      const rawInput = { command: verify };
+      send(() => ({
+        sessionUpdate: 'tool_call',
+        toolCallId,
+        title: verify,
+        kind: 'execute',
+        status: 'in_progress',
+        rawInput,
+      }));
+    } else if (event.type === 'gate-output' && open !== null) {
+      const shown = open;
+      shown.output = (shown.output + event.text).slice(-SHOWN_RESULT_CHARS);
+      if (shown.queued) return;
+      shown.queued = true;
+      send(() => {
+        shown.queued = false;
+        return { sessionUpdate: 'tool_call_update', toolCallId: shown.id, content: textContent(shown.output) };
+      });
+    } else if ((event.type === 'gate' || event.type === 'halt') && open !== null) {
+      const { id: toolCallId, output } = open;
+      open = null;
+      const passed = event.type === 'gate' && event.passed;
+      const said = event.type === 'gate' ? event.output.slice(-SHOWN_RESULT_CHARS) : output;
+      const verdict =
+        event.type === 'gate'
+          ? `${event.reason}: ${passed ? 'pass' : 'not done'}${outsideSandbox(event)}`
+          : `stopped: ${describeHalt(event.halt)}`;
+      const content = textContent(`${said.trimEnd()}${said.trim() === '' ? '' : '\n\n'}${verdict}`);
+      const status = passed ? 'completed' : 'failed';
+      send(() => ({ sessionUpdate: 'tool_call_update', toolCallId, status, content }));
+    }
+  };
+}
+
 /** Text as a Markdown code block whose fence no run of backticks inside it can close. */
 function fenced(text: string): string {
   const fence = '`'.repeat(Math.max(2, ...[...text.matchAll(/`+/g)].map((run) => run[0].length)) + 1);
@@ -448,38 +678,90 @@ async function fileBefore(root: string, call: Anthropic.ToolUseBlock): Promise<P
   return before === undefined ? {} : { file, before };
 }
 
-/** What a call changed, as the protocol's diff: the file before it ran and now (read at once, as the result comes). */
-function diffAfter(seen: CallView): acp.ToolCallContent | null {
+/** What a call changed, as hunks: the file before it ran and now (read at once, as the result comes). */
+function diffAfter(seen: CallView): Hunks | null {
   if (seen.file === undefined || seen.before === undefined) return null;
   try {
-    return { type: 'diff', path: seen.file, oldText: seen.before, newText: readFileSync(seen.file, 'utf8') };
+    return hunks(seen.file, seen.before, readFileSync(seen.file, 'utf8'));
   } catch {
     return null;
   }
 }
 
+/** A change as the editor is shown it, and the line of the file it starts at. */
+interface Hunks {
+  content: acp.ToolCallContent[];
+  line: number;
+}
+
+/** Lines of context around each change, as in a unified diff. */
+const DIFF_CONTEXT_LINES = 3;
+/** At most this many hunks are shown of one change; the rest are counted. */
+const DIFF_MAX_HUNKS = 4;
+/** Characters shown of one change, its hunks' texts before and after together. */
+const DIFF_MAX_CHARS = 8_000;
+
+/** Prevents a one-line edit to a large file from sending the whole file twice (a 107 KB file made messages over a
+ *  client's 64 KiB line limit): the change goes as its hunks with a few lines of context, each a diff of its own, cut
+ *  to a bounded size whatever the file's. */
+export function hunks(file: string, before: string | null, after: string): Hunks {
+  if (before === null)
+    return { content: [{ type: 'diff', path: file, oldText: null, newText: cut(after, DIFF_MAX_CHARS) }], line: 1 };
+  const found = structuredPatch(file, file, before, after, '', '', { context: DIFF_CONTEXT_LINES }).hunks;
+  const shown = found.slice(0, DIFF_MAX_HUNKS);
+  const share = Math.floor(DIFF_MAX_CHARS / 2 / Math.max(shown.length, 1));
+  const side = (lines: string[], drop: string) =>
+    cut(
+      lines
+        .filter((l) => l[0] !== drop && l[0] !== '\\')
+        .map((l) => `${l.slice(1)}\n`)
+        .join(''),
+      share,
+    );
+  const content: acp.ToolCallContent[] = shown.map(({ lines }) => ({
+    type: 'diff',
+    path: file,
+    oldText: side(lines, '+'),
+    newText: side(lines, '-'),
+  }));
+  if (found.length > shown.length)
+    content.push(...textContent(`(${found.length - shown.length} more hunk(s) not shown)`));
+  const first = found[0];
+  const changedAt = first ? first.lines.findIndex((l) => l[0] === '-' || l[0] === '+') : 0;
+  const line = first ? first.newStart + first.lines.slice(0, changedAt).filter((l) => l[0] === ' ').length : 1;
+  return { content, line };
+}
+
+/** A text cut to `chars`, saying how much was left out. */
+const cut = (text: string, chars: number) =>
+  text.length <= chars ? text : `${text.slice(0, chars)}\n… (${text.length - chars} more characters)\n`;
+
 /** The call an approval is about, with what it would change: for a call that replaces a snippet (an `old_str` and a
- *  `new_str`, as edit_file's) the diff worked out from its arguments and the file, otherwise (or if the snippet is not
- *  found once, as written) the tool's own preview. */
+ *  `new_str`, as edit_file's) the hunks worked out from its arguments and the file, with the line they start at;
+ *  otherwise (or if the snippet is not found once, as written) the tool's own preview. */
 function permissionCall(seen: CallView, where: { root: string; tools: Tools }, preview: string): acp.ToolCallUpdate {
   const { call } = seen;
   const planned = plannedDiff(seen);
-  const content = planned ? [planned] : textContent(preview);
-  return { toolCallId: call.id, status: 'pending', rawInput: call.input, ...callView(call, where), content };
+  const shown = callView(call, where);
+  const content = planned ? planned.content : textContent(preview);
+  const locations = planned ? atLine(shown.locations, planned.line) : shown.locations;
+  return { toolCallId: call.id, status: 'pending', rawInput: call.input, ...shown, locations, content };
 }
 
-/** The whole file before and after a call that replaces a snippet, worked out as edit_file would (its snippet found
- *  once), or null where it cannot be: then the tool's preview is shown instead. */
-function plannedDiff({ call, file, before }: CallView): acp.ToolCallContent | null {
+/** A call's locations, its file's at `line`. */
+const atLine = (locations: acp.ToolCallLocation[], line: number) => locations.map((at) => ({ ...at, line }));
+
+/** The hunks a call that replaces a snippet would make, worked out as edit_file would (its snippet found once), or
+ *  null where it cannot be: then the tool's preview is shown instead. */
+function plannedDiff({ call, file, before }: CallView): Hunks | null {
   const [oldStr, newStr] = [field(call.input, 'old_str'), field(call.input, 'new_str')];
   if (file === undefined || before === undefined || typeof oldStr !== 'string' || typeof newStr !== 'string')
     return null;
-  if (oldStr === '') return before === null ? { type: 'diff', path: file, oldText: null, newText: newStr } : null;
+  if (oldStr === '') return before === null ? hunks(file, null, newStr) : null;
   if (before === null) return null;
   const at = before.indexOf(oldStr);
   if (at < 0 || before.indexOf(oldStr, at + 1) >= 0) return null;
-  const newText = before.slice(0, at) + newStr + before.slice(at + oldStr.length);
-  return { type: 'diff', path: file, oldText: before, newText };
+  return hunks(file, before, before.slice(0, at) + newStr + before.slice(at + oldStr.length));
 }
 
 /** The texts the person typed (tasks, and what steered a run), from a session file: in a replay they are the user's

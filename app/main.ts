@@ -129,9 +129,10 @@ function endOnSignals(ending: AbortController, terminal: NodeJS.EventEmitter[]):
   };
 }
 
-/** Prevents a run from going on unseen when SIGHUP reached only its launcher: started by tsx's command line (the
- *  bin's `#!/usr/bin/env tsx`), the program is the child of a tsx process that passes SIGINT and SIGTERM on but dies
- *  of SIGHUP, so its death (this process's parent changes) is that hang-up. Polled: no event tells a child of it. */
+/** Prevents a run from going on unseen when SIGHUP reached only its launcher: started by tsx's command line (`tsx
+ *  app/main.ts`, or main.ts's own `#!/usr/bin/env tsx`), the program is the child of a tsx process that passes
+ *  SIGINT and SIGTERM on but dies of SIGHUP, so its death (this process's parent changes) is that hang-up. Polled: no
+ *  event tells a child of it. */
 function watchLauncher(hangUp: () => void): NodeJS.Timeout | undefined {
   if (!process.execArgv.some((arg) => /[\\/]tsx[\\/].*preflight\.cjs$/.test(arg))) return undefined;
   const launcher = process.ppid;
@@ -210,7 +211,13 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       const { serveAcp } = await import('./acp.ts');
       const log = (text: string) => void process.stderr.write(`harness --acp: ${visible(text)}\n`);
       await tellSafety(options, log);
-      return await serveAcp({ options, model, taskModel, secrets, log });
+      const ending = new AbortController();
+      const stopListening = endOnSignals(ending, []);
+      try {
+        return await serveAcp({ options, model, taskModel, secrets, log }, ending.signal);
+      } finally {
+        stopListening();
+      }
     }
     opened ??= opening();
     const interactive = process.stdin.isTTY === true;

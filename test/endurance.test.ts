@@ -943,6 +943,33 @@ describe('budgets shared with sub-agents', () => {
     assert.deepEqual(view, spent.agent.messages);
   });
 
+  test('a Ctrl-C during a compaction summary that pushes spending over the token budget halts as interrupted, not budget', async (t) => {
+    const root = await tempProject(t);
+    const stop = new AbortController();
+    const scripted = new ScriptedModel([
+      { ...say('SUMMARY: nothing.'), usage: { input_tokens: 5_000, output_tokens: 10 } },
+    ]);
+    // Ctrl-C arrives while the summary is being made; the summary's usage alone is over the budget.
+    const model: Model = {
+      name: 'scripted',
+      async complete(request, options) {
+        const made = await scripted.complete(request, options);
+        if (isSummaryRequest(request)) stop.abort();
+        return made;
+      },
+    };
+    const { agent } = await scriptedAgent(root, [], {
+      model,
+      contextWindow: 2_000,
+      budgets: { maxTurns: 25, maxTokens: 1_000 },
+    });
+    for (let i = 0; i < 6; i++) {
+      agent.messages.push({ role: i % 2 ? 'assistant' : 'user', content: `${'filler '.repeat(200)}${i}` });
+    }
+    assert.deepEqual(await runTask(agent, 'Go on.', stop.signal), { kind: 'interrupted' });
+    assert.equal(scripted.requests.length, 1, 'the summary was made');
+  });
+
   test('a "prompt is too long" answer that comes after the budget ran out buys no summary', async (t) => {
     const root = await tempProject(t, { 'a.txt': 'alpha\n' });
     // Sub-agent a reads once; its second call waits until sub-agent b has spent the budget, then is refused as too

@@ -47,9 +47,13 @@ export interface AcpChild {
   exited: Promise<number | null>;
 }
 
-/** Starts `node --import tsx app/main.ts --acp ...args` in `cwd`; killed when the test ends. */
-export function startAcp(t: TestContext, cwd: string, args: string[]): AcpChild {
-  const child = spawn(process.execPath, ['--import', tsx, program, '--acp', ...args], { cwd });
+/** Starts `node --import tsx app/main.ts --acp ...args` in `cwd` (with `env` added to this process's); killed when
+ *  the test ends. */
+export function startAcp(t: TestContext, cwd: string, args: string[], env: NodeJS.ProcessEnv = {}): AcpChild {
+  const child = spawn(process.execPath, ['--import', tsx, program, '--acp', ...args], {
+    cwd,
+    env: { ...process.env, ...env },
+  });
   t.after(() => child.kill());
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));

@@ -6,7 +6,9 @@
 import * as acp from '@agentclientprotocol/sdk';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFile, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { test } from 'node:test';
@@ -119,7 +121,17 @@ test(
       assert.equal(await readFile(path.join(root, 'calc.js'), 'utf8'), fixedCalc);
       assert.equal(await readFile(path.join(root, 'test.js'), 'utf8'), TEST, 'the rejected edit changed test.js');
       const updates = updatesIn(agent.messages, from);
-      const calls = updates.filter((u) => u.sessionUpdate === 'tool_call');
+      const calls = updates.filter((u) => u.sessionUpdate === 'tool_call' && u.kind !== 'execute');
+      // The gate ran the check twice: not done, then pass.
+      const checks = updates.filter((u) => u.sessionUpdate === 'tool_call' && u.kind === 'execute');
+      const ended = checks.map((check) => updates.filter((u) => u.toolCallId === check.toolCallId).at(-1)!.status);
+      assert.deepEqual(
+        [checks.map((u) => u.title), ended],
+        [
+          ['node test.js', 'node test.js'],
+          ['failed', 'completed'],
+        ],
+      );
       assert.deepEqual(
         calls.map((u) => [u.title, u.kind]),
         [
@@ -158,6 +170,10 @@ test(
         oldText: CALC,
         newText: CALC.replace('a - b', 'a + b'),
       });
+      assert.ok(
+        updates.some((u) => u.sessionUpdate === 'current_mode_update' && u.currentModeId === 'accept-edits'),
+        '"always" did not switch the mode',
+      );
       assert.equal(finished(6)!.status, 'failed');
       assert.match(JSON.stringify(finished(6)!.content), /the user declined this edit_file call/);
       assert.ok(
@@ -289,16 +305,21 @@ async function loadAfterRestart(t: Parameters<typeof startAcp>[0], root: string,
   return result;
 }
 
+const BIG = Array.from({ length: 3000 }, (_, i) => `exports.n${i} = ${i}; // a long line of padding, to be large`);
+
 test(
-  'a client in raw JSON-RPC initialises, opens a session in a project, prompts, approves the edit, and gets end_turn ' +
-    "with the file changed and the gate's verdict reported",
+  'a client in raw JSON-RPC initialises, opens a session in a project, prompts, approves the edits, and gets ' +
+    "end_turn with the files changed and the gate's verdict reported; a one-line edit to a 100 KB file is sent as its " +
+    'hunk at its line, in no message over 16 KB',
   async (t) => {
     const root = await tempProject(t, {
       'calc.js': CALC,
+      'big.js': `${BIG.join('\n')}\n`,
       'test.js': TEST.replace(SUB_CHECK, ''),
       'script.json': script(
-        reply(text('Reading.'), toolUse('read_file', { path: 'calc.js' })),
+        reply(text('Reading.'), toolUse('read_file', { path: 'calc.js' }), toolUse('read_file', { path: 'big.js' })),
         reply(toolUse('edit_file', { path: 'calc.js', old_str: 'a - b', new_str: 'a + b' })),
+        reply(toolUse('edit_file', { path: 'big.js', old_str: 'n1500 = 1500;', new_str: 'n1500 = 15;' })),
         reply(text('Fixed.')),
       ),
     });
@@ -318,7 +339,25 @@ test(
     assert.deepEqual(done.result, { stopReason: 'end_turn' });
     assert.equal(await readFile(path.join(root, 'calc.js'), 'utf8'), CALC.replace('a - b', 'a + b'));
     assert.match(agentTextOf(updatesIn(agent.messages)), /gate: `node test\.js`.* exited with code 0: pass/);
-    assert.deepEqual(raw.asked, ['session/request_permission']);
+    assert.deepEqual(raw.asked, ['session/request_permission', 'session/request_permission']);
+    assert.ok((await readFile(path.join(root, 'big.js'), 'utf8')).length > 100_000);
+    const lines = agent.messages.map((message) => JSON.stringify(message));
+    assert.deepEqual(
+      lines.filter((line) => line.length > 16_000).map((line) => line.slice(0, 200)),
+      [],
+    );
+    const big = path.join(root, 'big.js');
+    const asked = agent.messages.filter((m) => m.method === 'session/request_permission').at(-1)!;
+    const { toolCall } = asked.params as acp.RequestPermissionRequest;
+    assert.deepEqual(toolCall.locations, [{ path: big, line: 1501 }]);
+    const hunk = `${BIG.slice(1497, 1504).join('\n')}\n`;
+    const diff = { type: 'diff', path: big, oldText: hunk, newText: hunk.replace('n1500 = 1500;', 'n1500 = 15;') };
+    assert.deepEqual(toolCall.content, [diff]);
+    const result = updatesIn(agent.messages).find(
+      (u) => u.toolCallId === toolCall.toolCallId && u.status === 'completed',
+    )!;
+    assert.deepEqual(result.locations, [{ path: big, line: 1501 }]);
+    assert.deepEqual((result.content as object[])[0], diff);
     // Mistakes are JSON-RPC errors with the protocol's codes.
     const lost = await raw.request('session/prompt', { sessionId: 'nope', prompt: [{ type: 'text', text: 'hi' }] });
     assert.equal(lost.error?.code, -32002);
@@ -356,6 +395,232 @@ test('an editor that closes the connection mid-run leaves the session file endin
   assert.equal(entries.at(-1)!.halt!.kind, 'interrupted');
 });
 
+test('a reply the model ends as a refusal ends the prompt turn as refusal, not end_turn', async (t) => {
+  const root = await tempProject(t, {
+    'script.json': script({ content: [text('I cannot help with that.')], stop_reason: 'refusal' }),
+  });
+  const agent = startAcp(t, root, ['--script', 'script.json']);
+  const raw = rawClient(agent);
+  await raw.request('initialize', { protocolVersion: 1 });
+  const opened = await raw.request('session/new', { cwd: root, mcpServers: [] });
+  const { sessionId } = opened.result as { sessionId: string };
+  const done = await raw.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'do it' }] });
+  assert.deepEqual(done.result, { stopReason: 'refusal' });
+  assert.match(agentTextOf(updatesIn(agent.messages)), /halt: error: the model refused/);
+  assert.deepEqual(agent.problems, []);
+});
+
+test(
+  'a session offers the commands compact and context, and answers them; its modes map onto approval (read-only ' +
+    'refuses a change unasked, accept-edits allows one unasked); session/list lists it with its first task',
+  async (t) => {
+    const root = await tempProject(t, {
+      'calc.js': CALC,
+      'script.json': script(
+        reply(toolUse('read_file', { path: 'calc.js' })),
+        reply(toolUse('edit_file', { path: 'calc.js', old_str: 'a - b', new_str: 'a + b' })), // read-only: refused
+        reply(text('Refused, then.')),
+        reply(toolUse('edit_file', { path: 'calc.js', old_str: 'a - b', new_str: 'a + b' })), // accept-edits
+        reply(text('Fixed.')),
+      ),
+    });
+    const agent = startAcp(t, root, ['--script', 'script.json']);
+    const raw = rawClient(agent);
+    const init = await raw.request('initialize', { protocolVersion: 1 });
+    assert.deepEqual((init.result as acp.InitializeResponse).agentCapabilities?.sessionCapabilities, { list: {} });
+    const opened = await raw.request('session/new', { cwd: root, mcpServers: [] });
+    assert.equal(protocolSchema('NewSessionResponse').safeParse(opened.result).success, true);
+    const { sessionId, modes } = opened.result as acp.NewSessionResponse;
+    assert.equal(modes?.currentModeId, 'ask');
+    assert.deepEqual(
+      modes?.availableModes.map((mode) => mode.id),
+      ['ask', 'accept-edits', 'read-only'],
+    );
+    const prompt = async (said: string) => {
+      const from = agent.messages.length;
+      const done = await within(
+        raw.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: said }] }),
+        said,
+        20_000,
+      );
+      return { stopReason: (done.result as acp.PromptResponse).stopReason, updates: updatesIn(agent.messages, from) };
+    };
+    const context = await prompt('/context');
+    const offered = updatesIn(agent.messages).find((u) => u.sessionUpdate === 'available_commands_update');
+    assert.deepEqual(
+      (offered?.availableCommands as acp.AvailableCommand[]).map((command) => command.name),
+      ['compact', 'context'],
+    );
+    assert.equal(context.stopReason, 'end_turn');
+    assert.match(agentTextOf(context.updates), /context window 200000 tokens \(estimated\): system \d+/);
+    const compact = await prompt('/compact');
+    assert.match(agentTextOf(compact.updates), /\/compact: nothing old enough to summarise yet/);
+
+    assert.equal((await raw.request('session/set_mode', { sessionId, modeId: 'nope' })).error?.code, -32602);
+    assert.deepEqual((await raw.request('session/set_mode', { sessionId, modeId: 'read-only' })).result, {});
+    const refused = await prompt('fix add');
+    assert.match(JSON.stringify(refused.updates), /the session is read-only/);
+    assert.equal(await readFile(path.join(root, 'calc.js'), 'utf8'), CALC);
+    await raw.request('session/set_mode', { sessionId, modeId: 'accept-edits' });
+    await prompt('fix add, now');
+    assert.equal(await readFile(path.join(root, 'calc.js'), 'utf8'), CALC.replace('a - b', 'a + b'));
+    assert.deepEqual(raw.asked, [], 'a mode asked the editor');
+
+    for (const params of [{ cwd: root }, {}]) {
+      const listed = await raw.request('session/list', params);
+      assert.equal(protocolSchema('ListSessionsResponse').safeParse(listed.result).success, true);
+      const { sessions } = listed.result as acp.ListSessionsResponse;
+      assert.deepEqual(
+        sessions.map(({ sessionId, cwd, title }) => ({ sessionId, cwd, title })),
+        [{ sessionId, cwd: root, title: 'fix add' }],
+      );
+    }
+    assert.deepEqual(agent.problems, []);
+  },
+);
+
+// The check prints a line, waits, prints another and passes; with a file named `slow`, it prints forever.
+const CHECK = [
+  "const { existsSync, appendFileSync } = require('node:fs');",
+  "console.log('checking 1');",
+  "if (existsSync('slow')) setInterval(() => { console.log('tick'); appendFileSync('ticks', 'x'); }, 50);",
+  "else setTimeout(() => console.log('checking 2'), 600);",
+  '',
+].join('\n');
+
+test(
+  'the check is a tool call of kind execute titled with its command, its output streamed while it runs, ending ' +
+    'with the verdict; a cancel during it stops it, its process with it',
+  async (t) => {
+    const root = await tempProject(t, {
+      'check.js': CHECK,
+      'script.json': script(reply(text('Done.')), reply(text('Done again.'))),
+    });
+    const agent = startAcp(t, root, ['--script', 'script.json', '--verify', 'node check.js']);
+    const raw = rawClient(agent);
+    await raw.request('initialize', { protocolVersion: 1 });
+    const opened = await raw.request('session/new', { cwd: root, mcpServers: [] });
+    const { sessionId } = opened.result as { sessionId: string };
+    const done = await within(
+      raw.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'check it' }] }),
+      'the prompt',
+      20_000,
+    );
+    assert.deepEqual(done.result, { stopReason: 'end_turn' });
+    const check = (from: number) => {
+      const updates = updatesIn(agent.messages, from);
+      const opening = updates.find((u) => u.kind === 'execute');
+      return { opening, later: updates.filter((u) => opening && u.toolCallId === opening.toolCallId).slice(1) };
+    };
+    const first = check(0);
+    assert.deepEqual(
+      [first.opening?.sessionUpdate, first.opening?.title, first.opening?.status],
+      ['tool_call', 'node check.js', 'in_progress'],
+    );
+    const texts = first.later.map((u) => JSON.stringify(u.content));
+    assert.ok(
+      texts.some((said) => said.includes('checking 1') && !said.includes('checking 2')),
+      `no update while it ran: ${texts.join(' | ')}`,
+    );
+    assert.equal(first.later.at(-1)!.status, 'completed');
+    assert.match(texts.at(-1)!, /checking 1\\nchecking 2\\n\\nexited with code 0: pass/);
+
+    await writeFile(path.join(root, 'slow'), '');
+    const from = agent.messages.length;
+    const slow = raw.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'again' }] });
+    await within(
+      (async () => {
+        while (!check(from).later.some((u) => JSON.stringify(u.content).includes('tick'))) await sleep(50);
+      })(),
+      'the ticks shown',
+      20_000,
+    );
+    await raw.notify('session/cancel', { sessionId });
+    assert.deepEqual((await within(slow, 'the cancelled check', 5_000)).result, { stopReason: 'cancelled' });
+    const last = check(from).later.at(-1)!;
+    assert.equal(last.status, 'failed');
+    assert.match(JSON.stringify(last.content), /stopped: interrupted/);
+    const ticks = async () => (await readFile(path.join(root, 'ticks'), 'utf8')).length;
+    const after = await ticks();
+    await sleep(400);
+    assert.equal(await ticks(), after, 'the check still runs after the cancel');
+    assert.deepEqual(agent.problems, []);
+  },
+);
+
+for (const [signal, code] of [
+  ['SIGTERM', 143],
+  ['SIGHUP', 129],
+] as const) {
+  test(`${signal} during the check leaves the halt in the session file, no process and no temporary folder`, async (t) => {
+    const root = await tempProject(t, { 'check.js': CHECK, slow: '', 'script.json': script(reply(text('Done.'))) });
+    const tmp = await mkdtemp(path.join(tmpdir(), 'acp-tmp-'));
+    t.after(() => rm(tmp, { recursive: true, force: true }));
+    const agent = startAcp(t, root, ['--script', 'script.json', '--verify', 'node check.js'], { TMPDIR: tmp });
+    const raw = rawClient(agent);
+    await raw.request('initialize', { protocolVersion: 1 });
+    const opened = await raw.request('session/new', { cwd: root, mcpServers: [] });
+    const { sessionId } = opened.result as { sessionId: string };
+    void raw.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'check it' }] });
+    const ticks = path.join(root, 'ticks');
+    await within(
+      (async () => {
+        while ((await readFile(ticks, 'utf8').catch(() => '')).length < 2) await sleep(50);
+      })(),
+      'the check running',
+      20_000,
+    );
+    const made = async () => (await readdir(tmp)).filter((name) => !name.startsWith('tsx-')); // tsx's own cache
+    assert.notDeepEqual(await made(), [], 'the check made no temporary folder: this test cannot fail');
+    agent.child.kill(signal);
+    assert.equal(await within(agent.exited, `the exit after ${signal}`, 10_000), code);
+    const entries = (await readFile(path.join(root, '.agent', 'sessions', `${sessionId}.jsonl`), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { type: string; signal?: string; halt?: { kind: string } });
+    assert.deepEqual(
+      entries.slice(-2).map((entry) => [entry.type, entry.signal ?? entry.halt?.kind]),
+      [
+        ['interrupt', signal],
+        ['halt', 'interrupted'],
+      ],
+    );
+    assert.deepEqual(await made(), [], 'a temporary folder was left behind');
+    const after = (await readFile(ticks, 'utf8')).length;
+    await sleep(300);
+    assert.equal((await readFile(ticks, 'utf8')).length, after, 'the check still runs');
+  });
+}
+
+test('a line over the size limit is said on stderr and ends the program with a non-zero exit', async (t) => {
+  const root = await tempProject(t, { 'script.json': script() });
+  const agent = startAcp(t, root, ['--script', 'script.json']);
+  const raw = rawClient(agent);
+  await raw.request('initialize', { protocolVersion: 1 });
+  const chunk = 'x'.repeat(1024 * 1024);
+  for (let i = 0; i < 33; i++) agent.child.stdin.write(chunk);
+  assert.equal(await within(agent.exited, 'the exit after the long line', 10_000), 1);
+  assert.match(agent.stderr(), /a line over 33554432 bytes/);
+});
+
+test('the bin answers initialize when started by its absolute path from another folder, with no tsx on the PATH', async (t) => {
+  const elsewhere = await tempProject(t, { 'script.json': script() });
+  const nodeOnly = path.dirname(process.execPath);
+  assert.equal(existsSync(path.join(nodeOnly, 'tsx')), false, 'tsx is beside node: this test cannot fail');
+  const bin = path.join(import.meta.dirname, '..', 'bin.mjs');
+  const init = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: 1 } });
+  const run = spawnSync(bin, ['--acp', '--script', 'script.json'], {
+    cwd: elsewhere,
+    env: { PATH: nodeOnly, HOME: elsewhere },
+    input: `${init}\n`,
+    encoding: 'utf8',
+    timeout: 20_000,
+  });
+  assert.equal(run.status, 0, run.stderr);
+  const answer = JSON.parse(run.stdout.split('\n')[0]!) as JsonRpcMessage;
+  assert.equal(protocolSchema('InitializeResponse').safeParse(answer.result).success, true, run.stdout);
+});
+
 /** A JSON-RPC client of a few lines: requests with ids, and the agent's own requests answered by method. */
 function rawClient({ child, output }: ReturnType<typeof startAcp>) {
   const waiting = new Map<number, (message: JsonRpcMessage) => void>();
@@ -379,6 +644,7 @@ function rawClient({ child, output }: ReturnType<typeof startAcp>) {
   });
   return {
     asked,
+    notify: (method: string, params: object) => send({ method, params }),
     request: (method: string, params: object) =>
       new Promise<JsonRpcMessage>((resolve) => {
         waiting.set(++id, resolve);

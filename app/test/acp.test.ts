@@ -8,7 +8,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import type { Halt } from '../../agent.ts';
 import { TOOLS } from '../../tools.ts';
-import { replayUpdates, sessionFile, stopReasonFor, taskText } from '../acp.ts';
+import { hunks, replayUpdates, sessionFile, stopReasonFor, taskText } from '../acp.ts';
 import { parseCli, UsageError } from '../options.ts';
 
 const ROOT = path.join(path.sep, 'work', 'project');
@@ -26,6 +26,9 @@ test('each halt ends the prompt turn with the stop reason the protocol has for i
     [{ kind: 'error', message: 'overloaded' }, 'end_turn'],
   ];
   for (const [halt, reason] of halts) assert.equal(stopReasonFor(halt), reason, JSON.stringify(halt));
+  const refused: Halt = { kind: 'error', message: 'the model refused to continue (refusal)' };
+  assert.equal(stopReasonFor(refused, 'refusal'), 'refusal');
+  assert.equal(stopReasonFor({ kind: 'interrupted' }, 'refusal'), 'cancelled');
 });
 
 test('a prompt becomes the task as typed, a linked file its path in the project, spaced like the words around it', () => {
@@ -129,4 +132,33 @@ test('--acp refuses what the editor gives (a folder, a task, session files) and 
   const options = parseCli(['--acp', '--verify', 'npm test', '--protect', 'test/**', '--max-turns', '5', '--yes'], {});
   assert.equal(options.acp, true);
   assert.deepEqual([options.verify, options.protect, options.budgets.maxTurns], ['npm test', ['test/**'], 5]);
+});
+
+test('a one-line edit to a large file is shown as its hunk with three lines of context, at its line, not the file', () => {
+  const lines = Array.from({ length: 4000 }, (_, i) => `const line${i} = ${i}; // some padding to make it long`);
+  const before = `${lines.join('\n')}\n`;
+  assert.ok(before.length > 100_000);
+  const after = before.replace('const line2000 = 2000;', 'const line2000 = 2001;');
+  const shown = hunks('/p/big.js', before, after);
+  assert.equal(shown.line, 2001);
+  assert.deepEqual(shown.content, [
+    {
+      type: 'diff',
+      path: '/p/big.js',
+      oldText: `${lines.slice(1997, 2004).join('\n')}\n`,
+      newText: `${lines.slice(1997, 2004).join('\n')}\n`.replace('2000 = 2000', '2000 = 2001'),
+    },
+  ]);
+  // One line of 200,000 characters (a minified file), and a change in many places: still a bounded message.
+  const minified = 'x'.repeat(200_000);
+  for (const [old, changed] of [
+    [minified, minified.replace('x', 'y')],
+    [before, before.replace(/= (\d+)0;/g, '= $10 + 1;')],
+    [null, minified],
+  ] as const) {
+    const size = JSON.stringify(hunks('/p/big.js', old, changed).content).length;
+    assert.ok(size < 16_000, `${size} characters`);
+  }
+  assert.match(JSON.stringify(hunks('/p/big.js', before, before.replace(/= (\d+)0;/g, '= $10 + 1;'))), /more hunk/);
+  assert.equal(hunks('/p/new.md', null, 'hi\n').line, 1);
 });

@@ -57,6 +57,7 @@ test('no import goes round in a circle through the program, type-only and dynami
 
 test('app/package.json names the program, so `npx harness` runs it', async () => {
   const { bin } = JSON.parse(await read('app/package.json')) as { bin: Record<string, string> };
-  assert.deepEqual(bin, { harness: 'main.ts' });
+  assert.deepEqual(bin, { harness: 'bin.mjs' });
+  assert.match(await read('app/bin.mjs'), /^#!\/usr\/bin\/env node\n/); // node, not tsx: tsx need not be on the PATH
   assert.match(await read('app/main.ts'), /^#!\/usr\/bin\/env tsx\n/);
 });

@@ -92,7 +92,7 @@ for (const [signal, code] of [
   });
 }
 
-test('SIGHUP to the tsx launcher alone (the bin runs under `#!/usr/bin/env tsx`, which passes SIGINT and SIGTERM on but not SIGHUP): the program stops its run all the same', async (t) => {
+test('SIGHUP to the tsx launcher alone (`tsx app/main.ts` runs it as a child, and passes SIGINT and SIGTERM on but not SIGHUP): the program stops its run all the same', async (t) => {
   const root = await tempProject(t, { 'script.json': JSON.stringify([say('Done.')]) });
   const file = path.join(root, 'session.jsonl');
   const check = slowCheck();
