@@ -124,7 +124,7 @@ async function answer(
   if (cutOff) return refuse('Not run: your reply was cut off, so its arguments may be incomplete. Send it again.');
   const tool = agent.tools.find((t) => t.name === call.name);
   if (tool === undefined) return refuse(`There is no tool named ${call.name}.`);
-  const parsed = tool.input.safeParse(call.input);
+  const parsed = tool.input.strict().safeParse(call.input);
   if (!parsed.success) return refuse(`Invalid arguments: ${z.prettifyError(parsed.error)}`);
   const requested = parsed.data.path;
   try {
