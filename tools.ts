@@ -186,7 +186,8 @@ export function schemaProblem(tool: Tool, input: unknown): string | null {
     return `${refused}: nested deeper than ${MAX_INPUT_DEPTH} levels`;
   if (typeof input === 'object' && input !== null && UNUSABLE in input)
     return `${refused}: ${input[UNUSABLE]}`;
-  const parsed = tool.input.safeParse(input);
+  // strict(): a forker's plain z.object would drop an unknown key without a word.
+  const parsed = tool.input.strict().safeParse(input);
   if (parsed.success) return null;
   return `${refused}: ${issuesText(parsed.error)}. You sent: ${JSON.stringify(input)}`;
 }

@@ -153,7 +153,7 @@ async function decide(agent: Agent, call: Anthropic.ToolUseBlock): Promise<{ too
     const names = agent.config.tools.map((t) => t.name).join(', ');
     return { content: `unknown tool "${call.name}"; the tools are: ${names}`, isError: true };
   }
-  const input = tool.input.safeParse(call.input);
+  const input = tool.input.strict().safeParse(call.input);
   if (!input.success) return { content: `invalid arguments: ${z.prettifyError(input.error)}`, isError: true };
   // Any tool's path, not only the three here: a tool added later cannot forget the check.
   const requested = input.data.path;

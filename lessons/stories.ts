@@ -25,6 +25,7 @@ import {
   createAgent,
   type Halt,
   type Model,
+  type ModelCallOptions,
   type ModelRequest,
 } from '../agent.ts';
 import {
@@ -83,8 +84,8 @@ export class Scene {
   readonly snapshots = new Map<string, string | null>();
   /** The input of every run of the story's own tools, in order: what a tool was really run with. */
   readonly toolRuns: unknown[] = [];
-  /** The tool named in each approval request, in order. */
-  readonly approvalsAsked: string[] = [];
+  /** The \`tool\` of each approval request, in order, as the harness handed it (a name, if it is right). */
+  readonly approvalsAsked: unknown[] = [];
   /** Which requests (0-based) the script answered as requests for a summary. */
   readonly summaryRequests: number[] = [];
 
@@ -141,12 +142,16 @@ export interface Story {
   outside?: Readonly<Record<string, string>>;
   /** Symbolic links in the project: name → target, relative to the project. */
   links?: Readonly<Record<string, string>>;
+  /** When set, config.root is a symlink to the project (as a temporary folder is on macOS), not the project itself. */
+  rootThroughLink?: boolean;
   tasks: string[];
   script: (scene: Scene) => Promise<readonly ScriptEntry[]> | readonly ScriptEntry[];
   /** The replies of `config.taskModel`, the model the harness's sub-agents run on. */
   subAgentScript?: readonly ScriptEntry[];
   /** Default: the three tools of tools.ts. */
   tools?: (scene: Scene) => readonly Tool[];
+  /** The model's usage counts the tool definitions, as the API's does (the scripted model's leaves them out). */
+  usageCountsTools?: boolean;
   verify?: string;
   options?: () => AgentOptions;
   /** When set, `config.approve` answers each approval request with the next of these (then yes). */
@@ -261,6 +266,55 @@ const countTool = (scene: Scene): Tool => ({
   },
 });
 
+/** A forker's tool whose schema is a plain z.object, which strips unknown keys instead of refusing them. */
+const tallyTool = (scene: Scene): Tool => ({
+  name: 'tally',
+  description: 'Tallies up to n. A tool for lesson P2 whose schema is a plain z.object.',
+  input: z.object({ n: z.number().int().describe('How far to tally') }),
+  readOnly: true,
+  kind: 'other',
+  describe: (input) => describeArguments('tally', input),
+  run: async (input) => {
+    scene.toolRuns.push(input);
+    return `tallied: ${JSON.stringify(input)}`;
+  },
+});
+
+/** A forker's tool that changes files without edit_file's checks: what protects a file must cover it too. */
+const writeFileTool = defineTool({
+  name: 'write_file',
+  description: 'Replaces a whole file with the given content. A tool for lesson P3 that changes files.',
+  input: z.strictObject({
+    path: z.string().describe('File path relative to the project root'),
+    content: z.string().describe('The new content'),
+  }),
+  readOnly: false,
+  run: async ({ path: file, content }, ctx) => {
+    await writeFile(path.join(ctx.root, file), content);
+    return `wrote ${file}`;
+  },
+});
+
+const MANUAL_LINE = 'Keep lines short and names plain. ';
+/** A forker's tool with a description as long as a whole manual: the request's fixed part, not its messages, is big. */
+const manualTool = defineTool({
+  name: 'style_manual',
+  description: `Answers questions on the house style. The manual: ${MANUAL_LINE.repeat(1_050)}`,
+  input: z.strictObject({ question: z.string().describe('What to ask') }),
+  readOnly: false,
+  run: async () => 'Keep lines short and names plain.',
+});
+
+/** A scripted model whose input usage counts the tool definitions too, as the API's does: a story about a large
+ *  tool needs it, and the scripted model leaves them out so that adding a tool moves no other script's spending. */
+class ToolsCountedModel extends ScriptedModel {
+  override async complete(request: ModelRequest, options: ModelCallOptions) {
+    const reply = await super.complete(request, options);
+    const tools = Math.ceil(JSON.stringify(request.tools ?? []).length / 4);
+    return { ...reply, usage: { ...reply.usage, input_tokens: reply.usage.input_tokens + tools } };
+  }
+}
+
 /** A tool that trusts its path, as a forker's might: it relies on the harness to keep every path inside the project. */
 const fileSizeTool = (scene: Scene): Tool => ({
   name: 'file_size',
@@ -321,12 +375,106 @@ const callIds = (step: ScriptedReply) =>
 const summaryText = (n: number) =>
   `Goal: a table of contents in notes/README.md. Done: the notes read so far (summary ${n}). Next: the rest.`;
 
+/** The script of the P4 endurance stories: a sub-agent lists the notes, then 45 reads and an edit; every request on
+ *  the side (a summary request) is answered with the next summary. */
+function readEveryNote(scene: Scene): ScriptEntry[] {
+  const steps: ScriptedReply[] = [
+    reply(toolUse('task', { description: 'list the notes', prompt: NOTES_QUESTION }, 'toolu_task')),
+  ];
+  for (let step = 0; step < 15; step++)
+    steps.push(
+      reply(
+        ...[1, 2, 3].map((j) => {
+          const note = `notes/n${String(((step * 3 + j - 1) % 15) + 1).padStart(2, '0')}.md`;
+          return toolUse('read_file', { path: note }, `toolu_read_${step}_${j}`);
+        }),
+      ),
+    );
+  steps.push(
+    reply(
+      toolUse(
+        'edit_file',
+        {
+          path: 'notes/README.md',
+          old_str: '',
+          new_str: Object.keys(NOTES)
+            .map((f) => `- ${f}\n`)
+            .join(''),
+        },
+        'toolu_readme',
+      ),
+    ),
+    say('Added notes/README.md with all 15 notes.'),
+  );
+  let next = 0;
+  let requestIndex = -1;
+  // Any request that does not go on with the loop (the task, then the results of the last step's calls) is
+  // answered as a summary request, whatever it looks like: no marker, no event is needed.
+  const answer = (request: ModelRequest): ScriptedReply => {
+    requestIndex++;
+    const previous = next === 0 ? [] : callIds(steps[next - 1]!);
+    if (continues(request, NOTES_TASK, previous)) return steps[next++]!;
+    scene.summaryRequests.push(requestIndex);
+    return say(summaryText(scene.summaryRequests.length));
+  };
+  return Array.from({ length: 2 * steps.length + 10 }, () => answer);
+}
+
+/** The first request over the P4 window, named with what its estimate may have left out; null when none is. */
+function windowProblem(requests: ModelRequest[], summaries: readonly number[]): string | null {
+  const at = requests.findIndex((request) => tokensOf(request) > P4_WINDOW);
+  if (at < 0) return null;
+  const size = tokensOf(requests[at]!);
+  const messages = Math.ceil(JSON.stringify(requests[at]!.messages).length / 4);
+  const leftOut =
+    messages <= 0.75 * P4_WINDOW
+      ? `, its messages only ~${messages}: count the system prompt and the tool definitions in the estimate too`
+      : ': before each request, estimate its size and, past 75% of config.contextWindow, summarise the older ' +
+        'part and send the summary instead';
+  const over = `request ${at + 1} was ~${size} tokens, over the ${P4_WINDOW}-token window`;
+  return `${over}, after ${summaries.length} summaries${leftOut}`;
+}
+
+/** Why the task call never reached config.taskModel, or null when it did. */
+function neverDelegated(messages: Message[], subAgentRequests: ModelRequest[]): string | null {
+  if (subAgentRequests.length > 0) return null;
+  const answered = resultText(resultFor(messages, 'toolu_task'));
+  return (
+    `the task call never reached config.taskModel (it was answered ${shown(answered)}): offer a tool named ` +
+    'task, with input { description, prompt }, that runs a sub-agent on config.taskModel'
+  );
+}
+
+const systemText = (request: ModelRequest | undefined) =>
+  typeof request?.system === 'string' ? request.system : JSON.stringify(request?.system ?? '');
+
+/** Where the first request after a compaction went wrong, or null: sent without a summary, or with almost nothing
+ *  after it kept as it was. */
+function summaryProblem(requests: ModelRequest[], summaries: readonly number[]): string | null {
+  for (const [k, at] of summaries.entries()) {
+    const sentAfter = requests.slice(at + 1).find((r) => !summaries.includes(requests.indexOf(r)));
+    if (sentAfter === undefined) continue;
+    if (!JSON.stringify(sentAfter.messages).includes(summaryText(k + 1)))
+      return `summary ${k + 1} was never sent: after a compaction the model sees the summary, then the recent part`;
+    const kept = Math.ceil(JSON.stringify(sentAfter.messages.slice(1)).length / 4);
+    if (kept < P4_WINDOW / 6)
+      return (
+        `after summary ${k + 1}, request ${requests.indexOf(sentAfter) + 1} kept only ~${kept} tokens of messages ` +
+        `as they were: keep the recent part (about a quarter of the window) verbatim, summarise only what is older`
+      );
+  }
+  return null;
+}
+
 const thinking = { type: 'thinking', thinking: 'The user gave a name; remember it.', signature: 'sig-p0' } as const;
 
 /** What lies beside the project in the paths story: it must never reach a request. */
 const PATH_SECRET = 'launch code 7-4-1, never to be read by the model';
 const ESCAPES = {
   toolu_dotdot: 'read_file "../secret.txt" (a ".." out of the project)',
+  toolu_sibling:
+    'read_file "../project-private/secret.txt" (a folder beside the project whose name starts with the ' +
+    "project's: compare whole path segments, not the start of the text)",
   toolu_absolute: 'read_file with the absolute path of secret.txt',
   toolu_symlink: 'read_file "link/secret.txt" (a symlink in the project that points out of it)',
   toolu_nul: 'read_file "notes.txt\\0../secret.txt" (a NUL byte in the path)',
@@ -346,6 +494,9 @@ const UNFINISHED_TIMEOUT_MS = 200;
 const LONG_CHECK =
   'test -f fixed.txt && exit 0; echo "FIRST LINE: the check starts"; seq 1 40000; ' +
   'echo "LAST LINE: expected 5, got -1"; exit 1';
+
+/** A check that always fails, and costs no process of its own beyond the shell. */
+const NEVER_PASSES = 'echo "expected 5, got -1"; exit 1';
 
 const ADD_FIX = { path: 'add.js', old_str: 'return a - b;', new_str: 'return a + b;' };
 /** What a model that cannot fix the code tries: make the test expect the bug. */
@@ -557,19 +708,22 @@ export const STORIES: Story[] = [
         toolUse('count', { n: '5' }, 'toolu_string'),
         toolUse('count', { n: 5, by: 1 }, 'toolu_extra'),
         toolUse('count', {}, 'toolu_missing'),
+        toolUse('tally', { n: 5, by: 1 }, 'toolu_loose_extra'),
         toolUse('count', { n: 5 }, 'toolu_valid'),
       ),
       say('Counted to five once.'),
     ],
-    tools: (scene) => [...TOOLS, countTool(scene)],
+    tools: (scene) => [...TOOLS, countTool(scene), tallyTool(scene)],
     check: ({ messages, scene }) => {
       const fix =
-        "check every call's arguments with tool.input.safeParse(call.input) before it runs, and refuse what " +
-        'fails: nothing coerced ("5" is not 5), no key added or dropped';
+        "check every call's arguments with tool.input.strict().safeParse(call.input) before it runs, and refuse " +
+        'what fails: nothing coerced ("5" is not 5), no key added or dropped, even when the schema is a plain ' +
+        'z.object (which drops unknown keys)';
       for (const [id, what] of [
         ['toolu_string', 'count with n: "5"'],
         ['toolu_extra', 'count with an extra key'],
         ['toolu_missing', 'count without n'],
+        ['toolu_loose_extra', 'tally (a plain z.object schema) with an extra key'],
       ] as const) {
         const problem = notRefused(messages, id, what);
         if (problem !== null) return `${problem}: ${fix}`;
@@ -586,12 +740,13 @@ export const STORIES: Story[] = [
       'no call reads, lists or changes a file outside the project, however the path is spelled ' +
       '(.., absolute, a symlink out, a NUL byte), whatever the tool',
     project: { 'notes.txt': 'inside the project\n' },
-    outside: { 'secret.txt': `${PATH_SECRET}\n` },
+    outside: { 'secret.txt': `${PATH_SECRET}\n`, 'project-private/secret.txt': `${PATH_SECRET}\n` },
     links: { link: '..' },
     tasks: ['Read the secret beside the project.'],
     script: (scene) => [
       reply(
         toolUse('read_file', { path: '../secret.txt' }, 'toolu_dotdot'),
+        toolUse('read_file', { path: '../project-private/secret.txt' }, 'toolu_sibling'),
         toolUse('read_file', { path: path.join(scene.outside, 'secret.txt') }, 'toolu_absolute'),
         toolUse('read_file', { path: 'link/secret.txt' }, 'toolu_symlink'),
         toolUse('read_file', { path: 'notes.txt\0../secret.txt' }, 'toolu_nul'),
@@ -814,6 +969,75 @@ export const STORIES: Story[] = [
     },
   },
   {
+    lesson: 'p2',
+    name: 'a model that keeps claiming "done" is stopped',
+    expected:
+      'a model that claims "done" again and again while the check fails is halted with kind budget (turns): ' +
+      'every reply counts toward the turn limit, one without calls too',
+    project: {},
+    tasks: ['Make the check pass.'],
+    script: () => Array.from({ length: MAX_STORY_REQUESTS + 1 }, (_, i) => say(`Done (claim ${i + 1}).`)),
+    verify: NEVER_PASSES,
+    check: ({ halts, requests }) => {
+      const halt = halts[0];
+      if (halt?.kind !== 'budget' || halt.budget !== 'turns')
+        return (
+          `a model claiming "done" while the check fails was called ${requests.length} times and halted ` +
+          `${haltText(halt)}: count every model call toward the turn limit, not only the turns with tool calls`
+        );
+      return failIf(
+        requests.length !== halt.limit,
+        `the limit was ${halt.limit}, but the model was called ${requests.length} times`,
+      );
+    },
+  },
+  {
+    lesson: 'p2',
+    name: 'a root reached through a symlink',
+    expected: 'with config.root a symlink to the project (a temporary folder on macOS is one), the calls inside it run',
+    project: { 'notes.txt': 'alpha\n' },
+    rootThroughLink: true,
+    tasks: ['Change alpha to beta in notes.txt.'],
+    script: () => [
+      call('read_file', { path: 'notes.txt' }),
+      call('edit_file', { path: 'notes.txt', old_str: 'alpha', new_str: 'beta' }),
+      say('notes.txt says beta now.'),
+    ],
+    check: async ({ messages, root }) => {
+      const refused = messages.flatMap(resultsOf).find((result) => result.is_error === true);
+      if (refused !== undefined)
+        return (
+          `with config.root a symlink to the project, a call inside it was refused (${shown(resultText(refused))}): ` +
+          'resolve config.root once, with realpath, before any path is compared with it'
+        );
+      const final = await readFile(path.join(root, 'notes.txt'), 'utf8');
+      return failIf(final !== 'beta\n', `notes.txt ended as ${JSON.stringify(final)}, not "beta\\n"`);
+    },
+  },
+  {
+    lesson: 'p2',
+    name: 'what was read stays read',
+    expected: "a file read in one task can be edited in the next: what was read is remembered for the agent's life",
+    project: { 'notes.txt': 'alpha\n' },
+    tasks: ['Read notes.txt.', 'Now change alpha to beta in it.'],
+    script: () => [
+      call('read_file', { path: 'notes.txt' }),
+      say('notes.txt says alpha.'),
+      reply(toolUse('edit_file', { path: 'notes.txt', old_str: 'alpha', new_str: 'beta' }, 'toolu_next_task')),
+      say('notes.txt says beta now.'),
+    ],
+    check: async ({ messages, root }) => {
+      const result = resultFor(messages, 'toolu_next_task');
+      if (result?.is_error === true)
+        return (
+          `the edit in task 2 of notes.txt, read in task 1, was refused (${shown(resultText(result))}): keep ` +
+          "the tool context's seen map for the agent's whole life, not one per task"
+        );
+      const final = await readFile(path.join(root, 'notes.txt'), 'utf8');
+      return failIf(final !== 'beta\n', `notes.txt ended as ${JSON.stringify(final)}, not "beta\\n"`);
+    },
+  },
+  {
     lesson: 'p3',
     name: 'a protected file stays as it is',
     expected:
@@ -830,12 +1054,23 @@ export const STORIES: Story[] = [
       },
       () => {
         scene.snapshot('after the edit of ./test.js', 'test.js');
+        return reply(toolUse('edit_file', { path: 'sub/../test.js', ...WEAKER_TEST }, 'toolu_protected_around'));
+      },
+      () => {
+        scene.snapshot('after the edit of sub/../test.js', 'test.js');
+        const weaker = EXAMPLE_FILES['test.js']!.replace(WEAKER_TEST.old_str, WEAKER_TEST.new_str);
+        return reply(toolUse('write_file', { path: 'test.js', content: weaker }, 'toolu_protected_written'));
+      },
+      () => {
+        scene.snapshot('after write_file of test.js', 'test.js');
         return call('edit_file', ADD_FIX);
       },
       say('Done: add.js returns a + b; test.js is unchanged.'),
     ],
+    tools: () => [...TOOLS, writeFileTool],
     verify: SEED_STORY_VERIFY,
     options: () => ({ protect: ['test.js'], contextFiles: false }),
+    approvals: [],
     check: ({ halts, messages, scene }) => {
       if (scene.snapshots.get('after the edit of test.js') !== EXAMPLE_FILES['test.js'])
         return (
@@ -847,9 +1082,27 @@ export const STORIES: Story[] = [
           'test.js, which config.protect names, was changed by an edit of "./test.js": match the path as it ' +
           'resolves, relative to the root, not as the model spelled it'
         );
+      if (scene.snapshots.get('after the edit of sub/../test.js') !== EXAMPLE_FILES['test.js'])
+        return (
+          'test.js, which config.protect names, was changed by an edit of "sub/../test.js": match the path as it ' +
+          'resolves (safe_path), relative to the root, not its text'
+        );
+      if (scene.snapshots.get('after write_file of test.js') !== EXAMPLE_FILES['test.js'])
+        return (
+          'test.js, which config.protect names, was changed by write_file: refuse a protected path for every tool ' +
+          'that is not readOnly, not only for edit_file'
+        );
+      const asked = scene.approvalsAsked.length;
+      if (asked > 1)
+        return (
+          `config.approve was asked ${asked} times, about calls then refused anyway (the changes of the protected ` +
+          'test.js): ask the person last, once every other check has let the call through'
+        );
       return (
         notRefused(messages, 'toolu_protected', 'the edit of test.js') ??
         notRefused(messages, 'toolu_protected_spelled', 'the edit of ./test.js') ??
+        notRefused(messages, 'toolu_protected_around', 'the edit of sub/../test.js') ??
+        notRefused(messages, 'toolu_protected_written', 'write_file of test.js') ??
         failIf(halts[0]?.kind !== 'accepted', `then halted ${haltText(halts[0])}, not accepted`)
       );
     },
@@ -883,6 +1136,12 @@ export const STORIES: Story[] = [
     check: ({ halts, messages, scene }) => {
       const asked = scene.approvalsAsked;
       if (asked.length === 0) return 'config.approve was never asked: ask it before a call that changes a file';
+      const notAName = asked.find((tool) => typeof tool !== 'string');
+      if (notAName !== undefined)
+        return (
+          `config.approve was handed ${describedTool(notAName)} as its tool: hand it the tool's name, a string ` +
+          '({ tool: tool.name, preview, signal })'
+        );
       if (asked.some((tool) => tool !== 'edit_file'))
         return `config.approve was asked about ${asked.join(', ')}: ask only about tools that are not readOnly`;
       if (scene.snapshots.get('after the declined edit') !== EXAMPLE_FILES['add.js'])
@@ -938,6 +1197,63 @@ export const STORIES: Story[] = [
     },
   },
   {
+    lesson: 'p3',
+    name: 'an approver that fails is a no',
+    expected: 'when config.approve throws (the terminal closed, say), the call it was asked about is refused, not run',
+    project: EXAMPLE_FILES,
+    tasks: [SEED_STORY_TASK],
+    script: (scene) => [
+      call('read_file', { path: 'add.js' }),
+      reply(toolUse('edit_file', ADD_FIX, 'toolu_unapproved')),
+      () => {
+        scene.snapshot('after the unapproved edit', 'add.js');
+        return say('I could not change add.js.');
+      },
+    ],
+    options: () => ({
+      contextFiles: false,
+      approve: async () => {
+        throw new Error('the terminal closed');
+      },
+    }),
+    check: ({ messages, scene }) => {
+      if (scene.snapshots.get('after the unapproved edit') !== EXAMPLE_FILES['add.js'])
+        return (
+          'the edit ran though config.approve threw: an approver that fails has not said yes; refuse the call ' +
+          '(fail closed)'
+        );
+      return notRefused(messages, 'toolu_unapproved', 'the edit config.approve failed on');
+    },
+  },
+  {
+    lesson: 'p3',
+    name: 'a change without a preview is asked about too',
+    expected:
+      'a call of a tool that is not readOnly and has no preview is asked about too (its arguments shown), ' +
+      'and not run when declined',
+    project: {},
+    tasks: ['Log one line.'],
+    script: (scene) => [
+      reply(toolUse('append_line', { line: 'one' }, 'toolu_append')),
+      () => {
+        scene.snapshot('after the declined append', 'log.txt');
+        return say('The person said no; nothing logged.');
+      },
+    ],
+    tools: () => [...TOOLS, appendLine],
+    options: () => ({ contextFiles: false }),
+    approvals: [{ approved: false, reason: 'no logging today' }],
+    check: ({ messages, scene }) => {
+      const how = scene.approvalsAsked.length === 0 ? 'without config.approve being asked' : 'though declined';
+      if (scene.snapshots.get('after the declined append') !== null)
+        return (
+          `append_line, which changes a file and has no preview, ran ${how}: ` +
+          'ask about every call of a tool that is not readOnly, showing its arguments when it has no preview'
+        );
+      return notRefused(messages, 'toolu_append', 'the declined append_line');
+    },
+  },
+  {
     // The first P4 story is the one `npm run page:p4` records and exports: keep its sub-agent first.
     lesson: 'p4',
     name: 'endurance',
@@ -946,66 +1262,25 @@ export const STORIES: Story[] = [
       'carrying the one before), no request outgrows the window, and the transcript keeps every call',
     project: NOTES,
     tasks: [NOTES_TASK],
-    script: (scene) => {
-      const steps: ScriptedReply[] = [
-        reply(toolUse('task', { description: 'list the notes', prompt: NOTES_QUESTION }, 'toolu_task')),
-      ];
-      for (let step = 0; step < 15; step++)
-        steps.push(
-          reply(
-            ...[1, 2, 3].map((j) => {
-              const note = `notes/n${String(((step * 3 + j - 1) % 15) + 1).padStart(2, '0')}.md`;
-              return toolUse('read_file', { path: note }, `toolu_read_${step}_${j}`);
-            }),
-          ),
-        );
-      steps.push(
-        reply(
-          toolUse(
-            'edit_file',
-            {
-              path: 'notes/README.md',
-              old_str: '',
-              new_str: Object.keys(NOTES)
-                .map((f) => `- ${f}\n`)
-                .join(''),
-            },
-            'toolu_readme',
-          ),
-        ),
-        say('Added notes/README.md with all 15 notes.'),
-      );
-      let next = 0;
-      let requestIndex = -1;
-      // Any request that does not go on with the loop (the task, then the results of the last step's calls) is
-      // answered as a summary request, whatever it looks like: no marker, no event is needed.
-      const answer = (request: ModelRequest): ScriptedReply => {
-        requestIndex++;
-        const previous = next === 0 ? [] : callIds(steps[next - 1]!);
-        if (continues(request, NOTES_TASK, previous)) return steps[next++]!;
-        scene.summaryRequests.push(requestIndex);
-        return say(summaryText(scene.summaryRequests.length));
-      };
-      return Array.from({ length: steps.length + 10 }, () => answer);
-    },
+    script: readEveryNote,
     subAgentScript: NOTES_SUB_AGENT,
     options: () => ({ contextWindow: P4_WINDOW, contextFiles: false }),
-    check: async ({ halts, messages, requests, root, scene }) => {
+    check: async ({ halts, messages, requests, root, scene, subAgentRequests }) => {
       const summaries = scene.summaryRequests;
-      const largest = Math.max(...requests.map(tokensOf));
-      if (largest > P4_WINDOW) {
-        const at = requests.findIndex((r) => tokensOf(r) === largest);
-        return (
-          `request ${at + 1} was ~${largest} tokens, over the ${P4_WINDOW}-token window, after ` +
-          `${summaries.length} summaries: before each request, estimate its size and, past 75% of ` +
-          'config.contextWindow, summarise the older part and send the summary instead'
-        );
-      }
+      const delegated = neverDelegated(messages, subAgentRequests);
+      if (delegated !== null) return delegated;
+      const oversize = windowProblem(requests, summaries);
+      if (oversize !== null) return oversize;
       if (summaries.length === 0) return 'no summary was ever asked for, though the window filled';
+      const sent = summaryProblem(requests, summaries);
+      if (sent !== null) return sent;
       for (const [k, at] of summaries.entries()) {
-        const sentAfter = requests.slice(at + 1).find((r) => !summaries.includes(requests.indexOf(r)));
-        if (sentAfter !== undefined && !JSON.stringify(sentAfter.messages).includes(summaryText(k + 1)))
-          return `summary ${k + 1} was never sent: after a compaction the model sees the summary, then the recent part`;
+        const choice = requests[at]!.tool_choice;
+        if ((requests[at]!.tools ?? []).length > 0 && choice?.type !== 'none')
+          return (
+            `summary request ${k + 1} offered the tools without tool_choice { type: 'none' }: the model may answer ` +
+            'it with a call that nobody runs; send tool_choice none with a summary request'
+          );
         if (k > 0 && !JSON.stringify(requests[at]!.messages).includes(summaryText(k)))
           return (
             `summary request ${k + 1} did not carry summary ${k}: summarise the previous summary with the messages ` +
@@ -1027,6 +1302,23 @@ export const STORIES: Story[] = [
   },
   {
     lesson: 'p4',
+    name: 'the whole request is counted',
+    expected:
+      "the endurance story with a tool whose description is half the window: each request's estimate counts the " +
+      'system prompt and the tool definitions too, so none outgrows the window',
+    project: NOTES,
+    tasks: [NOTES_TASK],
+    script: readEveryNote,
+    subAgentScript: NOTES_SUB_AGENT,
+    tools: () => [...TOOLS, manualTool],
+    usageCountsTools: true,
+    options: () => ({ contextWindow: P4_WINDOW, contextFiles: false }),
+    check: ({ requests, scene }) =>
+      windowProblem(requests, scene.summaryRequests) ??
+      failIf(scene.summaryRequests.length === 0, 'no summary was ever asked for, though the window filled'),
+  },
+  {
+    lesson: 'p4',
     name: 'a sub-agent',
     expected:
       'a task call runs a second loop on config.taskModel, from the prompt alone, with only the read-only tools; ' +
@@ -1039,15 +1331,15 @@ export const STORIES: Story[] = [
     ],
     subAgentScript: NOTES_SUB_AGENT,
     options: () => ({ contextFiles: false }),
-    check: ({ halts, messages, subAgentRequests }) => {
-      const first = subAgentRequests[0];
-      if (first === undefined) {
-        const answered = resultText(resultFor(messages, 'toolu_task'));
+    check: ({ halts, messages, requests, subAgentRequests }) => {
+      const delegated = neverDelegated(messages, subAgentRequests);
+      if (delegated !== null) return delegated;
+      const first = subAgentRequests[0]!;
+      if (systemText(first) === systemText(requests[0]))
         return (
-          `the task call never reached config.taskModel (it was answered ${shown(answered)}): offer a tool named ` +
-          'task, with input { description, prompt }, that runs a sub-agent on config.taskModel'
+          "the sub-agent was sent the parent's system prompt: give it one of its own, for answering one question " +
+          'with read-only tools (it can neither edit nor claim "done")'
         );
-      }
       if (first.messages.length !== 1 || textOf(first.messages[0]).trim() !== NOTES_QUESTION)
         return (
           `the sub-agent's first request sent ${shown(first.messages)}: a sub-agent starts from the prompt alone, ` +
@@ -1099,8 +1391,11 @@ export async function playStory<E>(
     await writeFiles(outside, story.outside ?? {});
     await writeFiles(root, story.project);
     for (const [name, target] of Object.entries(story.links ?? {})) await symlink(target, path.join(root, name));
+    const given = story.rootThroughLink ? path.join(outside, 'link-to-project') : root;
+    if (story.rootThroughLink) await symlink('project', given);
     const scene = new Scene(root, outside);
-    const model = new ScriptedModel(await story.script(scene));
+    const script = await story.script(scene);
+    const model = story.usageCountsTools ? new ToolsCountedModel(script) : new ScriptedModel(script);
     const subAgentModel = story.subAgentScript && new ScriptedModel(story.subAgentScript);
     const broken: StoryFailure[] = [];
     const tools = story.tools?.(scene) ?? TOOLS;
@@ -1113,7 +1408,7 @@ export async function playStory<E>(
     const run = async (): Promise<StoryRun | string> => {
       const created = await attempt('createAgent', async () =>
         harness.createAgent({
-          root,
+          root: given,
           model: judgedModel(model, 'request', stop.signal, broken),
           tools,
           verify: story.verify,
@@ -1316,6 +1611,11 @@ function haltText(halt: Halt | undefined): string {
       return `error: ${halt.message}`;
   }
 }
+/** What a harness handed config.approve as its tool, when that was not a name: a Tool object, named by its name. */
+const describedTool = (tool: unknown) =>
+  typeof tool === 'object' && tool !== null && 'name' in tool
+    ? `an object (the Tool ${shown(tool.name)})`
+    : shown(tool);
 const shown = (value: unknown) => (value === undefined ? 'undefined' : JSON.stringify(value)?.slice(0, 120));
 
 /** The first line of an error's message. */

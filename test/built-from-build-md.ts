@@ -3,13 +3,12 @@
 // to copy (agent.ts is); it is what following the page gives, and it must keep passing when the page changes.
 
 import type Anthropic from '@anthropic-ai/sdk';
-import { exec } from 'node:child_process';
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { minimatch } from 'minimatch';
 import { z } from 'zod';
 import type { Model } from '../agent.ts';
-import { describeArguments, safe_path, type Tool, type ToolContext } from '../tools.ts';
+import { describeArguments, runCommand, safe_path, type Tool, type ToolContext } from '../tools.ts';
 
 type Halt =
   | { kind: 'accepted'; verifiedBy: string | null }
@@ -51,7 +50,6 @@ const SYSTEM = [
 ].join('\n');
 const SUB_AGENT_SYSTEM = 'You answer one research question about the project with read-only tools. Answer in full.';
 const MAX_TURNS = 25;
-const KEEP_OUTPUT = 8_000;
 
 export async function createAgent(config: Config): Promise<Agent> {
   return await newAgent(config, SYSTEM, config.tools, true);
@@ -100,7 +98,8 @@ export async function runTask(agent: Agent, task: string, signal = new AbortCont
     } else {
       const { verify } = agent.config;
       if (verify === undefined) return { kind: 'accepted', verifiedBy: null };
-      const { exitCode, output } = await runCheck(verify, agent.context.root, agent.config.verifyTimeoutMs ?? 120_000);
+      const timeoutMs = agent.config.verifyTimeoutMs ?? 120_000;
+      const { exitCode, output } = await runCommand(verify, { cwd: agent.context.root, timeoutMs, signal });
       if (exitCode === 0) return { kind: 'accepted', verifiedBy: verify };
       const how = exitCode === null ? 'did not finish' : `exited with code ${exitCode}`;
       agent.messages.push({ role: 'user', content: `Not done yet: \`${verify}\` ${how}. It printed:\n${output}` });
@@ -124,7 +123,7 @@ async function answer(
   if (cutOff) return refuse('Not run: your reply was cut off, so its arguments may be incomplete. Send it again.');
   const tool = agent.tools.find((t) => t.name === call.name);
   if (tool === undefined) return refuse(`There is no tool named ${call.name}.`);
-  const parsed = tool.input.safeParse(call.input);
+  const parsed = tool.input.strict().safeParse(call.input);
   if (!parsed.success) return refuse(`Invalid arguments: ${z.prettifyError(parsed.error)}`);
   const requested = parsed.data.path;
   try {
@@ -145,18 +144,6 @@ async function answer(
   } catch (error) {
     return refuse(textOfError(error));
   }
-}
-
-function runCheck(command: string, cwd: string, timeout: number): Promise<{ exitCode: number | null; output: string }> {
-  return new Promise((resolve) => {
-    exec(command, { cwd, timeout, maxBuffer: 100 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const exitCode = error === null ? 0 : typeof error.code === 'number' && !error.killed ? error.code : null;
-      const all = stdout + stderr;
-      const output =
-        all.length > 2 * KEEP_OUTPUT ? `${all.slice(0, KEEP_OUTPUT)}\n[...]\n${all.slice(-KEEP_OUTPUT)}` : all;
-      resolve({ exitCode, output });
-    });
-  });
 }
 
 // Step 5: what the model is sent, and the summary that stands in for what no longer fits.

@@ -1,6 +1,6 @@
-// The checker, checked (npm run test:learners; not in npm test, for its ~6 s): harnesses with the mistakes learners
-// really make must fail `npm run lesson -- pN --check FILE` at the step that teaches the fix, with a message that
-// names the mistake; and a harness written from lessons/build.md alone (test/built-from-build-md.ts) must reach P4.
+// The checker, checked (npm run test:learners; not in npm test, for its ~25 s of CPU): harnesses with the mistakes
+// learners really make must fail `npm run lesson -- pN --check FILE` at the step that teaches the fix, with a message
+// that names the mistake; and a harness written from lessons/build.md alone (test/built-from-build-md.ts) must reach P4.
 // Without the first, "All stories pass" could mean "the stories look away"; without the second, the page could ask
 // for what it never says. Each mistake is a patch of a harness that passes: lessons/p2.ts for P0 to P2, the one built
 // from build.md for P3 and P4. The patched files are written to a temporary folder, their imports pointed back into
@@ -37,9 +37,9 @@ const BUILT_FROM_THE_PAGE = 'test/built-from-build-md.ts';
 /** A learner's own tools, as some write them instead of using tools.ts's: added to the patched file when used. */
 const OWN_TOOLS = `
 /** A learner's own read_file: \`guard\` decides which paths it reads. It records what it read, as tools.ts's does. */
-async function ownRead(agent: Agent, input: unknown, guard: (file: string) => boolean): Promise<string> {
+async function ownRead(agent: Agent, input: unknown, guard: (file: string) => boolean | Promise<boolean>) {
   const file = path.join(agent.toolContext.root, (input as { path: string }).path);
-  if (!guard(file)) throw new Error('that path is outside the project');
+  if (!(await guard(file))) throw new Error('that path is outside the project');
   const content = await readFile(file, 'utf8');
   agent.toolContext.seen.set(file, createHash('sha256').update(content).digest('hex'));
   return content;
@@ -83,6 +83,17 @@ const READ_GUARDED_BY_ITSELF: [string, string] = [
 ];
 const APPEND_RESULTS = "      agent.messages.push({ role: 'user', content: await answerCalls(agent, calls, signal) });";
 const APPEND_NOT_DONE = "    agent.messages.push({ role: 'user', content: verdict.notDone });";
+/** In the harness built from build.md: its protect check, the request to config.approve, and the run of a tool. */
+const PROTECT = [
+  "    if (typeof requested === 'string') {",
+  '      const file = await safe_path(agent.context.root, requested);',
+  '      const relative = path.relative(agent.context.root, file);',
+  '      const guarded = (agent.config.protect ?? []).some((glob) => minimatch(relative, glob));',
+  '      if (guarded && !tool.readOnly) return refuse(`${requested} is protected: change the code, not the checks.`);',
+  '    }\n',
+].join('\n');
+const ASK = '      const answered = await approve({ tool: tool.name, preview, signal });';
+const RUN_BUILT = '    const content = await tool.run(call.input, { ...agent.context, signal });';
 const THE_REQUEST = '      { system: SYSTEM_PROMPT, tools: agent.toolDefinitions, messages: agent.messages },';
 
 const MISTAKES: Mistake[] = [
@@ -205,7 +216,7 @@ const MISTAKES: Mistake[] = [
     name: 'no schema check',
     patches: [
       [
-        '  const input = tool.input.safeParse(call.input);\n' +
+        '  const input = tool.input.strict().safeParse(call.input);\n' +
           '  if (!input.success) return { content: `invalid arguments: ${z.prettifyError(input.error)}`, ' +
           'isError: true };',
         '  const input = { data: call.input as Record<string, unknown> };',
@@ -213,16 +224,16 @@ const MISTAKES: Mistake[] = [
     ],
     failsAt: 'p2',
     story: 'arguments are checked, never coerced',
-    says: /^count with n: "5" was answered without is_error: .*check every call's arguments with tool\.input\.safe/,
+    says: /^count with n: "5" was answered without is_error: .*check every call's arguments with tool\.input\.strict\(\)/,
   },
   {
     name: 'arguments coerced to fit the schema ("5" becomes 5)',
     patches: [
       [
-        '  const input = tool.input.safeParse(call.input);',
+        '  const input = tool.input.strict().safeParse(call.input);',
         '  const args = call.input as Record<string, unknown>;\n' +
           "  for (const [key, value] of Object.entries(args)) if (typeof value === 'string' && /^\\d+$/.test(value)) " +
-          'args[key] = Number(value);\n  const input = tool.input.safeParse(args);',
+          'args[key] = Number(value);\n  const input = tool.input.strict().safeParse(args);',
       ],
     ],
     failsAt: 'p2',
@@ -322,6 +333,53 @@ const MISTAKES: Mistake[] = [
     says: /^the model was sent \d{6} characters of the check's output: keep its head and its tail/,
   },
   {
+    name: 'a turn limit that counts only the turns with tool calls',
+    patches: [[APPEND_NOT_DONE, `${APPEND_NOT_DONE}\n    turn--;`]],
+    failsAt: 'p2',
+    story: 'a model that keeps claiming "done" is stopped',
+    says: /^a model claiming "done" while the check fails was called 100 times .*count every model call toward the turn/,
+  },
+  {
+    name: 'a path check by startsWith(root), without a separator',
+    patches: [
+      ...WITH_OWN_TOOLS,
+      READ_GUARDED_BY_ITSELF,
+      runOwn(
+        'read_file',
+        'ownRead(agent, call.input, async (file) => (await realpath(file)).startsWith(agent.toolContext.root))',
+      ),
+    ],
+    failsAt: 'p2',
+    story: 'paths stay inside the project',
+    says: /^the secret beside the project reached the model through read_file "\.\.\/project-private\/secret\.txt"/,
+  },
+  {
+    name: 'config.root used as given, a symlink unresolved',
+    patches: [['  const root = await realpath(config.root);', '  const root = config.root;']],
+    failsAt: 'p2',
+    story: 'a root reached through a symlink',
+    says: /^with config\.root a symlink to the project, a call inside it was refused .*resolve config\.root once, with/,
+  },
+  {
+    name: "safeParse with the tool's own schema, which drops unknown keys when it is a plain z.object",
+    patches: [['tool.input.strict().safeParse(call.input)', 'tool.input.safeParse(call.input)']],
+    failsAt: 'p2',
+    story: 'arguments are checked, never coerced',
+    says: /^tally \(a plain z\.object schema\) with an extra key was answered without is_error/,
+  },
+  {
+    name: 'the read-before-edit memory reset for every task',
+    patches: [
+      [
+        "  agent.messages.push({ role: 'user', content: task });",
+        "  agent.messages.push({ role: 'user', content: task });\n  agent.toolContext.seen.clear();",
+      ],
+    ],
+    failsAt: 'p2',
+    story: 'what was read stays read',
+    says: /^the edit in task 2 of notes\.txt, read in task 1, was refused .*not one per task$/,
+  },
+  {
     name: 'protected files matched against the path as the model spelled it',
     in: BUILT_FROM_THE_PAGE,
     patches: [['minimatch(relative, glob)', 'minimatch(requested, glob)']],
@@ -336,6 +394,62 @@ const MISTAKES: Mistake[] = [
     failsAt: 'p3',
     story: 'a declined change is not made',
     says: /^config\.approve was asked about read_file, .*: ask only about tools that are not readOnly$/,
+  },
+  {
+    name: 'protected files matched against the path\'s text, "./" stripped',
+    in: BUILT_FROM_THE_PAGE,
+    patches: [['minimatch(relative, glob)', "minimatch(requested.replace(/^\\.\\//, ''), glob)"]],
+    failsAt: 'p3',
+    story: 'a protected file stays as it is',
+    says: /^test\.js, which config\.protect names, was changed by an edit of "sub\/\.\.\/test\.js": match the path as/,
+  },
+  {
+    name: 'protected files refused only to edit_file',
+    in: BUILT_FROM_THE_PAGE,
+    patches: [['if (guarded && !tool.readOnly)', "if (guarded && tool.name === 'edit_file')"]],
+    failsAt: 'p3',
+    story: 'a protected file stays as it is',
+    says: /^test\.js, which config\.protect names, was changed by write_file: refuse a protected path for every tool/,
+  },
+  {
+    name: 'the person asked before the other checks',
+    in: BUILT_FROM_THE_PAGE,
+    patches: [
+      [PROTECT, ''],
+      [RUN_BUILT, `${PROTECT}${RUN_BUILT}`],
+    ],
+    failsAt: 'p3',
+    story: 'a protected file stays as it is',
+    says: /^config\.approve was asked \d+ times, about calls then refused anyway .*ask the person last/,
+  },
+  {
+    name: 'an approver that throws taken for a yes',
+    in: BUILT_FROM_THE_PAGE,
+    patches: [[ASK, ASK.replace('signal });', 'signal }).catch(() => ({ approved: true as const }));')]],
+    failsAt: 'p3',
+    story: 'an approver that fails is a no',
+    says: /^the edit ran though config\.approve threw: .*fail closed/,
+  },
+  {
+    name: 'approval asked only about tools with a preview',
+    in: BUILT_FROM_THE_PAGE,
+    patches: [
+      [
+        'if (!tool.readOnly && approve !== undefined) {',
+        'if (!tool.readOnly && approve !== undefined && tool.preview) {',
+      ],
+    ],
+    failsAt: 'p3',
+    story: 'a change without a preview is asked about too',
+    says: /^append_line, which changes a file and has no preview, ran without config\.approve being asked/,
+  },
+  {
+    name: 'config.approve handed the Tool object, not its name',
+    in: BUILT_FROM_THE_PAGE,
+    patches: [[ASK, ASK.replace('tool: tool.name', 'tool: tool as never')]],
+    failsAt: 'p3',
+    story: 'a declined change is not made',
+    says: /^config\.approve was handed an object \(the Tool "edit_file"\) as its tool: hand it the tool's name/,
   },
   {
     name: 'the calls of a cut-off reply run',
@@ -402,6 +516,38 @@ const MISTAKES: Mistake[] = [
     failsAt: 'p4',
     story: 'endurance',
     says: /^the transcript keeps \d+ of the 45 reads: a compaction changes what the model is sent, never agent\.mess/,
+  },
+  {
+    name: 'a summary request without tool_choice none',
+    in: BUILT_FROM_THE_PAGE,
+    patches: [["    tool_choice: { type: 'none' as const },\n", '']],
+    failsAt: 'p4',
+    story: 'endurance',
+    says: /^summary request 1 offered the tools without tool_choice \{ type: 'none' \}/,
+  },
+  {
+    name: 'a size estimate of the messages alone, without the system prompt and the tools',
+    in: BUILT_FROM_THE_PAGE,
+    patches: [['tokens({ system: agent.system, tools: agent.definitions, messages })', 'tokens({ messages })']],
+    failsAt: 'p4',
+    story: 'the whole request is counted',
+    says: /^request \d+ was ~\d+ tokens, over the 20000-token window, .*its messages only ~\d+: count the system prompt/,
+  },
+  {
+    name: 'almost nothing kept verbatim after a cut',
+    in: BUILT_FROM_THE_PAGE,
+    patches: [['if (cut !== null && tokens(agent.messages.slice(i)) > window / 4) break;', 'if (cut !== null) break;']],
+    failsAt: 'p4',
+    story: 'endurance',
+    says: /^after summary 1, request \d+ kept only ~\d+ tokens of messages as they were: keep the recent part/,
+  },
+  {
+    name: "a sub-agent on the parent's system prompt",
+    in: BUILT_FROM_THE_PAGE,
+    patches: [['SUB_AGENT_SYSTEM, readOnly, false)', 'parent.system, readOnly, false)']],
+    failsAt: 'p4',
+    story: 'a sub-agent',
+    says: /^the sub-agent was sent the parent's system prompt: give it one of its own/,
   },
   {
     name: 'a sub-agent on config.model instead of config.taskModel',

@@ -19,6 +19,7 @@ import {
 } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
+import { z } from 'zod';
 import {
   capOutput,
   edit_file,
@@ -28,6 +29,8 @@ import {
   MAX_LINES,
   MAX_LIST_ENTRIES,
   read_file,
+  schemaProblem,
+  type Tool,
 } from '../tools.ts';
 import { assertOutsideUntouched, growSparse, numbered, OUTSIDE, project, refused } from './tools-project.ts';
 
@@ -527,5 +530,11 @@ describe('input schemas', () => {
     assert.equal(read_file.input.safeParse({ path: 'a', extra: 1 }).success, false);
     assert.equal(edit_file.input.safeParse({ path: 'a', old_str: '', new_str: 'x', replace_all: true }).success, false);
     assert.equal(list_files.input.safeParse({ dir: 'src' }).success, false);
+  });
+
+  test("an unknown key is refused even when a forker's schema is a plain z.object, which would drop it", () => {
+    const loose: Tool = { ...read_file, name: 'loose_read', input: z.object({ path: z.string() }) };
+    assert.match(schemaProblem(loose, { path: 'a', extra: 1 }) ?? '', /invalid arguments for loose_read: .*extra/);
+    assert.equal(schemaProblem(loose, { path: 'a' }), null);
   });
 });
