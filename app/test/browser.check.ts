@@ -274,7 +274,7 @@ describe('a session with a sub-agent, a failed check, approvals and Ctrl-C, in a
 
   test('an edit reads as a diff, with the file’s line numbers; approvals, the typed message and Ctrl-C are shown', async () => {
     const approved = page.locator('.call[data-tool="edit_file"]').last();
-    assert.match(await approved.locator('.call-head').innerText(), /edit_file\s+approved by you/);
+    assert.match(await approved.locator('.call-head').innerText(), /edit_file add\.js\s+approved by you/);
     const diff = await approved.locator('pre.diff').innerText();
     assert.match(
       diff,
