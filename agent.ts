@@ -1,4 +1,4 @@
-// agent.ts — the harness: everything the loop runs, and nothing else. It never prints or touches a
+// agent.ts, the harness: everything the loop runs, and nothing else. It never prints or touches a
 // terminal: the program (app/) calls its API and draws its events. Sections follow the lessons.
 //
 // The loop, in pseudo-code (P1 the loop, P2 the gate, P3 the guards, P4 the window):

@@ -31,7 +31,7 @@ import { z } from 'zod';
 export interface ToolContext {
   /** The project root, already resolved through symlinks. */
   readonly root: string;
-  /** Content hash of each file as the model last saw it (real path → sha256): read-before-edit. */
+  /** Content hash of each file as the model last saw it (real path to sha256): read-before-edit. */
   readonly seen: Map<string, string>;
   /** Aborted when the run stops (Ctrl-C, time budget): a long-running tool should stop too. */
   readonly signal?: AbortSignal;
@@ -59,7 +59,7 @@ export interface Tool {
   /** Read-only tools change nothing: several may run at once, and none needs approval. */
   readonly readOnly: boolean;
   readonly kind: ToolKind;
-  /** A call in a few words, for printers: `read_file add.js (lines 1–40)`; a printer escapes it. */
+  /** A call in a few words for printers (`read_file add.js (lines 1–40)`), which escape it. */
   describe(input: unknown): string;
   /** Runs the tool on input that already passed `input`; returns the text the model reads. */
   run(input: unknown, ctx: ToolContext): Promise<string>;
