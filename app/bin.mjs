@@ -2,9 +2,19 @@
 // The `harness` command (package.json's bin): plain JavaScript, so it starts from any folder with only node on the
 // PATH, as an editor starts an agent. It loads the TypeScript through tsx found from this package (not from the PATH
 // or the current folder), then runs main.ts as the program.
-import { register } from 'tsx/esm/api';
+//
+// `--help` alone is answered from help.txt without loading any TypeScript: loading it takes longer than all of
+// Claude Code's --help (app/README.md has the figures). help.txt is what helpText() in options.ts prints, kept so by
+// a test (app/test/cli.test.ts); `npm run --workspace app help.txt` writes it again.
+import { readFileSync } from 'node:fs';
 
-register();
-const main = new URL('./main.ts', import.meta.url);
-process.argv[1] = decodeURIComponent(main.pathname); // main.ts runs itself when it is the program
-await import(main.href);
+const args = process.argv.slice(2);
+if (args.length === 1 && (args[0] === '--help' || args[0] === '-h')) {
+  process.stdout.write(readFileSync(new URL('./help.txt', import.meta.url)));
+} else {
+  const { register } = await import('tsx/esm/api');
+  register();
+  const main = new URL('./main.ts', import.meta.url);
+  process.argv[1] = decodeURIComponent(main.pathname); // main.ts runs itself when it is the program
+  await import(main.href);
+}

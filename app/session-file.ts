@@ -420,6 +420,10 @@ function endsWithNewline(fd: number): boolean {
   return last[0] === 0x0a;
 }
 
+/** A task with no halt after it: its program was killed (SIGKILL, a crash, power) before it could write one. */
+export const RUN_WITHOUT_HALT =
+  'the last run ended without a halt (its program was stopped before it could write one); its messages are kept';
+
 /** Rebuilds a transcript from a session file of any size, streamed line by line. Each entry is checked against the
  *  schema of its type; a bad line is dropped with a warning naming it (a torn last line: the process died while
  *  writing it; any other: corrupted), and the messages are repaired into a transcript the API accepts. */
@@ -431,6 +435,7 @@ export async function loadSession(file: string): Promise<LoadedSession & { heade
   let subAgents = 0;
   let protectedAtStart: Map<string, string> | null = null;
   const unknownTypes = new Map<string, { first: number; count: number }>();
+  let taskWithoutHalt: number | null = null; // the line of the last task, until its halt is read
   for await (const { number, text, last } of sessionLines(file)) {
     const at = `${file}:${number}`;
     const read = readEntry(text);
@@ -459,8 +464,13 @@ export async function loadSession(file: string): Promise<LoadedSession & { heade
         protectedAtStart = new Map(Object.entries(read.entry.protected));
     } else if (read.entry.type === 'subagent') {
       subAgents++;
+    } else if (read.entry.type === 'task') {
+      taskWithoutHalt = number;
+    } else if (read.entry.type === 'halt') {
+      taskWithoutHalt = null;
     }
   }
+  if (taskWithoutHalt !== null) warnings.add(`${file}:${taskWithoutHalt}: ${RUN_WITHOUT_HALT}`);
   for (const [type, { first, count }] of unknownTypes)
     warnings.add(`${file}:${first}: ${count} entries of type "${type}", unknown to this version, were skipped`);
   const repair = transcript.finish();

@@ -5,7 +5,7 @@
 
 import * as acp from '@agentclientprotocol/sdk';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -17,6 +17,8 @@ import { createInterface } from 'node:readline';
 import { reply, text, toolUse } from '../../scripted-model.ts';
 import { agentTextOf, type JsonRpcMessage, protocolSchema, startAcp, updatesIn } from './acp-wire.ts';
 import { tempProject, within } from '../../test/helpers.ts';
+import { RUN_WITHOUT_HALT } from '../session-file.ts';
+import { processesNaming } from './helpers.ts';
 
 const CALC = 'exports.add = (a, b) => a - b;\nexports.sub = (a, b) => a + b;\n';
 const SUB_CHECK = 'if (sub(5, 3) !== 2) failures.push(`sub(5, 3) should be 2, got ${sub(5, 3)}`);\n';
@@ -589,6 +591,61 @@ for (const [signal, code] of [
     const after = (await readFile(ticks, 'utf8')).length;
     await sleep(300);
     assert.equal((await readFile(ticks, 'utf8')).length, after, 'the check still runs');
+  });
+}
+
+test('SIGKILL during the check (an editor killing the tree) leaves no check running, and loading the session after a restart says its last run ended without a halt', async (t) => {
+  const root = await tempProject(t, { 'check.js': CHECK, slow: '', 'script.json': script(reply(text('Done.'))) });
+  const agent = startAcp(t, root, ['--script', 'script.json', '--verify', 'node check.js']);
+  const raw = rawClient(agent);
+  await raw.request('initialize', { protocolVersion: 1 });
+  const opened = await raw.request('session/new', { cwd: root, mcpServers: [] });
+  const { sessionId } = opened.result as { sessionId: string };
+  void raw.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'check it' }] });
+  const ticks = path.join(root, 'ticks');
+  await within(
+    (async () => {
+      while ((await readFile(ticks, 'utf8').catch(() => '')).length < 2) await sleep(50);
+    })(),
+    'the check running',
+    20_000,
+  );
+  agent.child.kill('SIGKILL');
+  await within(agent.exited, 'the exit after SIGKILL', 10_000);
+  await sleep(300); // a tick or two, were the check still running
+  const after = (await readFile(ticks, 'utf8')).length;
+  await sleep(300);
+  assert.equal((await readFile(ticks, 'utf8')).length, after, 'the check outlived the program');
+  const restarted = startAcp(t, root, ['--script', 'script.json']);
+  const again = rawClient(restarted);
+  await again.request('initialize', { protocolVersion: 1 });
+  const loaded = await again.request('session/load', { sessionId, cwd: root, mcpServers: [] });
+  assert.equal(loaded.error, undefined, JSON.stringify(loaded));
+  assert.ok(restarted.stderr().replace(/\s+/g, ' ').includes(RUN_WITHOUT_HALT), restarted.stderr());
+  assert.deepEqual(restarted.problems, []);
+});
+
+for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
+  test(`\`npx harness --acp\` stopped at npm by ${signal} leaves no process of the program`, async (t) => {
+    const root = await tempProject(t, { 'script.json': script() });
+    const marker = path.join(root, 'script.json'); // in the command line of every process of this run
+    const checkout = path.join(import.meta.dirname, '..', '..');
+    const npx = spawn('npx', ['harness', '--acp', '--script', marker], { cwd: checkout, stdio: 'pipe' });
+    t.after(() => npx.kill('SIGKILL'));
+    const init = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: 1 } });
+    npx.stdin.write(`${init}\n`);
+    const answered = new Promise((resolve) => npx.stdout.once('data', resolve));
+    await within(answered, 'the answer to initialize through npx', 20_000);
+    const running = () => processesNaming(marker);
+    assert.ok(running().length >= 2, `npm and the program run: ${running().join(', ')}`);
+    npx.kill(signal); // stdin stays open, as an editor that kills only the process it started
+    await within(
+      (async () => {
+        while (running().length > 0) await sleep(50);
+      })(),
+      `every process gone after ${signal}`,
+      5_000,
+    );
   });
 }
 

@@ -3,6 +3,7 @@
 
 import type Anthropic from '@anthropic-ai/sdk';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { createInterface } from 'node:readline/promises';
 import { PassThrough, Writable } from 'node:stream';
 import { describe, test } from 'node:test';
@@ -11,7 +12,7 @@ import path from 'node:path';
 import { type Agent, type AgentEvent, DEFAULT_MODEL, type ModelRequest, runTask, steer } from '../../agent.ts';
 import type { SessionEvent } from '../terminal.ts';
 import { main } from '../main.ts';
-import { nearestOption, OPTIONS } from '../options.ts';
+import { helpText, nearestOption, OPTIONS } from '../options.ts';
 import { PRICES_CHECKED, priceOf } from '../prices.ts';
 import { compactDiff, EXIT, MarkdownBlocks, repl, terminalPrinter, tracePrinter, wrap } from '../terminal.ts';
 import { call, say, type ScriptedReply } from '../../scripted-model.ts';
@@ -423,6 +424,18 @@ describe('one options table', () => {
     assert.equal(status, EXIT.accepted);
     for (const name of Object.keys(OPTIONS))
       assert.match(stdout, new RegExp(`--${name}\\b`), `--${name} is not in --help`);
+  });
+
+  test("the bin's quick --help (help.txt, no TypeScript loaded) is what helpText() prints, so it cannot go stale", async () => {
+    const helpFile = path.join(import.meta.dirname, '..', 'help.txt');
+    const fix = 'app/help.txt is stale: `npm run --workspace app help.txt` writes it again';
+    assert.equal(await readFile(helpFile, 'utf8'), `${helpText()}\n`, fix);
+    const bin = path.join(import.meta.dirname, '..', 'bin.mjs');
+    for (const flag of ['--help', '-h']) {
+      const run = spawnSync(process.execPath, [bin, flag], { encoding: 'utf8' });
+      assert.equal(run.status, 0, run.stderr);
+      assert.equal(run.stdout, `${helpText()}\n`);
+    }
   });
 
   test("app/README.md's options table names exactly the parser's options, so the docs cannot promise a missing flag", async () => {

@@ -46,11 +46,16 @@ export function slowCheck(): { command: string; running: () => number[] } {
 }
 
 /** The live processes whose command line is `command` (its words, one space between), from /proc. */
-export function processesWith(command: string): number[] {
+export const processesWith = (command: string) => processesWhere((words) => words === command);
+
+/** The live processes whose command line names `text` anywhere, from /proc. */
+export const processesNaming = (text: string) => processesWhere((words) => words.includes(text));
+
+function processesWhere(matches: (commandLine: string) => boolean): number[] {
   return readdirSync('/proc')
     .filter((entry) => /^\d+$/.test(entry))
     .map(Number)
-    .filter((pid) => procFile(pid, 'cmdline').split('\0').join(' ').trim() === command && alive(pid));
+    .filter((pid) => matches(procFile(pid, 'cmdline').split('\0').join(' ').trim()) && alive(pid));
 }
 
 /** A process's parent, from /proc (0 once it is gone). */

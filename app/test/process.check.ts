@@ -12,7 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { loadSession } from '../session-file.ts';
+import { loadSession, RUN_WITHOUT_HALT } from '../session-file.ts';
 import { EXIT } from '../terminal.ts';
 import { call, say } from '../../scripted-model.ts';
 import { alive, tempProject, violationsOf, within } from '../../test/helpers.ts';
@@ -168,7 +168,7 @@ test('a session file that stops taking writes mid-run (the file size limit reach
 
 describe('crash and resume from the command line', () => {
   test(
-    'a CLI killed with SIGKILL in the middle of a tool call resumes with --resume: no message lost, a valid transcript, exit 0',
+    'a CLI killed with SIGKILL in the middle of a tool call resumes with --resume: no message lost, a valid transcript, the missing halt said, exit 0',
     { timeout: 30_000 },
     async (t) => {
       const root = await tempProject(t, { 'a.txt': 'alpha\n' });
@@ -231,6 +231,8 @@ describe('crash and resume from the command line', () => {
       t.after(() => second.kill('SIGKILL'));
       const secondExit = await exited(second);
       assert.equal(secondExit.code, 0, secondExit.output);
+      const said = secondExit.output.replace(/\s+/g, ' ');
+      assert.ok(said.includes(RUN_WITHOUT_HALT), `the resume says the killed run had no halt: ${said}`);
 
       const afterResume = await readFile(file, 'utf8');
       assert.ok(

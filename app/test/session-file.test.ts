@@ -11,7 +11,7 @@ import path from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import fc from 'fast-check';
 import { AnthropicModel, type Compaction, type LoadedSession, resume, runTask } from '../../agent.ts';
-import { loadSession, SESSION_VERSION, type SessionEntry, sessionRecorder } from '../session-file.ts';
+import { loadSession, RUN_WITHOUT_HALT, SESSION_VERSION, type SessionEntry, sessionRecorder } from '../session-file.ts';
 import { requestViolations } from '../../lessons/api-rules.ts';
 import { fakeMessage, startFakeApi } from '../../test/fake-api.ts';
 import { scriptedAgent, tempProject, violationsOf } from '../../test/helpers.ts';
@@ -130,6 +130,16 @@ describe('a bad entry is reported with its line, never blamed on the model', () 
     assert.equal(warnings.length, 2);
     assert.match(warnings[0]!, /:3 is corrupted \(.*JSON.*\); the line was dropped$/);
     assert.match(warnings[1]!, /:5 was cut off \(the process died while writing it\); the line was dropped$/);
+  });
+
+  test('a run killed before its halt (SIGKILL, a crash) is said on load, naming its task; a halted run is not', async (t) => {
+    const taskEntry = (text: string): SessionEntry => ({ type: 'task', text });
+    const halted: SessionEntry = { type: 'halt', halt: { kind: 'interrupted' } };
+    const run = [taskEntry('hi'), task('hi'), finalReply('Hello.')];
+    const killed = await sessionFile(t, [header('/p'), ...run, halted, ...run]);
+    assert.deepEqual((await loadSession(killed.file)).warnings, [`${killed.file}:6: ${RUN_WITHOUT_HALT}`]);
+    const ended = await sessionFile(t, [header('/p'), ...run, halted, ...run, halted]);
+    assert.deepEqual((await loadSession(ended.file)).warnings, []);
   });
 
   test('an entry type from a later version is skipped with one warning per type, naming its first line', async (t) => {

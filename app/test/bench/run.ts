@@ -6,6 +6,7 @@ import path from 'node:path';
 import type { Measurement } from '../../../test/bench/loop.ts';
 import { lastLine, MB, ms, type Row, runBench, spawnCaptured } from '../../../test/bench/table.ts';
 import { SESSION_FILE_BYTES, withSessionFile } from './session-file.ts';
+import { helpAgainstClaudeCode } from './help.ts';
 import { exportTime, pageAtScale, pageRows } from './session-page.ts';
 import { realisticTrip } from './trip.ts';
 
@@ -13,6 +14,13 @@ import { realisticTrip } from './trip.ts';
 const TURN_WINDOW = 200_000;
 
 const ROWS: Row[] = [
+  {
+    name: '--help: harness / Claude Code, paired',
+    unit: '×',
+    target: { op: '<=', limit: 1 },
+    how: 'helpAgainstClaudeCode() in app/test/bench/help.ts: `node app/bin.mjs --help` and `claude --help`',
+    measure: helpAgainstClaudeCode,
+  },
   {
     name: 'realistic trip: read_file + session file + printer',
     unit: 'ms',
