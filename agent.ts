@@ -170,7 +170,7 @@ export interface Agent {
 export async function createAgent(config: AgentConfig): Promise<Agent> {
   const settings = await withDefaults(config);
   const contextFiles = settings.contextFiles === false ? [] : await loadContextFiles(settings.root);
-  const { root, defaultProtection, sandbox, verifyTimeoutMs, passEnv } = settings;
+  const { root, defaultProtection, sandbox, verifyTimeoutMs, passEnv, model } = settings;
   const agent: Agent = {
     config: settings,
     messages: [],
@@ -178,8 +178,30 @@ export async function createAgent(config: AgentConfig): Promise<Agent> {
     // A cache mark here caches the fixed prefix: tools, then system.
     system: [{ type: 'text', text: systemPrompt(settings, contextFiles), cache_control: CACHE }],
     toolDefinitions: [],
-    ...(await guardState(settings)), // P3
-    ...(await enduranceState(settings, contextFiles)), // P4
+    // P3: a forker's hooks come before the safety checks and approval, so what they rewrite is
+    // still confined, protected, and shown to the user as it will run.
+    beforeCall: [
+      validateInput,
+      ...(settings.beforeCall ?? []),
+      safePathCheck,
+      protectedFiles(settings.protect),
+      runawayGuard,
+      approval(settings.approve),
+    ],
+    afterCall: [capToolOutput, ...(settings.afterCall ?? [])],
+    steering: [],
+    repeats: { key: '', times: 0 },
+    usage: noUsage(model),
+    ledger: openLedger(settings),
+    protectedAtStart: await hashProtected(root, settings.protect),
+    // P4
+    contextWindow:
+      (await model.contextWindow?.()) ?? settings.contextWindow ?? DEFAULT_CONTEXT_WINDOW,
+    contextFiles,
+    contextHooks: [compaction, ...(settings.contextHooks ?? [])],
+    compaction: null,
+    lastRequest: null,
+    subAgentsStarted: 0,
   };
   if (settings.subAgents !== false) settings.tools = [...settings.tools, taskTool(agent)]; // P4
   agent.toolDefinitions.push(...settings.tools.map(toolDefinition));
@@ -532,28 +554,6 @@ export type ApprovalRequest = {
 
 export const approveAll: Approver = async () => ({ approved: true });
 
-/** P3's part of a session: the hooks, the counters, the protected files' hashes. */
-async function guardState(settings: Settings) {
-  return {
-    // A forker's hooks come before the safety checks and approval, so what they rewrite is still
-    // confined, protected, and shown to the user as it will run.
-    beforeCall: [
-      validateInput,
-      ...(settings.beforeCall ?? []),
-      safePathCheck,
-      protectedFiles(settings.protect),
-      runawayGuard,
-      approval(settings.approve),
-    ],
-    afterCall: [capToolOutput, ...(settings.afterCall ?? [])],
-    steering: [],
-    repeats: { key: '', times: 0 },
-    usage: noUsage(settings.model),
-    ledger: openLedger(settings),
-    protectedAtStart: await hashProtected(settings.root, settings.protect),
-  };
-}
-
 // --- The hooks in front of every call, and after every result.
 
 /** Prevents a broken guard from waving a call through: throwing or timing out denies the call. */
@@ -782,19 +782,6 @@ export type ContextHook = (messages: View, agent: Agent, signal: AbortSignal) =>
 /** The model sees the summary, then the transcript from `keptFrom` on. */
 export type Compaction = { summary: string; keptFrom: number };
 
-/** P4's part of a session: the window, the context hooks. */
-async function enduranceState(settings: Settings, contextFiles: ContextFile[]) {
-  const window = (await settings.model.contextWindow?.()) ?? settings.contextWindow;
-  return {
-    contextWindow: window ?? DEFAULT_CONTEXT_WINDOW,
-    contextFiles,
-    contextHooks: [compaction, ...(settings.contextHooks ?? [])],
-    compaction: null,
-    lastRequest: null,
-    subAgentsStarted: 0,
-  };
-}
-
 export const DEFAULT_CONTEXT_WINDOW = 200_000;
 const KEEP_VERBATIM_TOKENS = 20_000;
 
@@ -881,8 +868,13 @@ const NO_TOOLS: Anthropic.ToolChoice = { type: 'none' };
 /** Longer strings are cut (head and tail kept) before summarising. */
 const SUMMARY_STRING_CHARS = 2_000;
 
-/** Summarises the older messages (a piece at a time) with a model call; null: nothing to cut. */
-export async function compact(agent: Agent, signal: AbortSignal): Promise<Compacted | null> {
+/** Summarises the older messages (a piece at a time) with a model call; null: nothing to cut.
+ *  `onlySmaller` (for /compact): a summary that would not make the view smaller throws. */
+export async function compact(
+  agent: Agent,
+  signal: AbortSignal,
+  onlySmaller = false,
+): Promise<Compacted | null> {
   const { messages, contextWindow, config } = agent;
   const from = agent.compaction?.keptFrom ?? 0;
   const verbatim = chooseCut(messages, from, Math.min(KEEP_VERBATIM_TOKENS, contextWindow / 4));
@@ -904,10 +896,15 @@ export async function compact(agent: Agent, signal: AbortSignal): Promise<Compac
     config.onEvent({ type: 'compaction-failed', usage, reason });
     throw new Error(reason);
   }
-  agent.compaction = { summary, keptFrom };
-  agent.lastRequest = null;
   const tokensBefore = estimateMessages(older);
   const tokensAfter = estimateMessages([summaryMessage(summary)]);
+  if (onlySmaller && tokensAfter >= tokensBefore) {
+    const sizes = `(~${tokensAfter} tokens, against ~${tokensBefore} now)`;
+    const larger = `would not make what the model sees smaller; nothing changed`;
+    throw new Error(`declined: the summary ${sizes} ${larger}`);
+  }
+  agent.compaction = { summary, keptFrom };
+  agent.lastRequest = null;
   config.onEvent({ type: 'compaction', summary, keptFrom, tokensBefore, tokensAfter, usage });
   return { tokensBefore, tokensAfter, piece: keptFrom < verbatim };
 }
@@ -917,23 +914,9 @@ export type Compacted = { tokensBefore: number; tokensAfter: number; piece: bool
 
 /** /compact: a summary kept only if it makes the view smaller; returns why not, or null. */
 export async function compactNow(agent: Agent, signal: AbortSignal): Promise<string | null> {
-  const events: AgentEvent[] = [];
-  const onEvent = (event: AgentEvent) => void events.push(event);
-  const trial: Agent = { ...agent, config: { ...agent.config, onEvent } };
-  const compacted = await compact(trial, signal).catch((error: unknown) => errorText(error));
-  const made = events.find((event) => event.type === 'compaction');
-  const smaller = made !== undefined && made.tokensAfter < made.tokensBefore;
-  for (const event of events) if (event !== made || smaller) agent.config.onEvent(event);
-  if (typeof compacted === 'string') return compacted;
+  const compacted = await compact(agent, signal, true).catch((error: unknown) => errorText(error));
   if (compacted === null) return 'nothing old enough to summarise yet';
-  if (!smaller) {
-    const sizes = made ? ` (~${made.tokensAfter} tokens, against ~${made.tokensBefore} now)` : '';
-    const declined = `declined: the summary${sizes} would not make what the model sees smaller`;
-    return `${declined}; nothing changed`;
-  }
-  agent.compaction = trial.compaction;
-  agent.lastRequest = null;
-  return null;
+  return typeof compacted === 'string' ? compacted : null;
 }
 
 /** /context: where the window goes, estimated as a request is. */
@@ -1039,38 +1022,32 @@ export class AnthropicModel implements Model {
     const showRetries: Middleware = async (request, next, context) => {
       const retried = Number(request.headers.get('x-stainless-retry-count') ?? 0);
       const left = (context.options?.maxRetries ?? this.client.maxRetries) - retried;
+      const tell = (notice: string | null) => notice && !signal.aborted && onNotice(notice);
       const response = await next(request).catch((error: unknown) => {
-        const failure = errorText(error);
-        const notice = retryNotice(null, new Headers(), { left, retried, failure });
-        if (!signal.aborted) onNotice(notice ?? failure);
+        tell(retryNotice(`the connection failed (${errorText(error)})`, null, retried, left));
         throw error;
       });
-      const notice = response.ok
-        ? null
-        : retryNotice(response.status, response.headers, { left, retried });
-      if (notice) onNotice(notice);
+      if (!response.ok)
+        tell(retryNotice(`the API answered ${response.status}`, response, retried, left));
       return response;
     };
+    const stall = new AbortController();
     const stream = this.client.messages.stream(
       { model: this.name, max_tokens: MAX_OUTPUT_TOKENS, ...request },
-      { signal, middleware: [showRetries] },
+      { signal: AbortSignal.any([signal, stall.signal]), middleware: [showRetries] },
     );
     stream.on('text', onText);
-    let stalled = false;
+    const stalled = new Error(`the response stream stalled: no data for ${this.idleMs / 1000} s`);
     let timer: NodeJS.Timeout | undefined;
-    const stall = () => {
-      stalled = true;
-      stream.abort();
-    };
     // Armed once the answer arrived, reset by every event: waits between retries are no stall.
-    stream.on('connect', () => (timer ??= setTimeout(stall, this.idleMs)).refresh());
+    stream.on('connect', () => {
+      (timer ??= setTimeout(() => stall.abort(stalled), this.idleMs)).refresh();
+    });
     stream.on('streamEvent', () => timer?.refresh());
     try {
       return await stream.finalMessage();
     } catch (error) {
-      if (stalled)
-        throw new Error(`the response stream stalled: no data for ${this.idleMs / 1000} s`);
-      throw error;
+      throw stall.signal.aborted ? stalled : error;
     } finally {
       clearTimeout(timer);
     }
@@ -1087,26 +1064,19 @@ export class AnthropicModel implements Model {
 
 type Middleware = NonNullable<Anthropic.RequestOptions['middleware']>[number];
 
-/** The SDK's rule (shouldRetry): x-should-retry, else 408, 409, 429, 5xx and no connection.
- *  `failure`: how a connection failed. */
-export function retryNotice(
-  status: number | null,
-  headers: Headers,
-  { left, retried, failure }: { left: number; retried: number; failure?: string },
-): string | null {
-  const said = headers.get('x-should-retry');
+/** What the SDK does after a failed attempt, by its rule (shouldRetry): x-should-retry, else 408,
+ *  409, 429, 5xx and a failed connection (no response). */
+function retryNotice(what: string, response: Response | null, retried: number, left: number) {
+  const header = (name: string) => response?.headers.get(name) ?? null;
+  const said = header('x-should-retry');
+  const status = response?.status ?? 500;
   const retryable =
-    said === null
-      ? status === null || [408, 409, 429].includes(status) || status >= 500
-      : said === 'true';
-  const what =
-    status === null ? `the connection failed (${failure})` : `the API answered ${status}`;
+    said === null ? [408, 409, 429].includes(status) || status >= 500 : said === 'true';
   if (!retryable) {
     return said === 'false' ? `${what}, and said not to retry (x-should-retry: false)` : null;
   }
   if (left <= 0) return `${what}; no retries left (${retried} made), so the call fails`;
-  const afterMs = Number(headers.get('retry-after-ms') ?? NaN) / 1000;
-  const seconds = afterMs || Number(headers.get('retry-after') ?? NaN);
+  const seconds = Number(header('retry-after-ms') ?? NaN) / 1000 || Number(header('retry-after'));
   let when = 'shortly';
   if (seconds > 0) when = seconds < 1 ? 'in under a second' : `in ${Math.round(seconds)} s`;
   return `${what}; the SDK retries ${when} (retry ${retried + 1}, ${left - 1} more left)…`;
