@@ -50,13 +50,28 @@ async function play(lesson: Lesson, out: NodeJS.WritableStream): Promise<number>
   let failed = 0;
   for (const story of STORIES.filter((s) => s.lesson === lesson)) {
     out.write(`\n=== ${lesson}: ${story.name}: ${story.expected}\n\n`);
-    const problem = await playStory(agentTs, story, { listen: () => tracePrinter(out) });
+    const problem = await playStory(startupTold(out), story, { listen: () => tracePrinter(out) });
     out.write(
       problem === null ? `\nverdict: PASS, the acceptance of ${lesson} holds\n` : `\nverdict: FAIL, ${problem}\n`,
     );
     if (problem !== null) failed++;
   }
   return failed === 0 ? 0 : 1;
+}
+
+/** agent.ts, telling at creation what the program's start-up tells of each AGENTS.md: read, or skipped and why. */
+function startupTold(out: NodeJS.WritableStream): Harness<agentTs.AgentEvent> {
+  return {
+    async createAgent(config) {
+      const agent = await agentTs.createAgent(config);
+      for (const file of agent.contextFiles) {
+        const shown = path.relative(agent.config.root, file.path) || file.path;
+        out.write(file.skipped ? `context: skipped ${shown}: ${file.skipped}\n` : `context: ${shown}\n`);
+      }
+      return agent;
+    },
+    runTask: agentTs.runTask,
+  };
 }
 
 /** Plays every story up to `lesson` against the harness in `file`. Exit code 0: all pass; 1: some

@@ -3,7 +3,7 @@
 // to copy (agent.ts is); it is what following the page gives, and it must keep passing when the page changes.
 
 import type Anthropic from '@anthropic-ai/sdk';
-import { realpath } from 'node:fs/promises';
+import { readFile, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { minimatch } from 'minimatch';
 import { z } from 'zod';
@@ -57,10 +57,11 @@ export async function createAgent(config: Config): Promise<Agent> {
 
 async function newAgent(config: Config, system: string, given: readonly Tool[], canDelegate: boolean) {
   const root = await realpath(config.root);
+  const rules = canDelegate ? await projectRules(root) : '';
   const agent: Agent = {
     config: { ...config, root },
     messages: [],
-    system,
+    system: rules === '' ? system : `${system}\n\n# AGENTS.md\n\n${rules}`,
     tools: given,
     definitions: [],
     context: { root, seen: new Map() },
@@ -69,6 +70,15 @@ async function newAgent(config: Config, system: string, given: readonly Tool[], 
   if (canDelegate) agent.tools = [...given, taskTool(agent)];
   agent.definitions = agent.tools.map(definitionOf);
   return agent;
+}
+
+/** The project's AGENTS.md, through the same path check as the tools: a link out of the project is skipped. */
+async function projectRules(root: string): Promise<string> {
+  try {
+    return await readFile(await safe_path(root, 'AGENTS.md'), 'utf8');
+  } catch {
+    return '';
+  }
 }
 
 function definitionOf(tool: Tool): Anthropic.Tool {

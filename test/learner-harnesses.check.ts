@@ -542,6 +542,22 @@ const MISTAKES: Mistake[] = [
     says: /^after summary 1, request \d+ kept only ~\d+ tokens of messages as they were: keep the recent part/,
   },
   {
+    name: 'AGENTS.md never read',
+    in: BUILT_FROM_THE_PAGE,
+    patches: [["canDelegate ? await projectRules(root) : ''", "''"]],
+    failsAt: 'p4',
+    story: "the project's AGENTS.md reaches the model",
+    says: /^the system prompt of request 1 did not carry the rule of the project's AGENTS\.md/,
+  },
+  {
+    name: 'AGENTS.md read without the path check, through a symlink out',
+    in: BUILT_FROM_THE_PAGE,
+    patches: [["await safe_path(root, 'AGENTS.md')", "path.join(root, 'AGENTS.md')"]],
+    failsAt: 'p4',
+    story: 'an AGENTS.md linked out of the project is skipped',
+    says: /^request 1 carried the AGENTS\.md outside the project, through the symlink: open it through/,
+  },
+  {
     name: "a sub-agent on the parent's system prompt",
     in: BUILT_FROM_THE_PAGE,
     patches: [['SUB_AGENT_SYSTEM, readOnly, false)', 'parent.system, readOnly, false)']],

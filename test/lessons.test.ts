@@ -12,6 +12,8 @@ import { PassThrough } from 'node:stream';
 import { describe, test } from 'node:test';
 import * as demo from '../lessons/demo.ts';
 import { runLesson } from '../lessons/run.ts';
+import { playStory, STORIES } from '../lessons/stories.ts';
+import * as agentTs from '../agent.ts';
 import { type Halt, runTask } from '../agent.ts';
 import { loadScript, say, ScriptedModel, type ScriptedReply } from '../scripted-model.ts';
 import { scriptedAgent, tempProject, within } from './helpers.ts';
@@ -50,6 +52,25 @@ test('npm run lesson -- p2 traces every part of the loop through agent.ts, and e
   ]) {
     assert.match(output, new RegExp(`^\\[\\d+\\] ${part} `, 'm'), `no "${part}" line`);
   }
+});
+
+test("npm run lesson -- p4 plays the AGENTS.md stories: the project's rule is followed, a link out skipped", async () => {
+  const { code, output } = await lesson(['p4']);
+  assert.equal(code, 0, output.slice(-2000));
+  const told = (name: string) => output.slice(output.indexOf(`=== p4: ${name}`)).split('\n=== ')[0]!;
+  const followed = told("the project's AGENTS.md reaches the model");
+  assert.match(followed, /^context: AGENTS\.md$/m);
+  assert.match(followed, /edit_file ran: edited style\.js/);
+  assert.match(followed, /verdict: PASS/);
+  const linked = told('an AGENTS.md linked out of the project is skipped');
+  assert.match(linked, /^context: skipped AGENTS\.md: a link out of its folder, to .*elsewhere\/AGENTS\.md$/m);
+  assert.match(linked, /verdict: PASS/);
+});
+
+test("the AGENTS.md story fails a harness whose requests do not carry the project's rule", async () => {
+  const story = STORIES.find((s) => s.name === "the project's AGENTS.md reaches the model")!;
+  const failure = await playStory(agentTs, { ...story, options: () => ({ contextFiles: false }) });
+  assert.match(String(failure), /^the system prompt of request 1 did not carry the rule of the project's AGENTS\.md/);
 });
 
 test('an unknown lesson or a stray argument is a usage error, not a crash', async () => {
