@@ -34,7 +34,7 @@ import { requestViolations } from '../lessons/api-rules.ts';
 import { HAIKU_PRICE, scriptedAgent, tempProject } from './helpers.ts';
 
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : 20_251_130;
-const RUNS = process.env.FUZZ_RUNS ? Number(process.env.FUZZ_RUNS) : 1000;
+const RUNS = process.env.FUZZ_RUNS ? Number(process.env.FUZZ_RUNS) : 500;
 const SENTINEL = 'SENTINEL-3f9c: this text lives outside the project and must never reach the model\n';
 
 // ---------------------------------------------------------------------------------------------
@@ -339,7 +339,7 @@ const sessionArb: fc.Arbitrary<Session> = fc
     maxCostUsd: sometimes(fc.integer({ min: 500, max: 20_000 }).map((micro) => micro / 1e6)),
     endless: fc.boolean(),
     // Each gate spawns a shell, ~10 ms of CPU to fork this process: on in one session out of fifty,
-    // that is ~16 gates per 1,000 sessions (~0.15 s), and ~160 in a `npm run fuzz`.
+    // that is ~8 gates per 500 sessions (~0.08 s), and ~160 in a `npm run fuzz`.
     verify: fc.oneof({ weight: 49, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
     // A protected run walks the project when the agent is made and at every gate.
     protect: fc.oneof(
