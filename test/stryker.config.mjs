@@ -37,10 +37,18 @@ const SECTIONS = {
       'test/guards.test.ts',
     ],
   },
-  // runCommand, its OS sandbox (flags, environment, hidden stores, protected binds) and the root check.
+  // runCommand, its OS sandbox (flags, environment, hidden stores, protected binds) and the root check;
+  // sandboxChoice and commandOptions (fork-tools: a tool that runs commands; guards-mutants: the gate's choice).
   runner: {
     lines: `${runner}-${context - 1}`,
-    tests: ['test/sandbox.test.ts', 'test/routes-sandbox.test.ts', 'test/loop.test.ts', 'test/limits.test.ts'],
+    tests: [
+      'test/sandbox.test.ts',
+      'test/routes-sandbox.test.ts',
+      'test/loop.test.ts',
+      'test/limits.test.ts',
+      'test/fork-tools.test.ts',
+      'test/guards-mutants.test.ts',
+    ],
   },
   // AGENTS.md: what is read into the system prompt, and what is skipped.
   context: {
