@@ -3,6 +3,7 @@
 // happens and the run is still judged by the test's own exit code; with --no-sandbox, all of it does.
 
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
@@ -17,6 +18,11 @@ import { scriptedAgent } from './helpers.ts';
 
 const noSandbox = await sandboxProblem();
 const skip = noSandbox === null ? false : `no OS sandbox here (${noSandbox}); CI installs bubblewrap`;
+/** Whether bubblewrap, asked directly, contains a command here: the answer sandboxProblem must agree with. */
+const bwrapRuns =
+  process.platform === 'linux' &&
+  spawnSync('bwrap', ['--ro-bind', '/', '/', '--unshare-user', '--unshare-pid', '--unshare-net', '--', 'true'])
+    .status === 0;
 
 /** A project whose add.js the script "fixes", planting four escapes: in a folder outside /tmp (which the sandbox
  *  replaces with a private one), beside a file to delete, with a server that counts the requests it gets. */
@@ -124,5 +130,13 @@ test(
     const run = await runCommand('env', { cwd: root, timeoutMs: 10_000, signal, sandbox: true });
     assert.equal(run.exitCode, 0);
     assert.doesNotMatch(run.output, /sk-secret/);
+  },
+);
+
+test(
+  'a machine where bubblewrap runs is not reported as having no OS sandbox (which would skip every contained test)',
+  { skip: bwrapRuns ? false : 'bubblewrap does not run here' },
+  () => {
+    assert.equal(noSandbox, null);
   },
 );
