@@ -550,28 +550,34 @@ test(
   },
 );
 
+/** A session whose prompt's check runs until stopped, appending to `ticks` in its project: returned once it ticks. */
+async function withTheCheckTicking(t: Parameters<typeof startAcp>[0], env: NodeJS.ProcessEnv = {}) {
+  const root = await tempProject(t, { 'check.js': CHECK, slow: '', 'script.json': script(reply(text('Done.'))) });
+  const agent = startAcp(t, root, ['--script', 'script.json', '--verify', 'node check.js'], env);
+  const raw = rawClient(agent);
+  await raw.request('initialize', { protocolVersion: 1 });
+  const opened = await raw.request('session/new', { cwd: root, mcpServers: [] });
+  const { sessionId } = opened.result as { sessionId: string };
+  void raw.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'check it' }] });
+  const ticks = path.join(root, 'ticks');
+  await within(
+    (async () => {
+      while ((await readFile(ticks, 'utf8').catch(() => '')).length < 2) await sleep(50);
+    })(),
+    'the check running',
+    20_000,
+  );
+  return { root, agent, sessionId, ticks };
+}
+
 for (const [signal, code] of [
   ['SIGTERM', 143],
   ['SIGHUP', 129],
 ] as const) {
   test(`${signal} during the check leaves the halt in the session file, no process and no temporary folder`, async (t) => {
-    const root = await tempProject(t, { 'check.js': CHECK, slow: '', 'script.json': script(reply(text('Done.'))) });
     const tmp = await mkdtemp(path.join(tmpdir(), 'acp-tmp-'));
     t.after(() => rm(tmp, { recursive: true, force: true }));
-    const agent = startAcp(t, root, ['--script', 'script.json', '--verify', 'node check.js'], { TMPDIR: tmp });
-    const raw = rawClient(agent);
-    await raw.request('initialize', { protocolVersion: 1 });
-    const opened = await raw.request('session/new', { cwd: root, mcpServers: [] });
-    const { sessionId } = opened.result as { sessionId: string };
-    void raw.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'check it' }] });
-    const ticks = path.join(root, 'ticks');
-    await within(
-      (async () => {
-        while ((await readFile(ticks, 'utf8').catch(() => '')).length < 2) await sleep(50);
-      })(),
-      'the check running',
-      20_000,
-    );
+    const { root, agent, sessionId, ticks } = await withTheCheckTicking(t, { TMPDIR: tmp });
     const made = async () => (await readdir(tmp)).filter((name) => !name.startsWith('tsx-')); // tsx's own cache
     assert.notDeepEqual(await made(), [], 'the check made no temporary folder: this test cannot fail');
     agent.child.kill(signal);
@@ -595,21 +601,7 @@ for (const [signal, code] of [
 }
 
 test('SIGKILL during the check (an editor killing the tree) leaves no check running, and loading the session after a restart says its last run ended without a halt', async (t) => {
-  const root = await tempProject(t, { 'check.js': CHECK, slow: '', 'script.json': script(reply(text('Done.'))) });
-  const agent = startAcp(t, root, ['--script', 'script.json', '--verify', 'node check.js']);
-  const raw = rawClient(agent);
-  await raw.request('initialize', { protocolVersion: 1 });
-  const opened = await raw.request('session/new', { cwd: root, mcpServers: [] });
-  const { sessionId } = opened.result as { sessionId: string };
-  void raw.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'check it' }] });
-  const ticks = path.join(root, 'ticks');
-  await within(
-    (async () => {
-      while ((await readFile(ticks, 'utf8').catch(() => '')).length < 2) await sleep(50);
-    })(),
-    'the check running',
-    20_000,
-  );
+  const { root, agent, sessionId, ticks } = await withTheCheckTicking(t);
   agent.child.kill('SIGKILL');
   await within(agent.exited, 'the exit after SIGKILL', 10_000);
   await sleep(300); // a tick or two, were the check still running
