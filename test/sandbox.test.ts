@@ -140,3 +140,21 @@ test(
     assert.equal(noSandbox, null);
   },
 );
+
+test(
+  'the sandboxed check has no capabilities: root inside the user namespace cannot mount or undo the read-only binds',
+  { skip },
+  async (t) => {
+    const root = await realpath(await mkdtemp(path.join(os.tmpdir(), 'sbx-caps-')));
+    t.after(() => rm(root, { recursive: true, force: true }));
+    const signal = new AbortController().signal;
+    const run = await runCommand('grep CapEff /proc/self/status', {
+      cwd: root,
+      timeoutMs: 10_000,
+      signal,
+      sandbox: true,
+    });
+    assert.equal(run.exitCode, 0);
+    assert.match(run.output, /^CapEff:\s+0+\n?$/);
+  },
+);
