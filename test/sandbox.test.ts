@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -156,5 +156,23 @@ test(
     });
     assert.equal(run.exitCode, 0);
     assert.match(run.output, /^CapEff:\s+0+\n?$/);
+  },
+);
+
+test(
+  "the sandboxed check sees neither the host's /tmp nor its /run, where other programs' files and sockets are",
+  { skip },
+  async (t) => {
+    const root = await realpath(await mkdtemp(path.join(os.tmpdir(), 'sbx-tmp-')));
+    const marker = path.join('/tmp', `host-only-${path.basename(root)}`);
+    await writeFile(marker, 'the host\n');
+    t.after(() => Promise.all([rm(root, { recursive: true, force: true }), rm(marker, { force: true })]));
+    assert.notDeepEqual(await readdir('/run'), [], 'the host has a /run to hide');
+    const signal = new AbortController().signal;
+    const contained = (command: string) => runCommand(command, { cwd: root, timeoutMs: 10_000, signal, sandbox: true });
+    assert.deepEqual(await contained('ls -A /run'), await contained('true'), 'an empty /run');
+    const read = await contained(`cat ${marker}`);
+    assert.notEqual(read.exitCode, 0);
+    assert.doesNotMatch(read.output, /the host/);
   },
 );
