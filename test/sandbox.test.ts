@@ -176,3 +176,27 @@ test(
     assert.doesNotMatch(read.output, /the host/);
   },
 );
+
+test(
+  "the sandboxed check's environment is the allowlist: LC_* and the names passed on come through, nothing else does, and its temporary files go to its private /tmp",
+  { skip },
+  async (t) => {
+    const root = await realpath(await mkdtemp(path.join(os.tmpdir(), 'sbx-allow-')));
+    const added = { LC_SANDBOX_TEST: 'lc', SANDBOX_TEST_PASSED: 'passed', SANDBOX_TEST_KEPT_OUT: 'kept out' };
+    Object.assign(process.env, added);
+    t.after(async () => {
+      for (const name of Object.keys(added)) delete process.env[name];
+      await rm(root, { recursive: true, force: true });
+    });
+    const signal = new AbortController().signal;
+    const options = { cwd: root, timeoutMs: 10_000, signal, sandbox: true, passEnv: ['SANDBOX_TEST_PASSED'] };
+    const run = await runCommand('env', options);
+    const env = new Map(run.output.split('\n').map((line) => [line.split('=')[0], line.slice(line.indexOf('=') + 1)]));
+    assert.deepEqual(
+      ['LC_SANDBOX_TEST', 'SANDBOX_TEST_PASSED', 'SANDBOX_TEST_KEPT_OUT', 'TMPDIR', 'TMP', 'TEMP', 'PATH'].map((name) =>
+        env.get(name),
+      ),
+      ['lc', 'passed', undefined, '/tmp', '/tmp', '/tmp', process.env.PATH],
+    );
+  },
+);
