@@ -208,6 +208,14 @@ describe('the verify command runner', () => {
     assert.ok(run.output.length < 20_000);
   });
 
+  test('a short output comes back whole, with nothing said left out, and a silent one says "(no output)"', async (t) => {
+    const root = await tempProject(t);
+    const short = await runCommand('echo one; echo two >&2', { cwd: root, timeoutMs: 10_000, signal: never });
+    assert.deepEqual([short.exitCode, short.output], [0, 'one\ntwo\n']);
+    const silent = await runCommand('true', { cwd: root, timeoutMs: 10_000, signal: never });
+    assert.deepEqual([silent.exitCode, silent.output], [0, '(no output)']);
+  });
+
   test('a verify command that hangs is killed at its timeout instead of hanging the run', async (t) => {
     const root = await tempProject(t);
     const run = await runCommand('sleep 30', { cwd: root, timeoutMs: 200, signal: never });

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -138,5 +138,65 @@ test(
   { skip: bwrapRuns ? false : 'bubblewrap does not run here' },
   () => {
     assert.equal(noSandbox, null);
+  },
+);
+
+test(
+  'the sandboxed check has no capabilities: root inside the user namespace cannot mount or undo the read-only binds',
+  { skip },
+  async (t) => {
+    const root = await realpath(await mkdtemp(path.join(os.tmpdir(), 'sbx-caps-')));
+    t.after(() => rm(root, { recursive: true, force: true }));
+    const signal = new AbortController().signal;
+    const run = await runCommand('grep CapEff /proc/self/status', {
+      cwd: root,
+      timeoutMs: 10_000,
+      signal,
+      sandbox: true,
+    });
+    assert.equal(run.exitCode, 0);
+    assert.match(run.output, /^CapEff:\s+0+\n?$/);
+  },
+);
+
+test(
+  "the sandboxed check sees neither the host's /tmp nor its /run, where other programs' files and sockets are",
+  { skip },
+  async (t) => {
+    const root = await realpath(await mkdtemp(path.join(os.tmpdir(), 'sbx-tmp-')));
+    const marker = path.join('/tmp', `host-only-${path.basename(root)}`);
+    await writeFile(marker, 'the host\n');
+    t.after(() => Promise.all([rm(root, { recursive: true, force: true }), rm(marker, { force: true })]));
+    assert.notDeepEqual(await readdir('/run'), [], 'the host has a /run to hide');
+    const signal = new AbortController().signal;
+    const contained = (command: string) => runCommand(command, { cwd: root, timeoutMs: 10_000, signal, sandbox: true });
+    assert.deepEqual(await contained('ls -A /run'), await contained('true'), 'an empty /run');
+    const read = await contained(`cat ${marker}`);
+    assert.notEqual(read.exitCode, 0);
+    assert.doesNotMatch(read.output, /the host/);
+  },
+);
+
+test(
+  "the sandboxed check's environment is the allowlist: LC_* and the names passed on come through, nothing else does, and its temporary files go to its private /tmp",
+  { skip },
+  async (t) => {
+    const root = await realpath(await mkdtemp(path.join(os.tmpdir(), 'sbx-allow-')));
+    const added = { LC_SANDBOX_TEST: 'lc', SANDBOX_TEST_PASSED: 'passed', SANDBOX_TEST_KEPT_OUT: 'kept out' };
+    Object.assign(process.env, added);
+    t.after(async () => {
+      for (const name of Object.keys(added)) delete process.env[name];
+      await rm(root, { recursive: true, force: true });
+    });
+    const signal = new AbortController().signal;
+    const options = { cwd: root, timeoutMs: 10_000, signal, sandbox: true, passEnv: ['SANDBOX_TEST_PASSED'] };
+    const run = await runCommand('env', options);
+    const env = new Map(run.output.split('\n').map((line) => [line.split('=')[0], line.slice(line.indexOf('=') + 1)]));
+    assert.deepEqual(
+      ['LC_SANDBOX_TEST', 'SANDBOX_TEST_PASSED', 'SANDBOX_TEST_KEPT_OUT', 'TMPDIR', 'TMP', 'TEMP', 'PATH'].map((name) =>
+        env.get(name),
+      ),
+      ['lc', 'passed', undefined, '/tmp', '/tmp', '/tmp', process.env.PATH],
+    );
   },
 );
