@@ -178,14 +178,16 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
       const stop = new AbortController();
       session.lastStop = null;
       const command = COMMANDS.find((offered) => task.trim() === `/${offered.name}`);
-      const halted = command
+      const ended = command
         ? runCommandOf(session, command.name, stop.signal)
-        : runGivenTask(session.agent, task, stop.signal, session.tell);
-      session.running = { stop, halted };
+        : runGivenTask(session.agent, task, stop.signal, session.tell).then((halt) =>
+            stopReasonFor(halt, session.lastStop),
+          );
+      session.running = { stop, ended };
       try {
-        const halt = await halted;
+        const stopReason = await ended;
         await session.sent; // every update of the turn goes before its answer
-        return { stopReason: stopReasonFor(halt, session.lastStop) };
+        return { stopReason };
       } finally {
         session.running = null;
       }
@@ -210,9 +212,9 @@ function offerCommands(session: AcpSession): void {
   setImmediate(() => session.send({ sessionUpdate: 'available_commands_update', availableCommands: COMMANDS }));
 }
 
-/** A command typed as the prompt: its answer is a message, and the turn ends as a run would, `cancelled` when
- *  stopped. */
-async function runCommandOf(session: AcpSession, name: string, signal: AbortSignal): Promise<Halt> {
+/** A command typed as the prompt: its answer is a message, and the turn ends `end_turn`, or `cancelled` when
+ *  stopped. No task ran, so there is no halt to record. */
+async function runCommandOf(session: AcpSession, name: string, signal: AbortSignal): Promise<acp.StopReason> {
   const say = (text: string) => session.send(agentText(text, `${name}-${randomBytes(3).toString('hex')}`));
   if (name === 'context') {
     const breakdown = contextBreakdown(session.agent);
@@ -222,10 +224,10 @@ async function runCommandOf(session: AcpSession, name: string, signal: AbortSign
     say(`context window ${b.window} tokens (estimated): ${parts} · messages ${b.messages} · free ${b.free}`);
   } else {
     const declined = await compactNow(session.agent, signal);
-    if (signal.aborted) return { kind: 'interrupted' };
+    if (signal.aborted) return 'cancelled';
     say(declined === null ? '/compact: compacted' : `/compact: ${declined}`);
   }
-  return { kind: 'accepted', verifiedBy: null };
+  return 'end_turn';
 }
 
 /** How changes are approved in a session, as the editor's mode selector shows it. */
@@ -305,7 +307,7 @@ async function stopRuns(sessions: AcpSession[], signal?: EndingSignal): Promise<
   const halts = sessions.flatMap((session) => {
     if (!session.running) return [];
     interrupt(session, session.running.stop, signal);
-    return [session.running.halted];
+    return [session.running.ended];
   });
   await Promise.allSettled(halts);
 }
@@ -330,8 +332,8 @@ interface AcpSession {
   readonly send: (update: acp.SessionUpdate) => void;
   /** Every update queued so far, sent: a prompt is answered once they are out. */
   readonly sent: Promise<void>;
-  /** The run in progress: what stops it (session/cancel), and its halt to come. */
-  running: { stop: AbortController; halted: Promise<Halt> } | null;
+  /** The prompt turn in progress: what stops it (session/cancel), and how it will end. */
+  running: { stop: AbortController; ended: Promise<acp.StopReason> } | null;
   /** How the model ended its last reply in this prompt turn. */
   lastStop: Anthropic.StopReason | null;
   /** How its changes are approved: asked, all allowed, or all refused. */
