@@ -23,14 +23,19 @@ function importsOf(file: string, source: string): string[] {
   return [...new Set(local.map((s) => path.normalize(path.join(path.dirname(file), s))))];
 }
 
-/** The harness's own .ts files (node_modules, fixture projects and the program in app/ aside), by path from the
- *  project root. */
+// Tools leave these behind when they run (a mutation run's copy of the project among them); .gitignore keeps them
+// out of the repository.
+const LEFTOVERS = ['.agent', 'reports', '.stryker-tmp'];
+
+/** The harness's own .ts files (node_modules, fixture projects, leftovers and the program in app/ aside), by path
+ *  from the project root. */
 async function harnessFiles(folder = ''): Promise<string[]> {
   const files: string[] = [];
   for (const entry of await readdir(path.join(project, folder), { withFileTypes: true })) {
     const name = path.join(folder, entry.name);
     if (name === 'app') continue;
-    if (entry.isDirectory() && !['node_modules', '.git', 'projects', 'tasks', 'example'].includes(entry.name)) {
+    const skipped = ['node_modules', '.git', 'projects', 'tasks', 'example', ...LEFTOVERS];
+    if (entry.isDirectory() && !skipped.includes(entry.name)) {
       files.push(...(await harnessFiles(name)));
     } else if (entry.isFile() && entry.name.endsWith('.ts')) files.push(name);
   }
@@ -95,10 +100,8 @@ test('the top level holds the design card and nothing else: the harness, its tes
   // app/ is the program, a package of its own: a fork of the harness may delete it.
   const program = entries.includes('app') ? ['app'] : [];
   const expected = [...card, 'test', 'lessons', ...program, 'README.md', '.ci', '.gitignore', '.prettierignore'];
-  // Tools leave these behind when they run; .gitignore keeps them out of the repository.
-  const leftovers = ['.agent', 'reports', '.stryker-tmp'];
   assert.deepEqual(
-    entries.filter((name) => !leftovers.includes(name)),
+    entries.filter((name) => !LEFTOVERS.includes(name)),
     expected.sort(),
   );
 });
