@@ -134,6 +134,24 @@ const cell = (text: string, width: number) => {
   return flat.length > width ? `${flat.slice(0, width - 1)}…` : flat.padEnd(width);
 };
 
+/** Prevents a line wider than the demo's 100 columns: `text` cut at spaces, a word too long cut too. */
+export function wrapped(text: string, width = 100): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(/\s+/).filter((w) => w !== '')) {
+    if (line !== '' && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = '';
+    }
+    line = line === '' ? word : `${line} ${word}`;
+    while (line.length > width) {
+      lines.push(line.slice(0, width));
+      line = line.slice(width);
+    }
+  }
+  return line === '' ? lines : [...lines, line];
+}
+
 /** Colour only on a terminal, and never with NO_COLOR: piped output stays plain text. */
 export function painter(out: { isTTY?: boolean }, env: NodeJS.ProcessEnv) {
   const inColour = out.isTTY === true && !env.NO_COLOR;
@@ -159,7 +177,10 @@ export async function runDemo(out: Output = process.stdout, env: NodeJS.ProcessE
   say('The same eight scripted replies go through two harnesses. The trusting one believes the');
   say(`model's "done"; the verifying one first runs \`${SEED_STORY_VERIFY}\`, and only exit code 0 counts.`);
   const noSandbox = await sandboxProblem();
-  if (noSandbox !== null) say(paint('yellow', `${noSandbox}: the check runs with your full rights.`));
+  if (noSandbox !== null) {
+    for (const line of wrapped(`${noSandbox}.`)) say(paint('yellow', line));
+    say(paint('yellow', 'So the check runs uncontained, with your full rights.'));
+  }
   say();
   let trusting: StoryRun;
   let verifying: StoryRun;

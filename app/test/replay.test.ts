@@ -14,7 +14,7 @@ import { firstDifference, recordedTools } from '../replay.ts';
 import { recordAnswers, type RecordedOptions, SESSION_VERSION, sessionRecorder } from '../session-file.ts';
 import { EXIT } from '../terminal.ts';
 import { call, reply, say, ScriptedModel, toolUse, usageOf } from '../../scripted-model.ts';
-import { TOOLS } from '../../tools.ts';
+import { sandboxProblem, TOOLS } from '../../tools.ts';
 import { FORKED_TOOLS, SHIPPED_TOOLS } from '../../test/fork-tools.ts';
 import { fakeMessage, startFakeApi } from '../../test/fake-api.ts';
 import { tempProject } from '../../test/helpers.ts';
@@ -44,9 +44,14 @@ function recordedOptions(chosen: Partial<RecordedOptions>): RecordedOptions {
   };
 }
 
+/** A replay runs its recorded check only in the OS sandbox. Where this machine has none, these replays say
+ *  --no-sandbox, as a person there would (the checks are this folder's own fixtures); the sandboxed replay is
+ *  routes-replay-resume.test.ts's. */
+const OUTSIDE_IF_NO_SANDBOX = (await sandboxProblem()) === null ? [] : ['--no-sandbox'];
+
 /** A replay applies the recorded changes only with --yes on its own command line (the recording cannot allow them). */
 const replay = (file: string, root: string, ...args: string[]) =>
-  runCli(['--replay', file, '--root', root, '--yes', ...args]);
+  runCli(['--replay', file, '--root', root, '--yes', ...OUTSIDE_IF_NO_SANDBOX, ...args]);
 
 /** Runs `task` in `root` with these models, recording the session as the CLI would (--yes); checks that the run was
  *  accepted and returns the session file. */
