@@ -35,6 +35,8 @@ import {
   capOutput,
   capStrings,
   COMMAND_TIMEOUT_MS,
+  commandOptions,
+  type CommandRun,
   type ContextFile,
   defineTool,
   globMatcher,
@@ -47,7 +49,6 @@ import {
   runCommand,
   sandboxableRoot,
   safe_path,
-  sandboxChoice,
   schemaProblem,
   type Tool,
   type ToolContext,
@@ -155,7 +156,7 @@ export interface Agent {
   readonly steering: string[]; // what the user typed meanwhile
   repeats: { key: string; times: number }; // the model's last call, and how often in a row
   readonly usage: UsageTotals;
-  ledger: Ledger; // what the run in progress and its sub-agents spent
+  ledger: UsageTotals; // what the run in progress and its sub-agents spent
   readonly protectedAtStart: Map<string, string>; // hashes at the session's first start
   // P4 — endurance
   readonly contextWindow: number;
@@ -192,7 +193,7 @@ export async function createAgent(config: AgentConfig): Promise<Agent> {
     steering: [],
     repeats: { key: '', times: 0 },
     usage: noUsage(model),
-    ledger: openLedger(settings),
+    ledger: noUsage(model),
     protectedAtStart: await hashProtected(root, settings.protect),
     // P4
     contextWindow:
@@ -229,7 +230,7 @@ export async function runTask(
   agent: Agent,
   task: string,
   userSignal?: AbortSignal,
-  ledger?: Ledger,
+  ledger?: UsageTotals,
 ): Promise<Halt> {
   const run = startRun(agent, userSignal, ledger);
   append(agent, userText(task));
@@ -449,8 +450,7 @@ const errorVerdict = (message: string): Verdict => ({ halt: { kind: 'error', mes
 
 /** Prevents a false "done": it takes the check's exit code 0, and protected files unchanged. */
 async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
-  const { verify, root, verifyTimeoutMs, protect, defaultProtection, passEnv, onEvent } =
-    agent.config;
+  const { verify, root, verifyTimeoutMs, protect, onEvent } = agent.config;
   const tampered = await protectedChanges(root, protect, agent.protectedAtStart);
   if (tampered.length > 0) {
     const output = tampered.join(', ');
@@ -462,25 +462,26 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
     return { goOn };
   }
   if (verify === undefined) return { halt: { kind: 'accepted', verifiedBy: null } };
-  const sandbox = await sandboxChoice(agent.config.sandbox); // contained where it must or can be
-  if (typeof sandbox === 'string') return errorVerdict(`the check was not run: ${sandbox}`);
   const onOutput = (text: string) => onEvent({ type: 'gate-output', text });
-  const options = { cwd: root, timeoutMs: verifyTimeoutMs, signal: run.signal, onOutput, sandbox };
-  const ran = await runCommand(verify, { ...options, defaultProtection, passEnv }).catch(
-    (error: unknown) => new Error(`${error}`),
-  );
-  if (ran instanceof Error) return errorVerdict(`the check was not run: ${ran.message}`);
+  let ran: CommandRun & { sandboxed: boolean };
+  try {
+    // Contained where it must or can be, as a fork's command tool is.
+    const options = await commandOptions({ ...agent.toolContext, signal: run.signal });
+    ran = { ...(await runCommand(verify, { ...options, onOutput })), sandboxed: !!options.sandbox };
+  } catch (error) {
+    return errorVerdict(`the check was not run: ${errorText(error)}`);
+  }
   if (run.signal.aborted) return { halt: stoppedHalt(agent, run) };
   // A check that changed what judges it, or what runs later (.git, editor tasks), fails.
   const changed = await protectedChanges(root, protect, agent.protectedAtStart);
   const touched = [...ran.protectedTouched, ...changed];
-  const { exitCode, output, timedOut } = ran;
+  const { exitCode, output, timedOut, sandboxed } = ran;
   const passed = exitCode === 0 && touched.length === 0;
   const ended = timedOut
     ? `did not finish within ${verifyTimeoutMs / 1000} s`
     : `exited with code ${exitCode}`;
   const reason = touched.length > 0 ? `changed protected paths: ${touched.join(', ')}` : ended;
-  onEvent({ type: 'gate', command: verify, exitCode, passed, reason, output, sandboxed: sandbox });
+  onEvent({ type: 'gate', command: verify, exitCode, passed, reason, output, sandboxed });
 
   if (passed) return { halt: { kind: 'accepted', verifiedBy: verify } };
   const told = `Its output:\n\n${output}\n\nFix the cause, then say you are done.`;
@@ -717,7 +718,7 @@ type Run = { signal: AbortSignal; userSignal: AbortSignal; timeUp: AbortSignal |
 function startRun(
   agent: Agent,
   userSignal = new AbortController().signal,
-  ledger = openLedger(agent.config),
+  ledger = noUsage(agent.config.model),
 ): Run {
   const { timeoutMs } = agent.config.budgets;
   const timeUp = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs);
@@ -750,7 +751,8 @@ const STUCK =
 
 /** Prevents runaway spending; checked before every model call, sub-agents' and summaries' too. */
 function spendingHalt(agent: Agent): Halt | null {
-  const { maxTokens, maxCostUsd, spent } = agent.ledger;
+  const { maxTokens, maxCostUsd } = agent.config.budgets;
+  const spent = agent.ledger;
   if (maxTokens !== undefined && totalTokens(spent) >= maxTokens) {
     return budgetHalt(agent, 'tokens', maxTokens);
   }
@@ -953,7 +955,7 @@ function systemPrompt(settings: Settings, files: ContextFile[]): string {
 
 // --- The sub-agent: the same loop again, with its own transcript and the read-only tools.
 
-export const TASK_MAX_TURNS = 30;
+const TASK_MAX_TURNS = 30;
 
 /** Lets a search that reads forty files cost the parent one tool result, on the parent's budget. */
 function taskTool(parent: Agent): Tool {
@@ -978,12 +980,13 @@ function taskTool(parent: Agent): Tool {
     async run({ description, prompt }, ctx) {
       const id = `task-${++parent.subAgentsStarted}`;
       const model = parent.config.taskModel ?? parent.config.model;
+      const { maxTokens, maxCostUsd } = parent.config.budgets; // kept on the parent's ledger
       const child = await createAgent({
         ...parent.config,
         model,
         tools: parent.config.tools.filter((tool) => tool.readOnly && tool.name !== 'task'),
         verify: undefined,
-        budgets: { maxTurns: TASK_MAX_TURNS },
+        budgets: { maxTurns: TASK_MAX_TURNS, maxTokens, maxCostUsd },
         protect: [],
         subAgents: false,
         contextFiles: false,
@@ -1006,7 +1009,7 @@ function taskTool(parent: Agent): Tool {
 export const DEFAULT_MODEL = 'claude-sonnet-5-5';
 const MAX_OUTPUT_TOKENS = 32_000;
 /** The SDK's timeout covers only the headers; a stream silent this long is stalled. */
-export const STREAM_IDLE_MS = 90_000;
+const STREAM_IDLE_MS = 90_000;
 
 /** The real model, its text shown as it arrives. */
 export class AnthropicModel implements Model {
@@ -1315,13 +1318,6 @@ const totalTokens = (u: UsageTotals) => u.input + u.cacheWrite + u.cacheRead + u
 /** What a run spent, its sub-agents included, when it halted. */
 export type Spent = { tokens: number; costUsd: number | null };
 
-/** A run's spending against its limits, shared with its sub-agents. */
-export type Ledger = {
-  readonly maxTokens?: number;
-  readonly maxCostUsd?: number;
-  readonly spent: UsageTotals;
-};
-
 /** Nothing used yet; the cost is known only if the model has a price. */
 const noUsage = ({ price }: Model): UsageTotals => ({
   input: 0,
@@ -1331,14 +1327,10 @@ const noUsage = ({ price }: Model): UsageTotals => ({
   costUsd: price ? 0 : null,
 });
 
-function openLedger({ budgets, model }: Settings): Ledger {
-  return { maxTokens: budgets.maxTokens, maxCostUsd: budgets.maxCostUsd, spent: noUsage(model) };
-}
-
 /** One model call's usage, to the session's totals and the run's ledger. */
 function spend(agent: Agent, usage: Anthropic.Usage): void {
   addUsage(agent.usage, agent.config.model, usage);
-  addUsage(agent.ledger.spent, agent.config.model, usage);
+  addUsage(agent.ledger, agent.config.model, usage);
 }
 
 /** Spends a reply's usage, keeps its size for the next estimate, and reports it. */
@@ -1357,7 +1349,7 @@ function countUsage(agent: Agent, reply: Anthropic.Message, turn: number): void 
 
 /** Which limit ran out, and what the run had spent. */
 function budgetHalt(agent: Agent, budget: BudgetName, limit = 0): Halt {
-  const spent = { tokens: totalTokens(agent.ledger.spent), costUsd: agent.ledger.spent.costUsd };
+  const spent = { tokens: totalTokens(agent.ledger), costUsd: agent.ledger.costUsd };
   return { kind: 'budget', budget, limit, spent };
 }
 
@@ -1388,18 +1380,13 @@ export function costOf(price: Price | undefined, usage: Anthropic.Usage): number
 
 // --- Resume: a saved transcript, repaired so that the API accepts it.
 
-const LOST_TASK = '[The first message of this session was lost from its file.]';
 const LOST_RESULT =
   'result lost: the session file has no result for this call (a lost line); ' +
   'it may or may not have run';
-const DIED_MID_CALL = 'not run: the session ended before this call finished';
 
-const notRunResult = (id: string, content: string) => ({
-  type: 'tool_result' as const,
-  tool_use_id: id,
-  content,
-  is_error: true,
-});
+/** Each call answered with `content`, as an error. */
+const notRunResults = (ids: string[], content: string): Anthropic.ToolResultBlockParam[] =>
+  ids.map((id) => ({ type: 'tool_result', tool_use_id: id, content, is_error: true }));
 
 /** Prevents a damaged session file from making a session that can never resume. Messages are
  *  only added or changed at the end, so a compaction's cut keeps its meaning. */
@@ -1410,53 +1397,49 @@ export function transcriptRepair(warn: (text: string) => void) {
   const answerLost = (at: string, ids: string[]) => {
     const lost = `${ids.length} call(s) before this line have no result (a lost line)`;
     warn(`${at}: ${lost}; answered "result lost"`);
-    return ids.map((id) => notRunResult(id, LOST_RESULT));
+    return notRunResults(ids, LOST_RESULT);
   };
-  const addReply = (message: Anthropic.MessageParam, at: string) => {
-    if (awaiting.length > 0) messages.push({ role: 'user', content: answerLost(at, awaiting) });
-    if (messages.length === 0) {
-      const first = 'the first message is a reply (the task before it was lost)';
-      warn(`${at}: ${first}; a placeholder task goes first`);
-      messages.push(userText(LOST_TASK));
-    }
-    const blocks = typeof message.content === 'string' ? [] : message.content;
-    const repeated = blocks.filter((block) => block.type === 'tool_use' && callIds.has(block.id));
-    const content = blocks.filter((block) => !repeated.includes(block));
-    awaiting = content.flatMap((block) => (block.type === 'tool_use' ? [block.id] : []));
-    for (const id of awaiting) callIds.add(id);
-    if (repeated.length === 0) {
-      messages.push(message);
-      return;
-    }
-    const again = `${repeated.length} call(s) repeat the id of an earlier call (a repeated line?)`;
-    warn(`${at}: ${again}; dropped`);
-    if (content.length > 0) messages.push({ role: 'assistant', content });
-  };
-  const addUserMessage = (message: Anthropic.MessageParam, at: string) => {
+  const add = (message: Anthropic.MessageParam, at: string) => {
     const blocks: Anthropic.ContentBlockParam[] =
       typeof message.content === 'string'
         ? [{ type: 'text', text: message.content }]
         : message.content;
-    const results = blocks.filter((block) => block.type === 'tool_result');
-    const unanswered = new Set(awaiting);
-    awaiting = [];
-    const kept = results.filter((result) => unanswered.delete(result.tool_use_id)); // the first
-    const dropped = results.length - kept.length;
-    if (dropped > 0) warn(`${at}: ${dropped} result(s) answer no call just before them; dropped`);
-    const answers = unanswered.size > 0 ? answerLost(at, [...unanswered]) : [];
-    const others = blocks.filter((block) => block.type !== 'tool_result');
-    const content = [...kept, ...answers, ...others];
-    if (content.length === blocks.length && content.every((block, i) => block === blocks[i])) {
-      messages.push(message); // as it was
-      return;
+    let content: Anthropic.ContentBlockParam[];
+    if (message.role === 'assistant') {
+      if (awaiting.length > 0) messages.push({ role: 'user', content: answerLost(at, awaiting) });
+      if (messages.length === 0) {
+        const first = 'the first message is a reply (the task before it was lost)';
+        warn(`${at}: ${first}; a placeholder task goes first`);
+        messages.push(userText('[The first message of this session was lost from its file.]'));
+      }
+      content = blocks.filter((block) => block.type !== 'tool_use' || !callIds.has(block.id));
+      const repeated = blocks.length - content.length;
+      const again = `${repeated} call(s) repeat the id of an earlier call (a repeated line?)`;
+      if (repeated > 0) warn(`${at}: ${again}; dropped`);
+      awaiting = content.flatMap((block) => (block.type === 'tool_use' ? [block.id] : []));
+      for (const id of awaiting) callIds.add(id);
+    } else {
+      const results = blocks.filter((block) => block.type === 'tool_result');
+      const unanswered = new Set(awaiting);
+      awaiting = [];
+      const kept = results.filter((result) => unanswered.delete(result.tool_use_id)); // the first
+      const dropped = results.length - kept.length;
+      if (dropped > 0) warn(`${at}: ${dropped} result(s) answer no call just before them; dropped`);
+      const answers = unanswered.size > 0 ? answerLost(at, [...unanswered]) : [];
+      content = [...kept, ...answers, ...blocks.filter((block) => block.type !== 'tool_result')];
+      const moved = content.some((block, i) => block !== blocks[i]);
+      if (dropped === 0 && answers.length === 0 && moved)
+        warn(`${at}: results moved before the text`);
     }
-    if (dropped === 0 && answers.length === 0) warn(`${at}: results moved before the text`);
-    if (content.length > 0) messages.push({ role: 'user', content });
+    const same =
+      content.length === blocks.length && content.every((block, i) => block === blocks[i]);
+    if (same) messages.push(message);
+    else if (content.length > 0)
+      messages.push({ role: message.role === 'assistant' ? 'assistant' : 'user', content });
   };
   return {
     messages,
-    add: (message: Anthropic.MessageParam, at: string) =>
-      message.role === 'assistant' ? addReply(message, at) : addUserMessage(message, at),
+    add,
     /** Whether a compaction may cut here (see chooseCut). */
     startsReply: (index: number) => messages[index]?.role === 'assistant',
     /** Answers the calls the session ended in the middle of; resume appends it. */
@@ -1464,7 +1447,8 @@ export function transcriptRepair(warn: (text: string) => void) {
       if (awaiting.length === 0) return null;
       const died = `${awaiting.length} call(s) had no result (the process died mid-call)`;
       warn(`${died}; they are answered "not run"`);
-      return { role: 'user', content: awaiting.map((id) => notRunResult(id, DIED_MID_CALL)) };
+      const notRun = 'not run: the session ended before this call finished';
+      return { role: 'user', content: notRunResults(awaiting, notRun) };
     },
   };
 }
