@@ -410,7 +410,7 @@ async function execute(agent: Agent, run: Run, planned: PlannedCall): Promise<To
     (content): ToolOutcome => ({ content, isError: false }),
     (error: unknown): ToolOutcome => ({ content: errorText(error), isError: true }),
   );
-  let outcome = await settleOrAbandon(running, run.signal);
+  let outcome = await within(running, ABORT_GRACE_MS, ABANDONED, run.signal);
   for (const hook of agent.afterCall) outcome = await checkResult(agent, hook, planned, outcome);
   return outcome;
 }
@@ -805,9 +805,20 @@ async function contextView(agent: Agent, signal: AbortSignal): Promise<View> {
   return view;
 }
 
-/** The messages as the model sees them now: [summary, ...messages.slice(keptFrom)]. */
-export function compactedView(agent: Agent, messages: View): View {
-  return agent.compaction ? compactedCopy(agent.compaction, messages) : messages;
+const compactedViews = new WeakMap<Compaction, Anthropic.MessageParam[]>();
+
+/** The messages as the model sees them now: [summary, ...messages.slice(keptFrom)], built once
+ *  per compaction, then only extended. */
+export function compactedView({ compaction }: Agent, messages: View): View {
+  if (!compaction) return messages;
+  let view = compactedViews.get(compaction);
+  if (view === undefined) {
+    view = [deepFreeze(summaryMessage(compaction.summary))];
+    compactedViews.set(compaction, view);
+  }
+  for (let i = compaction.keptFrom + view.length - 1; i < messages.length; i++)
+    view.push(messages[i]!);
+  return view;
 }
 
 /** The next request's size: the last request's real size plus an estimate of what came since. */
@@ -1108,14 +1119,11 @@ function describeModelError(error: unknown): string {
 // --- The words the model reads. They guide the model; no guarantee rests on them.
 
 export const SYSTEM_PROMPT = [
-  'You are a coding agent working inside one project folder. You act only through the' +
-    ' tools you are given;',
-  'all paths are relative to the project root. Read a file before you edit it, and make' +
-    ' the smallest change',
-  'that does the task. When the task is done, stop calling tools and say in one or two' +
-    ' sentences what you',
-  'changed. Your "done" is checked: if the project has a check command, it runs, and if' +
-    ' it fails you are told.',
+  'You are a coding agent working inside one project folder. You act only through the tools you',
+  'are given; all paths are relative to the project root. Read a file before you edit it, and make',
+  'the smallest change that does the task. When the task is done, stop calling tools and say in',
+  'one or two sentences what you changed. Your "done" is checked: if the project has a check',
+  'command, it runs, and if it fails you are told.',
 ].join('\n');
 
 const CUT_OFF_CALL =
@@ -1127,13 +1135,10 @@ const CUT_OFF_REPLY =
   'Continue, more briefly: call a tool, or say that you are done.';
 
 const SUMMARY_INSTRUCTIONS = [
-  'The conversation above no longer fits the context window. Write a summary that will' +
-    ' replace it, so that you',
-  'can carry on from the summary alone. Use these headings: Goal; Constraints from the' +
-    ' user; Done; In progress;',
-  'Next steps; Exact details (file names, function names, error messages, commands and' +
-    ' values needed to carry on,',
-  'copied exactly). Do not call tools.',
+  'The conversation above no longer fits the context window. Write a summary that will replace it,',
+  'so that you can carry on from the summary alone. Use these headings: Goal; Constraints from the',
+  'user; Done; In progress; Next steps; Exact details (file names, function names, error messages,',
+  'commands and values needed to carry on, copied exactly). Do not call tools.',
 ].join('\n');
 
 const SUMMARY_HEADING =
@@ -1146,12 +1151,10 @@ const summaryMessage = (summary: string): Anthropic.MessageParam => ({
 });
 
 const SUBAGENT_PROMPT = [
-  'You are a research sub-agent inside one project folder. Answer the prompt using the' +
-    ' read-only tools you are',
-  'given; all paths are relative to the project root. Your final reply is all that the' +
-    ' agent who asked will see,',
-  'so make it complete and self-contained: name the files and lines it rests on. Do not' +
-    ' ask questions back.',
+  'You are a research sub-agent inside one project folder. Answer the prompt using the read-only',
+  'tools you are given; all paths are relative to the project root. Your final reply is all that',
+  'the agent who asked will see, so make it complete and self-contained: name the files and lines',
+  'it rests on. Do not ask questions back.',
 ].join('\n');
 
 // --- The options no caller gave, and the text of a reply.
@@ -1190,20 +1193,6 @@ export function textOfMessage(message: Anthropic.MessageParam | Anthropic.Messag
 }
 
 // --- What keeps a turn's cost flat however long the session.
-
-const compactedViews = new WeakMap<Compaction, Anthropic.MessageParam[]>();
-
-/** [summary, ...messages.slice(keptFrom)], built once per compaction, then only extended. */
-function compactedCopy(compaction: Compaction, messages: View) {
-  let view = compactedViews.get(compaction);
-  if (view === undefined) {
-    view = [deepFreeze(summaryMessage(compaction.summary))];
-    compactedViews.set(compaction, view);
-  }
-  for (let i = compaction.keptFrom + view.length - 1; i < messages.length; i++)
-    view.push(messages[i]!);
-  return view;
-}
 
 const measuredChars = new WeakMap<Anthropic.MessageParam, number>();
 
@@ -1265,21 +1254,6 @@ function unresendable(input: unknown): string | null {
   return `not an object: ${String(JSON.stringify(input)).slice(0, 200)}`;
 }
 
-/** Waits for a call; once `signal` aborts, at most ABORT_GRACE_MS more, then gives ABANDONED. */
-async function settleOrAbandon(work: Promise<ToolOutcome>, signal: AbortSignal) {
-  let giveUp = () => {};
-  const abandoned = new Promise<ToolOutcome>((resolve) => {
-    giveUp = () => void setTimeout(() => resolve(ABANDONED), ABORT_GRACE_MS).unref();
-  });
-  if (signal.aborted) giveUp();
-  else signal.addEventListener('abort', giveUp, { once: true });
-  try {
-    return await Promise.race([work, abandoned]);
-  } finally {
-    signal.removeEventListener('abort', giveUp);
-  }
-}
-
 /** The same name and arguments as the call before extend the row; anything else starts one. */
 function countRepeats(agent: Agent, call: Anthropic.ToolUseBlock): void {
   const key = JSON.stringify([call.name, call.input]);
@@ -1288,14 +1262,27 @@ function countRepeats(agent: Agent, call: Anthropic.ToolUseBlock): void {
 
 /** A hook's check, rejected if it throws or takes longer than the hook's time limit. */
 function withinHookTime<T>(hook: { timeoutMs?: number }, check: () => T | Promise<T>) {
-  const checking = Promise.resolve().then(check);
   const ms = hook.timeoutMs ?? HOOK_TIMEOUT_MS;
-  if (!Number.isFinite(ms)) return checking;
+  return within(Promise.resolve().then(check), ms, new Error(`no answer within ${ms / 1000} s`));
+}
+
+/** `work`, or else `late` (rejected if an Error) `ms` after the start, or after `from` aborts. */
+async function within<T>(work: Promise<T>, ms: number, late: T | Error, from?: AbortSignal) {
+  if (!Number.isFinite(ms)) return await work;
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms);
+  let start = () => {};
+  const timeout = new Promise<T>((resolve, reject) => {
+    const give = () => (late instanceof Error ? reject(late) : resolve(late));
+    start = () => void (timer = setTimeout(give, ms));
   });
-  return Promise.race([checking, timeout]).finally(() => clearTimeout(timer));
+  if (from && !from.aborted) from.addEventListener('abort', start, { once: true });
+  else start();
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+    from?.removeEventListener('abort', start);
+  }
 }
 
 export const errorText = (error: unknown) =>
