@@ -239,9 +239,8 @@ export async function runTask(
     if ('kind' in reply) return halt(agent, reply, turn - 1); // no reply came back this turn
     appendReply(agent, reply);
     countUsage(agent, reply, turn); // after the append: the next estimate starts here
-    const calls = reply.content.filter((block) => block.type === 'tool_use');
-    if (calls.length > 0) {
-      append(agent, { role: 'user', content: await answerCalls(agent, run, reply, calls) });
+    if (reply.content.some((block) => block.type === 'tool_use')) {
+      append(agent, { role: 'user', content: await answerCalls(agent, run, reply) });
     } else if (reply.stop_reason !== 'pause_turn') {
       // a paused turn just goes round again
       const verdict = await judgeFinalReply(agent, run, reply);
@@ -278,8 +277,9 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
   for (let attempt = 1; ; attempt++) {
     try {
       const view = await contextView(agent, run.signal);
-      // After any compaction, just before the call: a stop beats a budget.
+      // After any compaction, just before the call: a stop beats a budget, or a failed hook.
       if (run.signal.aborted) return stoppedHalt(agent, run);
+      if ('kind' in view) return view;
       const overspent = spendingHalt(agent);
       if (overspent) return overspent;
       const estimatedTokens = estimateNextRequest(agent, view);
@@ -319,12 +319,8 @@ function appendReply(agent: Agent, reply: Anthropic.Message): void {
 }
 
 /** Answers every call in order, each with one tool_result; consecutive reads run together. */
-async function answerCalls(
-  agent: Agent,
-  run: Run,
-  reply: Anthropic.Message,
-  calls: Anthropic.ToolUseBlock[],
-) {
+async function answerCalls(agent: Agent, run: Run, reply: Anthropic.Message) {
+  const calls = reply.content.filter((block) => block.type === 'tool_use');
   const results: Anthropic.ToolResultBlockParam[] = [];
   let batch: { planned: PlannedCall; index: number }[] = []; // at most MAX_PARALLEL_READS
   const flush = async () => {
@@ -482,7 +478,6 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
     : `exited with code ${exitCode}`;
   const reason = touched.length > 0 ? `changed protected paths: ${touched.join(', ')}` : ended;
   onEvent({ type: 'gate', command: verify, exitCode, passed, reason, output, sandboxed });
-
   if (passed) return { halt: { kind: 'accepted', verifiedBy: verify } };
   const told = `Its output:\n\n${output}\n\nFix the cause, then say you are done.`;
   return { goOn: `The task is not done yet: the check \`${verify}\` ${reason}. ${told}` };
@@ -567,7 +562,6 @@ async function askHook(
     return await withinHookTime(hook, check);
   } catch (error) {
     if (error instanceof ToolError) return { action: 'deny', reason: error.message }; // on purpose
-
     if (signal.aborted) return deny('the run was stopped while this call was being checked');
     return deny(`the ${hook.name} check failed (${errorText(error)}), so the call was refused`);
   }
@@ -632,7 +626,6 @@ export function protectedFiles(globs: readonly string[]): BeforeCallHook {
       const judged =
         glob &&
         `${requested} is protected ("${glob}"): change the code, not the files that check it`;
-
       const reason = protectedPathProblem(agent.toolContext, requested, real) ?? judged;
       return reason ? { action: 'deny', reason } : ALLOW;
     },
@@ -791,16 +784,16 @@ const KEEP_VERBATIM_TOKENS = 20_000;
 export const estimateTokens = (value: unknown) =>
   Math.ceil((typeof value === 'string' ? value : JSON.stringify(value)).length / 3.5);
 
-/** Runs every context hook on the transcript: what comes out, the model sees. */
-async function contextView(agent: Agent, signal: AbortSignal): Promise<View> {
+/** Runs every context hook on the transcript: what comes out, the model sees; or the failure. */
+async function contextView(agent: Agent, signal: AbortSignal): Promise<View | Halt> {
   let view: View = freezeNewMessages(agent.messages);
   for (const hook of agent.contextHooks) {
-    view = await runReadOnly(view, (shown) => hook(shown, agent, signal)).catch(
-      (error: unknown) => {
-        const name = hook.name || '(unnamed)';
-        throw new ContextHookError(`the context hook ${name} failed: ${errorText(error)}`);
-      },
-    );
+    try {
+      view = await runReadOnly(view, (shown) => hook(shown, agent, signal));
+    } catch (error) {
+      const message = `the context hook ${hook.name || '(unnamed)'} failed: ${errorText(error)}`;
+      return { kind: 'error', message };
+    }
   }
   return view;
 }
@@ -933,16 +926,9 @@ export async function compactNow(agent: Agent, signal: AbortSignal): Promise<str
 }
 
 /** /context: where the window goes, estimated as a request is. */
-export interface ContextBreakdown {
-  window: number;
-  systemPrompt: number;
-  toolDefinitions: number;
-  projectFiles: number;
-  messages: number;
-  free: number;
-}
+export type ContextBreakdown = ReturnType<typeof contextBreakdown>;
 
-export function contextBreakdown(agent: Agent): ContextBreakdown {
+export function contextBreakdown(agent: Agent) {
   const window = agent.contextWindow;
   const projectFiles = agent.contextFiles.reduce((sum, file) => sum + estimateTokens(file.text), 0);
   const systemPrompt = estimateTokens(agent.system[0]?.text ?? '') - projectFiles;
@@ -1103,11 +1089,7 @@ const isApiError = (error: unknown): error is APIError<number> =>
   typeof error.status === 'number' &&
   'apiMessage' in error;
 
-/** A failed context hook: the halt names the hook, not the model. */
-class ContextHookError extends Error {}
-
 function describeModelError(error: unknown): string {
-  if (error instanceof ContextHookError) return error.message;
   if (isApiError(error)) {
     const id = error.requestID ? ` (request id ${error.requestID})` : '';
     const said = `${error.type ?? ''}: ${error.apiMessage ?? error.message}${id}`;
@@ -1244,7 +1226,7 @@ function withResendableInputs(reply: Anthropic.Message): Anthropic.Message {
     const problem = block.type === 'tool_use' && unresendable(block.input);
     return problem ? { ...block, input: { [UNUSABLE]: problem } } : block;
   });
-  return content.some((block, i) => block !== reply.content[i]) ? { ...reply, content } : reply;
+  return { ...reply, content };
 }
 
 function unresendable(input: unknown): string | null {
@@ -1455,7 +1437,6 @@ export function resume(agent: Agent, loaded: LoadedSession): void {
   agent.messages.length = 0;
   for (const message of loaded.messages) agent.messages.push(withinShare(agent, message));
   agent.toolContext.seen.clear(); // read again before editing
-
   agent.compaction = loaded.compaction;
   agent.subAgentsStarted = loaded.subAgents;
   agent.lastRequest = null;
@@ -1484,8 +1465,8 @@ export function describeHalt(h: Halt): string {
     tokens: `${limit} tokens`,
     cost: `$${limit}`,
     time: `${limit / 1000} s`,
-  };
-  const reached = `${budget}: the limit of ${of[budget]} was reached`;
+  }[budget];
+  const reached = `${budget}: the limit of ${of} was reached`;
   if (h.spent === undefined) return `budget (${reached})`;
   const cost = h.spent.costUsd === null ? '' : `, $${h.spent.costUsd.toFixed(4)}`;
   return `budget (${reached}; spent ${h.spent.tokens} tokens${cost})`;
