@@ -244,8 +244,8 @@ export async function runTask(
     } else if (reply.stop_reason !== 'pause_turn') {
       // a paused turn just goes round again
       const verdict = await judgeFinalReply(agent, run, reply);
-      if ('halt' in verdict) return halt(agent, verdict.halt, turn);
-      const goOn: Anthropic.TextBlockParam = { type: 'text', text: verdict.goOn };
+      if (typeof verdict !== 'string') return halt(agent, verdict, turn);
+      const goOn: Anthropic.TextBlockParam = { type: 'text', text: verdict };
       append(agent, { role: 'user', content: [goOn, ...takeSteering(agent)] });
     }
     const stop = stopCheck(agent, run, turn);
@@ -428,13 +428,13 @@ export interface GateOptions {
 }
 
 /** The run halts, or the loop goes on with this message. */
-type Verdict = { halt: Halt } | { goOn: string };
+type Verdict = Halt | string;
 
 /** Prevents a cut-off or refused reply from passing as "done". */
 async function judgeFinalReply(agent: Agent, run: Run, reply: Anthropic.Message): Promise<Verdict> {
-  if (run.signal.aborted) return { halt: stoppedHalt(agent, run) }; // too late to decide
+  if (run.signal.aborted) return stoppedHalt(agent, run); // too late to decide
   const stop = reply.stop_reason;
-  if (stop === 'max_tokens') return { goOn: CUT_OFF_REPLY };
+  if (stop === 'max_tokens') return CUT_OFF_REPLY;
   if (stop === 'refusal') return errorVerdict('the model refused to continue (refusal)');
   if (stop === 'model_context_window_exceeded') {
     return errorVerdict("the conversation no longer fits the model's context window");
@@ -442,7 +442,7 @@ async function judgeFinalReply(agent: Agent, run: Run, reply: Anthropic.Message)
   return await verifyGate(agent, run);
 }
 
-const errorVerdict = (message: string): Verdict => ({ halt: { kind: 'error', message } });
+const errorVerdict = (message: string): Verdict => ({ kind: 'error', message });
 
 /** Prevents a false "done": it takes the check's exit code 0, and protected files unchanged. */
 async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
@@ -454,10 +454,9 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
     const failed = { passed: false, exitCode: null, sandboxed: false };
     onEvent({ type: 'gate', command: verify ?? '(none)', reason, output, ...failed });
     const restore = 'Restore them; the task must be done without changing them.';
-    const goOn = `The task is not done: ${reason} since the session started: ${output}. ${restore}`;
-    return { goOn };
+    return `The task is not done: ${reason} since the session started: ${output}. ${restore}`;
   }
-  if (verify === undefined) return { halt: { kind: 'accepted', verifiedBy: null } };
+  if (verify === undefined) return { kind: 'accepted', verifiedBy: null };
   const onOutput = (text: string) => onEvent({ type: 'gate-output', text });
   let ran: CommandRun & { sandboxed: boolean };
   try {
@@ -467,7 +466,7 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   } catch (error) {
     return errorVerdict(`the check was not run: ${errorText(error)}`);
   }
-  if (run.signal.aborted) return { halt: stoppedHalt(agent, run) };
+  if (run.signal.aborted) return stoppedHalt(agent, run);
   // A check that changed what judges it, or what runs later (.git, editor tasks), fails.
   const changed = await protectedChanges(root, protect, agent.protectedAtStart);
   const touched = [...ran.protectedTouched, ...changed];
@@ -478,9 +477,9 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
     : `exited with code ${exitCode}`;
   const reason = touched.length > 0 ? `changed protected paths: ${touched.join(', ')}` : ended;
   onEvent({ type: 'gate', command: verify, exitCode, passed, reason, output, sandboxed });
-  if (passed) return { halt: { kind: 'accepted', verifiedBy: verify } };
+  if (passed) return { kind: 'accepted', verifiedBy: verify };
   const told = `Its output:\n\n${output}\n\nFix the cause, then say you are done.`;
-  return { goOn: `The task is not done yet: the check \`${verify}\` ${reason}. ${told}` };
+  return `The task is not done yet: the check \`${verify}\` ${reason}. ${told}`;
 }
 
 // -------------------------------------------------------------------------------------------------
