@@ -163,7 +163,7 @@ export interface Agent {
   readonly contextFiles: ContextFile[];
   readonly contextHooks: readonly ContextHook[];
   compaction: Compaction | null; // the latest summary; the transcript itself is never cut
-  lastRequest: { tokens: number; messages: number; keptFrom: number } | null; // its real size
+  lastRequest: { tokens: number; messages: number } | null; // its real size; a summary resets it
   subAgentsStarted: number;
 }
 
@@ -312,9 +312,7 @@ const CACHE: Anthropic.CacheControlEphemeral = { type: 'ephemeral' };
 
 /** Prevents a transcript the API rejects: empty text dropped, the rest as sent (thinking too). */
 function appendReply(agent: Agent, reply: Anthropic.Message): void {
-  const content = reply.content.filter(
-    (block) => block.type !== 'text' || block.text.trim() !== '',
-  );
+  const content = reply.content.filter((block) => block.type !== 'text' || block.text.trim());
   if (content.length > 0) append(agent, { role: 'assistant', content });
 }
 
@@ -816,9 +814,7 @@ export function compactedView({ compaction }: Agent, messages: View): View {
 /** The next request's size: the last request's real size plus an estimate of what came since. */
 function estimateNextRequest(agent: Agent, view: View): number {
   const last = agent.lastRequest;
-  if (last && last.keptFrom === (agent.compaction?.keptFrom ?? 0)) {
-    return last.tokens + estimateMessages(agent.messages.slice(last.messages));
-  }
+  if (last) return last.tokens + estimateMessages(agent.messages.slice(last.messages));
   const fixed = estimateTokens(agent.system) + estimateTokens(agent.toolDefinitions);
   return fixed + estimateMessages(view);
 }
@@ -1273,13 +1269,7 @@ const isPromptTooLong = (error: unknown) =>
   isApiError(error) && error.status === 400 && /prompt is too long/i.test(error.message);
 
 /** Tokens by kind, and dollars: null when the price is unknown, never a made-up zero. */
-export type UsageTotals = {
-  input: number;
-  cacheWrite: number;
-  cacheRead: number;
-  output: number;
-  costUsd: number | null;
-};
+export type UsageTotals = ReturnType<typeof noUsage>;
 
 const totalTokens = (u: UsageTotals) => u.input + u.cacheWrite + u.cacheRead + u.output;
 
@@ -1287,7 +1277,7 @@ const totalTokens = (u: UsageTotals) => u.input + u.cacheWrite + u.cacheRead + u
 export type Spent = { tokens: number; costUsd: number | null };
 
 /** Nothing used yet; the cost is known only if the model has a price. */
-const noUsage = ({ price }: Model): UsageTotals => ({
+const noUsage = ({ price }: Model) => ({
   input: 0,
   cacheWrite: 0,
   cacheRead: 0,
@@ -1307,8 +1297,7 @@ function countUsage(agent: Agent, reply: Anthropic.Message, turn: number): void 
   spend(agent, usage);
   const cached = (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
   const tokens = usage.input_tokens + cached + usage.output_tokens;
-  const keptFrom = agent.compaction?.keptFrom ?? 0;
-  agent.lastRequest = { tokens, messages: agent.messages.length, keptFrom };
+  agent.lastRequest = { tokens, messages: agent.messages.length };
   const calls = content.filter((block) => block.type === 'tool_use').length;
   const totals = { ...agent.usage };
   const stopReason = reply.stop_reason;
