@@ -312,7 +312,9 @@ const CACHE: Anthropic.CacheControlEphemeral = { type: 'ephemeral' };
 
 /** Prevents a transcript the API rejects: empty text dropped, the rest as sent (thinking too). */
 function appendReply(agent: Agent, reply: Anthropic.Message): void {
-  const content = reply.content.filter((block) => block.type !== 'text' || block.text.trim());
+  const content = reply.content.filter(
+    (block) => block.type !== 'text' || block.text.trim() !== '',
+  );
   if (content.length > 0) append(agent, { role: 'assistant', content });
 }
 
@@ -915,7 +917,7 @@ export type Compacted = { tokensBefore: number; tokensAfter: number; piece: bool
 
 /** /compact: a summary kept only if it makes the view smaller; returns why not, or null. */
 export async function compactNow(agent: Agent, signal: AbortSignal): Promise<string | null> {
-  const compacted = await compact(agent, signal, true).catch((error: unknown) => errorText(error));
+  const compacted = await compact(agent, signal, true).catch(errorText);
   if (compacted === null) return 'nothing old enough to summarise yet';
   return typeof compacted === 'string' ? compacted : null;
 }
