@@ -36,6 +36,7 @@ import {
   capStrings,
   COMMAND_TIMEOUT_MS,
   commandOptions,
+  type CommandOptions,
   type CommandRun,
   type ContextFile,
   defineTool,
@@ -458,11 +459,12 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   }
   if (verify === undefined) return { kind: 'accepted', verifiedBy: null };
   const onOutput = (text: string) => onEvent({ type: 'gate-output', text });
-  let ran: CommandRun & { sandboxed: boolean };
+  let options: CommandOptions;
+  let ran: CommandRun;
   try {
     // Contained where it must or can be, as a fork's command tool is.
-    const options = await commandOptions({ ...agent.toolContext, signal: run.signal });
-    ran = { ...(await runCommand(verify, { ...options, onOutput })), sandboxed: !!options.sandbox };
+    options = await commandOptions({ ...agent.toolContext, signal: run.signal });
+    ran = await runCommand(verify, { ...options, onOutput });
   } catch (error) {
     return errorVerdict(`the check was not run: ${errorText(error)}`);
   }
@@ -470,12 +472,13 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   // A check that changed what judges it, or what runs later (.git, editor tasks), fails.
   const changed = await protectedChanges(root, protect, agent.protectedAtStart);
   const touched = [...ran.protectedTouched, ...changed];
-  const { exitCode, output, timedOut, sandboxed } = ran;
+  const { exitCode, output, timedOut } = ran;
   const passed = exitCode === 0 && touched.length === 0;
   const ended = timedOut
     ? `did not finish within ${verifyTimeoutMs / 1000} s`
     : `exited with code ${exitCode}`;
   const reason = touched.length > 0 ? `changed protected paths: ${touched.join(', ')}` : ended;
+  const sandboxed = options.sandbox === true;
   onEvent({ type: 'gate', command: verify, exitCode, passed, reason, output, sandboxed });
   if (passed) return { kind: 'accepted', verifiedBy: verify };
   const told = `Its output:\n\n${output}\n\nFix the cause, then say you are done.`;
@@ -744,12 +747,11 @@ const STUCK =
 /** Prevents runaway spending; checked before every model call, sub-agents' and summaries' too. */
 function spendingHalt(agent: Agent): Halt | null {
   const { maxTokens, maxCostUsd } = agent.config.budgets;
-  const spent = agent.ledger;
-  if (maxTokens !== undefined && totalTokens(spent) >= maxTokens) {
+  if (maxTokens !== undefined && totalTokens(agent.ledger) >= maxTokens) {
     return budgetHalt(agent, 'tokens', maxTokens);
   }
   // unpriced: withDefaults refuses a dollar budget
-  if (maxCostUsd !== undefined && (spent.costUsd ?? 0) >= maxCostUsd) {
+  if (maxCostUsd !== undefined && (agent.ledger.costUsd ?? 0) >= maxCostUsd) {
     return budgetHalt(agent, 'cost', maxCostUsd);
   }
   return null;
@@ -1295,14 +1297,13 @@ function spend(agent: Agent, usage: Anthropic.Usage): void {
 
 /** Spends a reply's usage, keeps its size for the next estimate, and reports it. */
 function countUsage(agent: Agent, reply: Anthropic.Message, turn: number): void {
-  const { usage, content } = reply;
+  const { usage, content, stop_reason: stopReason } = reply;
   spend(agent, usage);
   const cached = (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
   const tokens = usage.input_tokens + cached + usage.output_tokens;
   agent.lastRequest = { tokens, messages: agent.messages.length };
   const calls = content.filter((block) => block.type === 'tool_use').length;
   const totals = { ...agent.usage };
-  const stopReason = reply.stop_reason;
   agent.config.onEvent({ type: 'reply', turn, stopReason, calls, content, usage, totals });
 }
 
