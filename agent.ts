@@ -35,6 +35,9 @@ import {
   capOutput,
   capStrings,
   COMMAND_TIMEOUT_MS,
+  commandOptions,
+  type CommandOptions,
+  type CommandRun,
   type ContextFile,
   defineTool,
   globMatcher,
@@ -47,7 +50,6 @@ import {
   runCommand,
   sandboxableRoot,
   safe_path,
-  sandboxChoice,
   schemaProblem,
   type Tool,
   type ToolContext,
@@ -155,14 +157,14 @@ export interface Agent {
   readonly steering: string[]; // what the user typed meanwhile
   repeats: { key: string; times: number }; // the model's last call, and how often in a row
   readonly usage: UsageTotals;
-  ledger: Ledger; // what the run in progress and its sub-agents spent
+  ledger: UsageTotals; // what the run in progress and its sub-agents spent
   readonly protectedAtStart: Map<string, string>; // hashes at the session's first start
   // P4 — endurance
   readonly contextWindow: number;
   readonly contextFiles: ContextFile[];
   readonly contextHooks: readonly ContextHook[];
   compaction: Compaction | null; // the latest summary; the transcript itself is never cut
-  lastRequest: { tokens: number; messages: number; keptFrom: number } | null; // its real size
+  lastRequest: { tokens: number; messages: number } | null; // its real size; a summary resets it
   subAgentsStarted: number;
 }
 
@@ -192,7 +194,7 @@ export async function createAgent(config: AgentConfig): Promise<Agent> {
     steering: [],
     repeats: { key: '', times: 0 },
     usage: noUsage(model),
-    ledger: openLedger(settings),
+    ledger: noUsage(model),
     protectedAtStart: await hashProtected(root, settings.protect),
     // P4
     contextWindow:
@@ -229,7 +231,7 @@ export async function runTask(
   agent: Agent,
   task: string,
   userSignal?: AbortSignal,
-  ledger?: Ledger,
+  ledger?: UsageTotals,
 ): Promise<Halt> {
   const run = startRun(agent, userSignal, ledger);
   append(agent, userText(task));
@@ -238,14 +240,13 @@ export async function runTask(
     if ('kind' in reply) return halt(agent, reply, turn - 1); // no reply came back this turn
     appendReply(agent, reply);
     countUsage(agent, reply, turn); // after the append: the next estimate starts here
-    const calls = reply.content.filter((block) => block.type === 'tool_use');
-    if (calls.length > 0) {
-      append(agent, { role: 'user', content: await answerCalls(agent, run, reply, calls) });
+    if (reply.content.some((block) => block.type === 'tool_use')) {
+      append(agent, { role: 'user', content: await answerCalls(agent, run, reply) });
     } else if (reply.stop_reason !== 'pause_turn') {
       // a paused turn just goes round again
       const verdict = await judgeFinalReply(agent, run, reply);
-      if ('halt' in verdict) return halt(agent, verdict.halt, turn);
-      const goOn: Anthropic.TextBlockParam = { type: 'text', text: verdict.goOn };
+      if (typeof verdict !== 'string') return halt(agent, verdict, turn);
+      const goOn: Anthropic.TextBlockParam = { type: 'text', text: verdict };
       append(agent, { role: 'user', content: [goOn, ...takeSteering(agent)] });
     }
     const stop = stopCheck(agent, run, turn);
@@ -277,8 +278,9 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
   for (let attempt = 1; ; attempt++) {
     try {
       const view = await contextView(agent, run.signal);
-      // After any compaction, just before the call: a stop beats a budget.
+      // After any compaction, just before the call: a stop beats a budget, or a failed hook.
       if (run.signal.aborted) return stoppedHalt(agent, run);
+      if ('kind' in view) return view;
       const overspent = spendingHalt(agent);
       if (overspent) return overspent;
       const estimatedTokens = estimateNextRequest(agent, view);
@@ -318,12 +320,8 @@ function appendReply(agent: Agent, reply: Anthropic.Message): void {
 }
 
 /** Answers every call in order, each with one tool_result; consecutive reads run together. */
-async function answerCalls(
-  agent: Agent,
-  run: Run,
-  reply: Anthropic.Message,
-  calls: Anthropic.ToolUseBlock[],
-) {
+async function answerCalls(agent: Agent, run: Run, reply: Anthropic.Message) {
+  const calls = reply.content.filter((block) => block.type === 'tool_use');
   const results: Anthropic.ToolResultBlockParam[] = [];
   let batch: { planned: PlannedCall; index: number }[] = []; // at most MAX_PARALLEL_READS
   const flush = async () => {
@@ -409,7 +407,7 @@ async function execute(agent: Agent, run: Run, planned: PlannedCall): Promise<To
     (content): ToolOutcome => ({ content, isError: false }),
     (error: unknown): ToolOutcome => ({ content: errorText(error), isError: true }),
   );
-  let outcome = await settleOrAbandon(running, run.signal);
+  let outcome = await within(running, ABORT_GRACE_MS, ABANDONED, run.signal);
   for (const hook of agent.afterCall) outcome = await checkResult(agent, hook, planned, outcome);
   return outcome;
 }
@@ -431,13 +429,13 @@ export interface GateOptions {
 }
 
 /** The run halts, or the loop goes on with this message. */
-type Verdict = { halt: Halt } | { goOn: string };
+type Verdict = Halt | string;
 
 /** Prevents a cut-off or refused reply from passing as "done". */
 async function judgeFinalReply(agent: Agent, run: Run, reply: Anthropic.Message): Promise<Verdict> {
-  if (run.signal.aborted) return { halt: stoppedHalt(agent, run) }; // too late to decide
+  if (run.signal.aborted) return stoppedHalt(agent, run); // too late to decide
   const stop = reply.stop_reason;
-  if (stop === 'max_tokens') return { goOn: CUT_OFF_REPLY };
+  if (stop === 'max_tokens') return CUT_OFF_REPLY;
   if (stop === 'refusal') return errorVerdict('the model refused to continue (refusal)');
   if (stop === 'model_context_window_exceeded') {
     return errorVerdict("the conversation no longer fits the model's context window");
@@ -445,12 +443,11 @@ async function judgeFinalReply(agent: Agent, run: Run, reply: Anthropic.Message)
   return await verifyGate(agent, run);
 }
 
-const errorVerdict = (message: string): Verdict => ({ halt: { kind: 'error', message } });
+const errorVerdict = (message: string): Verdict => ({ kind: 'error', message });
 
 /** Prevents a false "done": it takes the check's exit code 0, and protected files unchanged. */
 async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
-  const { verify, root, verifyTimeoutMs, protect, defaultProtection, passEnv, onEvent } =
-    agent.config;
+  const { verify, root, verifyTimeoutMs, protect, onEvent } = agent.config;
   const tampered = await protectedChanges(root, protect, agent.protectedAtStart);
   if (tampered.length > 0) {
     const output = tampered.join(', ');
@@ -458,19 +455,20 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
     const failed = { passed: false, exitCode: null, sandboxed: false };
     onEvent({ type: 'gate', command: verify ?? '(none)', reason, output, ...failed });
     const restore = 'Restore them; the task must be done without changing them.';
-    const goOn = `The task is not done: ${reason} since the session started: ${output}. ${restore}`;
-    return { goOn };
+    return `The task is not done: ${reason} since the session started: ${output}. ${restore}`;
   }
-  if (verify === undefined) return { halt: { kind: 'accepted', verifiedBy: null } };
-  const sandbox = await sandboxChoice(agent.config.sandbox); // contained where it must or can be
-  if (typeof sandbox === 'string') return errorVerdict(`the check was not run: ${sandbox}`);
+  if (verify === undefined) return { kind: 'accepted', verifiedBy: null };
   const onOutput = (text: string) => onEvent({ type: 'gate-output', text });
-  const options = { cwd: root, timeoutMs: verifyTimeoutMs, signal: run.signal, onOutput, sandbox };
-  const ran = await runCommand(verify, { ...options, defaultProtection, passEnv }).catch(
-    (error: unknown) => new Error(`${error}`),
-  );
-  if (ran instanceof Error) return errorVerdict(`the check was not run: ${ran.message}`);
-  if (run.signal.aborted) return { halt: stoppedHalt(agent, run) };
+  let options: CommandOptions;
+  let ran: CommandRun;
+  try {
+    // Contained where it must or can be, as a fork's command tool is.
+    options = await commandOptions({ ...agent.toolContext, signal: run.signal });
+    ran = await runCommand(verify, { ...options, onOutput });
+  } catch (error) {
+    return errorVerdict(`the check was not run: ${errorText(error)}`);
+  }
+  if (run.signal.aborted) return stoppedHalt(agent, run);
   // A check that changed what judges it, or what runs later (.git, editor tasks), fails.
   const changed = await protectedChanges(root, protect, agent.protectedAtStart);
   const touched = [...ran.protectedTouched, ...changed];
@@ -480,11 +478,11 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
     ? `did not finish within ${verifyTimeoutMs / 1000} s`
     : `exited with code ${exitCode}`;
   const reason = touched.length > 0 ? `changed protected paths: ${touched.join(', ')}` : ended;
-  onEvent({ type: 'gate', command: verify, exitCode, passed, reason, output, sandboxed: sandbox });
-
-  if (passed) return { halt: { kind: 'accepted', verifiedBy: verify } };
+  const sandboxed = options.sandbox === true;
+  onEvent({ type: 'gate', command: verify, exitCode, passed, reason, output, sandboxed });
+  if (passed) return { kind: 'accepted', verifiedBy: verify };
   const told = `Its output:\n\n${output}\n\nFix the cause, then say you are done.`;
-  return { goOn: `The task is not done yet: the check \`${verify}\` ${reason}. ${told}` };
+  return `The task is not done yet: the check \`${verify}\` ${reason}. ${told}`;
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -566,7 +564,6 @@ async function askHook(
     return await withinHookTime(hook, check);
   } catch (error) {
     if (error instanceof ToolError) return { action: 'deny', reason: error.message }; // on purpose
-
     if (signal.aborted) return deny('the run was stopped while this call was being checked');
     return deny(`the ${hook.name} check failed (${errorText(error)}), so the call was refused`);
   }
@@ -631,7 +628,6 @@ export function protectedFiles(globs: readonly string[]): BeforeCallHook {
       const judged =
         glob &&
         `${requested} is protected ("${glob}"): change the code, not the files that check it`;
-
       const reason = protectedPathProblem(agent.toolContext, requested, real) ?? judged;
       return reason ? { action: 'deny', reason } : ALLOW;
     },
@@ -717,7 +713,7 @@ type Run = { signal: AbortSignal; userSignal: AbortSignal; timeUp: AbortSignal |
 function startRun(
   agent: Agent,
   userSignal = new AbortController().signal,
-  ledger = openLedger(agent.config),
+  ledger = noUsage(agent.config.model),
 ): Run {
   const { timeoutMs } = agent.config.budgets;
   const timeUp = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs);
@@ -750,12 +746,12 @@ const STUCK =
 
 /** Prevents runaway spending; checked before every model call, sub-agents' and summaries' too. */
 function spendingHalt(agent: Agent): Halt | null {
-  const { maxTokens, maxCostUsd, spent } = agent.ledger;
-  if (maxTokens !== undefined && totalTokens(spent) >= maxTokens) {
+  const { maxTokens, maxCostUsd } = agent.config.budgets;
+  if (maxTokens !== undefined && totalTokens(agent.ledger) >= maxTokens) {
     return budgetHalt(agent, 'tokens', maxTokens);
   }
   // unpriced: withDefaults refuses a dollar budget
-  if (maxCostUsd !== undefined && (spent.costUsd ?? 0) >= maxCostUsd) {
+  if (maxCostUsd !== undefined && (agent.ledger.costUsd ?? 0) >= maxCostUsd) {
     return budgetHalt(agent, 'cost', maxCostUsd);
   }
   return null;
@@ -789,31 +785,40 @@ const KEEP_VERBATIM_TOKENS = 20_000;
 export const estimateTokens = (value: unknown) =>
   Math.ceil((typeof value === 'string' ? value : JSON.stringify(value)).length / 3.5);
 
-/** Runs every context hook on the transcript: what comes out, the model sees. */
-async function contextView(agent: Agent, signal: AbortSignal): Promise<View> {
+/** Runs every context hook on the transcript: what comes out, the model sees; or the failure. */
+async function contextView(agent: Agent, signal: AbortSignal): Promise<View | Halt> {
   let view: View = freezeNewMessages(agent.messages);
   for (const hook of agent.contextHooks) {
-    view = await runReadOnly(view, (shown) => hook(shown, agent, signal)).catch(
-      (error: unknown) => {
-        const name = hook.name || '(unnamed)';
-        throw new ContextHookError(`the context hook ${name} failed: ${errorText(error)}`);
-      },
-    );
+    try {
+      view = await runReadOnly(view, (shown) => hook(shown, agent, signal));
+    } catch (error) {
+      const message = `the context hook ${hook.name || '(unnamed)'} failed: ${errorText(error)}`;
+      return { kind: 'error', message };
+    }
   }
   return view;
 }
 
-/** The messages as the model sees them now: [summary, ...messages.slice(keptFrom)]. */
-export function compactedView(agent: Agent, messages: View): View {
-  return agent.compaction ? compactedCopy(agent.compaction, messages) : messages;
+const compactedViews = new WeakMap<Compaction, Anthropic.MessageParam[]>();
+
+/** The messages as the model sees them now: [summary, ...messages.slice(keptFrom)], built once
+ *  per compaction, then only extended. */
+export function compactedView({ compaction }: Agent, messages: View): View {
+  if (!compaction) return messages;
+  let view = compactedViews.get(compaction);
+  if (view === undefined) {
+    view = [deepFreeze(summaryMessage(compaction.summary))];
+    compactedViews.set(compaction, view);
+  }
+  for (let i = compaction.keptFrom + view.length - 1; i < messages.length; i++)
+    view.push(messages[i]!);
+  return view;
 }
 
 /** The next request's size: the last request's real size plus an estimate of what came since. */
 function estimateNextRequest(agent: Agent, view: View): number {
   const last = agent.lastRequest;
-  if (last && last.keptFrom === (agent.compaction?.keptFrom ?? 0)) {
-    return last.tokens + estimateMessages(agent.messages.slice(last.messages));
-  }
+  if (last) return last.tokens + estimateMessages(agent.messages.slice(last.messages));
   const fixed = estimateTokens(agent.system) + estimateTokens(agent.toolDefinitions);
   return fixed + estimateMessages(view);
 }
@@ -914,22 +919,15 @@ export type Compacted = { tokensBefore: number; tokensAfter: number; piece: bool
 
 /** /compact: a summary kept only if it makes the view smaller; returns why not, or null. */
 export async function compactNow(agent: Agent, signal: AbortSignal): Promise<string | null> {
-  const compacted = await compact(agent, signal, true).catch((error: unknown) => errorText(error));
+  const compacted = await compact(agent, signal, true).catch(errorText);
   if (compacted === null) return 'nothing old enough to summarise yet';
   return typeof compacted === 'string' ? compacted : null;
 }
 
 /** /context: where the window goes, estimated as a request is. */
-export interface ContextBreakdown {
-  window: number;
-  systemPrompt: number;
-  toolDefinitions: number;
-  projectFiles: number;
-  messages: number;
-  free: number;
-}
+export type ContextBreakdown = ReturnType<typeof contextBreakdown>;
 
-export function contextBreakdown(agent: Agent): ContextBreakdown {
+export function contextBreakdown(agent: Agent) {
   const window = agent.contextWindow;
   const projectFiles = agent.contextFiles.reduce((sum, file) => sum + estimateTokens(file.text), 0);
   const systemPrompt = estimateTokens(agent.system[0]?.text ?? '') - projectFiles;
@@ -953,7 +951,7 @@ function systemPrompt(settings: Settings, files: ContextFile[]): string {
 
 // --- The sub-agent: the same loop again, with its own transcript and the read-only tools.
 
-export const TASK_MAX_TURNS = 30;
+const TASK_MAX_TURNS = 30;
 
 /** Lets a search that reads forty files cost the parent one tool result, on the parent's budget. */
 function taskTool(parent: Agent): Tool {
@@ -978,12 +976,13 @@ function taskTool(parent: Agent): Tool {
     async run({ description, prompt }, ctx) {
       const id = `task-${++parent.subAgentsStarted}`;
       const model = parent.config.taskModel ?? parent.config.model;
+      const { maxTokens, maxCostUsd } = parent.config.budgets; // kept on the parent's ledger
       const child = await createAgent({
         ...parent.config,
         model,
         tools: parent.config.tools.filter((tool) => tool.readOnly && tool.name !== 'task'),
         verify: undefined,
-        budgets: { maxTurns: TASK_MAX_TURNS },
+        budgets: { maxTurns: TASK_MAX_TURNS, maxTokens, maxCostUsd },
         protect: [],
         subAgents: false,
         contextFiles: false,
@@ -1006,7 +1005,7 @@ function taskTool(parent: Agent): Tool {
 export const DEFAULT_MODEL = 'claude-sonnet-5-5';
 const MAX_OUTPUT_TOKENS = 32_000;
 /** The SDK's timeout covers only the headers; a stream silent this long is stalled. */
-export const STREAM_IDLE_MS = 90_000;
+const STREAM_IDLE_MS = 90_000;
 
 /** The real model, its text shown as it arrives. */
 export class AnthropicModel implements Model {
@@ -1089,11 +1088,7 @@ const isApiError = (error: unknown): error is APIError<number> =>
   typeof error.status === 'number' &&
   'apiMessage' in error;
 
-/** A failed context hook: the halt names the hook, not the model. */
-class ContextHookError extends Error {}
-
 function describeModelError(error: unknown): string {
-  if (error instanceof ContextHookError) return error.message;
   if (isApiError(error)) {
     const id = error.requestID ? ` (request id ${error.requestID})` : '';
     const said = `${error.type ?? ''}: ${error.apiMessage ?? error.message}${id}`;
@@ -1105,14 +1100,11 @@ function describeModelError(error: unknown): string {
 // --- The words the model reads. They guide the model; no guarantee rests on them.
 
 export const SYSTEM_PROMPT = [
-  'You are a coding agent working inside one project folder. You act only through the' +
-    ' tools you are given;',
-  'all paths are relative to the project root. Read a file before you edit it, and make' +
-    ' the smallest change',
-  'that does the task. When the task is done, stop calling tools and say in one or two' +
-    ' sentences what you',
-  'changed. Your "done" is checked: if the project has a check command, it runs, and if' +
-    ' it fails you are told.',
+  'You are a coding agent working inside one project folder. You act only through the tools you',
+  'are given; all paths are relative to the project root. Read a file before you edit it, and make',
+  'the smallest change that does the task. When the task is done, stop calling tools and say in',
+  'one or two sentences what you changed. Your "done" is checked: if the project has a check',
+  'command, it runs, and if it fails you are told.',
 ].join('\n');
 
 const CUT_OFF_CALL =
@@ -1124,13 +1116,10 @@ const CUT_OFF_REPLY =
   'Continue, more briefly: call a tool, or say that you are done.';
 
 const SUMMARY_INSTRUCTIONS = [
-  'The conversation above no longer fits the context window. Write a summary that will' +
-    ' replace it, so that you',
-  'can carry on from the summary alone. Use these headings: Goal; Constraints from the' +
-    ' user; Done; In progress;',
-  'Next steps; Exact details (file names, function names, error messages, commands and' +
-    ' values needed to carry on,',
-  'copied exactly). Do not call tools.',
+  'The conversation above no longer fits the context window. Write a summary that will replace it,',
+  'so that you can carry on from the summary alone. Use these headings: Goal; Constraints from the',
+  'user; Done; In progress; Next steps; Exact details (file names, function names, error messages,',
+  'commands and values needed to carry on, copied exactly). Do not call tools.',
 ].join('\n');
 
 const SUMMARY_HEADING =
@@ -1143,12 +1132,10 @@ const summaryMessage = (summary: string): Anthropic.MessageParam => ({
 });
 
 const SUBAGENT_PROMPT = [
-  'You are a research sub-agent inside one project folder. Answer the prompt using the' +
-    ' read-only tools you are',
-  'given; all paths are relative to the project root. Your final reply is all that the' +
-    ' agent who asked will see,',
-  'so make it complete and self-contained: name the files and lines it rests on. Do not' +
-    ' ask questions back.',
+  'You are a research sub-agent inside one project folder. Answer the prompt using the read-only',
+  'tools you are given; all paths are relative to the project root. Your final reply is all that',
+  'the agent who asked will see, so make it complete and self-contained: name the files and lines',
+  'it rests on. Do not ask questions back.',
 ].join('\n');
 
 // --- The options no caller gave, and the text of a reply.
@@ -1187,20 +1174,6 @@ export function textOfMessage(message: Anthropic.MessageParam | Anthropic.Messag
 }
 
 // --- What keeps a turn's cost flat however long the session.
-
-const compactedViews = new WeakMap<Compaction, Anthropic.MessageParam[]>();
-
-/** [summary, ...messages.slice(keptFrom)], built once per compaction, then only extended. */
-function compactedCopy(compaction: Compaction, messages: View) {
-  let view = compactedViews.get(compaction);
-  if (view === undefined) {
-    view = [deepFreeze(summaryMessage(compaction.summary))];
-    compactedViews.set(compaction, view);
-  }
-  for (let i = compaction.keptFrom + view.length - 1; i < messages.length; i++)
-    view.push(messages[i]!);
-  return view;
-}
 
 const measuredChars = new WeakMap<Anthropic.MessageParam, number>();
 
@@ -1252,7 +1225,7 @@ function withResendableInputs(reply: Anthropic.Message): Anthropic.Message {
     const problem = block.type === 'tool_use' && unresendable(block.input);
     return problem ? { ...block, input: { [UNUSABLE]: problem } } : block;
   });
-  return content.some((block, i) => block !== reply.content[i]) ? { ...reply, content } : reply;
+  return { ...reply, content };
 }
 
 function unresendable(input: unknown): string | null {
@@ -1260,21 +1233,6 @@ function unresendable(input: unknown): string | null {
     return `nested deeper than ${MAX_INPUT_DEPTH} levels`;
   if (typeof input === 'object' && input !== null && !Array.isArray(input)) return null;
   return `not an object: ${String(JSON.stringify(input)).slice(0, 200)}`;
-}
-
-/** Waits for a call; once `signal` aborts, at most ABORT_GRACE_MS more, then gives ABANDONED. */
-async function settleOrAbandon(work: Promise<ToolOutcome>, signal: AbortSignal) {
-  let giveUp = () => {};
-  const abandoned = new Promise<ToolOutcome>((resolve) => {
-    giveUp = () => void setTimeout(() => resolve(ABANDONED), ABORT_GRACE_MS).unref();
-  });
-  if (signal.aborted) giveUp();
-  else signal.addEventListener('abort', giveUp, { once: true });
-  try {
-    return await Promise.race([work, abandoned]);
-  } finally {
-    signal.removeEventListener('abort', giveUp);
-  }
 }
 
 /** The same name and arguments as the call before extend the row; anything else starts one. */
@@ -1285,14 +1243,27 @@ function countRepeats(agent: Agent, call: Anthropic.ToolUseBlock): void {
 
 /** A hook's check, rejected if it throws or takes longer than the hook's time limit. */
 function withinHookTime<T>(hook: { timeoutMs?: number }, check: () => T | Promise<T>) {
-  const checking = Promise.resolve().then(check);
   const ms = hook.timeoutMs ?? HOOK_TIMEOUT_MS;
-  if (!Number.isFinite(ms)) return checking;
+  return within(Promise.resolve().then(check), ms, new Error(`no answer within ${ms / 1000} s`));
+}
+
+/** `work`, or else `late` (rejected if an Error) `ms` after the start, or after `from` aborts. */
+async function within<T>(work: Promise<T>, ms: number, late: T | Error, from?: AbortSignal) {
+  if (!Number.isFinite(ms)) return await work;
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms);
+  let start = () => {};
+  const timeout = new Promise<T>((resolve, reject) => {
+    const give = () => (late instanceof Error ? reject(late) : resolve(late));
+    start = () => void (timer = setTimeout(give, ms));
   });
-  return Promise.race([checking, timeout]).finally(() => clearTimeout(timer));
+  if (from && !from.aborted) from.addEventListener('abort', start, { once: true });
+  else start();
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+    from?.removeEventListener('abort', start);
+  }
 }
 
 export const errorText = (error: unknown) =>
@@ -1302,28 +1273,15 @@ const isPromptTooLong = (error: unknown) =>
   isApiError(error) && error.status === 400 && /prompt is too long/i.test(error.message);
 
 /** Tokens by kind, and dollars: null when the price is unknown, never a made-up zero. */
-export type UsageTotals = {
-  input: number;
-  cacheWrite: number;
-  cacheRead: number;
-  output: number;
-  costUsd: number | null;
-};
+export type UsageTotals = ReturnType<typeof noUsage>;
 
 const totalTokens = (u: UsageTotals) => u.input + u.cacheWrite + u.cacheRead + u.output;
 
 /** What a run spent, its sub-agents included, when it halted. */
 export type Spent = { tokens: number; costUsd: number | null };
 
-/** A run's spending against its limits, shared with its sub-agents. */
-export type Ledger = {
-  readonly maxTokens?: number;
-  readonly maxCostUsd?: number;
-  readonly spent: UsageTotals;
-};
-
 /** Nothing used yet; the cost is known only if the model has a price. */
-const noUsage = ({ price }: Model): UsageTotals => ({
+const noUsage = ({ price }: Model) => ({
   input: 0,
   cacheWrite: 0,
   cacheRead: 0,
@@ -1331,33 +1289,27 @@ const noUsage = ({ price }: Model): UsageTotals => ({
   costUsd: price ? 0 : null,
 });
 
-function openLedger({ budgets, model }: Settings): Ledger {
-  return { maxTokens: budgets.maxTokens, maxCostUsd: budgets.maxCostUsd, spent: noUsage(model) };
-}
-
 /** One model call's usage, to the session's totals and the run's ledger. */
 function spend(agent: Agent, usage: Anthropic.Usage): void {
   addUsage(agent.usage, agent.config.model, usage);
-  addUsage(agent.ledger.spent, agent.config.model, usage);
+  addUsage(agent.ledger, agent.config.model, usage);
 }
 
 /** Spends a reply's usage, keeps its size for the next estimate, and reports it. */
 function countUsage(agent: Agent, reply: Anthropic.Message, turn: number): void {
-  const { usage, content } = reply;
+  const { usage, content, stop_reason: stopReason } = reply;
   spend(agent, usage);
   const cached = (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
   const tokens = usage.input_tokens + cached + usage.output_tokens;
-  const keptFrom = agent.compaction?.keptFrom ?? 0;
-  agent.lastRequest = { tokens, messages: agent.messages.length, keptFrom };
+  agent.lastRequest = { tokens, messages: agent.messages.length };
   const calls = content.filter((block) => block.type === 'tool_use').length;
   const totals = { ...agent.usage };
-  const stopReason = reply.stop_reason;
   agent.config.onEvent({ type: 'reply', turn, stopReason, calls, content, usage, totals });
 }
 
 /** Which limit ran out, and what the run had spent. */
 function budgetHalt(agent: Agent, budget: BudgetName, limit = 0): Halt {
-  const spent = { tokens: totalTokens(agent.ledger.spent), costUsd: agent.ledger.spent.costUsd };
+  const spent = { tokens: totalTokens(agent.ledger), costUsd: agent.ledger.costUsd };
   return { kind: 'budget', budget, limit, spent };
 }
 
@@ -1388,18 +1340,13 @@ export function costOf(price: Price | undefined, usage: Anthropic.Usage): number
 
 // --- Resume: a saved transcript, repaired so that the API accepts it.
 
-const LOST_TASK = '[The first message of this session was lost from its file.]';
 const LOST_RESULT =
   'result lost: the session file has no result for this call (a lost line); ' +
   'it may or may not have run';
-const DIED_MID_CALL = 'not run: the session ended before this call finished';
 
-const notRunResult = (id: string, content: string) => ({
-  type: 'tool_result' as const,
-  tool_use_id: id,
-  content,
-  is_error: true,
-});
+/** Each call answered with `content`, as an error. */
+const notRunResults = (ids: string[], content: string): Anthropic.ToolResultBlockParam[] =>
+  ids.map((id) => ({ type: 'tool_result', tool_use_id: id, content, is_error: true }));
 
 /** Prevents a damaged session file from making a session that can never resume. Messages are
  *  only added or changed at the end, so a compaction's cut keeps its meaning. */
@@ -1410,53 +1357,49 @@ export function transcriptRepair(warn: (text: string) => void) {
   const answerLost = (at: string, ids: string[]) => {
     const lost = `${ids.length} call(s) before this line have no result (a lost line)`;
     warn(`${at}: ${lost}; answered "result lost"`);
-    return ids.map((id) => notRunResult(id, LOST_RESULT));
+    return notRunResults(ids, LOST_RESULT);
   };
-  const addReply = (message: Anthropic.MessageParam, at: string) => {
-    if (awaiting.length > 0) messages.push({ role: 'user', content: answerLost(at, awaiting) });
-    if (messages.length === 0) {
-      const first = 'the first message is a reply (the task before it was lost)';
-      warn(`${at}: ${first}; a placeholder task goes first`);
-      messages.push(userText(LOST_TASK));
-    }
-    const blocks = typeof message.content === 'string' ? [] : message.content;
-    const repeated = blocks.filter((block) => block.type === 'tool_use' && callIds.has(block.id));
-    const content = blocks.filter((block) => !repeated.includes(block));
-    awaiting = content.flatMap((block) => (block.type === 'tool_use' ? [block.id] : []));
-    for (const id of awaiting) callIds.add(id);
-    if (repeated.length === 0) {
-      messages.push(message);
-      return;
-    }
-    const again = `${repeated.length} call(s) repeat the id of an earlier call (a repeated line?)`;
-    warn(`${at}: ${again}; dropped`);
-    if (content.length > 0) messages.push({ role: 'assistant', content });
-  };
-  const addUserMessage = (message: Anthropic.MessageParam, at: string) => {
+  const add = (message: Anthropic.MessageParam, at: string) => {
     const blocks: Anthropic.ContentBlockParam[] =
       typeof message.content === 'string'
         ? [{ type: 'text', text: message.content }]
         : message.content;
-    const results = blocks.filter((block) => block.type === 'tool_result');
-    const unanswered = new Set(awaiting);
-    awaiting = [];
-    const kept = results.filter((result) => unanswered.delete(result.tool_use_id)); // the first
-    const dropped = results.length - kept.length;
-    if (dropped > 0) warn(`${at}: ${dropped} result(s) answer no call just before them; dropped`);
-    const answers = unanswered.size > 0 ? answerLost(at, [...unanswered]) : [];
-    const others = blocks.filter((block) => block.type !== 'tool_result');
-    const content = [...kept, ...answers, ...others];
-    if (content.length === blocks.length && content.every((block, i) => block === blocks[i])) {
-      messages.push(message); // as it was
-      return;
+    let content: Anthropic.ContentBlockParam[];
+    if (message.role === 'assistant') {
+      if (awaiting.length > 0) messages.push({ role: 'user', content: answerLost(at, awaiting) });
+      if (messages.length === 0) {
+        const first = 'the first message is a reply (the task before it was lost)';
+        warn(`${at}: ${first}; a placeholder task goes first`);
+        messages.push(userText('[The first message of this session was lost from its file.]'));
+      }
+      content = blocks.filter((block) => block.type !== 'tool_use' || !callIds.has(block.id));
+      const repeated = blocks.length - content.length;
+      const again = `${repeated} call(s) repeat the id of an earlier call (a repeated line?)`;
+      if (repeated > 0) warn(`${at}: ${again}; dropped`);
+      awaiting = content.flatMap((block) => (block.type === 'tool_use' ? [block.id] : []));
+      for (const id of awaiting) callIds.add(id);
+    } else {
+      const results = blocks.filter((block) => block.type === 'tool_result');
+      const unanswered = new Set(awaiting);
+      awaiting = [];
+      const kept = results.filter((result) => unanswered.delete(result.tool_use_id)); // the first
+      const dropped = results.length - kept.length;
+      if (dropped > 0) warn(`${at}: ${dropped} result(s) answer no call just before them; dropped`);
+      const answers = unanswered.size > 0 ? answerLost(at, [...unanswered]) : [];
+      content = [...kept, ...answers, ...blocks.filter((block) => block.type !== 'tool_result')];
+      const moved = content.some((block, i) => block !== blocks[i]);
+      if (dropped === 0 && answers.length === 0 && moved)
+        warn(`${at}: results moved before the text`);
     }
-    if (dropped === 0 && answers.length === 0) warn(`${at}: results moved before the text`);
-    if (content.length > 0) messages.push({ role: 'user', content });
+    const same =
+      content.length === blocks.length && content.every((block, i) => block === blocks[i]);
+    if (same) messages.push(message);
+    else if (content.length > 0)
+      messages.push({ role: message.role === 'assistant' ? 'assistant' : 'user', content });
   };
   return {
     messages,
-    add: (message: Anthropic.MessageParam, at: string) =>
-      message.role === 'assistant' ? addReply(message, at) : addUserMessage(message, at),
+    add,
     /** Whether a compaction may cut here (see chooseCut). */
     startsReply: (index: number) => messages[index]?.role === 'assistant',
     /** Answers the calls the session ended in the middle of; resume appends it. */
@@ -1464,7 +1407,8 @@ export function transcriptRepair(warn: (text: string) => void) {
       if (awaiting.length === 0) return null;
       const died = `${awaiting.length} call(s) had no result (the process died mid-call)`;
       warn(`${died}; they are answered "not run"`);
-      return { role: 'user', content: awaiting.map((id) => notRunResult(id, DIED_MID_CALL)) };
+      const notRun = 'not run: the session ended before this call finished';
+      return { role: 'user', content: notRunResults(awaiting, notRun) };
     },
   };
 }
@@ -1484,7 +1428,6 @@ export function resume(agent: Agent, loaded: LoadedSession): void {
   agent.messages.length = 0;
   for (const message of loaded.messages) agent.messages.push(withinShare(agent, message));
   agent.toolContext.seen.clear(); // read again before editing
-
   agent.compaction = loaded.compaction;
   agent.subAgentsStarted = loaded.subAgents;
   agent.lastRequest = null;
@@ -1513,8 +1456,8 @@ export function describeHalt(h: Halt): string {
     tokens: `${limit} tokens`,
     cost: `$${limit}`,
     time: `${limit / 1000} s`,
-  };
-  const reached = `${budget}: the limit of ${of[budget]} was reached`;
+  }[budget];
+  const reached = `${budget}: the limit of ${of} was reached`;
   if (h.spent === undefined) return `budget (${reached})`;
   const cost = h.spent.costUsd === null ? '' : `, $${h.spent.costUsd.toFixed(4)}`;
   return `budget (${reached}; spent ${h.spent.tokens} tokens${cost})`;

@@ -1188,7 +1188,7 @@ export async function sandboxChoice(policy: boolean | undefined): Promise<boolea
  *  with the run. A ToolError where the policy needs a sandbox this machine does not have. */
 export async function commandOptions(ctx: ToolContext): Promise<CommandOptions> {
   const sandbox = await sandboxChoice(ctx.sandbox);
-  if (typeof sandbox === 'string') throw new ToolError(`the command was not run: ${sandbox}`);
+  if (typeof sandbox === 'string') throw new ToolError(sandbox);
   return {
     cwd: ctx.root,
     timeoutMs: ctx.verifyTimeoutMs ?? COMMAND_TIMEOUT_MS,

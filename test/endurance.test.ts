@@ -21,7 +21,6 @@ import {
   DEFAULT_CONTEXT_WINDOW,
   describeHalt,
   estimateTokens,
-  type Ledger,
   type Model,
   type ModelRequest,
   resume,
@@ -178,9 +177,9 @@ describe('P4 acceptance: a long task in a small window', () => {
     const emptySummary = { content: [text('')], usage: { input_tokens: 900, output_tokens: 0 } };
     const { agent } = await scriptedAgent(root, [call('read_file', { path: 'a.txt' }), say('done'), emptySummary]);
     await runTask(agent, 'read a.txt');
-    const [session, ledger] = [agent.usage.input, agent.ledger.spent.input];
+    const [session, ledger] = [agent.usage.input, agent.ledger.input];
     await assert.rejects(compact(agent, new AbortController().signal), /the summary came back empty/);
-    assert.deepEqual([agent.usage.input, agent.ledger.spent.input], [session + 900, ledger + 900]);
+    assert.deepEqual([agent.usage.input, agent.ledger.input], [session + 900, ledger + 900]);
     assert.equal(agent.compaction, null, 'and nothing was cut');
   });
 });
@@ -916,8 +915,11 @@ describe('budgets shared with sub-agents', () => {
 
   test('a spent budget buys no summary: the compaction hook leaves the view as it is, for the loop to halt', async (t) => {
     const root = await tempProject(t);
-    const make = async () => {
-      const made = await scriptedAgent(root, Array(4).fill(say('SUMMARY: nothing.')), { contextWindow: 2_000 });
+    const make = async (budgets: Budgets = { maxTurns: 25 }) => {
+      const made = await scriptedAgent(root, Array(4).fill(say('SUMMARY: nothing.')), {
+        contextWindow: 2_000,
+        budgets,
+      });
       const older = Array.from({ length: 6 }, (_, i): Anthropic.MessageParam => ({
         role: i % 2 ? 'assistant' : 'user',
         content: `${'filler '.repeat(200)}${i}`,
@@ -925,19 +927,14 @@ describe('budgets shared with sub-agents', () => {
       made.agent.messages.push(...older);
       return made;
     };
-    const spentOut = (limit: number): Ledger => ({
-      maxTokens: limit,
-      maxCostUsd: undefined,
-      spent: { input: limit, cacheWrite: 0, cacheRead: 0, output: 0, costUsd: null },
-    });
     const signal = new AbortController().signal;
 
     const control = await make();
     await compaction(control.agent.messages, control.agent, signal);
     assert.ok(control.model.requests.length >= 1, 'with budget left, this transcript is summarised');
 
-    const spent = await make();
-    spent.agent.ledger = spentOut(1_000);
+    const spent = await make({ maxTurns: 25, maxTokens: 1_000 });
+    spent.agent.ledger = { input: 1_000, cacheWrite: 0, cacheRead: 0, output: 0, costUsd: null };
     const view = await compaction(spent.agent.messages, spent.agent, signal);
     assert.equal(spent.model.requests.length, 0, 'no summary was bought');
     assert.deepEqual(view, spent.agent.messages);
