@@ -84,6 +84,8 @@ export type AgentEvent =
   | { type: 'running'; call: Anthropic.ToolUseBlock }
   // the call's answer, as the model reads it
   | { type: 'result'; call: Anthropic.ToolUseBlock; result: Anthropic.ToolResultBlockParam }
+  // the verify command starts
+  | { type: 'gate-start'; command: string }
   // the verify command printed this, live
   | { type: 'gate-output'; text: string }
   // the gate decided; exitCode null: killed or not run; output: head and tail
@@ -464,6 +466,7 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   if (verify === undefined) return { halt: { kind: 'accepted', verifiedBy: null } };
   const sandbox = await sandboxChoice(agent.config.sandbox); // contained where it must or can be
   if (typeof sandbox === 'string') return errorVerdict(`the check was not run: ${sandbox}`);
+  onEvent({ type: 'gate-start', command: verify });
   const onOutput = (text: string) => onEvent({ type: 'gate-output', text });
   const options = { cwd: root, timeoutMs: verifyTimeoutMs, signal: run.signal, onOutput, sandbox };
   const ran = await runCommand(verify, { ...options, defaultProtection, passEnv }).catch(
