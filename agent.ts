@@ -86,6 +86,8 @@ export type AgentEvent =
   | { type: 'running'; call: Anthropic.ToolUseBlock }
   // the call's answer, as the model reads it
   | { type: 'result'; call: Anthropic.ToolUseBlock; result: Anthropic.ToolResultBlockParam }
+  // the verify command starts
+  | { type: 'gate-start'; command: string }
   // the verify command printed this, live
   | { type: 'gate-output'; text: string }
   // the gate decided; exitCode null: killed or not run; output: head and tail
@@ -464,6 +466,7 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   try {
     // Contained where it must or can be, as a fork's command tool is.
     options = await commandOptions({ ...agent.toolContext, signal: run.signal });
+    onEvent({ type: 'gate-start', command: verify });
     ran = await runCommand(verify, { ...options, onOutput });
   } catch (error) {
     return errorVerdict(`the check was not run: ${errorText(error)}`);

@@ -378,7 +378,7 @@ async function openSession(
     for (const update of updatesFor(event, where)) send(update);
     showCheck(event);
   };
-  const showCheck = checkView(setup.options.verify, send);
+  const showCheck = checkView(send);
   // The editor's answer about one call, recorded as the terminal records the person's, so a --replay gives it again.
   const askEditor = (seen: CallView): Approver =>
     recordAnswers(async ({ preview, signal }) => {
@@ -606,31 +606,22 @@ function gateText(event: Extract<AgentEvent, { type: 'gate' }>): string {
   return `${verdict}${fenced(tail === '' ? '(no output)' : tail)}\n\n`;
 }
 
-/** How the model ends a reply after which the harness goes on, or halts, without running the check. */
-const NO_CHECK_AFTER: readonly (Anthropic.StopReason | null)[] = [
-  'max_tokens',
-  'refusal',
-  'model_context_window_exceeded',
-  'pause_turn',
-];
-
 /** Prevents a long check from leaving the editor with nothing to show: the verify command is a tool call of kind
- *  execute with the command as its title, opened when a final reply sends the run to the gate, its output streamed as
+ *  execute with the command as its title, opened when the harness starts the check (gate-start), its output streamed as
  *  content while it runs (the latest 8,000 characters, coalesced while the editor catches up), and completed or failed
  *  with the gate's verdict, or failed by a halt that came first (a cancel, which kills the check). */
-function checkView(verify: string | undefined, send: (update: () => acp.SessionUpdate) => void) {
+function checkView(send: (update: () => acp.SessionUpdate) => void) {
   let open: { id: string; output: string; queued: boolean } | null = null;
   let checks = 0;
   return (event: SessionEvent) => {
-    if (verify === undefined) return;
-    if (event.type === 'reply' && event.calls === 0 && !NO_CHECK_AFTER.includes(event.stopReason)) {
+    if (event.type === 'gate-start') {
       const toolCallId = `check-${++checks}`;
       open = { id: toolCallId, output: '', queued: false };
-      const rawInput = { command: verify };
+      const rawInput = { command: event.command };
       send(() => ({
         sessionUpdate: 'tool_call',
         toolCallId,
-        title: verify,
+        title: event.command,
         kind: 'execute',
         status: 'in_progress',
         rawInput,

@@ -581,4 +581,16 @@ describe('the window, compaction in pieces, steering and the sandbox', () => {
     const streamed = events.flatMap((event) => (event.type === 'gate-output' ? [event.text] : []));
     assert.match(streamed.join(''), /checking now/);
   });
+
+  test('a long check is never invisible: a gate-start with its command comes before its output', async (t) => {
+    const root = await tempProject(t);
+    const { agent, events } = await scriptedAgent(root, [say('done')], { verify: 'echo ok', sandbox: false });
+    assert.equal((await runTask(agent, 'work')).kind, 'accepted');
+    const gateEvents = events.filter((event) => event.type.startsWith('gate'));
+    assert.deepEqual(
+      gateEvents.map((event) => event.type),
+      ['gate-start', 'gate-output', 'gate'],
+    );
+    assert.deepEqual(gateEvents[0], { type: 'gate-start', command: 'echo ok' });
+  });
 });

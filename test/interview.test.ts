@@ -54,16 +54,22 @@ test('every file:line reference in lessons/interview.md is on a line that holds 
 });
 
 test('a reference that drifted, points nowhere or names no symbol is reported', () => {
+  const at =
+    read('agent.ts')
+      .split('\n')
+      .findIndex((line) => line.startsWith('export async function runTask')) + 1;
+  assert.ok(at > 0, 'agent.ts defines runTask');
   const drifted = [
     '`verifyGate` (`agent.ts:1`)', // the wrong line
     '`verifyGate` (`no-such-file.ts:3`)',
     '`verifyGate` (`agent.ts:999999`)',
-    'see `agent.ts:228`', // no symbol
-    '(`runTaskX`, `agent.ts:228`)', // a longer name is not the symbol on the line
+    `see \`agent.ts:${at}\``, // no symbol
+    `(\`runTaskX\`, \`agent.ts:${at}\`)`, // a longer name is not the symbol on the line
   ].join('\n');
   const problems = referenceProblems(drifted, REPO);
   assert.equal(problems.length, 5, problems.join('\n'));
-  assert.deepEqual(referenceProblems('(`runTask`, `agent.ts:228`) and `runTask` (`agent.ts:228`)', REPO), []);
+  const held = `(\`runTask\`, \`agent.ts:${at}\`) and \`runTask\` (\`agent.ts:${at}\`)`;
+  assert.deepEqual(referenceProblems(held, REPO), []);
 });
 
 test('the interview page is linked from README.md and lessons/README.md', () => {
