@@ -1,6 +1,7 @@
 // How `npm test` finds and groups the test files: every `*.test.ts` under a folder, found (no list to keep), split
-// into two shares that take about the same time, each imported into one process: Node and tsx start twice instead of
-// once per file (measured: 20 s instead of 10 s). Every file still runs alone too: `node --import tsx --test test/x.test.ts`.
+// into two shares that take about the same time, each imported into one process: Node and tsx start twice instead
+// of once per file (measured: 20 s instead of 10 s). Every file still runs alone too:
+// `node --import tsx --test test/x.test.ts`.
 
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
