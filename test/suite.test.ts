@@ -1,12 +1,12 @@
 // The suite itself: `npm test` finds the test files (test/suite.ts) instead of reading a list, so a new test file
-// runs in CI without anyone adding it anywhere, and the two processes get about the same share.
+// runs in CI without anyone adding it anywhere, and the two processes get shares that take about the same time.
 
 import assert from 'node:assert/strict';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { tempProject } from './helpers.ts';
-import { shares, testFiles } from './suite.ts';
+import { COSTS_FILE, measuredCosts, shares, testFiles } from './suite.ts';
 
 test('a new test file runs in npm test without editing a list: found at any depth, in exactly one share', async (t) => {
   const folder = await tempProject(t, { 'a.test.ts': 'x'.repeat(500), 'b.test.ts': 'x', 'helper.ts': 'x' });
@@ -20,6 +20,25 @@ test('a new test file runs in npm test without editing a list: found at any dept
   const [first, second] = shares(found, 2);
   assert.deepEqual([...first!, ...second!].sort(), found, 'every file in one share, none in both');
   assert.deepEqual(first, [path.join(folder, 'a.test.ts')], 'the largest file alone, the two smaller together');
+});
+
+test('the shares balance by measured time where there is one, and a file not yet measured is priced by its size', async (t) => {
+  const folder = await tempProject(t, {
+    'big.test.ts': 'x'.repeat(500),
+    'slow.test.ts': 'x',
+    'new.test.ts': 'x'.repeat(300),
+  });
+  const [big, slow, unmeasured] = ['big.test.ts', 'slow.test.ts', 'new.test.ts'].map((name) => path.join(folder, name));
+  // About 2 ms a byte over the measured two (1,000 ms for 501 bytes): new.test.ts's 300 bytes cost about 600 ms.
+  const costs = new Map([
+    [big!, 100],
+    [slow!, 900],
+  ]);
+  const [first, second] = shares(testFiles(folder), 2, costs);
+  assert.deepEqual(first, [slow], 'the slow small file alone: its measured time, not its size, counts');
+  assert.deepEqual(second, [big, unmeasured].sort());
+  await writeFile(path.join(folder, COSTS_FILE), JSON.stringify({ 'slow.test.ts': 900 }));
+  assert.deepEqual(measuredCosts(folder), new Map([[slow!, 900]]), 'costs.json names files from its own folder');
 });
 
 test("the harness's own test files are all found, so none is left out of npm test", () => {

@@ -1,8 +1,9 @@
 // How `npm test` finds and groups the test files: every `*.test.ts` under a folder, found (no list to keep), split
-// into two shares of about the same size, each imported into one process: Node and tsx start twice instead of once
-// per file (measured: 20 s instead of 10 s). Every file still runs alone too: `node --import tsx --test test/x.test.ts`.
+// into two shares that take about the same time, each imported into one process: Node and tsx start twice instead
+// of once per file (measured: 20 s instead of 10 s). Every file still runs alone too:
+// `node --import tsx --test test/x.test.ts`.
 
-import { readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -17,21 +18,41 @@ export function testFiles(folder: string): string[] {
   return found.sort();
 }
 
-/** The files split into `count` shares by size, largest first into the lightest share: bytes stand in for the time a
- *  file takes, so no hand-kept weights go stale. The same files always make the same shares. */
-export function shares(files: readonly string[], count: number): string[][] {
-  const sized = files.map((file) => ({ file, bytes: statSync(file).size }));
-  sized.sort((a, b) => b.bytes - a.bytes || a.file.localeCompare(b.file));
-  const groups = Array.from({ length: count }, () => ({ bytes: 0, files: [] as string[] }));
-  for (const { file, bytes } of sized) {
-    const lightest = groups.reduce((light, group) => (group.bytes < light.bytes ? group : light));
-    lightest.bytes += bytes;
-    lightest.files.push(file);
+/** The file, beside the tests, that `npm run test:costs` writes: each test file's measured milliseconds. */
+export const COSTS_FILE = 'costs.json';
+
+/** The measured cost of each file under `folder` (absolute path → ms), from its costs.json; none without one. */
+export function measuredCosts(folder: string): Map<string, number> {
+  const file = path.join(folder, COSTS_FILE);
+  if (!existsSync(file)) return new Map();
+  const costs = JSON.parse(readFileSync(file, 'utf8')) as Record<string, number>;
+  return new Map(Object.entries(costs).map(([relative, ms]) => [path.join(folder, relative), ms]));
+}
+
+/** The files split into `count` shares by cost, dearest first into the cheapest share. A file's cost is its measured
+ *  time where `costs` has one, else its size priced at the measured files' average time per byte (bytes alone when
+ *  none is measured): a new file is guessed, a measured one is known, and a stale figure only unbalances the shares,
+ *  never leaves a file out. The same files and costs always make the same shares. */
+export function shares(files: readonly string[], count: number, costs = new Map<string, number>()): string[][] {
+  const sized = files.map((file) => ({ file, bytes: statSync(file).size, ms: costs.get(file) }));
+  const measured = sized.filter((entry) => entry.ms !== undefined);
+  const msPerByte =
+    measured.length === 0
+      ? 1
+      : measured.reduce((sum, entry) => sum + entry.ms!, 0) / measured.reduce((sum, entry) => sum + entry.bytes, 0);
+  const costed = sized.map(({ file, bytes, ms }) => ({ file, cost: ms ?? bytes * msPerByte }));
+  costed.sort((a, b) => b.cost - a.cost || a.file.localeCompare(b.file));
+  const groups = Array.from({ length: count }, () => ({ cost: 0, files: [] as string[] }));
+  for (const { file, cost } of costed) {
+    const cheapest = groups.reduce((cheap, group) => (group.cost < cheap.cost ? group : cheap));
+    cheapest.cost += cost;
+    cheapest.files.push(file);
   }
   return groups.map((group) => group.files.sort());
 }
 
 /** Imports share `index` of two of the test files under `folder`, so their tests run in this process. */
 export async function importShare(folder: string, index: number): Promise<void> {
-  for (const file of shares(testFiles(folder), 2)[index] ?? []) await import(pathToFileURL(file).href);
+  const files = shares(testFiles(folder), 2, measuredCosts(folder))[index] ?? [];
+  for (const file of files) await import(pathToFileURL(file).href);
 }

@@ -1,11 +1,11 @@
 // Part of npm run test:terminal: the real program as a process, for what only a process shows: a signal from outside
 // (SIGTERM from a service manager or `kill`, SIGHUP from a closed terminal) and a session file that stops taking
-// writes, or a crash (SIGKILL) mid-call and the resume after it. Each test starts the program (about a second), so
-// they are kept out of `npm test`;
+// writes, a refused root as the launcher says it, or a crash (SIGKILL) mid-call and the resume after it. Each test
+// starts the program (about a second), so they are kept out of `npm test`;
 // app/test/program-session.test.ts pins the same rules in-process.
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -164,6 +164,21 @@ test('a session file that stops taking writes mid-run (the file size limit reach
     `harness: the session file ${file} can no longer be written: file too large (EFBIG); the run was stopped, so that nothing goes unrecorded`,
   ]);
   assert.doesNotMatch(output, /\n\s+at /, 'no stack trace');
+});
+
+// The program's half of test/routes-sandbox.test.ts, as the launcher prints it (app/test/refused-root.test.ts pins the
+// same error in-process).
+test('the program says a refused root in one line and exits non-zero', async (t) => {
+  const script = path.join(await tempProject(t), 'script.json');
+  await writeFile(script, JSON.stringify([say('Done.')]));
+  const run = spawnSync(process.execPath, ['--import', 'tsx', program, '--root', '/tmp', '--script', script, 'go'], {
+    encoding: 'utf8',
+    env: { ...process.env, NO_COLOR: '1' },
+  });
+  assert.notEqual(run.status, 0);
+  assert.match(run.stderr, /^harness: the root \/tmp is refused: it holds \/tmp, the temporary folder the sandbox /);
+  const lines = run.stderr.trim().split('\n');
+  assert.equal(lines.filter((line) => !line.startsWith('  ')).length, 1, `one message, wrapped at most: ${run.stderr}`);
 });
 
 describe('crash and resume from the command line', () => {

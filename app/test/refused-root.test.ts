@@ -1,24 +1,24 @@
 // The program's half of test/routes-sandbox.test.ts: a root the sandbox cannot hold is refused by the harness, and
-// the program says so in one line, before any run.
+// the program stops with that error before any run. How the launcher prints it (one line, exit non-zero) needs the
+// program as a process: app/test/process.check.ts, in npm run test:terminal.
 
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import { say } from '../../scripted-model.ts';
 import { tempProject } from '../../test/helpers.ts';
+import { main } from '../main.ts';
 
-test('the program says a refused root in one line and exits non-zero', async (t) => {
+test('a refused root stops the program with the one error that says why, before it prints anything', async (t) => {
   const script = path.join(await tempProject(t), 'script.json');
   await writeFile(script, JSON.stringify([say('Done.')]));
-  const main = path.join(import.meta.dirname, '..', 'main.ts');
-  const run = spawnSync(process.execPath, ['--import', 'tsx', main, '--root', '/tmp', '--script', script, 'go'], {
-    encoding: 'utf8',
-    env: { ...process.env, NO_COLOR: '1' },
+  const out = new PassThrough();
+  let printed = '';
+  out.on('data', (chunk: Buffer) => (printed += chunk.toString('utf8')));
+  await assert.rejects(main(['--root', '/tmp', '--script', script, 'go'], { NO_COLOR: '1' }, out), {
+    message: 'the root /tmp is refused: it holds /tmp, the temporary folder the sandbox replaces',
   });
-  assert.notEqual(run.status, 0);
-  assert.match(run.stderr, /^harness: the root \/tmp is refused: it holds \/tmp, the temporary folder the sandbox /);
-  const lines = run.stderr.trim().split('\n');
-  assert.equal(lines.filter((line) => !line.startsWith('  ')).length, 1, `one message, wrapped at most: ${run.stderr}`);
+  assert.equal(printed, '', 'no run started, so nothing was said of one');
 });

@@ -7,7 +7,6 @@ import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { SessionEvent } from '../terminal.ts';
 import { main } from '../main.ts';
 import { markdownRenderer } from '../markdown.ts';
@@ -202,13 +201,14 @@ test('--trace prints the model text and the results with their control character
   );
 });
 
-test("the check's live last line on the status line cannot clear the screen or write the clipboard", async () => {
+test("the check's live last line on the status line cannot clear the screen or write the clipboard", async (t) => {
+  t.mock.timers.enable({ apis: ['setInterval', 'Date'] });
   const screen = emulator();
   const status = new StatusLine(screen.out);
   status.line('before');
   status.wait('checking "done": npm test');
   status.tail(`${ESC}[2J${ESC}[H\u009b2J${CLIPBOARD_C1} 3 passing`);
-  await sleep(600); // the status line is drawn on its clock
+  t.mock.timers.tick(600); // the status line is drawn on its clock
   const drawn = await screen.rows();
   assert.ok(
     drawn.some((row) => row.includes('npm test · 0 s · \\x1b[2J\\x1b[H\\x9b2J\\x9d52;c;')),
