@@ -1239,7 +1239,7 @@ async function runContained(
   if (problem !== null) throw new Error(problem);
   const tmp = await realpath(await mkdtemp(path.join(tmpdir(), 'verify-tmp-')));
   try {
-    // Not a link: it points out.
+    // Not a link (it points out), nor a folder that was unreadable (the person's own, not protected).
     const bindable = [...(before ?? [])].filter(([, id]) => /:(dir|file)$/.test(id));
     const readOnly = bindable.map(([relative]) => path.join(root, relative));
     const where = {
@@ -1465,10 +1465,15 @@ export const MAX_SCANNED_FOLDERS = 100_000;
 
 const PROTECTED_SET = new Set(PROTECTED_NAMES);
 
+/** What protectedEntries records for a folder it may not read (its protected names unknown). */
+const UNREADABLE = 'unreadable';
+
 /** Every protected name under `root` (relative path → what it is: "dev:inode:kind"), wherever it
- *  sits, not looked inside; symlinks are not followed. Read in parallel, as list_files reads. */
+ *  sits, not looked inside; symlinks are not followed. A folder it may not read is an entry too,
+ *  UNREADABLE ("." for the root). Read in parallel, as list_files reads. */
 async function protectedEntries(root: string): Promise<Map<string, string>> {
   const found: string[] = [];
+  const unreadable: string[] = [];
   let folders = 0;
   // One promise per folder, none per file: the walk costs about what a bare readdir of the tree
   // does.
@@ -1482,6 +1487,12 @@ async function protectedEntries(root: string): Promise<Map<string, string>> {
       (error: NodeJS.ErrnoException) => {
         // Gone meanwhile (an uncontained command's leftover process).
         if (error.code === 'ENOENT') return [];
+        // Prevents a crash, or "the check was not run", where a folder is locked (chmod 000):
+        // it is recorded, for undoProtectedChanges to judge.
+        if (error.code === 'EACCES' || error.code === 'EPERM') {
+          unreadable.push(prefix === '' ? '.' : prefix.slice(0, -1));
+          return [];
+        }
         throw error;
       },
     );
@@ -1500,7 +1511,17 @@ async function protectedEntries(root: string): Promise<Map<string, string>> {
   const identities = await Promise.all(
     found.map((relative) => identity(path.join(root, relative))),
   );
-  return new Map(found.map((relative, i) => [relative, identities[i]!]));
+  return new Map([
+    ...found.map((relative, i): [string, string] => [relative, identities[i]!]),
+    ...unreadable.map((relative): [string, string] => [relative, UNREADABLE]),
+  ]);
+}
+
+/** Whether `relative` sits in a folder `entries` holds as UNREADABLE. */
+function inUnreadable(entries: Map<string, string>, relative: string): boolean {
+  return [...entries].some(
+    ([folder, id]) => id === UNREADABLE && (folder === '.' || relative.startsWith(`${folder}/`)),
+  );
 }
 
 /** What a path is, as far as a swap goes: a different file or folder put in its place gets another
@@ -1514,16 +1535,31 @@ async function identity(file: string): Promise<string> {
 
 /** Prevents a check from leaving behind a `.git` (hooks, core.fsmonitor), editor tasks or a
  *  replaced `.agent`, which run outside any sandbox later: protected names new since `before`, or
- *  swapped, are removed; an original moved elsewhere (its folder renamed) is kept. Returns each
- *  path touched and how, e.g. "sub/.git (created, removed)". */
+ *  swapped, are removed; an original moved elsewhere (its folder renamed) is kept. A folder that
+ *  was unreadable before may stay so; one the check made unreadable fails it. Returns each path
+ *  touched and how, e.g. "sub/.git (created, removed)". */
 async function undoProtectedChanges(root: string, before: Map<string, string>): Promise<string[]> {
   const after = await protectedEntries(root);
   const originals = new Set(before.values());
-  const touched = [...before.keys()]
-    .filter((relative) => !after.has(relative))
-    .map((relative) => `${relative} (gone)`);
+  // An unreadable folder readable now is not gone, nor is a name a folder now unreadable hides.
+  const touched = [...before]
+    .filter(([relative, id]) => id !== UNREADABLE && !after.has(relative))
+    .filter(([relative]) => !inUnreadable(after, relative))
+    .map(([relative]) => `${relative} (gone)`);
   for (const [relative, id] of after) {
     if (before.get(relative) === id) continue;
+    // Prevents a check from hiding what it plants (chmod 000): the folder, maybe the person's own
+    // src/, is kept, and fails the check.
+    if (id === UNREADABLE) {
+      touched.push(`${relative} (unreadable: its protected names cannot be checked)`);
+      continue;
+    }
+    // Prevents removing the person's own .git from a folder the check made readable: unseen
+    // before, it may not be new.
+    if (!before.has(relative) && inUnreadable(before, relative)) {
+      touched.push(`${relative} (in a folder that was unreadable before: kept)`);
+      continue;
+    }
     if (originals.has(id)) {
       touched.push(`${relative} (moved here)`);
       continue;
@@ -1681,7 +1717,8 @@ export async function hashProtected(
 
 /** Every file of the project ("/"-separated, links not followed), git's ignored ones included, and
  *  inside node_modules, .git and .agent only as far as a glob that names the folder can match:
- *  "node_modules/pkg/**" walks pkg alone, and "test/**" never enters node_modules. */
+ *  "node_modules/pkg/**" walks pkg alone, and "test/**" never enters node_modules. A folder it
+ *  cannot read counts as empty, so a protected file the check locked away is "deleted". */
 async function filesGlobsReach(root: string, globs: readonly string[]): Promise<string[]> {
   const naming = [...SKIPPED_DIRS].flatMap((name) =>
     globs
@@ -1691,7 +1728,8 @@ async function filesGlobsReach(root: string, globs: readonly string[]): Promise<
   );
   const files: string[] = [];
   const visit = async (dir: string, prefix: string, guarded: boolean): Promise<void> => {
-    const children = await readdir(dir, { withFileTypes: true });
+    // Prevents the gate from throwing (a rejected run) on a folder locked or gone meanwhile.
+    const children = await readdir(dir, { withFileTypes: true }).catch(() => []);
     await Promise.all(
       children.map(async (child) => {
         const relative = prefix + child.name;

@@ -1,0 +1,81 @@
+// A folder the harness may not read, at the gate: one the check locks (chmod 000), or one locked before the session.
+// The walks after the check (the --protect fingerprints, the protected names) must end in a verdict, never an
+// exception. Played for real by test/unreadable-scenarios.ts: in this process, or, where the tests run as root (whom
+// chmod 000 does not stop), in one child process as uid 65534. Each test is named after the failure its guard
+// prevents.
+
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { chmod, mkdtemp, realpath, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, test, type TestContext } from 'node:test';
+import { promisify } from 'node:util';
+import { playAll, type Outcome } from './unreadable-scenarios.ts';
+
+const NOBODY = 65534;
+const base = await realpath(await mkdtemp(path.join(os.tmpdir(), 'harness-unreadable-')));
+after(() => rm(base, { recursive: true, force: true }));
+
+/** The scenarios' outcomes, played once, as a user chmod 000 stops. */
+async function played(): Promise<Awaited<ReturnType<typeof playAll>>> {
+  if (process.getuid?.() !== 0) return await playAll(base);
+  await chmod(base, 0o777);
+  const script = path.join(import.meta.dirname, 'unreadable-scenarios.ts');
+  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', script, base], {
+    cwd: path.dirname(import.meta.dirname),
+    uid: NOBODY,
+    gid: NOBODY,
+  });
+  return JSON.parse(stdout);
+}
+const { noSandbox, outcomes } = await played();
+
+/** Skips the test, saying why, where this machine cannot contain a command. */
+function sandboxed(t: TestContext): boolean {
+  if (noSandbox !== null) t.skip(`no OS sandbox here (${noSandbox}); CI installs bubblewrap`);
+  return noSandbox === null;
+}
+
+const outcome = (name: string): Outcome => {
+  const found = outcomes[name];
+  assert.ok(found, `scenario ${name} was played`);
+  return found;
+};
+const unreadable = (folder: string) => `${folder} (unreadable: its protected names cannot be checked)`;
+
+test('a check that locks the folder of a --protect file, default protection off: a Halt, not a rejection, and it fails', () => {
+  const { rejected, halt, gates, read } = outcome('lockedProtected');
+  assert.deepEqual({ rejected, halt }, { rejected: null, halt: 'budget' });
+  assert.deepEqual(gates, [{ passed: false, reason: 'changed protected paths: test/a.test.js (deleted)' }]);
+  assert.equal(read['test/a.test.js'], 'assert(true);\n');
+});
+
+test('a folder locked before the session does not fail a passing check', () => {
+  const { rejected, halt, gates, read } = outcome('lockedBefore');
+  assert.deepEqual(
+    { rejected, halt, gates },
+    { rejected: null, halt: 'accepted', gates: [{ passed: true, reason: 'exited with code 0' }] },
+  );
+  assert.equal(read['locked/.git/HEAD'], 'ref: refs/heads/main\n');
+});
+
+for (const mode of ['', 'sandboxed:']) {
+  test(`${mode}a check that locks folders fails naming them, not "the check was not run", and they are kept`, (t) => {
+    if (mode !== '' && !sandboxed(t)) return;
+    const { rejected, halt, gates, read } = outcome(`${mode}lockedByCheck`);
+    assert.deepEqual({ rejected, halt }, { rejected: null, halt: 'budget' });
+    const reason = `changed protected paths: ${unreadable('locked')}, ${unreadable('src')}`;
+    assert.deepEqual(gates, [{ passed: false, reason }]);
+    assert.deepEqual(read, { 'src/index.js': 'mine\n', 'src/pkg/.git/HEAD': 'ref: refs/heads/main\n' });
+  });
+
+  test(`${mode}a check that unlocks a folder locked before: its .git is kept, not removed as new, and it fails`, (t) => {
+    if (mode !== '' && !sandboxed(t)) return;
+    const { rejected, halt, gates, read } = outcome(`${mode}unlockedByCheck`);
+    assert.deepEqual({ rejected, halt }, { rejected: null, halt: 'budget' });
+    const reason = 'changed protected paths: locked/.git (in a folder that was unreadable before: kept)';
+    assert.deepEqual(gates, [{ passed: false, reason }]);
+    assert.equal(read['locked/.git/HEAD'], 'ref: refs/heads/main\n');
+  });
+}
