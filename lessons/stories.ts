@@ -991,6 +991,8 @@ export const STORIES: Story[] = [
     tasks: ['Make the check pass.'],
     script: () => Array.from({ length: MAX_STORY_REQUESTS + 1 }, (_, i) => say(`Done (claim ${i + 1}).`)),
     verify: NEVER_PASSES,
+    // A harness that takes a turn budget runs five checks, not 25; one that does not keeps its own limit.
+    options: () => ({ budgets: { maxTurns: 5 } }),
     check: ({ halts, requests }) => {
       const halt = halts[0];
       if (halt?.kind !== 'budget' || halt.budget !== 'turns')
