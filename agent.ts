@@ -1156,7 +1156,6 @@ function finalText(messages: readonly (Anthropic.MessageParam | Anthropic.Messag
   return said.findLast((text) => text.trim() !== '')?.trim() ?? '';
 }
 
-/** The text blocks of a message, joined (or its plain string). */
 export function textOfMessage(message: Anthropic.MessageParam | Anthropic.Message): string {
   if (typeof message.content === 'string') return message.content;
   const blocks: readonly (Anthropic.ContentBlockParam | Anthropic.ContentBlock)[] = message.content;
@@ -1270,7 +1269,6 @@ const totalTokens = (u: UsageTotals) => u.input + u.cacheWrite + u.cacheRead + u
 /** What a run spent, its sub-agents included, when it halted. */
 export type Spent = { tokens: number; costUsd: number | null };
 
-/** Nothing used yet; the cost is known only if the model has a price. */
 const noUsage = ({ price }: Model) => ({
   input: 0,
   cacheWrite: 0,
@@ -1279,7 +1277,6 @@ const noUsage = ({ price }: Model) => ({
   costUsd: price ? 0 : null,
 });
 
-/** One model call's usage, to the session's totals and the run's ledger. */
 function spend(agent: Agent, usage: Anthropic.Usage): void {
   addUsage(agent.usage, agent.config.model, usage);
   addUsage(agent.ledger, agent.config.model, usage);
@@ -1297,7 +1294,6 @@ function countUsage(agent: Agent, reply: Anthropic.Message, turn: number): void 
   agent.config.onEvent({ type: 'reply', turn, stopReason, calls, content, usage, totals });
 }
 
-/** Which limit ran out, and what the run had spent. */
 function budgetHalt(agent: Agent, budget: BudgetName, limit = 0): Halt {
   const spent = { tokens: totalTokens(agent.ledger), costUsd: agent.ledger.costUsd };
   return { kind: 'budget', budget, limit, spent };
@@ -1333,7 +1329,6 @@ const LOST_RESULT =
   'result lost: the session file has no result for this call (a lost line); ' +
   'it may or may not have run';
 
-/** Each call answered with `content`, as an error. */
 const notRunResults = (ids: string[], content: string): Anthropic.ToolResultBlockParam[] =>
   ids.map((id) => ({ type: 'tool_result', tool_use_id: id, content, is_error: true }));
 
