@@ -327,8 +327,7 @@ async function answerCalls(agent: Agent, run: Run, reply: Anthropic.Message) {
   const results: Anthropic.ToolResultBlockParam[] = [];
   let batch: { planned: PlannedCall; index: number }[] = []; // at most MAX_PARALLEL_READS
   const flush = async () => {
-    const running = batch.map((b) => runUnlessStopped(agent, run, b.planned));
-    const outcomes = await Promise.all(running);
+    const outcomes = await Promise.all(batch.map((b) => runUnlessStopped(agent, run, b.planned)));
     for (const [i, { planned, index }] of batch.entries()) {
       results[index] = answer(agent, planned.call, outcomes[i]!);
     }
@@ -1006,8 +1005,7 @@ export class AnthropicModel implements Model {
     private readonly idleMs = STREAM_IDLE_MS,
   ) {}
 
-  async complete(request: ModelRequest, options: ModelCallOptions): Promise<Anthropic.Message> {
-    const { signal, onText, onNotice } = options;
+  async complete(request: ModelRequest, { signal, onText, onNotice }: ModelCallOptions) {
     // The SDK retries by itself; this says, for each failed attempt, what it does next.
     const showRetries: Middleware = async (request, next, context) => {
       const retried = Number(request.headers.get('x-stainless-retry-count') ?? 0);
