@@ -868,7 +868,7 @@ const NO_TOOLS: Anthropic.ToolChoice = { type: 'none' };
 const SUMMARY_STRING_CHARS = 2_000;
 
 /** Summarises the older messages (a piece at a time) with a model call; null: nothing to cut.
- *  `onlySmaller` (for /compact): a summary that would not make the view smaller throws. */
+ *  `onlySmaller` (for /compact): a summary that would not make the view smaller is not used. */
 export async function compact(
   agent: Agent,
   signal: AbortSignal,
@@ -888,19 +888,19 @@ export async function compact(
   const onNotice = (text: string) => config.onEvent({ type: 'notice', text });
   const reply = await config.model.complete(request, { signal, onText: () => {}, onNotice });
   const { usage } = reply;
-  spend(agent, usage); // an empty summary was paid for too
+  spend(agent, usage); // paid for, used or not
   const summary = finalText([reply]);
-  if (summary === '') {
-    const reason = 'the summary came back empty';
-    config.onEvent({ type: 'compaction-failed', usage, reason });
-    throw new Error(reason);
-  }
   const tokensBefore = estimateMessages(older);
   const tokensAfter = estimateMessages([summaryMessage(summary)]);
-  if (onlySmaller && tokensAfter >= tokensBefore) {
-    const sizes = `(~${tokensAfter} tokens, against ~${tokensBefore} now)`;
-    const larger = `would not make what the model sees smaller; nothing changed`;
-    throw new Error(`declined: the summary ${sizes} ${larger}`);
+  const sizes = `(~${tokensAfter} tokens, against ~${tokensBefore} now)`;
+  const declined = `declined: the summary ${sizes} would not make what the model sees smaller`;
+  const unused =
+    summary === ''
+      ? 'the summary came back empty'
+      : onlySmaller && tokensAfter >= tokensBefore && `${declined}; nothing changed`;
+  if (unused) {
+    config.onEvent({ type: 'compaction-failed', usage, reason: unused });
+    throw new Error(unused);
   }
   agent.compaction = { summary, keptFrom };
   agent.lastRequest = null;
