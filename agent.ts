@@ -1078,12 +1078,10 @@ const isApiError = (error: unknown): error is APIError<number> =>
   'apiMessage' in error;
 
 function describeModelError(error: unknown): string {
-  if (isApiError(error)) {
-    const id = error.requestID ? ` (request id ${error.requestID})` : '';
-    const said = `${error.type ?? ''}: ${error.apiMessage ?? error.message}${id}`;
-    return `model call failed: HTTP ${error.status} ${said}`;
-  }
-  return `model call failed: ${errorText(error)}`;
+  if (!isApiError(error)) return `model call failed: ${errorText(error)}`;
+  const id = error.requestID ? ` (request id ${error.requestID})` : '';
+  const said = `${error.type ?? ''}: ${error.apiMessage ?? error.message}${id}`;
+  return `model call failed: HTTP ${error.status} ${said}`;
 }
 
 // --- The words the model reads. They guide the model; no guarantee rests on them.
