@@ -269,6 +269,8 @@ function halt(agent: Agent, reached: Halt, turns: number): Halt {
   return reached;
 }
 
+const errorHalt = (message: string): Halt => ({ kind: 'error', message });
+
 /** Prevents a failed API call from killing the program; "prompt is too long" compacts, retries. */
 async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropic.Message | Halt> {
   const { config } = agent;
@@ -298,7 +300,7 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
       // A summary is a model call too: none once the budget is spent.
       const retry = attempt === 1 && isPromptTooLong(error) && !spendingHalt(agent);
       if (retry && (await compact(agent, run.signal).catch(() => false))) continue;
-      return { kind: 'error', message: describeModelError(error) };
+      return errorHalt(describeModelError(error));
     }
   }
 }
@@ -306,11 +308,9 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
 /** Prevents sending a request too large for the window. */
 function oversizeHalt({ contextWindow }: Agent, tokens: number): Halt {
   const size = `the next request (~${tokens} tokens)`;
-  const message = `${size} would not fit the ${contextWindow}-token window even after compaction`;
-  return { kind: 'error', message };
+  return errorHalt(`${size} would not fit the ${contextWindow}-token window even after compaction`);
 }
 
-/** A prompt-cache mark. */
 const CACHE: Anthropic.CacheControlEphemeral = { type: 'ephemeral' };
 
 /** Prevents a transcript the API rejects: empty text dropped, the rest as sent (thinking too). */
@@ -327,8 +327,7 @@ async function answerCalls(agent: Agent, run: Run, reply: Anthropic.Message) {
   const results: Anthropic.ToolResultBlockParam[] = [];
   let batch: { planned: PlannedCall; index: number }[] = []; // at most MAX_PARALLEL_READS
   const flush = async () => {
-    const running = batch.map((b) => runUnlessStopped(agent, run, reply, b.planned));
-    const outcomes = await Promise.all(running);
+    const outcomes = await Promise.all(batch.map((b) => runUnlessStopped(agent, run, b.planned)));
     for (const [i, { planned, index }] of batch.entries()) {
       results[index] = answer(agent, planned.call, outcomes[i]!);
     }
@@ -347,7 +346,7 @@ async function answerCalls(agent: Agent, run: Run, reply: Anthropic.Message) {
       batch.push({ planned: decided, index });
       if (batch.length === MAX_PARALLEL_READS) await flush();
     } else {
-      results[index] = answer(agent, call, await runUnlessStopped(agent, run, reply, decided));
+      results[index] = answer(agent, call, await runUnlessStopped(agent, run, decided));
     }
   }
   await flush();
@@ -424,7 +423,7 @@ const ABANDONED: ToolOutcome = {
 // P2 — the gate: a reply without tool calls claims "done", and plain code checks the claim.
 
 export interface GateOptions {
-  verify: string | undefined; // exit code 0 is the only "done"; undefined: trust the model
+  verify?: string; // exit code 0 is the only "done"; none: trust the model
   verifyTimeoutMs: number;
   sandbox?: boolean; // true: fail closed without a sandbox; false: never; undefined: if one exists
   passEnv?: readonly string[]; // variables the check gets beside the allowlist, by name
@@ -438,14 +437,12 @@ async function judgeFinalReply(agent: Agent, run: Run, reply: Anthropic.Message)
   if (run.signal.aborted) return stoppedHalt(agent, run); // too late to decide
   const stop = reply.stop_reason;
   if (stop === 'max_tokens') return CUT_OFF_REPLY;
-  if (stop === 'refusal') return errorVerdict('the model refused to continue (refusal)');
+  if (stop === 'refusal') return errorHalt('the model refused to continue (refusal)');
   if (stop === 'model_context_window_exceeded') {
-    return errorVerdict("the conversation no longer fits the model's context window");
+    return errorHalt("the conversation no longer fits the model's context window");
   }
   return await verifyGate(agent, run);
 }
-
-const errorVerdict = (message: string): Verdict => ({ kind: 'error', message });
 
 /** Prevents a false "done": it takes the check's exit code 0, and protected files unchanged. */
 async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
@@ -469,7 +466,7 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
     onEvent({ type: 'gate-start', command: verify });
     ran = await runCommand(verify, { ...options, onOutput });
   } catch (error) {
-    return errorVerdict(`the check was not run: ${errorText(error)}`);
+    return errorHalt(`the check was not run: ${errorText(error)}`);
   }
   if (run.signal.aborted) return stoppedHalt(agent, run);
   // A check that changed what judges it, or what runs later (.git, editor tasks), fails.
@@ -643,8 +640,8 @@ export const runawayGuard: BeforeCallHook = {
   check(_planned, agent) {
     const { times } = agent.repeats;
     if (times < 3) return ALLOW;
-    const reason = `not run: you made this exact call ${times} times in a row and its answer`;
-    return { action: 'deny', reason: `${reason} will not change; try something different` };
+    const reason = `you made this exact call ${times} times in a row and its answer will not`;
+    return deny(`${reason} change; try something different`);
   },
 };
 
@@ -679,8 +676,8 @@ export const capToolOutput: AfterCallHook = {
 // --- What stops a call or a run: a cut-off reply, Ctrl-C, a message typed meanwhile, a budget.
 
 /** Prevents calls running with cut-off arguments, after a stop, or before the user is heard. */
-function notRunReason(agent: Agent, run: Run, reply: Anthropic.Message): string | null {
-  if (reply.stop_reason === 'max_tokens') return CUT_OFF_CALL;
+function notRunReason(agent: Agent, run: Run, reply?: Anthropic.Message): string | null {
+  if (reply?.stop_reason === 'max_tokens') return CUT_OFF_CALL;
   if (run.timeUp?.aborted) return 'not run: the time budget of this run ran out';
   if (run.signal.aborted) return 'not run: the user interrupted';
   if (agent.steering.length > 0) return 'skipped: the user sent a message; read it before going on';
@@ -688,13 +685,8 @@ function notRunReason(agent: Agent, run: Run, reply: Anthropic.Message): string 
 }
 
 /** Prevents a call from starting after a stop that came while the hooks were deciding. */
-async function runUnlessStopped(
-  agent: Agent,
-  run: Run,
-  reply: Anthropic.Message,
-  planned: PlannedCall,
-) {
-  const notRun = notRunReason(agent, run, reply);
+async function runUnlessStopped(agent: Agent, run: Run, planned: PlannedCall) {
+  const notRun = notRunReason(agent, run); // the reply was judged before the hooks
   return notRun ? { content: notRun, isError: true } : await execute(agent, run, planned);
 }
 
@@ -737,7 +729,7 @@ function stoppedHalt(agent: Agent, run: Run): Halt {
 function stopCheck(agent: Agent, run: Run, turn: number): Halt | null {
   const { maxTurns } = agent.config.budgets;
   if (run.signal.aborted) return stoppedHalt(agent, run);
-  if (agent.repeats.times >= STUCK_AFTER) return { kind: 'error', message: STUCK };
+  if (agent.repeats.times >= STUCK_AFTER) return errorHalt(STUCK);
   return spendingHalt(agent) ?? (turn >= maxTurns ? budgetHalt(agent, 'turns', maxTurns) : null);
 }
 
@@ -795,8 +787,7 @@ async function contextView(agent: Agent, signal: AbortSignal): Promise<View | Ha
     try {
       view = await runReadOnly(view, (shown) => hook(shown, agent, signal));
     } catch (error) {
-      const message = `the context hook ${hook.name || '(unnamed)'} failed: ${errorText(error)}`;
-      return { kind: 'error', message };
+      return errorHalt(`the context hook ${hook.name || '(unnamed)'} failed: ${errorText(error)}`);
     }
   }
   return view;
@@ -877,7 +868,7 @@ const NO_TOOLS: Anthropic.ToolChoice = { type: 'none' };
 const SUMMARY_STRING_CHARS = 2_000;
 
 /** Summarises the older messages (a piece at a time) with a model call; null: nothing to cut.
- *  `onlySmaller` (for /compact): a summary that would not make the view smaller throws. */
+ *  `onlySmaller` (for /compact): a summary that would not make the view smaller is not used. */
 export async function compact(
   agent: Agent,
   signal: AbortSignal,
@@ -897,19 +888,19 @@ export async function compact(
   const onNotice = (text: string) => config.onEvent({ type: 'notice', text });
   const reply = await config.model.complete(request, { signal, onText: () => {}, onNotice });
   const { usage } = reply;
-  spend(agent, usage); // an empty summary was paid for too
+  spend(agent, usage); // paid for, used or not
   const summary = finalText([reply]);
-  if (summary === '') {
-    const reason = 'the summary came back empty';
-    config.onEvent({ type: 'compaction-failed', usage, reason });
-    throw new Error(reason);
-  }
   const tokensBefore = estimateMessages(older);
   const tokensAfter = estimateMessages([summaryMessage(summary)]);
-  if (onlySmaller && tokensAfter >= tokensBefore) {
-    const sizes = `(~${tokensAfter} tokens, against ~${tokensBefore} now)`;
-    const larger = `would not make what the model sees smaller; nothing changed`;
-    throw new Error(`declined: the summary ${sizes} ${larger}`);
+  const sizes = `(~${tokensAfter} tokens, against ~${tokensBefore} now)`;
+  const declined = `declined: the summary ${sizes} would not make what the model sees smaller`;
+  const unused =
+    summary === ''
+      ? 'the summary came back empty'
+      : onlySmaller && tokensAfter >= tokensBefore && `${declined}; nothing changed`;
+  if (unused) {
+    config.onEvent({ type: 'compaction-failed', usage, reason: unused });
+    throw new Error(unused);
   }
   agent.compaction = { summary, keptFrom };
   agent.lastRequest = null;
@@ -966,12 +957,8 @@ function taskTool(parent: Agent): Tool {
       'files; several tasks may run at once. Not for changing files, and not for one known ' +
       'file: use read_file.',
     input: z.strictObject({
-      description: z
-        .string()
-        .describe('A few words saying what the task is for, e.g. "find the config loader"'),
-      prompt: z
-        .string()
-        .describe('The full question; the sub-agent sees nothing else of this conversation'),
+      description: z.string().describe('Its aim in a few words, e.g. "find the config loader"'),
+      prompt: z.string().describe('The question in full: the sub-agent sees nothing else'),
     }),
     readOnly: true,
     kind: 'search',
@@ -1018,8 +1005,7 @@ export class AnthropicModel implements Model {
     private readonly idleMs = STREAM_IDLE_MS,
   ) {}
 
-  async complete(request: ModelRequest, options: ModelCallOptions): Promise<Anthropic.Message> {
-    const { signal, onText, onNotice } = options;
+  async complete(request: ModelRequest, { signal, onText, onNotice }: ModelCallOptions) {
     // The SDK retries by itself; this says, for each failed attempt, what it does next.
     const showRetries: Middleware = async (request, next, context) => {
       const retried = Number(request.headers.get('x-stainless-retry-count') ?? 0);
@@ -1092,12 +1078,10 @@ const isApiError = (error: unknown): error is APIError<number> =>
   'apiMessage' in error;
 
 function describeModelError(error: unknown): string {
-  if (isApiError(error)) {
-    const id = error.requestID ? ` (request id ${error.requestID})` : '';
-    const said = `${error.type ?? ''}: ${error.apiMessage ?? error.message}${id}`;
-    return `model call failed: HTTP ${error.status} ${said}`;
-  }
-  return `model call failed: ${errorText(error)}`;
+  if (!isApiError(error)) return `model call failed: ${errorText(error)}`;
+  const id = error.requestID ? ` (request id ${error.requestID})` : '';
+  const said = `${error.type ?? ''}: ${error.apiMessage ?? error.message}${id}`;
+  return `model call failed: HTTP ${error.status} ${said}`;
 }
 
 // --- The words the model reads. They guide the model; no guarantee rests on them.
@@ -1154,7 +1138,6 @@ async function withDefaults(config: AgentConfig): Promise<Settings> {
   return {
     ...config,
     root: await sandboxableRoot(config.root),
-    verify: config.verify,
     verifyTimeoutMs: config.verifyTimeoutMs ?? COMMAND_TIMEOUT_MS,
     budgets: config.budgets ?? { maxTurns: 25 },
     protect: config.protect ?? [],
@@ -1169,7 +1152,6 @@ function finalText(messages: readonly (Anthropic.MessageParam | Anthropic.Messag
   return said.findLast((text) => text.trim() !== '')?.trim() ?? '';
 }
 
-/** The text blocks of a message, joined (or its plain string). */
 export function textOfMessage(message: Anthropic.MessageParam | Anthropic.Message): string {
   if (typeof message.content === 'string') return message.content;
   const blocks: readonly (Anthropic.ContentBlockParam | Anthropic.ContentBlock)[] = message.content;
@@ -1283,7 +1265,6 @@ const totalTokens = (u: UsageTotals) => u.input + u.cacheWrite + u.cacheRead + u
 /** What a run spent, its sub-agents included, when it halted. */
 export type Spent = { tokens: number; costUsd: number | null };
 
-/** Nothing used yet; the cost is known only if the model has a price. */
 const noUsage = ({ price }: Model) => ({
   input: 0,
   cacheWrite: 0,
@@ -1292,7 +1273,6 @@ const noUsage = ({ price }: Model) => ({
   costUsd: price ? 0 : null,
 });
 
-/** One model call's usage, to the session's totals and the run's ledger. */
 function spend(agent: Agent, usage: Anthropic.Usage): void {
   addUsage(agent.usage, agent.config.model, usage);
   addUsage(agent.ledger, agent.config.model, usage);
@@ -1310,13 +1290,11 @@ function countUsage(agent: Agent, reply: Anthropic.Message, turn: number): void 
   agent.config.onEvent({ type: 'reply', turn, stopReason, calls, content, usage, totals });
 }
 
-/** Which limit ran out, and what the run had spent. */
 function budgetHalt(agent: Agent, budget: BudgetName, limit = 0): Halt {
   const spent = { tokens: totalTokens(agent.ledger), costUsd: agent.ledger.costUsd };
   return { kind: 'budget', budget, limit, spent };
 }
 
-/** Adds one response's usage to the totals. */
 function addUsage(totals: UsageTotals, model: Model, usage: Anthropic.Usage): void {
   const cost = costOf(model.price, usage);
   totals.input += usage.input_tokens;
@@ -1347,7 +1325,6 @@ const LOST_RESULT =
   'result lost: the session file has no result for this call (a lost line); ' +
   'it may or may not have run';
 
-/** Each call answered with `content`, as an error. */
 const notRunResults = (ids: string[], content: string): Anthropic.ToolResultBlockParam[] =>
   ids.map((id) => ({ type: 'tool_result', tool_use_id: id, content, is_error: true }));
 
