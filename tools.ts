@@ -1778,7 +1778,7 @@ export function globMatcher(globs: readonly string[]): (file: string) => string 
   if (matcher === undefined) {
     const compiled = globs.map((glob) => {
       const pattern = new Minimatch(glob, { dot: true });
-      const loose = pattern.negate || pattern.comment || pattern.empty ? false : pattern.makeRe();
+      const loose = pattern.makeRe(); // false for a comment or an empty glob; negated for a negated one
       return {
         glob,
         matches: (file: string) => (loose === false || loose.test(file)) && pattern.match(file),

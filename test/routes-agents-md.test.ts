@@ -3,7 +3,8 @@
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { constants, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { constants, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { open } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
@@ -63,5 +64,45 @@ describe('AGENTS.md: inside its folder after links, regular files only, skipped 
       ['nearer AGENTS.md files fill the 32 KiB cap', undefined],
     );
     assert.match(files[1]?.text ?? '', /^x{32768}\n\[cut: AGENTS\.md files are capped at 32 KiB in all\]$/);
+  });
+  test('an AGENTS.md exactly at the 32 KiB cap is read whole, with no cut note, and a farther one is skipped', async (t) => {
+    const full = 'x'.repeat(32 * 1024);
+    const base = await tempProject(t, { 'repo/AGENTS.md': 'far\n', 'repo/pkg/AGENTS.md': full });
+    mkdirSync(path.join(base, 'repo', '.git'));
+    const files = await loadContextFiles(path.join(base, 'repo', 'pkg'));
+    assert.deepEqual(
+      files.map(({ text, skipped }) => skipped ?? text),
+      ['nearer AGENTS.md files fill the 32 KiB cap', full],
+    );
+  });
+
+  test('a broken symlink as AGENTS.md is skipped with its reason instead of failing the start', async (t) => {
+    const root = await tempProject(t);
+    symlinkSync('gone.md', path.join(root, 'AGENTS.md'));
+    const files = await loadContextFiles(root);
+    assert.deepEqual(
+      files.map(({ skipped }) => skipped),
+      ['a broken symlink'],
+    );
+  });
+
+  test('an AGENTS.md that cannot be opened (a socket: ENXIO) is skipped with its reason instead of failing the start', async (t) => {
+    const root = await tempProject(t);
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(path.join(root, 'AGENTS.md'), resolve));
+    t.after(() => server.close());
+    const files = await loadContextFiles(root);
+    assert.deepEqual(
+      files.map(({ skipped }) => skipped),
+      ['unreadable (ENXIO)'],
+    );
+  });
+
+  test('every AGENTS.md read closes its file: fifty starts leave no handle open', async (t) => {
+    if (process.platform !== 'linux') return t.skip('counts /proc/self/fd');
+    const root = await tempProject(t, { 'AGENTS.md': 'rules\n' });
+    const before = readdirSync('/proc/self/fd').length;
+    for (let i = 0; i < 50; i++) await loadContextFiles(root);
+    assert.ok(readdirSync('/proc/self/fd').length < before + 10, 'file handles left open');
   });
 });

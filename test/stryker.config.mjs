@@ -58,7 +58,12 @@ const SECTIONS = {
   // --protect: the globs and the fingerprints the gate compares.
   fingerprints: {
     lines: `${fingerprints}-${lines.length}`,
-    tests: ['test/hardening.test.ts', 'test/routes-sandbox.test.ts', 'test/tools-gitignore.test.ts'],
+    tests: [
+      'test/hardening.test.ts',
+      'test/routes-sandbox.test.ts',
+      'test/tools-gitignore.test.ts',
+      'test/protect-fingerprints.test.ts',
+    ],
   },
 };
 
