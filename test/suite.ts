@@ -6,6 +6,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { sandboxProblem } from '../tools.ts';
 
 /** Every `*.test.ts` under `folder`, at any depth (node_modules and fixture projects aside), sorted. */
 export function testFiles(folder: string): string[] {
@@ -53,6 +54,11 @@ export function shares(files: readonly string[], count: number, costs = new Map<
 
 /** Imports share `index` of two of the test files under `folder`, so their tests run in this process. */
 export async function importShare(folder: string, index: number): Promise<void> {
+  // Prevents a file's tests from running inside another file's test, then being cancelled with it: the files import
+  // one after another while the first ones' tests already run, and a test registered after a top-level await
+  // belongs to the test in which the awaited promise was made. Several files await sandboxProblem's cached answer
+  // at the top (for their skips), so it is made here first, outside every test.
+  await sandboxProblem();
   const files = shares(testFiles(folder), 2, measuredCosts(folder))[index] ?? [];
   for (const file of files) await import(pathToFileURL(file).href);
 }
