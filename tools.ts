@@ -1216,7 +1216,7 @@ export async function runCommand(command: string, options: CommandOptions): Prom
 type ProcessRun = Omit<CommandRun, 'protectedTouched'>;
 
 /** Where a contained command runs, and what it may see of the machine. */
-interface Contained {
+export interface Contained {
   /** The project, writable. */
   readonly root: string;
   /** Its private temporary folder, /tmp inside. */
@@ -1321,27 +1321,10 @@ function runProcess(
 const STDIO: ['ignore', 'pipe', 'pipe'] = ['ignore', 'pipe', 'pipe'];
 
 /** The command line that runs `command` contained as `where` says. */
-function containedArgs(command: string, { root, tmp, readOnly, hidden }: Contained): string[] {
+function containedArgs(command: string, where: Contained): string[] {
+  if (process.platform === 'darwin') return seatbeltArgs(command, where);
+  const { root, tmp, readOnly, hidden } = where;
   const shell = ['/bin/sh', '-c', command];
-  if (process.platform === 'darwin') {
-    const params = (name: string, paths: readonly string[]) =>
-      paths.flatMap((p, i) => ['-D', `${name}${i}=${p}`]);
-    const rule = (what: string, name: string, paths: readonly unknown[]) =>
-      paths.map((_, i) => `\n(deny ${what} (subpath (param "${name}${i}")))`).join('');
-    const where = [
-      '-D',
-      `ROOT=${root}`,
-      '-D',
-      `TMP=${tmp}`,
-      '-D',
-      `GIT=${path.join(root, '.git')}`,
-    ];
-    const stores = hidden.map((store) => store.path);
-    const profile =
-      SEATBELT_PROFILE + rule('file-write*', 'RO', readOnly) + rule('file-read*', 'HIDDEN', stores);
-    const more = [...params('RO', readOnly), ...params('HIDDEN', stores)];
-    return ['/usr/bin/sandbox-exec', '-p', profile, ...where, ...more, ...shell];
-  }
   return [
     'bwrap',
     // The whole file system, read-only: $HOME, the folders above the project, /usr.
@@ -1362,6 +1345,25 @@ function containedArgs(command: string, { root, tmp, readOnly, hidden }: Contain
     '--',
     ...shell,
   ];
+}
+
+/** sandbox-exec's command line (macOS): the profile with a rule for each read-only path and hidden
+ *  store, and the paths as -D parameters. Exported so that a test on any machine can read it. */
+export function seatbeltArgs(
+  command: string,
+  { root, tmp, readOnly, hidden }: Contained,
+): string[] {
+  const shell = ['/bin/sh', '-c', command];
+  const params = (name: string, paths: readonly string[]) =>
+    paths.flatMap((p, i) => ['-D', `${name}${i}=${p}`]);
+  const rule = (what: string, name: string, paths: readonly unknown[]) =>
+    paths.map((_, i) => `\n(deny ${what} (subpath (param "${name}${i}")))`).join('');
+  const where = ['-D', `ROOT=${root}`, '-D', `TMP=${tmp}`, '-D', `GIT=${path.join(root, '.git')}`];
+  const stores = hidden.map((store) => store.path);
+  const profile =
+    SEATBELT_PROFILE + rule('file-write*', 'RO', readOnly) + rule('file-read*', 'HIDDEN', stores);
+  const more = [...params('RO', readOnly), ...params('HIDDEN', stores)];
+  return ['/usr/bin/sandbox-exec', '-p', profile, ...where, ...more, ...shell];
 }
 
 /** macOS's sandbox policy: the last rule that matches wins. The paths come in as -D parameters. */
