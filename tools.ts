@@ -1226,7 +1226,8 @@ export interface Contained {
   /** The credential stores under $HOME that exist (real paths): an empty folder or /dev/null in
    *  their place. */
   readonly hidden: readonly { readonly path: string; readonly folder: boolean }[];
-  readonly passEnv: readonly string[];
+  /** Names passed on beside CONTAINED_ENV; none unless given. */
+  readonly passEnv?: readonly string[];
 }
 
 async function runContained(
@@ -1247,7 +1248,7 @@ async function runContained(
       tmp,
       readOnly,
       hidden: await credentialStores(),
-      passEnv: options.passEnv ?? [],
+      passEnv: options.passEnv,
     };
     return await runProcess(command, options, where);
   } finally {
@@ -1280,10 +1281,8 @@ function runProcess(
       const room = Math.max(OUTPUT_HEAD - head.length, 0);
       head += text.slice(0, room);
       tail += text.slice(room);
-      if (tail.length > OUTPUT_TAIL) {
-        dropped += tail.length - OUTPUT_TAIL;
-        tail = tail.slice(-OUTPUT_TAIL);
-      }
+      dropped += Math.max(tail.length - OUTPUT_TAIL, 0);
+      tail = tail.slice(-OUTPUT_TAIL);
     };
     child.stdout.on('data', collect);
     child.stderr.on('data', collect);
@@ -1303,7 +1302,7 @@ function runProcess(
       kill();
     }, timeoutMs);
     if (signal.aborted) kill();
-    else signal.addEventListener('abort', kill, { once: true });
+    else signal.addEventListener('abort', kill);
     const done = (exitCode: number | null) => {
       clearTimeout(timer);
       signal.removeEventListener('abort', kill);
@@ -1384,7 +1383,7 @@ const CONTAINED_ENV = new Set(['PATH', 'HOME', 'LANG', 'TERM', 'TZ', 'USER']);
  *  /proc/1/environ inside holds only this too. */
 function containedEnv({ tmp, passEnv }: Contained): NodeJS.ProcessEnv {
   const passed = (name: string) =>
-    CONTAINED_ENV.has(name) || name.startsWith('LC_') || passEnv.includes(name);
+    CONTAINED_ENV.has(name) || name.startsWith('LC_') || passEnv?.includes(name);
   const inherited = Object.entries(process.env).filter(([name]) => passed(name));
   const folder = process.platform === 'darwin' ? tmp : '/tmp';
   // npm's log folder is under $HOME, read-only: npm must not try to write there.
@@ -1570,7 +1569,7 @@ export function sandboxProblem(): Promise<string | null> {
     const base = await realpath(await mkdtemp(path.join(tmpdir(), 'sandbox-check-')));
     try {
       const options = { cwd: base, timeoutMs: 10_000, signal: new AbortController().signal };
-      const where = { root: base, tmp: base, readOnly: [], hidden: [], passEnv: [] };
+      const where = { root: base, tmp: base, readOnly: [], hidden: [] };
       const trial = await runProcess('touch probe', options, where);
       if (trial.exitCode === 0 && existsSync(path.join(base, 'probe'))) return null;
       if (process.platform === 'darwin')

@@ -242,6 +242,19 @@ describe('the verify command runner', () => {
     assert.deepEqual([run.exitCode, run.timedOut, run.output], [null, false, '(no output)']);
   });
 
+  test('a command running when the run is stopped is killed then, not left to run to its end', async (t) => {
+    const root = await tempProject(t);
+    const stop = new AbortController();
+    const onOutput = () => stop.abort();
+    const run = await runCommand('echo started; sleep 10; echo finished', {
+      cwd: root,
+      timeoutMs: 60_000,
+      signal: stop.signal,
+      onOutput,
+    });
+    assert.deepEqual([run.exitCode, run.timedOut, run.output], [null, false, 'started\n']);
+  });
+
   test('a verify command that hangs is killed at its timeout instead of hanging the run', async (t) => {
     const root = await tempProject(t);
     const run = await runCommand('sleep 30', { cwd: root, timeoutMs: 50, signal: never });
