@@ -236,6 +236,10 @@ test(
     const problem = await (await freshTools('fake-bwrap')).sandboxProblem();
     assert.match(problem ?? 'null', /bubblewrap cannot run here/);
     assert.deepEqual(await readdir(tmp), []);
+    // One that makes the probe but fails is no sandbox either.
+    await writeFile(path.join(bin, 'bwrap'), '#!/bin/sh\ntouch probe\nexit 1\n');
+    const failing = await (await freshTools('failing-bwrap')).sandboxProblem();
+    assert.match(failing ?? 'null', /bubblewrap cannot run here/);
   },
 );
 
