@@ -1216,7 +1216,7 @@ export async function runCommand(command: string, options: CommandOptions): Prom
 type ProcessRun = Omit<CommandRun, 'protectedTouched'>;
 
 /** Where a contained command runs, and what it may see of the machine. */
-interface Contained {
+export interface Contained {
   /** The project, writable. */
   readonly root: string;
   /** Its private temporary folder, /tmp inside. */
@@ -1226,7 +1226,8 @@ interface Contained {
   /** The credential stores under $HOME that exist (real paths): an empty folder or /dev/null in
    *  their place. */
   readonly hidden: readonly { readonly path: string; readonly folder: boolean }[];
-  readonly passEnv: readonly string[];
+  /** Names passed on beside CONTAINED_ENV; none unless given. */
+  readonly passEnv?: readonly string[];
 }
 
 async function runContained(
@@ -1247,7 +1248,7 @@ async function runContained(
       tmp,
       readOnly,
       hidden: await credentialStores(),
-      passEnv: options.passEnv ?? [],
+      passEnv: options.passEnv,
     };
     return await runProcess(command, options, where);
   } finally {
@@ -1280,10 +1281,8 @@ function runProcess(
       const room = Math.max(OUTPUT_HEAD - head.length, 0);
       head += text.slice(0, room);
       tail += text.slice(room);
-      if (tail.length > OUTPUT_TAIL) {
-        dropped += tail.length - OUTPUT_TAIL;
-        tail = tail.slice(-OUTPUT_TAIL);
-      }
+      dropped += Math.max(tail.length - OUTPUT_TAIL, 0);
+      tail = tail.slice(-OUTPUT_TAIL);
     };
     child.stdout.on('data', collect);
     child.stderr.on('data', collect);
@@ -1303,7 +1302,7 @@ function runProcess(
       kill();
     }, timeoutMs);
     if (signal.aborted) kill();
-    else signal.addEventListener('abort', kill, { once: true });
+    else signal.addEventListener('abort', kill);
     const done = (exitCode: number | null) => {
       clearTimeout(timer);
       signal.removeEventListener('abort', kill);
@@ -1321,27 +1320,10 @@ function runProcess(
 const STDIO: ['ignore', 'pipe', 'pipe'] = ['ignore', 'pipe', 'pipe'];
 
 /** The command line that runs `command` contained as `where` says. */
-function containedArgs(command: string, { root, tmp, readOnly, hidden }: Contained): string[] {
+function containedArgs(command: string, where: Contained): string[] {
+  if (process.platform === 'darwin') return seatbeltArgs(command, where);
+  const { root, tmp, readOnly, hidden } = where;
   const shell = ['/bin/sh', '-c', command];
-  if (process.platform === 'darwin') {
-    const params = (name: string, paths: readonly string[]) =>
-      paths.flatMap((p, i) => ['-D', `${name}${i}=${p}`]);
-    const rule = (what: string, name: string, paths: readonly unknown[]) =>
-      paths.map((_, i) => `\n(deny ${what} (subpath (param "${name}${i}")))`).join('');
-    const where = [
-      '-D',
-      `ROOT=${root}`,
-      '-D',
-      `TMP=${tmp}`,
-      '-D',
-      `GIT=${path.join(root, '.git')}`,
-    ];
-    const stores = hidden.map((store) => store.path);
-    const profile =
-      SEATBELT_PROFILE + rule('file-write*', 'RO', readOnly) + rule('file-read*', 'HIDDEN', stores);
-    const more = [...params('RO', readOnly), ...params('HIDDEN', stores)];
-    return ['/usr/bin/sandbox-exec', '-p', profile, ...where, ...more, ...shell];
-  }
   return [
     'bwrap',
     // The whole file system, read-only: $HOME, the folders above the project, /usr.
@@ -1364,6 +1346,25 @@ function containedArgs(command: string, { root, tmp, readOnly, hidden }: Contain
   ];
 }
 
+/** sandbox-exec's command line (macOS): the profile with a rule for each read-only path and hidden
+ *  store, and the paths as -D parameters. Exported so that a test on any machine can read it. */
+export function seatbeltArgs(
+  command: string,
+  { root, tmp, readOnly, hidden }: Contained,
+): string[] {
+  const shell = ['/bin/sh', '-c', command];
+  const params = (name: string, paths: readonly string[]) =>
+    paths.flatMap((p, i) => ['-D', `${name}${i}=${p}`]);
+  const rule = (what: string, name: string, paths: readonly unknown[]) =>
+    paths.map((_, i) => `\n(deny ${what} (subpath (param "${name}${i}")))`).join('');
+  const where = ['-D', `ROOT=${root}`, '-D', `TMP=${tmp}`, '-D', `GIT=${path.join(root, '.git')}`];
+  const stores = hidden.map((store) => store.path);
+  const profile =
+    SEATBELT_PROFILE + rule('file-write*', 'RO', readOnly) + rule('file-read*', 'HIDDEN', stores);
+  const more = [...params('RO', readOnly), ...params('HIDDEN', stores)];
+  return ['/usr/bin/sandbox-exec', '-p', profile, ...where, ...more, ...shell];
+}
+
 /** macOS's sandbox policy: the last rule that matches wins. The paths come in as -D parameters. */
 const SEATBELT_PROFILE = `(version 1) (allow default) (deny network*) (deny lsopen)
 (deny appleevent-send)
@@ -1382,7 +1383,7 @@ const CONTAINED_ENV = new Set(['PATH', 'HOME', 'LANG', 'TERM', 'TZ', 'USER']);
  *  /proc/1/environ inside holds only this too. */
 function containedEnv({ tmp, passEnv }: Contained): NodeJS.ProcessEnv {
   const passed = (name: string) =>
-    CONTAINED_ENV.has(name) || name.startsWith('LC_') || passEnv.includes(name);
+    CONTAINED_ENV.has(name) || name.startsWith('LC_') || passEnv?.includes(name);
   const inherited = Object.entries(process.env).filter(([name]) => passed(name));
   const folder = process.platform === 'darwin' ? tmp : '/tmp';
   // npm's log folder is under $HOME, read-only: npm must not try to write there.
@@ -1604,7 +1605,7 @@ export function sandboxProblem(): Promise<string | null> {
     const base = await realpath(await mkdtemp(path.join(tmpdir(), 'sandbox-check-')));
     try {
       const options = { cwd: base, timeoutMs: 10_000, signal: new AbortController().signal };
-      const where = { root: base, tmp: base, readOnly: [], hidden: [], passEnv: [] };
+      const where = { root: base, tmp: base, readOnly: [], hidden: [] };
       const trial = await runProcess('touch probe', options, where);
       if (trial.exitCode === 0 && existsSync(path.join(base, 'probe'))) return null;
       if (process.platform === 'darwin')

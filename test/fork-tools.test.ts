@@ -119,6 +119,16 @@ describe("a fork's command tool runs under the gate's sandbox, time limit and en
     assert.deepEqual([ran.exitCode, ran.output.trim()], [0, 'ran']);
   });
 
+  test('a tool run without a run signal, protection setting or passed names can still be stopped, keeps the protected names and passes none', async (t) => {
+    const root = await tempProject(t);
+    const unset = await commandOptions({ root, seen: new Map(), sandbox: false });
+    assert.ok(unset.signal instanceof AbortSignal && !unset.signal.aborted);
+    assert.deepEqual([unset.defaultProtection, unset.passEnv], [true, []]);
+    const signal = new AbortController().signal;
+    const set = await commandOptions({ root, seen: new Map(), sandbox: false, signal, defaultProtection: false });
+    assert.deepEqual([set.signal === signal, set.defaultProtection], [true, false]);
+  });
+
   test('as the gate does: contained wherever this machine can, and not run at all where a sandbox is required and none is here', async (t) => {
     const root = await tempProject(t);
     const problem = await sandboxProblem();

@@ -5,14 +5,14 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { call, say } from '../scripted-model.ts';
-import { runCommand, sandboxProblem } from '../tools.ts';
+import { runCommand, sandboxableRoot, sandboxProblem, seatbeltArgs } from '../tools.ts';
 import { runTask } from '../agent.ts';
 import { scriptedAgent } from './helpers.ts';
 
@@ -200,3 +200,135 @@ test(
     );
   },
 );
+
+/** tools.ts loaded afresh under `tag`, its sandbox check not yet made: the check is made once per copy. */
+const freshTools = (tag: string) => import(`../tools.ts?${tag}`) as Promise<typeof import('../tools.ts')>;
+
+/** Sets process.env[name] for the rest of the test. */
+function setEnv(t: TestContext, name: string, value: string) {
+  const was = process.env[name];
+  process.env[name] = value;
+  t.after(() => {
+    if (was === undefined) delete process.env[name];
+    else process.env[name] = was;
+  });
+}
+
+/** A folder made for the test and removed after it. */
+async function tempFolder(t: TestContext, prefix: string) {
+  const folder = await realpath(await mkdtemp(path.join(os.tmpdir(), prefix)));
+  t.after(() => rm(folder, { recursive: true, force: true }));
+  return folder;
+}
+
+const linuxOnly = process.platform === 'linux' ? false : 'bubblewrap is the sandbox on Linux only';
+
+test(
+  'a bubblewrap that exits 0 without running the probe is no sandbox, and the trial leaves nothing in the temporary folder',
+  { skip: linuxOnly },
+  async (t) => {
+    const bin = await tempFolder(t, 'fake-bwrap-');
+    await writeFile(path.join(bin, 'bwrap'), '#!/bin/sh\nexit 0\n');
+    await chmod(path.join(bin, 'bwrap'), 0o755);
+    const tmp = await tempFolder(t, 'check-tmp-');
+    setEnv(t, 'PATH', `${bin}:${process.env.PATH}`);
+    setEnv(t, 'TMPDIR', tmp);
+    const problem = await (await freshTools('fake-bwrap')).sandboxProblem();
+    assert.match(problem ?? 'null', /bubblewrap cannot run here/);
+    assert.deepEqual(await readdir(tmp), []);
+    // One that makes the probe but fails is no sandbox either.
+    await writeFile(path.join(bin, 'bwrap'), '#!/bin/sh\ntouch probe\nexit 1\n');
+    const failing = await (await freshTools('failing-bwrap')).sandboxProblem();
+    assert.match(failing ?? 'null', /bubblewrap cannot run here/);
+  },
+);
+
+test(
+  'without bubblewrap a contained command is not run, and a tool that needs the sandbox is refused with what to install',
+  { skip: linuxOnly },
+  async (t) => {
+    const root = await tempFolder(t, 'no-bwrap-');
+    setEnv(t, 'PATH', await tempFolder(t, 'empty-bin-'));
+    const tools = await freshTools('no-bwrap');
+    assert.match((await tools.sandboxProblem()) ?? 'null', /bubblewrap is not installed/);
+    const signal = new AbortController().signal;
+    const run = tools.runCommand('echo ran', { cwd: root, timeoutMs: 10_000, signal, sandbox: true });
+    await assert.rejects(run, /bubblewrap is not installed/);
+    await assert.rejects(
+      tools.commandOptions({ root, seen: new Map(), sandbox: true }),
+      (error: unknown) => error instanceof tools.ToolError && /bubblewrap is not installed/.test(error.message),
+    );
+  },
+);
+
+test(
+  'a contained run leaves no private temporary folder behind, even one the command wrote in',
+  { skip },
+  async (t) => {
+    const root = await tempFolder(t, 'sbx-rm-');
+    const tmp = await tempFolder(t, 'run-tmp-');
+    setEnv(t, 'TMPDIR', tmp);
+    const signal = new AbortController().signal;
+    const command = 'echo kept > /tmp/note && cat /tmp/note';
+    const run = await runCommand(command, { cwd: root, timeoutMs: 10_000, signal, sandbox: true });
+    assert.deepEqual([run.exitCode, run.output], [0, 'kept\n']);
+    assert.deepEqual(await readdir(tmp), []);
+  },
+);
+
+test(
+  'a protected name that is a link to nothing does not stop a contained command: only files and folders are bound',
+  { skip },
+  async (t) => {
+    const root = await tempFolder(t, 'sbx-link-');
+    await symlink(path.join(root, 'nowhere'), path.join(root, '.git'));
+    const signal = new AbortController().signal;
+    const run = await runCommand('echo ran', { cwd: root, timeoutMs: 10_000, signal, sandbox: true });
+    assert.deepEqual([run.exitCode, run.output, run.protectedTouched], [0, 'ran\n', []]);
+  },
+);
+
+test('the root / is refused as the whole file system, and a $HOME that does not exist refuses nothing', async (t) => {
+  await assert.rejects(sandboxableRoot('/'), /the whole file system/);
+  const root = await tempFolder(t, 'no-home-');
+  setEnv(t, 'HOME', path.join(root, 'missing-home'));
+  const project = path.join(root, 'project');
+  await mkdir(project);
+  assert.equal(await sandboxableRoot(project), project);
+});
+
+test('on macOS the profile denies writes to each protected path and reads of each credential store, named by -D parameters', () => {
+  const hidden = [
+    { path: '/Users/me/.ssh', folder: true },
+    { path: '/Users/me/.netrc', folder: false },
+  ];
+  const where = { root: '/p', tmp: '/t', readOnly: ['/p/.git', '/p/.vscode'], hidden, passEnv: [] };
+  const [tool, flag, profile = '', ...rest] = seatbeltArgs('make test', where);
+  assert.deepEqual(
+    [tool, flag, ...rest],
+    [
+      '/usr/bin/sandbox-exec',
+      '-p',
+      ...['-D', 'ROOT=/p', '-D', 'TMP=/t', '-D', 'GIT=/p/.git'],
+      ...[
+        '-D',
+        'RO0=/p/.git',
+        '-D',
+        'RO1=/p/.vscode',
+        '-D',
+        'HIDDEN0=/Users/me/.ssh',
+        '-D',
+        'HIDDEN1=/Users/me/.netrc',
+      ],
+      ...['/bin/sh', '-c', 'make test'],
+    ],
+  );
+  assert.match(profile, /^\(version 1\)/);
+  const rules = [
+    '(deny file-write* (subpath (param "RO0")))',
+    '(deny file-write* (subpath (param "RO1")))',
+    '(deny file-read* (subpath (param "HIDDEN0")))',
+    '(deny file-read* (subpath (param "HIDDEN1")))',
+  ];
+  assert.ok(profile.endsWith(`\n${rules.join('\n')}`), profile);
+});
