@@ -27,6 +27,7 @@ import {
   resume,
   runTask,
   steer,
+  withdrawSteering,
 } from '../agent.ts';
 import { call, reply, say, ScriptedModel, text, toolUse } from '../scripted-model.ts';
 import { defineTool, sandboxProblem, TOOLS } from '../tools.ts';
@@ -592,5 +593,82 @@ describe('the window, compaction in pieces, steering and the sandbox', () => {
       ['gate-start', 'gate-output', 'gate'],
     );
     assert.deepEqual(gateEvents[0], { type: 'gate-start', command: 'echo ok' });
+  });
+});
+
+describe('what views and the program are told (found by npm run mutate:agent, 2026-12-03)', () => {
+  test('the gate event of a check refused over a changed protected file says not passed, not run, not contained', async (t) => {
+    const root = await tempProject(t, { 'test/x.test.js': 'check();\n' });
+    const tamper = () => (writeFileSync(path.join(root, 'test/x.test.js'), 'pass();\n'), say('done'));
+    const { agent, events } = await scriptedAgent(root, [tamper, say('done')], {
+      protect: ['test/**'],
+      verify: 'exit 0',
+      budgets: { maxTurns: 1 },
+    });
+    await runTask(agent, 'work');
+    const gate = events.find((event) => event.type === 'gate');
+    assert.ok(gate?.type === 'gate');
+    assert.deepEqual(
+      { passed: gate.passed, exitCode: gate.exitCode, sandboxed: gate.sandboxed, reason: gate.reason },
+      { passed: false, exitCode: null, sandboxed: false, reason: 'protected files changed' },
+    );
+  });
+
+  test('the running event names the call that starts, so a view can show which one is running', async (t) => {
+    const root = await tempProject(t, { 'a.txt': 'alpha\n' });
+    const { agent, events } = await scriptedAgent(root, [call('read_file', { path: 'a.txt' }), say('done')]);
+    await runTask(agent, 'read');
+    const running = events.find((event) => event.type === 'running');
+    assert.ok(running?.type === 'running');
+    assert.equal(running.call.name, 'read_file');
+    assert.deepEqual(running.call.input, { path: 'a.txt' });
+  });
+
+  test("a forker's tool that forgets safe_path still cannot take a path outside the project", async (t) => {
+    const root = await tempProject(t);
+    const reached: string[] = [];
+    const careless = defineTool({
+      name: 'peek',
+      description: 'A test tool that uses its path as given, without safe_path.',
+      input: z.strictObject({ path: z.string() }),
+      readOnly: true,
+      run: async (input) => {
+        reached.push(input.path);
+        return 'peeked';
+      },
+    });
+    const script = [call('peek', { path: '../outside.txt' }), call('peek', { path: 'inside.txt' }), say('done')];
+    const { agent } = await scriptedAgent(root, script, { tools: [...TOOLS, careless] });
+    await runTask(agent, 'peek');
+    assert.deepEqual(reached, ['inside.txt']);
+  });
+
+  test('withdrawing steering hands back what the model never read, and leaves none to send', async (t) => {
+    const root = await tempProject(t);
+    const { agent } = await scriptedAgent(root, [say('done')]);
+    steer(agent, 'first');
+    steer(agent, 'second');
+    assert.deepEqual(withdrawSteering(agent), ['first', 'second']);
+    assert.deepEqual(withdrawSteering(agent), []);
+  });
+
+  test('a Ctrl-C during a call halts as interrupted even when the token budget ran out in the same turn', async (t) => {
+    const root = await tempProject(t);
+    const stop = new AbortController();
+    const ctrlC = defineTool({
+      name: 'press_ctrl_c',
+      description: 'A test tool: the person presses Ctrl-C while it runs.',
+      input: z.strictObject({}),
+      readOnly: true,
+      run: async () => {
+        stop.abort();
+        return 'pressed';
+      },
+    });
+    const { agent } = await scriptedAgent(root, [call('press_ctrl_c', {}), say('done')], {
+      tools: [...TOOLS, ctrlC],
+      budgets: { maxTurns: 25, maxTokens: 1 },
+    });
+    assert.deepEqual(await runTask(agent, 'work', stop.signal), { kind: 'interrupted' });
   });
 });

@@ -8,6 +8,7 @@ import './guards-mutants.test.ts';
 import './hardening.test.ts';
 import './limits.test.ts';
 import './loop.test.ts';
+import './routes-sandbox.test.ts';
 import './endurance.test.ts';
 import './sandbox.test.ts';
 import './sessions.test.ts';
