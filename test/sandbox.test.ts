@@ -332,3 +332,26 @@ test('on macOS the profile denies writes to each protected path and reads of eac
   ];
   assert.ok(profile.endsWith(`\n${rules.join('\n')}`), profile);
 });
+
+/** `command` run as the gate runs a check outside the OS sandbox: the protected names still watched. */
+const uncontained = (command: string, cwd: string) =>
+  runCommand(command, { cwd, timeoutMs: 10_000, signal: new AbortController().signal, sandbox: false });
+
+test('a check that deletes a protected name and plants another is told of both, in path order', async (t) => {
+  const root = await tempFolder(t, 'walk-gone-');
+  await mkdir(path.join(root, 'z', '.vscode'), { recursive: true });
+  const run = await uncontained('rm -rf z/.vscode && mkdir -p a/.git', root);
+  assert.equal(run.exitCode, 0);
+  assert.deepEqual(run.protectedTouched, ['a/.git (created, removed)', 'z/.vscode (gone)']);
+  assert.equal(existsSync(path.join(root, 'a', '.git')), false);
+});
+
+test("a check's own dotfiles that are not protected names are kept, and a .git it plants in a dot folder is removed", async (t) => {
+  const root = await tempFolder(t, 'walk-dots-');
+  await mkdir(path.join(root, '.github', 'workflows'), { recursive: true });
+  const run = await uncontained('touch .eslintcache && mkdir -p .github/sub/.git', root);
+  assert.deepEqual(run.protectedTouched, ['.github/sub/.git (created, removed)']);
+  assert.equal(existsSync(path.join(root, '.eslintcache')), true);
+  assert.equal(existsSync(path.join(root, '.github', 'workflows')), true);
+  assert.equal(existsSync(path.join(root, '.github', 'sub', '.git')), false);
+});
