@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { call, say } from '../scripted-model.ts';
-import { runCommand, sandboxableRoot, sandboxProblem, seatbeltArgs } from '../tools.ts';
+import { protectedEntries, runCommand, sandboxableRoot, sandboxProblem, seatbeltArgs } from '../tools.ts';
 import { runTask } from '../agent.ts';
 import { scriptedAgent } from './helpers.ts';
 
@@ -339,10 +339,12 @@ const uncontained = (command: string, cwd: string) =>
 
 test('a check that deletes a protected name and plants another is told of both, in path order', async (t) => {
   const root = await tempFolder(t, 'walk-gone-');
-  await mkdir(path.join(root, 'z', '.vscode'), { recursive: true });
-  const run = await uncontained('rm -rf z/.vscode && mkdir -p a/.git', root);
+  await mkdir(path.join(root, 'z'));
+  await writeFile(path.join(root, 'z', '.npmrc'), 'x\n');
+  // A file deleted, a folder planted: the folder may get the file's inode, but not its kind.
+  const run = await uncontained('rm z/.npmrc && mkdir -p a/.git', root);
   assert.equal(run.exitCode, 0);
-  assert.deepEqual(run.protectedTouched, ['a/.git (created, removed)', 'z/.vscode (gone)']);
+  assert.deepEqual(run.protectedTouched, ['a/.git (created, removed)', 'z/.npmrc (gone)']);
   assert.equal(existsSync(path.join(root, 'a', '.git')), false);
 });
 
@@ -354,4 +356,11 @@ test("a check's own dotfiles that are not protected names are kept, and a .git i
   assert.equal(existsSync(path.join(root, '.eslintcache')), true);
   assert.equal(existsSync(path.join(root, '.github', 'workflows')), true);
   assert.equal(existsSync(path.join(root, '.github', 'sub', '.git')), false);
+});
+
+test('the walk for protected names reads as many folders as its limit and refuses one more, so no check runs unwatched', async (t) => {
+  const root = await tempFolder(t, 'walk-limit-');
+  await mkdir(path.join(root, 'a', 'b'), { recursive: true });
+  assert.deepEqual(await protectedEntries(root, 3), new Map()); // the root, a and a/b
+  await assert.rejects(protectedEntries(root, 2), /^Error: more than 2 folders in .*walk-limit-/);
 });
