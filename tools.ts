@@ -1471,18 +1471,21 @@ const UNREADABLE = 'unreadable';
 
 /** Every protected name under `root` (relative path → what it is: "dev:inode:kind"), wherever it
  *  sits, not looked inside; symlinks are not followed. A folder it may not read is an entry too,
- *  UNREADABLE ("." for the root). Read in parallel, as list_files reads. */
-async function protectedEntries(root: string): Promise<Map<string, string>> {
+ *  UNREADABLE ("." for the root). Read in parallel, as list_files reads; more than `maxFolders`
+ *  folders is an error. */
+export async function protectedEntries(
+  root: string,
+  maxFolders = MAX_SCANNED_FOLDERS,
+): Promise<Map<string, string>> {
   const found: string[] = [];
   const unreadable: string[] = [];
   let folders = 0;
   // One promise per folder, none per file: the walk costs about what a bare readdir of the tree
   // does.
   const visit = async (dir: string, prefix: string): Promise<void> => {
-    if (++folders > MAX_SCANNED_FOLDERS)
+    if (++folders > maxFolders)
       throw new Error(
-        `more than ${MAX_SCANNED_FOLDERS} folders in ${root}: ` +
-          'too many to watch its protected paths in',
+        `more than ${maxFolders} folders in ${root}: too many to watch its protected paths in`,
       );
     const children = await readdir(dir, { withFileTypes: true }).catch(
       (error: NodeJS.ErrnoException) => {

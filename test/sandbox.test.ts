@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { call, say } from '../scripted-model.ts';
-import { runCommand, sandboxableRoot, sandboxProblem, seatbeltArgs } from '../tools.ts';
+import { protectedEntries, runCommand, sandboxableRoot, sandboxProblem, seatbeltArgs } from '../tools.ts';
 import { runTask } from '../agent.ts';
 import { scriptedAgent } from './helpers.ts';
 
@@ -331,4 +331,36 @@ test('on macOS the profile denies writes to each protected path and reads of eac
     '(deny file-read* (subpath (param "HIDDEN1")))',
   ];
   assert.ok(profile.endsWith(`\n${rules.join('\n')}`), profile);
+});
+
+/** `command` run as the gate runs a check outside the OS sandbox: the protected names still watched. */
+const uncontained = (command: string, cwd: string) =>
+  runCommand(command, { cwd, timeoutMs: 10_000, signal: new AbortController().signal, sandbox: false });
+
+test('a check that deletes a protected name and plants another is told of both, in path order', async (t) => {
+  const root = await tempFolder(t, 'walk-gone-');
+  await mkdir(path.join(root, 'z'));
+  await writeFile(path.join(root, 'z', '.npmrc'), 'x\n');
+  // A file deleted, a folder planted: the folder may get the file's inode, but not its kind.
+  const run = await uncontained('rm z/.npmrc && mkdir -p a/.git', root);
+  assert.equal(run.exitCode, 0);
+  assert.deepEqual(run.protectedTouched, ['a/.git (created, removed)', 'z/.npmrc (gone)']);
+  assert.equal(existsSync(path.join(root, 'a', '.git')), false);
+});
+
+test("a check's own dotfiles that are not protected names are kept, and a .git it plants in a dot folder is removed", async (t) => {
+  const root = await tempFolder(t, 'walk-dots-');
+  await mkdir(path.join(root, '.github', 'workflows'), { recursive: true });
+  const run = await uncontained('touch .eslintcache && mkdir -p .github/sub/.git', root);
+  assert.deepEqual(run.protectedTouched, ['.github/sub/.git (created, removed)']);
+  assert.equal(existsSync(path.join(root, '.eslintcache')), true);
+  assert.equal(existsSync(path.join(root, '.github', 'workflows')), true);
+  assert.equal(existsSync(path.join(root, '.github', 'sub', '.git')), false);
+});
+
+test('the walk for protected names reads as many folders as its limit and refuses one more, so no check runs unwatched', async (t) => {
+  const root = await tempFolder(t, 'walk-limit-');
+  await mkdir(path.join(root, 'a', 'b'), { recursive: true });
+  assert.deepEqual(await protectedEntries(root, 3), new Map()); // the root, a and a/b
+  await assert.rejects(protectedEntries(root, 2), /^Error: more than 2 folders in .*walk-limit-/);
 });

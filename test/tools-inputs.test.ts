@@ -1,6 +1,6 @@
-// Inputs that hurt a tool rather than trick it: files that block a read forever, files too large
-// to edit, line breaks that differ from line to line, links that lead round in a circle. Each test
-// is named after what went wrong before its guard.
+// Inputs that hurt a tool rather than trick it: arguments that are not an object or nest deep,
+// files that block a read forever, files too large to edit, line breaks that differ from line to
+// line, links that lead round in a circle. Each test is named after what went wrong before its guard.
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -9,7 +9,17 @@ import { mkdir, open, readFile, symlink } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
-import { edit_file, isRegularFile, list_files, MAX_EDITABLE_BYTES, read_file } from '../tools.ts';
+import {
+  edit_file,
+  isRegularFile,
+  list_files,
+  MAX_EDITABLE_BYTES,
+  MAX_INPUT_DEPTH,
+  nestedDeeperThan,
+  read_file,
+  schemaProblem,
+  UNUSABLE,
+} from '../tools.ts';
 import { growSparse, numbered, type Project, project, refused } from './tools-project.ts';
 
 const NOT_REGULAR = /is not a regular file \(a named pipe, socket or device\)/;
@@ -45,6 +55,39 @@ async function guarded<T>(fifo: string, attempt: () => Promise<T>): Promise<T> {
     clearInterval(watchdog);
   }
 }
+
+describe("a call's arguments", () => {
+  test('arguments that are null, text or a number are refused by the schema, not a TypeError from `in`', () => {
+    for (const [input, sent] of [
+      [null, 'null'],
+      ['a.txt', '"a.txt"'],
+      [3, '3'],
+    ] as const) {
+      const problem = schemaProblem(read_file, input);
+      assert.match(problem ?? '', /^invalid arguments for read_file: \(input\): .+\. You sent: (.+)$/);
+      assert.equal(problem?.split('You sent: ')[1], sent);
+    }
+  });
+
+  test('a refusal names each argument that is wrong by its path, and a wrong whole input as "(input)"', () => {
+    const problem = schemaProblem(read_file, { path: 7, offset: 'x' });
+    assert.match(problem ?? '', /^invalid arguments for read_file: path: [^;]+; offset: [^;]+\. You sent: /);
+  });
+
+  test('an input the agent marked unusable is refused with its note, not checked against the schema', () => {
+    const problem = schemaProblem(read_file, { [UNUSABLE]: 'the arguments were not JSON' });
+    assert.equal(problem, 'invalid arguments for read_file: the arguments were not JSON');
+  });
+
+  test('a value that nests exactly to the limit, ending in a number or null, is not deeper than it', () => {
+    const nest = (leaf: unknown, levels: number): unknown => (levels === 0 ? leaf : { a: nest(leaf, levels - 1) });
+    for (const leaf of [1, null, 'x'])
+      assert.equal(nestedDeeperThan(nest(leaf, MAX_INPUT_DEPTH), MAX_INPUT_DEPTH), false);
+    assert.equal(nestedDeeperThan(nest({}, MAX_INPUT_DEPTH), MAX_INPUT_DEPTH), true); // an object there is a level more
+    assert.equal(nestedDeeperThan(null, 0), false);
+    assert.equal(schemaProblem(read_file, nest(1, MAX_INPUT_DEPTH))?.includes('nested deeper'), false);
+  });
+});
 
 describe('files that would block a read forever', () => {
   test('a named pipe is refused before it is opened, instead of blocking read_file forever', async (t) => {

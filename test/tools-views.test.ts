@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { z } from 'zod';
-import { defineTool, describeArguments, describeCall, shownPath } from '../tools.ts';
+import { defineTool, describeArguments, describeCall, read_file, shownPath, toolDefinition } from '../tools.ts';
 
 describe('shownPath', () => {
   test('a plain path is shown as it is, letters beyond ASCII included', () => {
@@ -56,6 +56,10 @@ describe('describeArguments: a tool that says nothing of its own calls', () => {
     assert.equal(describeArguments('t', { path: 7 }), 't path=7'); // a path that is not text is a value
   });
 
+  test('a null argument shows as null, not as a nested value it is not', () => {
+    assert.equal(describeArguments('t', { q: null }), 't q=null');
+  });
+
   test('a long string is cut at 40 characters, so one argument cannot fill the screen', () => {
     const forty = 'x'.repeat(40);
     assert.equal(describeArguments('t', { q: forty }), `t q=${forty}`);
@@ -77,6 +81,10 @@ describe('describeCall', () => {
   test('a call to a tool the program does not have is shown by its arguments, not dropped', () => {
     assert.equal(describeCall('nope', { path: 'p', q: 1 }), 'nope p q=1');
     assert.equal(describeCall('read_file', { path: 'a.js', offset: 10 }, []), 'read_file a.js offset=10');
+  });
+
+  test('a call given by its tool is in that tool\'s own words, not "[object Object]" and its arguments', () => {
+    assert.equal(describeCall(read_file, { path: 'a.js', offset: 10, limit: 5 }, []), 'read_file a.js (lines 10–14)');
   });
 });
 
@@ -116,5 +124,25 @@ describe('defineTool: what a forker gets without saying it', () => {
     await assert.rejects(async () => plain.run({ n: 1, extra: true }, root));
     assert.equal(plain.preview, undefined);
     assert.equal(await worded.preview?.({ n: 3 }, root), 'would change 3');
+  });
+});
+
+describe('toolDefinition: a tool as the model is shown it', () => {
+  const defaulted = defineTool({
+    name: 'defaulted',
+    description: 'a tool with an argument that has a default',
+    input: z.object({ n: z.number().default(1), q: z.string() }),
+    readOnly: true,
+    run: async ({ n, q }) => `${q} ${n}`,
+  });
+
+  test('an argument with a default is not required of the model, though the parsed input always has it', () => {
+    const schema = toolDefinition(defaulted).input_schema;
+    assert.deepEqual(schema.required, ['q']);
+    assert.equal(schema.type, 'object');
+  });
+
+  test("a tool's definition is built once and shared, not converted again for every agent", () => {
+    assert.equal(toolDefinition(defaulted), toolDefinition(defaulted));
   });
 });
