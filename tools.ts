@@ -1529,12 +1529,13 @@ function inUnreadable(entries: Map<string, string>, relative: string): boolean {
 }
 
 /** What a path is, as far as a swap goes: a different file or folder put in its place gets another
- *  inode. */
+ *  inode. Prevents a planted `.git` that reuses a deleted one's inode from passing for it moved: a
+ *  move keeps the birth time, a new folder gets its own (where the file system keeps one). */
 async function identity(file: string): Promise<string> {
   const stats = await lstat(file).catch(() => null);
   if (stats === null) return 'gone';
   const kind = stats.isSymbolicLink() ? 'link' : stats.isDirectory() ? 'dir' : 'file';
-  return `${stats.dev}:${stats.ino}:${kind}`;
+  return `${stats.dev}:${stats.ino}:${stats.birthtimeMs}:${kind}`;
 }
 
 /** Prevents a check from leaving behind a `.git` (hooks, core.fsmonitor), editor tasks or a

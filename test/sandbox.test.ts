@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, mkdtemp, readdir, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, mkdtemp, readdir, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -346,6 +346,23 @@ test('a check that deletes a protected name and plants another is told of both, 
   assert.equal(run.exitCode, 0);
   assert.deepEqual(run.protectedTouched, ['a/.git (created, removed)', 'z/.npmrc (gone)']);
   assert.equal(existsSync(path.join(root, 'a', '.git')), false);
+});
+
+test('a .git planted on the inode of a deleted one is removed, not kept as the original moved', async (t) => {
+  // The file system hands a freed inode to the next folder made: tried until it does (it did on the first try here).
+  for (let attempt = 1; attempt <= 20; attempt++) {
+    const root = await tempFolder(t, 'walk-reuse-');
+    await mkdir(path.join(root, 'a', '.git'), { recursive: true });
+    await mkdir(path.join(root, 'b'));
+    const original = (await lstat(path.join(root, 'a', '.git'))).ino;
+    const run = await uncontained('rm -r a/.git && mkdir b/.git && stat -c %i b/.git', root);
+    if (Number(run.output.trim()) !== original) continue;
+    if ((await lstat(root)).birthtimeMs === 0) return t.skip('this file system keeps no birth times');
+    assert.deepEqual(run.protectedTouched, ['a/.git (gone)', 'b/.git (created, removed)']);
+    assert.equal(existsSync(path.join(root, 'b', '.git')), false);
+    return;
+  }
+  t.skip('the file system reused no inode in 20 tries');
 });
 
 test("a check's own dotfiles that are not protected names are kept, and a .git it plants in a dot folder is removed", async (t) => {
