@@ -1240,7 +1240,7 @@ async function runContained(
   if (problem !== null) throw new Error(problem);
   const tmp = await realpath(await mkdtemp(path.join(tmpdir(), 'verify-tmp-')));
   try {
-    // Not a link (it points out), nor a folder that was unreadable (the person's own, not protected).
+    // Not a link (it points out), nor a folder that was unreadable (the person's own, unprotected).
     const bindable = [...(before ?? [])].filter(([, id]) => /:(dir|file)$/.test(id));
     const readOnly = bindable.map(([relative]) => path.join(root, relative));
     const where = {
@@ -1783,7 +1783,8 @@ export function globMatcher(globs: readonly string[]): (file: string) => string 
   if (matcher === undefined) {
     const compiled = globs.map((glob) => {
       const pattern = new Minimatch(glob, { dot: true });
-      const loose = pattern.makeRe(); // false for a comment or an empty glob; negated for a negated one
+      // false for a comment or an empty glob; a negated expression for a negated one
+      const loose = pattern.makeRe();
       return {
         glob,
         matches: (file: string) => (loose === false || loose.test(file)) && pattern.match(file),
