@@ -1,32 +1,30 @@
 // A folder the harness may not read, at the gate: one the check locks (chmod 000), or one locked before the session.
 // The walks after the check (the --protect fingerprints, the protected names) must end in a verdict, never an
 // exception. Played for real by test/unreadable-scenarios.ts: in this process, or, where the tests run as root (whom
-// chmod 000 does not stop), in one child process as uid 65534. Each test is named after the failure its guard
+// chmod 000 does not stop), in one child process as root without the two capabilities that skip permission checks
+// (so it still reads a private copy of the project, as Stryker's). Each test is named after the failure its guard
 // prevents.
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { chmod, mkdtemp, realpath, rm } from 'node:fs/promises';
+import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
 import { playAll, type Outcome } from './unreadable-scenarios.ts';
 
-const NOBODY = 65534;
+/** setpriv's arguments that take away the capabilities letting root read and enter any folder. */
+const NO_BYPASS = ['-dac_override,-dac_read_search'].flatMap((caps) => ['--bounding-set', caps, '--inh-caps', caps]);
 const base = await realpath(await mkdtemp(path.join(os.tmpdir(), 'harness-unreadable-')));
 after(() => rm(base, { recursive: true, force: true }));
 
 /** The scenarios' outcomes, played once, as a user chmod 000 stops. */
 async function played(): Promise<Awaited<ReturnType<typeof playAll>>> {
   if (process.getuid?.() !== 0) return await playAll(base);
-  await chmod(base, 0o777);
   const script = path.join(import.meta.dirname, 'unreadable-scenarios.ts');
-  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', script, base], {
-    cwd: path.dirname(import.meta.dirname),
-    uid: NOBODY,
-    gid: NOBODY,
-  });
+  const command = [...NO_BYPASS, process.execPath, '--import', 'tsx', script, base];
+  const { stdout } = await promisify(execFile)('setpriv', command, { cwd: path.dirname(import.meta.dirname) });
   return JSON.parse(stdout);
 }
 const { noSandbox, outcomes } = await played();

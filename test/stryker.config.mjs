@@ -7,8 +7,9 @@
 // tools.ts is mutated section by section, each with the tests that pin it (the command runs every
 // listed test for every mutant, so a section's run pays only for its own tests). The sections are
 // read from tools.ts's own banners, so they follow the code as it moves:
-//   MUTATE_SECTION=runner npm run mutate     # one section: tools, runner, context or fingerprints
-//   npm run mutate                           # all of tools.ts, against every section's tests
+//   MUTATE_SECTION=runner npx stryker run test/stryker.config.mjs   # one: tools, runner, context, fingerprints
+//   npm run mutate                # every section in turn, then one score (test/mutate-tools.mjs)
+// Without MUTATE_SECTION: all of tools.ts, every mutant against every section's tests (slower).
 
 import { readdirSync, readFileSync } from 'node:fs';
 
@@ -24,7 +25,7 @@ const context = bannerLine('AGENTS.md files');
 const fingerprints = bannerLine('Fingerprints of the protected files');
 
 /** Each part of tools.ts and the tests that pin it. */
-const SECTIONS = {
+export const SECTIONS = {
   // defineTool and the schema check, safe_path, protected names, the caps and the three tools.
   tools: {
     lines: `1-${runner - 1}`,
@@ -38,9 +39,8 @@ const SECTIONS = {
     ],
   },
   // runCommand, its OS sandbox (flags, environment, hidden stores, protected binds) and the root check;
-  // sandboxChoice and commandOptions (fork-tools: a tool that runs commands; guards-mutants: the gate's choice).
-  // Not routes-unreadable.test.ts, which pins the walk over a folder it may not read: run as root it plays its
-  // sessions as another user, who cannot read Stryker's private copy of the project.
+  // sandboxChoice and commandOptions (fork-tools: a tool that runs commands; guards-mutants: the gate's choice);
+  // routes-unreadable: the walk over folders the harness may not read.
   runner: {
     lines: `${runner}-${context - 1}`,
     tests: [
@@ -50,6 +50,7 @@ const SECTIONS = {
       'test/limits.test.ts',
       'test/fork-tools.test.ts',
       'test/guards-mutants.test.ts',
+      'test/routes-unreadable.test.ts',
     ],
   },
   // AGENTS.md: what is read into the system prompt, and what is skipped.
@@ -83,6 +84,11 @@ const filesOf = (pattern) => {
 };
 const TESTS = [...new Set(parts.flatMap((part) => part.tests.flatMap(filesOf)))];
 const MUTATE = chosen === undefined ? ['tools.ts'] : [`tools.ts:${SECTIONS[chosen].lines}`];
+/** Where a run's reports go: one pair per section, so that the sections' runs add up. */
+export const reportOf = (section = 'tools') => ({
+  html: `reports/mutation/${section}.html`,
+  json: `reports/mutation/${section}.json`,
+});
 
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 export default {
@@ -105,8 +111,8 @@ export default {
   concurrency: 2,
   timeoutMS: 10_000,
   reporters: ['clear-text', 'progress-append-only', 'html', 'json'],
-  htmlReporter: { fileName: 'reports/mutation/mutation.html' },
-  jsonReporter: { fileName: 'reports/mutation/mutation.json' },
+  htmlReporter: { fileName: reportOf(chosen).html },
+  jsonReporter: { fileName: reportOf(chosen).json },
   tempDirName: '.stryker-tmp',
   cleanTempDir: 'always',
 };

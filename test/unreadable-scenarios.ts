@@ -1,7 +1,7 @@
 // The sessions test/routes-unreadable.test.ts judges: a check that locks a folder (chmod 000), or a folder locked
 // before the session. chmod 000 does not stop root, so where the tests run as root this file runs in a child process
-// as another user: `node --import tsx test/unreadable-scenarios.ts BASE` plays every session in a new folder under
-// BASE and prints their outcomes as one JSON object.
+// as root without the capabilities that pass permission checks: `node --import tsx test/unreadable-scenarios.ts BASE`
+// plays every session in a new folder under BASE and prints their outcomes as one JSON object.
 
 import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, readFile } from 'node:fs/promises';
