@@ -1,5 +1,5 @@
-// agent.ts, the harness: everything the loop runs, and nothing else. It never prints or touches a
-// terminal: the program (app/) calls its API and draws its events. Sections follow the lessons.
+// agent.ts, the harness: everything the loop runs, and nothing else. It never prints: the program
+// (app/) calls its API and draws its events. Sections follow the lessons.
 //
 // The loop, in pseudo-code (P1 the loop, P2 the gate, P3 the guards, P4 the window):
 //
@@ -141,7 +141,7 @@ export interface AgentConfig extends Partial<GateOptions>, Partial<GuardOptions>
   systemPrompt?: string;
 }
 
-/** The configuration as the loop reads it: the root resolved, the defaults filled in. */
+/** The configuration, its root resolved and its defaults filled in. */
 export type Settings = AgentConfig &
   GateOptions &
   GuardOptions & { onEvent: (event: AgentEvent) => void };
@@ -182,8 +182,7 @@ export async function createAgent(config: AgentConfig): Promise<Agent> {
     // A cache mark here caches the fixed prefix: tools, then system.
     system: [{ type: 'text', text: systemPrompt(settings, contextFiles), cache_control: CACHE }],
     toolDefinitions: [],
-    // P3: a forker's hooks come before the safety checks and approval, so what they rewrite is
-    // still confined, protected, and shown to the user as it will run.
+    // P3: a forker's hooks go before the safety checks and approval, which then see their rewrite.
     beforeCall: [
       validateInput,
       ...(settings.beforeCall ?? []),
@@ -225,10 +224,9 @@ function append(agent: Agent, given: Anthropic.MessageParam): void {
   agent.config.onEvent({ type: 'message', message });
 }
 
-// -------------------------------------------------------------------------------------------------
 // P1 — the loop: call the model, append its reply, answer every call, and go round until a halt.
 
-/** Runs one task to a halt. A sub-agent's run spends from its parent's ledger. */
+/** Runs one task to a halt; a sub-agent's run spends from its parent's ledger. */
 export async function runTask(
   agent: Agent,
   task: string,
@@ -259,11 +257,16 @@ export async function runTask(
 /** How a run ended: a value, never an exception. */
 export type Halt =
   | { kind: 'accepted'; verifiedBy: string | null }
-  | { kind: 'budget'; budget: BudgetName; limit: number; spent?: Spent } // not in old files
+  | {
+      kind: 'budget';
+      budget: BudgetName;
+      limit: number;
+      spent?: { tokens: number; costUsd: number | null }; // with sub-agents; not in old files
+    }
   | { kind: 'interrupted' }
   | { kind: 'error'; message: string };
 
-/** Every halt goes through here, so every run reports how it ended. */
+/** Every halt goes through here, so every run reports its halt. */
 function halt(agent: Agent, reached: Halt, turns: number): Halt {
   agent.config.onEvent({ type: 'halt', halt: reached, turns });
   return reached;
@@ -282,7 +285,7 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
   for (let attempt = 1; ; attempt++) {
     try {
       const view = await contextView(agent, run.signal);
-      // After any compaction, just before the call: a stop beats a budget, or a failed hook.
+      // After compaction, just before the call: a stop beats a budget or a failed hook.
       if (run.signal.aborted) return stoppedHalt(agent, run);
       if ('kind' in view) return view;
       const overspent = spendingHalt(agent);
@@ -299,7 +302,7 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
       if (run.signal.aborted) return stoppedHalt(agent, run);
       // A summary is a model call too: none once the budget is spent.
       const retry = attempt === 1 && isPromptTooLong(error) && !spendingHalt(agent);
-      if (retry && (await compact(agent, run.signal).catch(() => false))) continue;
+      if (retry && (await compact(agent, run.signal).catch(() => null)) !== null) continue;
       return errorHalt(describeModelError(error));
     }
   }
@@ -321,7 +324,7 @@ function appendReply(agent: Agent, reply: Anthropic.Message): void {
   if (content.length > 0) append(agent, { role: 'assistant', content });
 }
 
-/** Answers every call in order, each with one tool_result; consecutive reads run together. */
+/** Answers each call, in order, with one tool_result; consecutive reads run together. */
 async function answerCalls(agent: Agent, run: Run, reply: Anthropic.Message) {
   const calls = reply.content.filter((block) => block.type === 'tool_use');
   const results: Anthropic.ToolResultBlockParam[] = [];
@@ -334,7 +337,7 @@ async function answerCalls(agent: Agent, run: Run, reply: Anthropic.Message) {
     batch = [];
   };
   for (const [index, call] of calls.entries()) {
-    // A call that may change something is decided once the reads before it ran.
+    // A call that may change something is decided after the reads before it ran.
     if (!agent.config.tools.find((tool) => tool.name === call.name)?.readOnly) await flush();
     agent.config.onEvent({ type: 'call', call });
     countRepeats(agent, call);
@@ -358,7 +361,7 @@ export const MAX_PARALLEL_READS = 8;
 /** What became of one call, as the model reads it. */
 export type ToolOutcome = { content: string; isError: boolean };
 
-/** Prevents a call from going unanswered: every outcome, refusals too, becomes its result. */
+/** Prevents an unanswered call: every outcome, refusals too, becomes its result. */
 function answer(agent: Agent, call: Anthropic.ToolUseBlock, outcome: ToolOutcome) {
   const result: Anthropic.ToolResultBlockParam = {
     type: 'tool_result',
@@ -370,7 +373,7 @@ function answer(agent: Agent, call: Anthropic.ToolUseBlock, outcome: ToolOutcome
   return result;
 }
 
-/** Prevents an unchecked call from running: each before-call hook (P3) decides, in order. */
+/** Prevents an unchecked call from running: the before-call hooks (P3) decide in turn. */
 async function decide(
   agent: Agent,
   run: Run,
@@ -419,7 +422,6 @@ const ABANDONED: ToolOutcome = {
   isError: true,
 };
 
-// -------------------------------------------------------------------------------------------------
 // P2 — the gate: a reply without tool calls claims "done", and plain code checks the claim.
 
 export interface GateOptions {
@@ -444,7 +446,7 @@ async function judgeFinalReply(agent: Agent, run: Run, reply: Anthropic.Message)
   return await verifyGate(agent, run);
 }
 
-/** Prevents a false "done": it takes the check's exit code 0, and protected files unchanged. */
+/** Prevents a false "done": it takes exit code 0 and the protected files unchanged. */
 async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   const { verify, root, verifyTimeoutMs, protect, onEvent } = agent.config;
   const tampered = await protectedChanges(root, protect, agent.protectedAtStart);
@@ -461,7 +463,7 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   let options: CommandOptions;
   let ran: CommandRun;
   try {
-    // Contained where it must or can be, as a fork's command tool is.
+    // Sandboxed where it must or can be, as a fork's command tool is.
     options = await commandOptions({ ...agent.toolContext, signal: run.signal });
     onEvent({ type: 'gate-start', command: verify });
     ran = await runCommand(verify, { ...options, onOutput });
@@ -469,7 +471,7 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
     return errorHalt(`the check was not run: ${errorText(error)}`);
   }
   if (run.signal.aborted) return stoppedHalt(agent, run);
-  // A check that changed what judges it, or what runs later (.git, editor tasks), fails.
+  // A check that changed what judges it or what runs later (.git, editor tasks) fails.
   const changed = await protectedChanges(root, protect, agent.protectedAtStart);
   const touched = [...ran.protectedTouched, ...changed];
   const { exitCode, output, timedOut } = ran;
@@ -485,7 +487,6 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   return `The task is not done yet: the check \`${verify}\` ${reason}. ${told}`;
 }
 
-// -------------------------------------------------------------------------------------------------
 // P3 — hardening: hooks around every call (failing closed), budgets, Ctrl-C and steering.
 
 export interface GuardOptions {
@@ -541,7 +542,7 @@ export interface AfterCallHook {
 
 export type ApprovalAnswer =
   { approved: true; always?: boolean } | { approved: false; reason?: string };
-/** Asks the person about a call that would change something, with its preview. */
+/** Asks the person about a call that changes something, showing its preview. */
 export type Approver = (request: ApprovalRequest) => Promise<ApprovalAnswer>;
 export type ApprovalRequest = {
   tool: string;
@@ -554,7 +555,7 @@ export const approveAll: Approver = async () => ({ approved: true });
 
 // --- The hooks in front of every call, and after every result.
 
-/** Prevents a broken guard from waving a call through: throwing or timing out denies the call. */
+/** Prevents a broken guard from waving a call through: a throw or a timeout denies it. */
 async function askHook(
   hook: BeforeCallHook,
   signal: AbortSignal,
@@ -645,7 +646,7 @@ export const runawayGuard: BeforeCallHook = {
   },
 };
 
-/** Prevents unreviewed changes: a call that changes something waits for the user's approval. */
+/** Prevents unreviewed changes: a call that changes something waits for approval. */
 export function approval(approve: Approver): BeforeCallHook {
   let always = approve === approveAll; // approving everything, nobody would read a preview
   return {
@@ -673,9 +674,9 @@ export const capToolOutput: AfterCallHook = {
   check: (_planned, outcome) => ({ ...outcome, content: capOutput(outcome.content) }),
 };
 
-// --- What stops a call or a run: a cut-off reply, Ctrl-C, a message typed meanwhile, a budget.
+// --- What stops a call or a run: a cut-off reply, Ctrl-C, a typed message, a budget.
 
-/** Prevents calls running with cut-off arguments, after a stop, or before the user is heard. */
+/** Prevents calls with cut-off arguments, after a stop, or before the user is heard. */
 function notRunReason(agent: Agent, run: Run, reply?: Anthropic.Message): string | null {
   if (reply?.stop_reason === 'max_tokens') return CUT_OFF_CALL;
   if (run.timeUp?.aborted) return 'not run: the time budget of this run ran out';
@@ -690,10 +691,10 @@ async function runUnlessStopped(agent: Agent, run: Run, planned: PlannedCall) {
   return notRun ? { content: notRun, isError: true } : await execute(agent, run, planned);
 }
 
-/** Speaks to a run in progress: calls not yet started are skipped, the text sent with results. */
+/** Speaks to a run in progress: calls not yet started are skipped; the text follows results. */
 export const steer = (agent: Agent, text: string): void => void agent.steering.push(text);
 
-/** What the user typed meanwhile, as blocks to follow the results. */
+/** What the user typed meanwhile, as blocks after the results. */
 function takeSteering(agent: Agent): Anthropic.TextBlockParam[] {
   return agent.steering.splice(0).map((text) => ({ type: 'text', text }));
 }
@@ -725,7 +726,7 @@ function stoppedHalt(agent: Agent, run: Run): Halt {
   return { kind: 'interrupted' };
 }
 
-/** Prevents a run going on past Ctrl-C, a budget, or when stuck; checked after a turn's calls. */
+/** Prevents a run going on past Ctrl-C, a budget, or when stuck; checked each turn. */
 function stopCheck(agent: Agent, run: Run, turn: number): Halt | null {
   const { maxTurns } = agent.config.budgets;
   if (run.signal.aborted) return stoppedHalt(agent, run);
@@ -739,7 +740,7 @@ const STUCK =
   `the model made the same call ${STUCK_AFTER} times in a row, ` +
   'refused from the third on: it is stuck';
 
-/** Prevents runaway spending; checked before every model call, sub-agents' and summaries' too. */
+/** Prevents runaway spending; checked before every model call, summaries' included. */
 function spendingHalt(agent: Agent): Halt | null {
   const { maxTokens, maxCostUsd } = agent.config.budgets;
   if (maxTokens !== undefined && totalTokens(agent.ledger) >= maxTokens) {
@@ -752,7 +753,6 @@ function spendingHalt(agent: Agent): Halt | null {
   return null;
 }
 
-// -------------------------------------------------------------------------------------------------
 // P4 — endurance: what the model is shown (context hooks), compaction, AGENTS.md, the sub-agent.
 
 export interface EnduranceOptions {
@@ -764,10 +764,10 @@ export interface EnduranceOptions {
   contextHooks?: readonly ContextHook[]; // a forker's own, run after compaction
 }
 
-/** Messages as the model is shown them: the transcript, or what the hooks made of it. */
+/** Messages as the model is shown them: the transcript, or what hooks made of it. */
 export type View = readonly Anthropic.MessageParam[];
 
-/** Returns what the model sees: the messages shown (read-only), or a new array, then appended. */
+/** Returns what the model sees: the messages shown (read-only), or a new array. */
 export type ContextHook = (messages: View, agent: Agent, signal: AbortSignal) => Promise<View>;
 
 /** The model sees the summary, then the transcript from `keptFrom` on. */
@@ -776,11 +776,11 @@ export type Compaction = { summary: string; keptFrom: number };
 export const DEFAULT_CONTEXT_WINDOW = 200_000;
 const KEEP_VERBATIM_TOKENS = 20_000;
 
-/** Estimated tokens: 3.5 characters a token, rounded up, so the estimate errs high. */
+/** Estimated tokens: 3.5 characters a token, rounded up: the estimate errs high. */
 export const estimateTokens = (value: unknown) =>
   Math.ceil((typeof value === 'string' ? value : JSON.stringify(value)).length / 3.5);
 
-/** Runs every context hook on the transcript: what comes out, the model sees; or the failure. */
+/** Runs the context hooks on the transcript: the model sees what comes out, or the failure. */
 async function contextView(agent: Agent, signal: AbortSignal): Promise<View | Halt> {
   let view: View = freezeNewMessages(agent.messages);
   for (const hook of agent.contextHooks) {
@@ -795,8 +795,7 @@ async function contextView(agent: Agent, signal: AbortSignal): Promise<View | Ha
 
 const compactedViews = new WeakMap<Compaction, Anthropic.MessageParam[]>();
 
-/** The messages as the model sees them now: [summary, ...messages.slice(keptFrom)], built once
- *  per compaction, then only extended. */
+/** [summary, ...messages.slice(keptFrom)]: built once per compaction, then only extended. */
 export function compactedView({ compaction }: Agent, messages: View): View {
   if (!compaction) return messages;
   let view = compactedViews.get(compaction);
@@ -809,7 +808,7 @@ export function compactedView({ compaction }: Agent, messages: View): View {
   return view;
 }
 
-/** The next request's size: the last request's real size plus an estimate of what came since. */
+/** The next request's size: the last one's real size plus an estimate of what came since. */
 function estimateNextRequest(agent: Agent, view: View): number {
   const last = agent.lastRequest;
   if (last) return last.tokens + estimateMessages(agent.messages.slice(last.messages));
@@ -820,12 +819,10 @@ function estimateNextRequest(agent: Agent, view: View): number {
 /** Prevents a full window from ending the session: past 75% the older part is summarised. */
 export const compaction: ContextHook = async (messages, agent, signal) => {
   const threshold = (agent.config.compactAt ?? 0.75) * agent.contextWindow;
-  let size = estimateNextRequest(agent, compactedView(agent, messages));
-  while (size > threshold && !spendingHalt(agent)) {
-    const made = await compact(agent, signal);
-    if (made === null) break;
-    size += made.tokensAfter - made.tokensBefore;
-    if (!made.piece) break; // the older part is all summarised
+  while (estimateNextRequest(agent, compactedView(agent, messages)) > threshold) {
+    if (spendingHalt(agent)) break;
+    const pieceLeft = await compact(agent, signal); // null: nothing old enough to cut
+    if (!pieceLeft) break;
   }
   return compactedView(agent, messages);
 };
@@ -855,7 +852,7 @@ function pieceEnd(messages: View, from: number, cut: number, fitTokens: number):
   return cut;
 }
 
-/** Prevents one huge message from breaking every later request: long strings keep head and tail. */
+/** Prevents one huge message from breaking later requests: long strings keep head and tail. */
 function withinShare(agent: Agent, message: Anthropic.MessageParam): Anthropic.MessageParam {
   const room = agent.contextWindow * 3.5 * 0.5; // characters, as estimateTokens counts them
   return estimateMessages([message]) * 3.5 <= room ? message : capStrings(message, room / 4);
@@ -867,13 +864,13 @@ const NO_TOOLS: Anthropic.ToolChoice = { type: 'none' };
 /** Longer strings are cut (head and tail kept) before summarising. */
 const SUMMARY_STRING_CHARS = 2_000;
 
-/** Summarises the older messages (a piece at a time) with a model call; null: nothing to cut.
+/** Summarises the older messages with a model call: true if a piece is left, null: nothing to cut.
  *  `onlySmaller` (for /compact): a summary that would not make the view smaller is not used. */
 export async function compact(
   agent: Agent,
   signal: AbortSignal,
   onlySmaller = false,
-): Promise<Compacted | null> {
+): Promise<boolean | null> {
   const { messages, contextWindow, config } = agent;
   const from = agent.compaction?.keptFrom ?? 0;
   const verbatim = chooseCut(messages, from, Math.min(KEEP_VERBATIM_TOKENS, contextWindow / 4));
@@ -889,7 +886,7 @@ export async function compact(
   const reply = await config.model.complete(request, { signal, onText: () => {}, onNotice });
   const { usage } = reply;
   spend(agent, usage); // paid for, used or not
-  const summary = finalText([reply]);
+  const summary = textOfMessage(reply).trim();
   const tokensBefore = estimateMessages(older);
   const tokensAfter = estimateMessages([summaryMessage(summary)]);
   const sizes = `(~${tokensAfter} tokens, against ~${tokensBefore} now)`;
@@ -905,11 +902,8 @@ export async function compact(
   agent.compaction = { summary, keptFrom };
   agent.lastRequest = null;
   config.onEvent({ type: 'compaction', summary, keptFrom, tokensBefore, tokensAfter, usage });
-  return { tokensBefore, tokensAfter, piece: keptFrom < verbatim };
+  return keptFrom < verbatim;
 }
-
-/** What a compaction replaced, with what, in estimated tokens; `piece`: more is left to do. */
-export type Compacted = { tokensBefore: number; tokensAfter: number; piece: boolean };
 
 /** /compact: a summary kept only if it makes the view smaller; returns why not, or null. */
 export async function compactNow(agent: Agent, signal: AbortSignal): Promise<string | null> {
@@ -919,8 +913,6 @@ export async function compactNow(agent: Agent, signal: AbortSignal): Promise<str
 }
 
 /** /context: where the window goes, estimated as a request is. */
-export type ContextBreakdown = ReturnType<typeof contextBreakdown>;
-
 export function contextBreakdown(agent: Agent) {
   const window = agent.contextWindow;
   const projectFiles = agent.contextFiles.reduce((sum, file) => sum + estimateTokens(file.text), 0);
@@ -943,19 +935,18 @@ function systemPrompt(settings: Settings, files: ContextFile[]): string {
   return `${base}\n\n${heading}\n\n${sections.join('\n\n')}`;
 }
 
-// --- The sub-agent: the same loop again, with its own transcript and the read-only tools.
+// --- The sub-agent: the same loop again, with its own transcript and read-only tools.
 
 const TASK_MAX_TURNS = 30;
 
-/** Lets a search that reads forty files cost the parent one tool result, on the parent's budget. */
+/** Lets a search that reads forty files cost the parent one tool result, on its budget. */
 function taskTool(parent: Agent): Tool {
   return defineTool({
     name: 'task',
     description:
-      'Hand a self-contained research question to a sub-agent that can list and read files ' +
-      '(not edit them) and answers with a report. Use it for searches that would read many ' +
-      'files; several tasks may run at once. Not for changing files, and not for one known ' +
-      'file: use read_file.',
+      'Ask a sub-agent, which can list and read files but not edit them, a self-contained ' +
+      'question; it answers with a report. For searches that would read many files (several ' +
+      'tasks may run at once); for one known file, use read_file.',
     input: z.strictObject({
       description: z.string().describe('Its aim in a few words, e.g. "find the config loader"'),
       prompt: z.string().describe('The question in full: the sub-agent sees nothing else'),
@@ -1006,7 +997,7 @@ export class AnthropicModel implements Model {
   ) {}
 
   async complete(request: ModelRequest, { signal, onText, onNotice }: ModelCallOptions) {
-    // The SDK retries by itself; this says, for each failed attempt, what it does next.
+    // The SDK retries by itself; this says what it does after each failed attempt.
     const showRetries: Middleware = async (request, next, context) => {
       const retried = Number(request.headers.get('x-stainless-retry-count') ?? 0);
       const left = (context.options?.maxRetries ?? this.client.maxRetries) - retried;
@@ -1044,16 +1035,17 @@ export class AnthropicModel implements Model {
   /** Asked of the API once per model: sub-agents want it too. */
   private window: Promise<number | null> | undefined;
   contextWindow(): Promise<number | null> {
-    const maxInput = (info: { max_input_tokens: number | null }) => info.max_input_tokens;
-    this.window ??= this.client.models.retrieve(this.name).then(maxInput, () => null);
+    this.window ??= this.client.models.retrieve(this.name).then(
+      (info) => info.max_input_tokens,
+      () => null,
+    );
     return this.window;
   }
 }
 
 type Middleware = NonNullable<Anthropic.RequestOptions['middleware']>[number];
 
-/** What the SDK does after a failed attempt, by its rule (shouldRetry): x-should-retry, else 408,
- *  409, 429, 5xx and a failed connection (no response). */
+/** What the SDK does after a failed attempt, by its own rule (shouldRetry). */
 function retryNotice(what: string, response: Response | null, retried: number, left: number) {
   const header = (name: string) => response?.headers.get(name) ?? null;
   const said = header('x-should-retry');
@@ -1070,7 +1062,7 @@ function retryNotice(what: string, response: Response | null, retried: number, l
   return `${what}; the SDK retries ${when} (retry ${retried + 1}, ${left - 1} more left)…`;
 }
 
-/** The SDK's API errors, known by their shape, so that an offline run never loads the SDK. */
+/** The SDK's API errors, known by shape, so an offline run never loads the SDK. */
 const isApiError = (error: unknown): error is APIError<number> =>
   error instanceof Error &&
   'status' in error &&
@@ -1087,11 +1079,11 @@ function describeModelError(error: unknown): string {
 // --- The words the model reads. They guide the model; no guarantee rests on them.
 
 export const SYSTEM_PROMPT = [
-  'You are a coding agent working inside one project folder. You act only through the tools you',
-  'are given; all paths are relative to the project root. Read a file before you edit it, and make',
-  'the smallest change that does the task. When the task is done, stop calling tools and say in',
-  'one or two sentences what you changed. Your "done" is checked: if the project has a check',
-  'command, it runs, and if it fails you are told.',
+  'You are a coding agent in one project folder. You act only through the tools you are given;',
+  'paths are relative to the project root. Read a file before you edit it, and make the smallest',
+  'change that does the task. When it is done, stop calling tools and say in one or two sentences',
+  'what you changed. Your "done" is checked: if the project has a check command, it runs, and if',
+  'it fails you are told.',
 ].join('\n');
 
 const CUT_OFF_CALL =
@@ -1103,31 +1095,30 @@ const CUT_OFF_REPLY =
   'Continue, more briefly: call a tool, or say that you are done.';
 
 const SUMMARY_INSTRUCTIONS = [
-  'The conversation above no longer fits the context window. Write a summary that will replace it,',
-  'so that you can carry on from the summary alone. Use these headings: Goal; Constraints from the',
-  'user; Done; In progress; Next steps; Exact details (file names, function names, error messages,',
-  'commands and values needed to carry on, copied exactly). Do not call tools.',
+  'The conversation above no longer fits the context window. Write a summary to replace it, from',
+  'which you can carry on alone. Use these headings: Goal; Constraints from the user; Done; In',
+  'progress; Next steps; Exact details (file names, function names, error messages, commands and',
+  'values needed to carry on, copied exactly). Do not call tools.',
 ].join('\n');
 
 const SUMMARY_HEADING =
   '[Summary of the earlier conversation, written when it no longer fitted the context window]';
 
-/** What stands in for the summarised part, first in every later request. */
+/** Stands in for the summarised part, first in every later request. */
 const summaryMessage = (summary: string): Anthropic.MessageParam => ({
   role: 'user',
   content: `${SUMMARY_HEADING}\n\n${summary}`,
 });
 
 const SUBAGENT_PROMPT = [
-  'You are a research sub-agent inside one project folder. Answer the prompt using the read-only',
-  'tools you are given; all paths are relative to the project root. Your final reply is all that',
-  'the agent who asked will see, so make it complete and self-contained: name the files and lines',
-  'it rests on. Do not ask questions back.',
+  'You are a research sub-agent in one project folder. Answer the prompt with the read-only tools',
+  'you are given; paths are relative to the project root. Your final reply is all the asking',
+  'agent will see: make it complete, and name the files and lines it rests on. Ask nothing back.',
 ].join('\n');
 
 // --- The options no caller gave, and the text of a reply.
 
-/** The defaults; refuses a dollar budget that could never halt (an unpriced model). */
+/** The defaults; refuses a dollar budget an unpriced model could never halt. */
 async function withDefaults(config: AgentConfig): Promise<Settings> {
   const unpriced = [config.model, config.taskModel ?? config.model].find((model) => !model.price);
   if (config.budgets?.maxCostUsd !== undefined && unpriced) {
@@ -1146,8 +1137,8 @@ async function withDefaults(config: AgentConfig): Promise<Settings> {
   };
 }
 
-/** The text of the last reply that has any: a sub-agent's report, or a summary. */
-function finalText(messages: readonly (Anthropic.MessageParam | Anthropic.Message)[]): string {
+/** The last reply's text: a sub-agent's report. */
+function finalText(messages: readonly Anthropic.MessageParam[]): string {
   const said = messages.filter((message) => message.role === 'assistant').map(textOfMessage);
   return said.findLast((text) => text.trim() !== '')?.trim() ?? '';
 }
@@ -1162,7 +1153,7 @@ export function textOfMessage(message: Anthropic.MessageParam | Anthropic.Messag
 
 const measuredChars = new WeakMap<Anthropic.MessageParam, number>();
 
-/** estimateTokens(messages), each message measured once: a frozen message keeps its length. */
+/** estimateTokens(messages), each measured once: a frozen message keeps its length. */
 export function estimateMessages(messages: View): number {
   let chars = messages.length === 0 ? 2 : messages.length + 1; // brackets and commas
   for (const message of messages) {
@@ -1190,12 +1181,10 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** Prevents a context hook from changing the array it was shown: every write to it throws. */
+/** Prevents a context hook from changing the array it is shown: a write to it throws. */
 async function runReadOnly(messages: View, hook: (shown: View) => Promise<View>): Promise<View> {
   const refuse = (): never => {
-    throw new TypeError(
-      'a context hook may not change the messages it is shown: return a new array instead',
-    );
+    throw new TypeError('a context hook may not change the array it is shown: return a new one');
   };
   const shown = new Proxy(messages, { defineProperty: refuse, deleteProperty: refuse }); // sets too
   const returned = await hook(shown);
@@ -1204,7 +1193,7 @@ async function runReadOnly(messages: View, hook: (shown: View) => Promise<View>)
 
 // --- Small helpers: resendable replies, timeouts, repeats, token accounting.
 
-/** Prevents one malformed call input from failing every later request: a note replaces it. */
+/** Prevents one malformed call input from failing later requests: a note replaces it. */
 function withResendableInputs(reply: Anthropic.Message): Anthropic.Message {
   const content = reply.content.map((block) => {
     const problem = block.type === 'tool_use' && unresendable(block.input);
@@ -1220,13 +1209,13 @@ function unresendable(input: unknown): string | null {
   return `not an object: ${String(JSON.stringify(input)).slice(0, 200)}`;
 }
 
-/** The same name and arguments as the call before extend the row; anything else starts one. */
+/** A call like the one before (name and arguments) extends the row; any other starts one. */
 function countRepeats(agent: Agent, call: Anthropic.ToolUseBlock): void {
   const key = JSON.stringify([call.name, call.input]);
   agent.repeats = { key, times: agent.repeats.key === key ? agent.repeats.times + 1 : 1 };
 }
 
-/** A hook's check, rejected if it throws or takes longer than the hook's time limit. */
+/** A hook's check, rejected if it throws or passes the hook's time limit. */
 function withinHookTime<T>(hook: { timeoutMs?: number }, check: () => T | Promise<T>) {
   const ms = hook.timeoutMs ?? HOOK_TIMEOUT_MS;
   return within(Promise.resolve().then(check), ms, new Error(`no answer within ${ms / 1000} s`));
@@ -1257,13 +1246,10 @@ export const errorText = (error: unknown) =>
 const isPromptTooLong = (error: unknown) =>
   isApiError(error) && error.status === 400 && /prompt is too long/i.test(error.message);
 
-/** Tokens by kind, and dollars: null when the price is unknown, never a made-up zero. */
+/** Tokens by kind, and dollars: null when the price is unknown, not a made-up zero. */
 export type UsageTotals = ReturnType<typeof noUsage>;
 
 const totalTokens = (u: UsageTotals) => u.input + u.cacheWrite + u.cacheRead + u.output;
-
-/** What a run spent, its sub-agents included, when it halted. */
-export type Spent = { tokens: number; costUsd: number | null };
 
 const noUsage = ({ price }: Model) => ({
   input: 0,
@@ -1367,9 +1353,8 @@ export function transcriptRepair(warn: (text: string) => void) {
       if (dropped > 0) warn(`${at}: ${dropped} result(s) answer no call just before them; dropped`);
       const answers = unanswered.size > 0 ? answerLost(at, [...unanswered]) : [];
       content = [...kept, ...answers, ...blocks.filter((block) => block.type !== 'tool_result')];
-      const moved = content.some((block, i) => block !== blocks[i]);
-      if (dropped === 0 && answers.length === 0 && moved)
-        warn(`${at}: results moved before the text`);
+      const moved = dropped + answers.length === 0 && content.some((b, i) => b !== blocks[i]);
+      if (moved) warn(`${at}: results moved before the text`);
     }
     const same =
       content.length === blocks.length && content.every((block, i) => block === blocks[i]);
@@ -1393,7 +1378,7 @@ export function transcriptRepair(warn: (text: string) => void) {
   };
 }
 
-/** A saved session as `resume` takes it (read through transcriptRepair). */
+/** A saved session, read through transcriptRepair. */
 export interface LoadedSession {
   messages: Anthropic.MessageParam[];
   compaction: Compaction | null;
@@ -1403,7 +1388,7 @@ export interface LoadedSession {
   warnings: string[];
 }
 
-/** Continues a loaded session: its messages become the transcript, repaired. */
+/** Continues a loaded session: its repaired messages are the transcript. */
 export function resume(agent: Agent, loaded: LoadedSession): void {
   agent.messages.length = 0;
   for (const message of loaded.messages) agent.messages.push(withinShare(agent, message));
@@ -1412,7 +1397,7 @@ export function resume(agent: Agent, loaded: LoadedSession): void {
   agent.subAgentsStarted = loaded.subAgents;
   agent.lastRequest = null;
   agent.repeats = { key: '', times: 0 }; // a new row: see countRepeats
-  // A protected file cannot be laundered between two runs: the gate compares with the first start.
+  // No laundering a protected file between two runs: the gate compares with the first start.
   for (const [file, hash] of loaded.protectedAtStart ?? []) {
     if (agent.protectedAtStart.has(file)) agent.protectedAtStart.set(file, hash);
   }
@@ -1431,12 +1416,12 @@ export function describeHalt(h: Halt): string {
       : `accepted (verified by \`${h.verifiedBy}\`)`;
   }
   const { budget, limit } = h;
-  const of = {
-    turns: `${limit} turns`,
-    tokens: `${limit} tokens`,
-    cost: `$${limit}`,
-    time: `${limit / 1000} s`,
-  }[budget];
+  const of =
+    budget === 'cost'
+      ? `$${limit}`
+      : budget === 'time'
+        ? `${limit / 1000} s`
+        : `${limit} ${budget}`;
   const reached = `${budget}: the limit of ${of} was reached`;
   if (h.spent === undefined) return `budget (${reached})`;
   const cost = h.spent.costUsd === null ? '' : `, $${h.spent.costUsd.toFixed(4)}`;

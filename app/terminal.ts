@@ -15,7 +15,6 @@ import {
   type Approver,
   compactNow,
   contextBreakdown,
-  type ContextBreakdown,
   costOf,
   describeHalt,
   errorText,
@@ -545,6 +544,8 @@ function haltText(halt: Halt): string {
   const text = describeHalt(halt);
   return halt.kind === 'budget' ? text.replace(/(?<![\d.])\d{4,}(?![\d.])/g, (n) => grouped(Number(n))) : text;
 }
+
+type ContextBreakdown = ReturnType<typeof contextBreakdown>;
 
 function contextText(b: ContextBreakdown): string {
   const parts =

@@ -42,10 +42,10 @@ async function harnessFiles(folder = ''): Promise<string[]> {
   return files;
 }
 
-// The aim is 64,000 bytes (issue 29), reached by simplifying; until then this ratchet keeps it from growing.
-test('agent.ts reads in one sitting: it grows no larger on the way to 64,000 bytes', async () => {
+// Kept by simplifying, never by moving harness code out or packing lines (issue 29).
+test('agent.ts reads in one sitting: at most 64,000 bytes', async () => {
   const bytes = Buffer.byteLength(await read('agent.ts'));
-  assert.ok(bytes <= 65_582, `agent.ts has ${bytes} bytes; the aim is 64,000, and it must not grow`);
+  assert.ok(bytes <= 64_000, `agent.ts has ${bytes} bytes, over 64,000: simplify it`);
 });
 
 test('no line of agent.ts is wider than 100 columns', async () => {
