@@ -1450,8 +1450,12 @@ const CREDENTIAL_STORES: readonly string[] = [
  *  can stand in for it. */
 async function credentialStores(): Promise<Contained['hidden']> {
   const home = homedir();
+  // One read of $HOME turns away the stores whose first name is not there, most of them on most
+  // machines. Lower case: macOS finds `.SSH` as `.ssh`.
+  const present = new Set((await readdir(home).catch(() => [])).map((name) => name.toLowerCase()));
+  const candidates = CREDENTIAL_STORES.filter((name) => present.has(name.split('/')[0]!));
   const found = await Promise.all(
-    CREDENTIAL_STORES.map(async (name) => {
+    candidates.map(async (name) => {
       const real = await realpath(path.join(home, name)).catch(() => null);
       const stats = real === null ? null : await stat(real).catch(() => null);
       return real === null || stats === null ? [] : [{ path: real, folder: stats.isDirectory() }];

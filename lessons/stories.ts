@@ -500,7 +500,7 @@ const ESCAPES = {
 /** The check of the gate-timeout story: killed by a signal the first time, too slow the second, then it passes. */
 const UNFINISHED_CHECK =
   'n=$(cat .runs 2>/dev/null || echo 0); echo $((n + 1)) > .runs; ' +
-  'if [ "$n" = 0 ]; then echo "killed"; kill -9 $$; fi; if [ "$n" = 1 ]; then exec sleep 2; fi; exit 0';
+  'if [ "$n" = 0 ]; then echo "killed"; kill -9 $$; fi; if [ "$n" = 1 ]; then exec sleep 1; fi; exit 0';
 const UNFINISHED_TIMEOUT_MS = 200;
 
 /** A check whose failure prints far more than a model should be sent: its first and last lines say what failed. */
