@@ -10,18 +10,20 @@ import { test } from 'node:test';
 import { edit_file, ToolError, type ToolContext } from '../tools.ts';
 import { tempProject, within } from './helpers.ts';
 
-/** Flips `sub` between the real folder (kept as sub-dir) and a link out (kept as sub-link), by renames, forever. A
- *  folder the writer made in a gap (a new file's folder) is moved aside, inside the root, so the flipping goes on. */
+/** Flips `sub` between the real folder (kept as sub-dir) and a link out (kept as sub-link), by renames, until this
+ *  process is gone (a run killed mid-test must not leave it spinning). A folder the writer made in a gap (a new
+ *  file's folder) is moved aside, inside the root, so the flipping goes on. */
 const SWAPPER = `
 const fs = require('node:fs');
 const path = require('node:path');
-const [root] = process.argv.slice(1);
+const [root, parent] = process.argv.slice(1);
 const [sub, dir, link] = ['sub', 'sub-dir', 'sub-link'].map((name) => path.join(root, name));
 let strays = 0;
 const quietly = (f) => { try { f(); } catch {} };
 const put = (from) => { quietly(() => fs.renameSync(sub, path.join(root, 'stray-' + strays++))); quietly(() => fs.renameSync(from, sub)); };
 process.stdout.write('flipping\\n');
-for (;;) {
+for (let i = 0; ; i++) {
+  if (i % 256 === 0 && String(process.ppid) !== parent) process.exit(1);
   put(dir); quietly(() => fs.renameSync(sub, dir));
   put(link); quietly(() => fs.renameSync(sub, link));
 }`;
@@ -30,7 +32,9 @@ test('edit_file never writes outside the root while a folder on its path flips t
   const base = await tempProject(t, { 'outside/.keep': '', 'project/sub-dir/.keep': '' });
   const [root, outside] = [path.join(base, 'project'), path.join(base, 'outside')];
   symlinkSync(outside, path.join(root, 'sub-link'));
-  const swapper = spawn(process.execPath, ['-e', SWAPPER, root], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const swapper = spawn(process.execPath, ['-e', SWAPPER, root, String(process.pid)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const stopped = new Promise((resolve) => swapper.on('exit', resolve));
   let written = 0;
   try {
