@@ -385,10 +385,12 @@ export const list_files = defineTool({
     if (!(await stat(start)).isDirectory())
       throw new ToolError(`${requested} is a file, not a folder; use read_file`);
     const rules = await gitignoreAbove(ctx.root, start);
-    const { entries, more, ignored } = await listTree(ctx.root, start, rules, MAX_LIST_ENTRIES);
+    const listing = await listTree(ctx.root, start, rules, MAX_LIST_ENTRIES);
+    const { entries, more, ignored, unreadable } = listing;
     if (entries.length === 0) entries.push('(empty folder)');
     if (more > 0) entries.push(`[${more} more entries not shown; list a subfolder to see them]`);
     if (ignored > 0) entries.push(`[${ignored} entries ignored by .gitignore not shown]`);
+    if (unreadable.length > 0) entries.push(`[could not read: ${unreadable.join(', ')}]`);
     return entries.join('\n');
   },
 });
@@ -431,6 +433,8 @@ interface Listing {
   /** Entries left out because git ignores them; an ignored folder counts once, its contents not at
    *  all. */
   ignored: number;
+  /** Subfolders listed but not looked into: locked (chmod 000), or gone while it was read. */
+  readonly unreadable: string[];
 }
 
 /** The entries under `start` as `walk` gives them, less (and counting) what the .gitignore rules
@@ -442,7 +446,7 @@ async function listTree(
   ignoreFiles: readonly IgnoreFile[] | null,
   cap: number,
 ): Promise<Listing> {
-  const listing: Listing = { entries: [], more: 0, ignored: 0 };
+  const listing: Listing = { entries: [], more: 0, ignored: 0, unreadable: [] };
   const base = path.relative(root, start).split(path.sep).join('/');
   await listFolder(
     await readFolder(start, base === '' ? '' : `${base}/`, ignoreFiles, listing, cap),
@@ -486,6 +490,22 @@ async function readFolder(
   return { dir, prefix, rules, kept, ignored };
 }
 
+/** Prevents one locked or vanished subfolder from failing a whole listing: it is read as empty,
+ *  and named in `listing.unreadable`. */
+function readSubfolder(
+  dir: string,
+  prefix: string,
+  rules: readonly IgnoreFile[] | null,
+  listing: Listing,
+  cap: number,
+): Promise<Folder> {
+  return readFolder(dir, prefix, rules, listing, cap).catch((error: NodeJS.ErrnoException) => {
+    if (!['EACCES', 'EPERM', 'ENOENT', 'ENOTDIR'].includes(error.code ?? '')) throw error;
+    listing.unreadable.push(prefix);
+    return { dir, prefix, rules, kept: [], ignored: 0 };
+  });
+}
+
 /** Adds one folder's entries to the listing in sorted order, each subfolder followed by its own
  *  entries. Sorting folder by folder is enough: "src/" and everything in it sort together, next to
  *  "src.ts" and "srcs", so no sort of the whole tree is needed. */
@@ -498,7 +518,7 @@ async function listFolder(folder: Folder, listing: Listing, cap: number): Promis
   const subfolders = await Promise.all(
     kept.map((relative) =>
       relative.endsWith('/')
-        ? readFolder(
+        ? readSubfolder(
             path.join(dir, relative.slice(prefix.length, -1)),
             relative,
             rules,

@@ -58,6 +58,12 @@ test('a folder locked before the session does not fail a passing check', () => {
   assert.equal(read['locked/.git/HEAD'], 'ref: refs/heads/main\n');
 });
 
+test('a locked subfolder does not fail the whole listing: list_files shows the rest and names it as unread', () => {
+  const { halt, results } = outcome('lockedListed');
+  assert.equal(halt, 'accepted');
+  assert.deepEqual(results, [JSON.stringify('a/\na/x.txt\nlocked/\nz.txt\n[could not read: locked/]')]);
+});
+
 for (const mode of ['', 'sandboxed:']) {
   test(`${mode}a check that locks folders fails naming them, not "the check was not run", and they are kept`, (t) => {
     if (mode !== '' && !sandboxed(t)) return;

@@ -36,6 +36,7 @@ export const SECTIONS = {
       'test/routes-git.test.ts',
       'test/routes-write-race.test.ts',
       'test/guards.test.ts',
+      'test/routes-unreadable.test.ts', // list_files past a locked subfolder
     ],
   },
   // runCommand, its OS sandbox (flags, environment, hidden stores, protected binds) and the root check;

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { type AgentConfig, type AgentEvent, createAgent, runTask } from '../agent.ts';
 import { writeFiles } from '../lessons/stories.ts';
-import { say, ScriptedModel } from '../scripted-model.ts';
+import { call, say, ScriptedModel } from '../scripted-model.ts';
 import { sandboxProblem, TOOLS } from '../tools.ts';
 
 interface Scenario {
@@ -17,6 +17,8 @@ interface Scenario {
   /** Folders locked before the session starts. */
   readonly lockedBefore?: readonly string[];
   readonly verify: string;
+  /** The model's one call before it says "Done." (none: it says so at once). */
+  readonly call?: { readonly name: string; readonly input: unknown };
   readonly config: Partial<AgentConfig>;
   /** Folders a check may lock: unlocked again after the session, so they can be looked at and removed. */
   readonly unlock: readonly string[];
@@ -29,6 +31,8 @@ export interface Outcome {
   readonly halt: string | null;
   readonly gates: readonly { readonly passed: boolean; readonly reason: string }[];
   readonly read: Readonly<Record<string, string | null>>;
+  /** What the model's call was answered. */
+  readonly results: readonly string[];
 }
 
 export const SCENARIOS = {
@@ -54,6 +58,15 @@ export const SCENARIOS = {
     unlock: ['locked'],
     read: ['locked/.git/HEAD'],
   },
+  lockedListed: {
+    files: { 'a/x.txt': '', 'locked/secret.txt': '', 'z.txt': '' },
+    lockedBefore: ['locked'],
+    call: { name: 'list_files', input: {} },
+    verify: 'true',
+    config: { sandbox: false },
+    unlock: ['locked'],
+    read: [],
+  },
   unlockedByCheck: {
     files: { 'locked/.git/HEAD': 'ref: refs/heads/main\n' },
     lockedBefore: ['locked'],
@@ -75,17 +88,22 @@ async function play(base: string, scenario: Scenario, sandbox: boolean): Promise
   await writeFiles(root, scenario.files);
   for (const folder of scenario.lockedBefore ?? []) await chmod(path.join(root, folder), 0o000);
   const gates: { passed: boolean; reason: string }[] = [];
-  const onEvent = (event: AgentEvent) => void (event.type === 'gate' && gates.push(event));
+  const results: string[] = [];
+  const onEvent = (event: AgentEvent) => {
+    if (event.type === 'gate') gates.push(event);
+    if (event.type === 'result') results.push(JSON.stringify(event.result.content));
+  };
+  const script = scenario.call === undefined ? [] : [call(scenario.call.name, scenario.call.input)];
   let rejected: string | null = null;
   let halt: string | null = null;
   try {
     const agent = await createAgent({
       root,
-      model: new ScriptedModel([say('Done.')]),
+      model: new ScriptedModel([...script, say('Done.')]),
       tools: TOOLS,
       verify: scenario.verify,
       contextFiles: false,
-      budgets: { maxTurns: 1 },
+      budgets: { maxTurns: 1 + script.length },
       onEvent,
       ...scenario.config,
       ...(sandbox ? { sandbox: true } : {}),
@@ -100,7 +118,7 @@ async function play(base: string, scenario: Scenario, sandbox: boolean): Promise
     const where = path.join(root, file);
     read[file] = existsSync(where) ? await readFile(where, 'utf8') : null;
   }
-  return { rejected, halt, gates: gates.map(({ passed, reason }) => ({ passed, reason })), read };
+  return { rejected, halt, gates: gates.map(({ passed, reason }) => ({ passed, reason })), read, results };
 }
 
 /** Every scenario, and each of SANDBOXED again as `sandboxed:NAME` where this machine has a sandbox; `noSandbox`
