@@ -679,8 +679,8 @@ export const capToolOutput: AfterCallHook = {
 /** Prevents calls with cut-off arguments, after a stop, or before the user is heard. */
 function notRunReason(agent: Agent, run: Run, reply?: Anthropic.Message): string | null {
   if (reply?.stop_reason === 'max_tokens') return CUT_OFF_CALL;
-  if (run.timeUp?.aborted) return 'not run: the time budget of this run ran out';
-  if (run.signal.aborted) return 'not run: the user interrupted';
+  if (run.userSignal.aborted) return 'not run: the user interrupted';
+  if (run.signal.aborted) return 'not run: the time budget of this run ran out';
   if (agent.steering.length > 0) return 'skipped: the user sent a message; read it before going on';
   return null;
 }
@@ -702,8 +702,8 @@ function takeSteering(agent: Agent): Anthropic.TextBlockParam[] {
 /** Takes back what the user typed and the model never read. */
 export const withdrawSteering = (agent: Agent): string[] => agent.steering.splice(0);
 
-/** What stops one run: Ctrl-C, or its time running out. */
-type Run = { signal: AbortSignal; userSignal: AbortSignal; timeUp: AbortSignal | undefined };
+/** What stops one run: Ctrl-C (`userSignal`), or that or its time running out (`signal`). */
+type Run = { signal: AbortSignal; userSignal: AbortSignal };
 
 /** A run opens a new ledger, unless it is a sub-agent's. */
 function startRun(
@@ -715,15 +715,13 @@ function startRun(
   const timeUp = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs);
   const signal = timeUp ? AbortSignal.any([userSignal, timeUp]) : userSignal;
   agent.ledger = ledger;
-  return { signal, userSignal, timeUp };
+  return { signal, userSignal };
 }
 
-/** Why a stopped run stopped: its time budget, or the user. */
+/** Why a stopped run stopped: the user (who wins a tie), or its time budget. */
 function stoppedHalt(agent: Agent, run: Run): Halt {
-  if (run.timeUp?.aborted && !run.userSignal.aborted) {
-    return budgetHalt(agent, 'time', agent.config.budgets.timeoutMs);
-  }
-  return { kind: 'interrupted' };
+  if (run.userSignal.aborted) return { kind: 'interrupted' };
+  return budgetHalt(agent, 'time', agent.config.budgets.timeoutMs);
 }
 
 /** Prevents a run going on past Ctrl-C, a budget, or when stuck; checked each turn. */

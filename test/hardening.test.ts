@@ -592,6 +592,32 @@ describe('budgets', () => {
     assert.deepEqual(violationsOf({ messages: agent.messages }), []);
   });
 
+  test('Ctrl-C on top of a spent time budget: the halt and the calls not run both say interrupted', async (t) => {
+    const root = await tempProject(t);
+    const { tool, runs } = echoTool();
+    const user = new AbortController();
+    // Waits for the time budget, then the person presses Ctrl-C too: both have fired before the next call.
+    const slow = defineTool({
+      name: 'slow',
+      description: 'Waits for the time budget, then interrupts. A test tool.',
+      input: z.strictObject({}),
+      readOnly: false,
+      run: async (_input, { signal }) => {
+        await sleep(10_000, undefined, { signal }).catch(() => {});
+        user.abort();
+        return 'slow finished';
+      },
+    });
+    const script = [reply(toolUse('slow', {}), toolUse('echo', { text: 'later' })), say('never')];
+    const { agent } = await scriptedAgent(root, script, {
+      tools: [slow, tool],
+      budgets: { maxTurns: 25, timeoutMs: 100 },
+    });
+    assert.deepEqual(await runTask(agent, 'be slow', user.signal), { kind: 'interrupted' });
+    assert.deepEqual(runs, []);
+    assert.equal(toolResults(agent.messages)[1]?.content, 'not run: the user interrupted');
+  });
+
   test("an unknown model's cost is unknown (null), never a made-up $0", async (t) => {
     const root = await tempProject(t);
     const script = [{ ...say('hello'), usage: { input_tokens: 100_000, output_tokens: 10_000 } }];
