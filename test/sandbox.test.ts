@@ -277,6 +277,18 @@ test(
 );
 
 test(
+  'a contained command runs where $HOME does not exist: no credential store to hide is no error',
+  { skip },
+  async (t) => {
+    const root = await tempFolder(t, 'sbx-no-home-');
+    setEnv(t, 'HOME', path.join(root, 'missing-home'));
+    const signal = new AbortController().signal;
+    const run = await runCommand('echo ran', { cwd: root, timeoutMs: 10_000, signal, sandbox: true });
+    assert.deepEqual([run.exitCode, run.output], [0, 'ran\n']);
+  },
+);
+
+test(
   'a protected name that is a link to nothing does not stop a contained command: only files and folders are bound',
   { skip },
   async (t) => {
