@@ -1239,7 +1239,8 @@ type ProcessRun = Omit<CommandRun, 'protectedTouched'>;
 export interface Contained {
   /** The project, writable. */
   readonly root: string;
-  /** Its private temporary folder, /tmp inside. */
+  /** Where its temporary files go (TMPDIR): on Linux /tmp, a tmpfs of its own that goes with it;
+   *  on macOS a private folder of the host's, which the profile lets it write. */
   readonly tmp: string;
   /** The protected files and folders already in the project (absolute paths): bound read-only. */
   readonly readOnly: readonly string[];
@@ -1258,21 +1259,25 @@ async function runContained(
 ) {
   const problem = await sandboxProblem();
   if (problem !== null) throw new Error(problem);
-  const tmp = await realpath(await mkdtemp(path.join(tmpdir(), 'verify-tmp-')));
+  // bubblewrap mounts a fresh /tmp; sandbox-exec can only let the command write a host folder.
+  const hostTmp =
+    process.platform === 'darwin'
+      ? await realpath(await mkdtemp(path.join(tmpdir(), 'verify-tmp-')))
+      : null;
   try {
     // Not a link (it points out), nor a folder that was unreadable (the person's own, unprotected).
     const bindable = [...(before ?? [])].filter(([, id]) => /:(dir|file)$/.test(id));
     const readOnly = bindable.map(([relative]) => path.join(root, relative));
     const where = {
       root,
-      tmp,
+      tmp: hostTmp ?? '/tmp',
       readOnly,
       hidden: await credentialStores(),
       passEnv: options.passEnv,
     };
     return await runProcess(command, options, where);
   } finally {
-    await rm(tmp, { recursive: true, force: true });
+    if (hostTmp !== null) await rm(hostTmp, { recursive: true, force: true });
   }
 }
 
@@ -1342,7 +1347,7 @@ const STDIO: ['ignore', 'pipe', 'pipe'] = ['ignore', 'pipe', 'pipe'];
 /** The command line that runs `command` contained as `where` says. */
 function containedArgs(command: string, where: Contained): string[] {
   if (process.platform === 'darwin') return seatbeltArgs(command, where);
-  const { root, tmp, readOnly, hidden } = where;
+  const { root, readOnly, hidden } = where;
   const shell = ['/bin/sh', '-c', command];
   return [
     'bwrap',
@@ -1350,7 +1355,7 @@ function containedArgs(command: string, where: Contained): string[] {
     ...['--ro-bind', '/', '/'],
     ...['--dev', '/dev', '--proc', '/proc'], // a fresh /dev, and a /proc of its own processes
     // Hides the host's sockets: a read-only mount still lets one connect.
-    ...['--tmpfs', '/run', '--bind', tmp, '/tmp'],
+    ...['--tmpfs', '/run', '--tmpfs', '/tmp'],
     ...['--bind', root, root, '--chdir', root], // the project, writable
     // But not its git hooks or editor tasks, which would run outside.
     ...readOnly.flatMap((p) => ['--ro-bind', p, p]),
@@ -1405,13 +1410,12 @@ function containedEnv({ tmp, passEnv }: Contained): NodeJS.ProcessEnv {
   const passed = (name: string) =>
     CONTAINED_ENV.has(name) || name.startsWith('LC_') || passEnv?.includes(name);
   const inherited = Object.entries(process.env).filter(([name]) => passed(name));
-  const folder = process.platform === 'darwin' ? tmp : '/tmp';
   // npm's log folder is under $HOME, read-only: npm must not try to write there.
   return {
     ...Object.fromEntries(inherited),
-    TMPDIR: folder,
-    TMP: folder,
-    TEMP: folder,
+    TMPDIR: tmp,
+    TMP: tmp,
+    TEMP: tmp,
     npm_config_logs_max: '0',
   };
 }
