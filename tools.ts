@@ -1266,7 +1266,7 @@ async function runContained(
       : null;
   try {
     // Not a link (it points out), nor a folder that was unreadable (the person's own, unprotected).
-    const bindable = [...(before ?? [])].filter(([, id]) => /:(dir|file)$/.test(id));
+    const bindable = before === null ? [] : [...before].filter(([, id]) => /:(dir|file)$/.test(id));
     const readOnly = bindable.map(([relative]) => path.join(root, relative));
     const where = {
       root,
@@ -1480,9 +1480,12 @@ async function credentialStores(): Promise<Contained['hidden']> {
   const candidates = CREDENTIAL_STORES.filter((name) => present.has(name.split('/')[0]!));
   const found = await Promise.all(
     candidates.map(async (name) => {
-      const real = await realpath(path.join(home, name)).catch(() => null);
-      const stats = real === null ? null : await stat(real).catch(() => null);
-      return real === null || stats === null ? [] : [{ path: real, folder: stats.isDirectory() }];
+      try {
+        const real = await realpath(path.join(home, name));
+        return [{ path: real, folder: (await stat(real)).isDirectory() }];
+      } catch {
+        return []; // not there, or gone meanwhile
+      }
     }),
   );
   return found.flat();
@@ -1647,7 +1650,7 @@ export function sandboxProblem(): Promise<string | null> {
       const why = trial.output.split('\n')[0];
       return `no OS sandbox: bubblewrap cannot run here (${why}); it needs user namespaces`;
     } finally {
-      await rm(base, { recursive: true, force: true });
+      await rm(base, { recursive: true });
     }
   })());
 }

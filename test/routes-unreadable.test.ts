@@ -64,6 +64,20 @@ test('a locked subfolder does not fail the whole listing: list_files shows the r
   assert.deepEqual(results, [JSON.stringify('a/\na/x.txt\nlocked/\nz.txt\n[could not read: locked/]')]);
 });
 
+test("a check that locks the project's own folder fails naming it, and its .git is not taken for gone", () => {
+  const { rejected, halt, gates, read } = outcome('lockedRoot');
+  assert.deepEqual({ rejected, halt }, { rejected: null, halt: 'budget' });
+  assert.deepEqual(gates, [{ passed: false, reason: `changed protected paths: ${unreadable('.')}` }]);
+  assert.equal(read['.git/HEAD'], 'ref: refs/heads/main\n');
+});
+
+test('a .git planted beside a folder locked before is removed: only what the locked folder holds is kept', () => {
+  const { rejected, halt, gates, read } = outcome('plantedBesideLocked');
+  assert.deepEqual({ rejected, halt }, { rejected: null, halt: 'budget' });
+  assert.deepEqual(gates, [{ passed: false, reason: 'changed protected paths: src/.git (created, removed)' }]);
+  assert.equal(read['src/.git'], null);
+});
+
 for (const mode of ['', 'sandboxed:']) {
   test(`${mode}a check that locks folders fails naming them, not "the check was not run", and they are kept`, (t) => {
     if (mode !== '' && !sandboxed(t)) return;

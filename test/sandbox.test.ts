@@ -387,6 +387,19 @@ test("a check's own dotfiles that are not protected names are kept, and a .git i
   assert.equal(existsSync(path.join(root, '.github', 'sub', '.git')), false);
 });
 
+test('a folder gone while the walk for protected names reads it (a leftover process deleting it) is empty, not an error', async (t) => {
+  const root = await tempFolder(t, 'walk-vanished-');
+  // The walk's first folder gone is the same readdir failing as a subfolder deleted between two reads.
+  assert.deepEqual(await protectedEntries(path.join(root, 'deleted')), new Map());
+});
+
+test('an error other than a lock or a vanished folder stops the walk, not taken for a locked folder whose .git is kept', async (t) => {
+  const root = await tempFolder(t, 'walk-error-');
+  await writeFile(path.join(root, 'file'), 'x\n');
+  // A folder recorded as locked when it is not would let a .git planted in it pass as the person's own.
+  await assert.rejects(protectedEntries(path.join(root, 'file')), { code: 'ENOTDIR' });
+});
+
 test('the walk for protected names reads as many folders as its limit and refuses one more, so no check runs unwatched', async (t) => {
   const root = await tempFolder(t, 'walk-limit-');
   await mkdir(path.join(root, 'a', 'b'), { recursive: true });

@@ -67,6 +67,21 @@ export const SCENARIOS = {
     unlock: ['locked'],
     read: [],
   },
+  lockedRoot: {
+    files: { '.git/HEAD': 'ref: refs/heads/main\n', 'a.js': '\n' },
+    verify: 'chmod 000 .',
+    config: { sandbox: false },
+    unlock: ['.'],
+    read: ['.git/HEAD'],
+  },
+  plantedBesideLocked: {
+    files: { 'locked/a.js': '\n', 'src/a.js': '\n' },
+    lockedBefore: ['locked'],
+    verify: 'mkdir -p src/.git',
+    config: { sandbox: false },
+    unlock: ['locked'],
+    read: ['src/.git'],
+  },
   unlockedByCheck: {
     files: { 'locked/.git/HEAD': 'ref: refs/heads/main\n' },
     lockedBefore: ['locked'],
