@@ -2,12 +2,22 @@
 // accident: mutation testing (npm run mutate) found each of these changeable with no test failing.
 
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, open, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { z } from 'zod';
-import { defineTool, edit_file, exists, list_files, MAX_BYTES, read_file, TOOLS } from '../tools.ts';
+import {
+  capStrings,
+  checkedFolder,
+  defineTool,
+  edit_file,
+  exists,
+  list_files,
+  MAX_BYTES,
+  read_file,
+  TOOLS,
+} from '../tools.ts';
 import { growSparse, numbered, project, refused } from './tools-project.ts';
 
 describe('the tool definitions', () => {
@@ -379,5 +389,53 @@ describe('closest lines, when old_str is not found', () => {
 
   test('an old_str of only blank lines gets a refusal the model can read, not a crash', async (t) => {
     assert.deepEqual(await closest(t, 'a\nb\n', '   \n  '), ['(no similar lines)']);
+  });
+});
+
+describe('capStrings: the cap on what is resent', () => {
+  test('a string over the cap keeps its first three quarters and last quarter, and says exactly how much is cut', () => {
+    const text = `${'a'.repeat(60)}${'m'.repeat(40)}${'z'.repeat(20)}`; // 120 characters, cap 80: 60 + 20 kept
+    assert.equal(capStrings(text, 80), `${'a'.repeat(60)}\n[... 40 characters left out ...]\n${'z'.repeat(20)}`);
+    assert.equal(capStrings('x'.repeat(80), 80), 'x'.repeat(80), 'a string exactly at the cap is kept whole');
+  });
+
+  test('every string in a message is capped, at any depth; numbers, null and thinking blocks stay as they are', () => {
+    const long = 'y'.repeat(100);
+    const thinking = { type: 'thinking', thinking: long, signature: 'sig' };
+    const message = { role: 'user', n: 3, none: null, content: [{ type: 'text', text: long }, thinking, [long]] };
+    const cut = capStrings(long, 40);
+    assert.deepEqual(capStrings(message, 40), {
+      role: 'user',
+      n: 3,
+      none: null,
+      content: [{ type: 'text', text: cut }, thinking, [cut]],
+    });
+    const redacted = { type: 'redacted_thinking', data: long };
+    assert.deepEqual(capStrings([redacted], 40), [redacted]);
+  });
+});
+
+describe("checkedFolder: macOS's write folder, tried here", () => {
+  test('a folder inside the project is written in, a new one made on the way; a link out is refused', async (t) => {
+    const p = await project(t);
+    const folder = await checkedFolder(p.ctx, path.join(p.root, 'new', 'deep'));
+    assert.equal(folder.path, path.join(p.root, 'new', 'deep'));
+    await writeFile(path.join(folder.path, 'a.txt'), 'a\n');
+    await folder.check('a.txt');
+    await folder.close();
+    await symlink(p.outside, path.join(p.root, 'out'));
+    await assert.rejects(checkedFolder(p.ctx, path.join(p.root, 'out')), /^Error: out changed into a link/);
+    await assert.rejects(checkedFolder(p.ctx, path.join(p.root, '.git')), /\.git changed into a link/);
+    const opted = await checkedFolder({ ...p.ctx, defaultProtection: false }, path.join(p.root, '.git'));
+    assert.equal(opted.path, path.join(p.root, '.git'));
+  });
+
+  test('a written file that turns out to be outside (a link put in its place) is removed there, and refused', async (t) => {
+    const p = await project(t);
+    const folder = await checkedFolder(p.ctx, p.root);
+    await writeFile(path.join(p.outside, 'landed.txt'), 'x\n');
+    await symlink(path.join(p.outside, 'landed.txt'), path.join(p.root, 'a.txt'));
+    await assert.rejects(folder.check('a.txt'), /^Error: \. changed into a link while it was written to/);
+    assert.equal(existsSync(path.join(p.outside, 'landed.txt')), false);
   });
 });

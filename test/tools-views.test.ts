@@ -88,6 +88,17 @@ describe('describeCall', () => {
   });
 });
 
+test("each shipped tool's words for a call say what the call will do: which lines, which folder, a new file or not", () => {
+  assert.equal(describeCall('read_file', { path: 'a.js' }), 'read_file a.js');
+  assert.equal(describeCall('read_file', { path: 'a.js', offset: 10 }), 'read_file a.js (from line 10)');
+  assert.equal(describeCall('read_file', { path: 'a.js', limit: 5 }), 'read_file a.js (lines 1–5)');
+  assert.equal(describeCall('list_files', { path: '.' }), 'list_files .');
+  assert.equal(describeCall('list_files', { path: 'src' }), 'list_files src/');
+  assert.equal(describeCall('list_files', { path: 'src/' }), 'list_files src/');
+  assert.equal(describeCall('list_files', { path: 'a b' }), 'list_files "a b/"');
+  assert.equal(describeCall('edit_file', { path: 'a.js', old_str: 'x', new_str: 'y' }), 'edit_file a.js');
+});
+
 describe('defineTool: what a forker gets without saying it', () => {
   const root = { root: '/nowhere', seen: new Map() };
   const plain = defineTool({
