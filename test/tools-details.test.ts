@@ -439,3 +439,23 @@ describe("checkedFolder: macOS's write folder, tried here", () => {
     assert.equal(existsSync(path.join(p.outside, 'landed.txt')), false);
   });
 });
+
+describe('what the tools leave open', () => {
+  test('reads and writes close every file and folder they open, a refused write too, so a long session never runs out', async (t) => {
+    if (!existsSync('/proc/self/fd')) return t.skip('no /proc/self/fd to count open files in');
+    const p = await project(t, { 'a.txt': 'one\n', 'in/the/way': 'a file\n' });
+    const open = () => readdirSync('/proc/self/fd').length;
+    const before = open();
+    for (let i = 0; i < 40; i++) {
+      await read_file.run({ path: 'a.txt' }, p.ctx);
+      await edit_file.run({ path: `new/f${i}.txt`, old_str: '', new_str: 'x\n' }, p.ctx);
+      await edit_file.run({ path: 'in/the/way/f.txt', old_str: '', new_str: 'x\n' }, p.ctx).catch(() => {});
+    }
+    assert.ok(open() - before < 10, `${open() - before} more files open after 120 calls`);
+  });
+
+  test('a file where a new file\'s folder should be is the plain error it is, not "changed into a link"', async (t) => {
+    const p = await project(t, { 'a.txt': 'x\n' });
+    await assert.rejects(edit_file.run({ path: 'a.txt/b.txt', old_str: '', new_str: 'y' }, p.ctx), { code: 'ENOTDIR' });
+  });
+});
