@@ -443,11 +443,13 @@ describe("checkedFolder: macOS's write folder, tried here", () => {
 describe('what the tools leave open', () => {
   test('reads and writes close every file and folder they open, a refused write too, so a long session never runs out', async (t) => {
     if (!existsSync('/proc/self/fd')) return t.skip('no /proc/self/fd to count open files in');
-    const p = await project(t, { 'a.txt': 'one\n', 'in/the/way': 'a file\n' });
+    // big.txt is over 10 MiB: read in chunks, through a handle of its own.
+    const big = 'line\n'.repeat(2_300_000);
+    const p = await project(t, { 'a.txt': 'one\n', 'big.txt': big, 'in/the/way': 'a file\n' });
     const open = () => readdirSync('/proc/self/fd').length;
     const before = open();
     for (let i = 0; i < 40; i++) {
-      await read_file.run({ path: 'a.txt' }, p.ctx);
+      await read_file.run({ path: i % 2 === 0 ? 'a.txt' : 'big.txt', limit: 1 }, p.ctx);
       await edit_file.run({ path: `new/f${i}.txt`, old_str: '', new_str: 'x\n' }, p.ctx);
       await edit_file.run({ path: 'in/the/way/f.txt', old_str: '', new_str: 'x\n' }, p.ctx).catch(() => {});
     }
