@@ -556,22 +556,27 @@ describe('budgets', () => {
     assert.deepEqual(violationsOf({ messages: agent.messages }), []);
   });
 
-  test('the time budget stops the run; the running call finishes and later calls are answered "not run"', async (t) => {
-    const root = await tempProject(t);
-    const { tool, runs } = echoTool();
-    // Runs until the run's time is up, then finishes (well within the grace a stopped call gets).
-    const slow = defineTool({
+  /** A tool that runs until the run is stopped, then does `then` and finishes (well within the grace a stopped call
+   *  gets). */
+  const untilStopped = (then = () => {}) =>
+    defineTool({
       name: 'slow',
-      description: 'Takes as long as the time budget. A test tool.',
+      description: 'Takes as long as the run lets it. A test tool.',
       input: z.strictObject({}),
       readOnly: false,
       run: async (_input, { signal }) => {
         assert.ok(signal, "a tool is given the run's signal");
         // A timer the signal cancels: it also keeps the event loop alive (the budget's own timer does not).
         await sleep(10_000, undefined, { signal }).catch(() => {});
+        then();
         return 'slow finished';
       },
     });
+
+  test('the time budget stops the run; the running call finishes and later calls are answered "not run"', async (t) => {
+    const root = await tempProject(t);
+    const { tool, runs } = echoTool();
+    const slow = untilStopped();
     const script = [reply(toolUse('slow', {}), toolUse('echo', { text: 'later' })), say('never')];
     const { agent, model, events } = await scriptedAgent(root, script, {
       tools: [slow, tool],
@@ -596,18 +601,8 @@ describe('budgets', () => {
     const root = await tempProject(t);
     const { tool, runs } = echoTool();
     const user = new AbortController();
-    // Waits for the time budget, then the person presses Ctrl-C too: both have fired before the next call.
-    const slow = defineTool({
-      name: 'slow',
-      description: 'Waits for the time budget, then interrupts. A test tool.',
-      input: z.strictObject({}),
-      readOnly: false,
-      run: async (_input, { signal }) => {
-        await sleep(10_000, undefined, { signal }).catch(() => {});
-        user.abort();
-        return 'slow finished';
-      },
-    });
+    // The person presses Ctrl-C once the time budget has stopped the tool: both have fired before the next call.
+    const slow = untilStopped(() => user.abort());
     const script = [reply(toolUse('slow', {}), toolUse('echo', { text: 'later' })), say('never')];
     const { agent } = await scriptedAgent(root, script, {
       tools: [slow, tool],
