@@ -7,14 +7,15 @@
 // so it follows the sections as they move.
 
 import { readFileSync } from 'node:fs';
-import base from './stryker.config.mjs';
+import base, { TEST_COMMAND } from './stryker.config.mjs';
 
 const banners = readFileSync(new URL('../agent.ts', import.meta.url), 'utf8').split('\n');
 const lineOf = (part) => banners.findIndex((line) => line.startsWith(`// ${part} — `)) + 1;
 const GUARD_SECTIONS = `agent.ts:${lineOf('P1')}-${lineOf('P4') - 1}`;
 // The tests that pin those sections, in one process (test/mutate-agent.ts imports them): one start of Node
-// and tsx per mutant instead of one per file (9 s instead of 13 s wall for the first four files).
-const COMMAND = 'node --import tsx --test test/mutate-agent.ts';
+// and tsx per mutant instead of one per file (9 s instead of 13 s wall for the first four files), ended by the
+// first failing test.
+const COMMAND = `${TEST_COMMAND} test/mutate-agent.ts`;
 
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 export default {
