@@ -19,7 +19,7 @@ import { defaultOut, exportSession } from '../session-page/export.ts';
 import { dollars } from '../session-page/html.ts';
 import { exportP4 } from '../session-page/p4-example.ts';
 import { PAGE_MAX_BYTES } from '../session-page/page.ts';
-import { writeLongSession } from './bench/session-page.ts';
+import { writeLongSession } from './long-session.ts';
 import { HOSTILE, hostileSession, richSession, showcaseSession } from './session-page-fixtures.ts';
 
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';

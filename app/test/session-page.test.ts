@@ -20,7 +20,7 @@ import { exportP4 } from '../session-page/p4-example.ts';
 import { PAGE_MAX_BYTES } from '../session-page/page.ts';
 import { linkProblem } from '../session-page/read.ts';
 import { keyLines } from '../session-page/transcript.ts';
-import { longSession } from './bench/session-page.ts';
+import { longSession } from './long-session.ts';
 import {
   HOSTILE,
   hostileSession,
