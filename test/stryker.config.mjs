@@ -59,7 +59,7 @@ export const SECTIONS = {
     lines: `${context}-${fingerprints - 1}`,
     tests: ['test/routes-agents-md.test.ts', 'test/endurance.test.ts'],
   },
-  // --protect: the globs and the fingerprints the gate compares.
+  // --protect: the globs and the fingerprints the gate compares; routes-unreadable: a protected folder the check locks.
   fingerprints: {
     lines: `${fingerprints}-${lines.length}`,
     tests: [
@@ -67,6 +67,7 @@ export const SECTIONS = {
       'test/routes-sandbox.test.ts',
       'test/tools-gitignore.test.ts',
       'test/protect-fingerprints.test.ts',
+      'test/routes-unreadable.test.ts',
     ],
   },
 };
