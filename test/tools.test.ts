@@ -537,4 +537,17 @@ describe('input schemas', () => {
     assert.match(schemaProblem(loose, { path: 'a', extra: 1 }) ?? '', /invalid arguments for loose_read: .*extra/);
     assert.equal(schemaProblem(loose, { path: 'a' }), null);
   });
+
+  test("a call's arguments are checked without building its tool's schema again (zod compiles each anew)", () => {
+    const input = z.object({ path: z.string() });
+    let built = 0;
+    const strict = input.strict.bind(input);
+    input.strict = (...args) => {
+      built++;
+      return strict(...args);
+    };
+    const counted: Tool = { ...read_file, name: 'counted_read', input };
+    for (let i = 0; i < 3; i++) assert.equal(schemaProblem(counted, { path: 'a' }), null);
+    assert.equal(built, 1);
+  });
 });
