@@ -1,4 +1,4 @@
-// The other share of the harness's tests: see first-half.ts.
+// The other share of the tests: see first-half.ts.
 
 import { importShare } from './suite.ts';
 

@@ -6,7 +6,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { tempProject } from './helpers.ts';
-import { COSTS_FILE, measuredCosts, shares, testFiles } from './suite.ts';
+import { COSTS_FILE, measuredCosts, shareFolders, shares, testFiles } from './suite.ts';
 
 test('a new test file runs in npm test without editing a list: found at any depth, in exactly one share', async (t) => {
   const folder = await tempProject(t, { 'a.test.ts': 'x'.repeat(500), 'b.test.ts': 'x', 'helper.ts': 'x' });
@@ -47,4 +47,14 @@ test("the harness's own test files are all found, so none is left out of npm tes
     assert.ok(found.includes(file), `${file} is not found`);
   const [first, second] = shares(testFiles(import.meta.dirname), 2);
   assert.ok(first!.length > 0 && second!.length > 0, 'both processes get files');
+});
+
+test("npm test's two processes share the harness's tests and each workspace's, and a folder named that is not there fails the run", async (t) => {
+  const root = await tempProject(t, { 'test/a.test.ts': 'x', 'app/test/b.test.ts': 'x', 'docs/x.md': 'x' });
+  const [own, app] = [path.join(root, 'test'), path.join(root, 'app/test')];
+  assert.deepEqual(shareFolders(own, undefined), [own], 'no package.json: its own folder');
+  await writeFile(path.join(root, 'package.json'), JSON.stringify({ workspaces: ['app', 'docs'] }));
+  assert.deepEqual(shareFolders(own, undefined), [own, app], "each workspace's test folder, where it has one");
+  assert.deepEqual(shareFolders(own, own), [own], 'TEST_FOLDERS decides');
+  assert.throws(() => shareFolders(own, `${own},${path.join(root, 'ap/test')}`), /TEST_FOLDERS names .*ap\/test/);
 });

@@ -52,13 +52,33 @@ export function shares(files: readonly string[], count: number, costs = new Map<
   return groups.map((group) => group.files.sort());
 }
 
-/** Imports share `index` of two of the test files under `folder`, so their tests run in this process. */
-export async function importShare(folder: string, index: number): Promise<void> {
+/** The folders whose tests a share holds: those `TEST_FOLDERS` names (comma-separated, from the working folder), else
+ *  `own` and the `test/` folder of each workspace the package above it names (the program's, app/test/), so the
+ *  harness's and the program's tests share two processes instead of starting four (measured: 0.95 times the
+ *  wall time, paired). */
+export function shareFolders(own: string, named: string | undefined): string[] {
+  if (named !== undefined) {
+    const folders = named.split(',').map((folder) => path.resolve(folder));
+    const missing = folders.find((folder) => !existsSync(folder));
+    if (missing !== undefined) throw new Error(`TEST_FOLDERS names ${missing}, which does not exist`);
+    return folders;
+  }
+  const manifest = path.join(own, '..', 'package.json');
+  const { workspaces = [] } = existsSync(manifest)
+    ? (JSON.parse(readFileSync(manifest, 'utf8')) as { workspaces?: string[] })
+    : {};
+  return [own, ...workspaces.map((workspace) => path.join(own, '..', workspace, 'test')).filter(existsSync)];
+}
+
+/** Imports share `index` of two of the test files under the share's folders, so their tests run in this process. */
+export async function importShare(own: string, index: number): Promise<void> {
   // Prevents a file's tests from running inside another file's test, then being cancelled with it: the files import
   // one after another while the first ones' tests already run, and a test registered after a top-level await
   // belongs to the test in which the awaited promise was made. Several files await sandboxProblem's cached answer
   // at the top (for their skips), so it is made here first, outside every test.
   await sandboxProblem();
-  const files = shares(testFiles(folder), 2, measuredCosts(folder))[index] ?? [];
+  const folders = shareFolders(own, process.env.TEST_FOLDERS);
+  const costs = new Map(folders.flatMap((folder) => [...measuredCosts(folder)]));
+  const files = shares(folders.flatMap(testFiles), 2, costs)[index] ?? [];
   for (const file of files) await import(pathToFileURL(file).href);
 }
