@@ -20,6 +20,19 @@ import {
 } from '../tools.ts';
 import { growSparse, numbered, project, refused } from './tools-project.ts';
 
+/** The file handles Node closed on garbage collection while the test ran: a handle left open is closed there
+ *  when a collection comes first (a large file's read can start one), so counting /proc/self/fd alone would miss
+ *  it. */
+function closedByGc(t: { after: (fn: () => void) => void }): string[] {
+  const closed: string[] = [];
+  const listen = (warning: Error) => {
+    if (/Closing file descriptor \d+ on garbage collection/.test(warning.message)) closed.push(warning.message);
+  };
+  process.on('warning', listen);
+  t.after(() => process.off('warning', listen));
+  return closed;
+}
+
 describe('the tool definitions', () => {
   // The one test that pins the shipped list: a forker who adds a tool changes this table and nothing else.
   test('the model is offered list_files, read_file and edit_file, in that order; only edit_file changes files', () => {
@@ -181,9 +194,11 @@ describe('read_file windows', () => {
   test('every read closes its file: fifty reads leave no handle open', async (t) => {
     if (process.platform !== 'linux') return t.skip('counts /proc/self/fd');
     const p = await project(t, { 'a.txt': 'one\ntwo\n' });
+    const gcClosed = closedByGc(t);
     const before = readdirSync('/proc/self/fd').length;
     for (let i = 0; i < 50; i++) await read_file.run({ path: 'a.txt', limit: 1 }, p.ctx);
     assert.ok(readdirSync('/proc/self/fd').length < before + 10, 'file handles left open');
+    assert.deepEqual(gcClosed, [], 'file handles left for the garbage collector to close');
   });
 });
 
@@ -256,9 +271,11 @@ describe('read_file on a file over 10 MiB (no line count)', () => {
     // Only these are opened and read chunk by chunk; a smaller file is read whole by readFile, which closes its own.
     if (process.platform !== 'linux') return t.skip('counts /proc/self/fd');
     const p = await overTenMiB(t, 'text line\n'.repeat(1000)); // text past the 8 KiB binary sniff
+    const gcClosed = closedByGc(t);
     const before = readdirSync('/proc/self/fd').length;
     for (let i = 0; i < 50; i++) await read_file.run({ path: 'big.txt', limit: 1 }, p.ctx);
     assert.ok(readdirSync('/proc/self/fd').length < before + 10, 'file handles left open');
+    assert.deepEqual(gcClosed, [], 'file handles left for the garbage collector to close');
   });
 
   test(
@@ -446,6 +463,7 @@ describe('what the tools leave open', () => {
     // big.txt is over 10 MiB: read in chunks, through a handle of its own.
     const big = 'line\n'.repeat(2_300_000);
     const p = await project(t, { 'a.txt': 'one\n', 'big.txt': big, 'in/the/way': 'a file\n' });
+    const gcClosed = closedByGc(t);
     const open = () => readdirSync('/proc/self/fd').length;
     const before = open();
     for (let i = 0; i < 40; i++) {
@@ -454,6 +472,7 @@ describe('what the tools leave open', () => {
       await edit_file.run({ path: 'in/the/way/f.txt', old_str: '', new_str: 'x\n' }, p.ctx).catch(() => {});
     }
     assert.ok(open() - before < 10, `${open() - before} more files open after 120 calls`);
+    assert.deepEqual(gcClosed, [], 'files and folders left for the garbage collector to close');
   });
 
   test('a file where a new file\'s folder should be is the plain error it is, not "changed into a link"', async (t) => {
