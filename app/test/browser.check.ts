@@ -317,11 +317,11 @@ describe('a 10,000-message session in Chromium', () => {
     ({ out } = await exportSession(file));
   });
 
-  test('its page is at most 5 MB and opens in under a second', async () => {
+  // How fast it opens is measured by `npm run bench:app` (session-page), not asserted: a timed check fails on a slow
+  // or busy machine without anything being wrong.
+  test('its page is at most 5 MB and opens with the start of the transcript shown', async () => {
     assert.ok(statSync(out).size <= PAGE_MAX_BYTES, `${statSync(out).size} bytes`);
     const { page, misdeeds } = await open(out);
-    const loaded = await page.evaluate<number>(`performance.getEntriesByType('navigation')[0].loadEventEnd`);
-    assert.ok(loaded < 1_000, `loaded in ${loaded} ms`);
     assert.ok(await page.locator('#m-1').isVisible(), 'the transcript starts at once');
     clean(misdeeds);
   });
