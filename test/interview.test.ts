@@ -50,7 +50,13 @@ test('every file:line reference in lessons/interview.md is on a line that holds 
   const text = read('lessons/interview.md');
   const count = [...text.matchAll(REFERENCE)].length;
   assert.ok(count >= 40, `only ${count} references: the page answers from the code`);
-  assert.deepEqual(referenceProblems(text, REPO), []);
+  // A fork that deletes a folder (the program, say) keeps this page: references into a folder that is not in the
+  // checkout are left unchecked.
+  const folderGone = (problem: string) => problem.includes('/') && !existsSync(path.join(REPO, problem.split('/')[0]!));
+  assert.deepEqual(
+    referenceProblems(text, REPO).filter((problem) => !folderGone(problem)),
+    [],
+  );
 });
 
 test('a reference that drifted, points nowhere or names no symbol is reported', () => {
