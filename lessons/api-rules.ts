@@ -1,4 +1,4 @@
-// The Messages API's request rules, as one function that can run on any body: the fake API (test/fake-api.ts)
+// The Messages API's request rules, as one function that can run on any body: the fake API (test/model/fake-api.ts)
 // answers 400 to a request that breaks them, and `npm run lesson -- pN --check FILE` fails the story that sent it.
 // The body is untrusted JSON, so every field is narrowed from `unknown` before use.
 import type Anthropic from '@anthropic-ai/sdk';

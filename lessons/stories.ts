@@ -1,6 +1,6 @@
 // The acceptance stories of the lessons: scripted replies, a small project, and a check that says in
 // plain words what went wrong. They decide what each harness must do. The same stories are played by
-// the suite over every harness (test/acceptance.test.ts), by `npm run lesson -- pN` (agent.ts, traced)
+// the suite over every harness (test/lessons/acceptance.test.ts), by `npm run lesson -- pN` (agent.ts, traced)
 // and by `npm run lesson -- pN --check FILE` (your own harness), so none of them can drift.
 //
 // A story judges what a harness did, never how it words it: every request as it is sent (the Messages API's

@@ -106,6 +106,14 @@ test('the top level holds the design card and nothing else: the harness, its tes
   );
 });
 
+test("test/ mirrors the harness: a folder per part, and at its top only the suite's own files", async () => {
+  const top = await readdir(path.join(project, 'test'), { withFileTypes: true });
+  const folders = top.filter((entry) => entry.isDirectory()).map((entry) => entry.name);
+  assert.deepEqual(folders.sort(), ['bench', 'lessons', 'loop', 'model', 'mutation', 'sandbox', 'tools']);
+  const tests = top.filter((entry) => entry.isFile() && entry.name.endsWith('.test.ts')).map((entry) => entry.name);
+  assert.deepEqual(tests.sort(), ['layout.test.ts', 'suite.test.ts'], 'a test of a part goes in its folder');
+});
+
 test('the harness stands alone: no file of it, its tests or its lessons imports app/, so deleting app/ breaks nothing', async () => {
   const files = await harnessFiles();
   assert.ok(

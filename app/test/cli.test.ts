@@ -17,7 +17,7 @@ import { PRICES_CHECKED, priceOf } from '../prices.ts';
 import { compactDiff, EXIT, MarkdownBlocks, repl, terminalPrinter, tracePrinter, wrap } from '../terminal.ts';
 import { call, say, type ScriptedReply } from '../../scripted-model.ts';
 import { describeCall } from '../../tools.ts';
-import { fakeMessage, startFakeApi } from '../../test/fake-api.ts';
+import { fakeMessage, startFakeApi } from '../../test/model/fake-api.ts';
 import { scriptedAgent, tempProject, textOf, violationsOf } from '../../test/helpers.ts';
 import { runCli } from './helpers.ts';
 

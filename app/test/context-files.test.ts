@@ -1,4 +1,4 @@
-// The program's half of test/routes-agents-md.test.ts: the start-up names each AGENTS.md it skipped, and why.
+// The program's half of test/tools/routes-agents-md.test.ts: the start-up names each AGENTS.md it skipped, and why.
 
 import assert from 'node:assert/strict';
 import { symlinkSync, writeFileSync } from 'node:fs';

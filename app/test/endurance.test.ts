@@ -1,4 +1,4 @@
-// The program's half of test/endurance.test.ts: what the session file keeps of a long run (a resume after
+// The program's half of test/loop/endurance.test.ts: what the session file keeps of a long run (a resume after
 // compaction, sub-agents' files), /context's breakdown, and the command line under a shared token budget.
 
 import type Anthropic from '@anthropic-ai/sdk';
@@ -17,8 +17,8 @@ import {
   project,
   readingScript,
   TASKS,
-} from '../../test/endurance-fixtures.ts';
-import { fakeMessage } from '../../test/fake-api.ts';
+} from '../../test/loop/endurance-fixtures.ts';
+import { fakeMessage } from '../../test/model/fake-api.ts';
 import { scriptedAgent, tempProject, textOf, tokensSpent, unmarked } from '../../test/helpers.ts';
 import { loadSession, SESSION_VERSION, type SessionEntry, sessionRecorder } from '../session-file.ts';
 import { grouped, terminalPrinter } from '../terminal.ts';

@@ -1,4 +1,4 @@
-// A fork's two tools (test/fork-tools.ts) as every view shows their calls: the terminal, the session page and the
+// A fork's two tools (test/tools/fork-tools.ts) as every view shows their calls: the terminal, the session page and the
 // editor (--acp) say them in the tool's own words, never as raw JSON, and the editor gets the tool's kind.
 
 import assert from 'node:assert/strict';
@@ -8,7 +8,7 @@ import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import { createAgent, runTask } from '../../agent.ts';
 import { reply, say, ScriptedModel, toolUse } from '../../scripted-model.ts';
-import { FORKED_TOOLS } from '../../test/fork-tools.ts';
+import { FORKED_TOOLS } from '../../test/tools/fork-tools.ts';
 import { tempProject } from '../../test/helpers.ts';
 import { replayUpdates } from '../acp.ts';
 import { type RecordedOptions, SESSION_VERSION, sessionRecorder } from '../session-file.ts';

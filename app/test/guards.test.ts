@@ -1,4 +1,4 @@
-// The program's half of test/guards.test.ts: absurd inputs that the harness refuses must not break what the program
+// The program's half of test/loop/guards.test.ts: absurd inputs that the harness refuses must not break what the program
 // hangs on its events (the session file, the printers) or its command line.
 
 import assert from 'node:assert/strict';
@@ -6,7 +6,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { runTask } from '../../agent.ts';
 import { call, say } from '../../scripted-model.ts';
-import { startDeepReplyApi } from '../../test/fake-api.ts';
+import { startDeepReplyApi } from '../../test/model/fake-api.ts';
 import { scriptedAgent, tempProject, toolResults, unmarked, violationsOf } from '../../test/helpers.ts';
 import { loadSession, SESSION_VERSION, sessionRecorder } from '../session-file.ts';
 import { jsonPrinter, terminalPrinter, tracePrinter } from '../terminal.ts';

@@ -1,4 +1,4 @@
-// The program's half of test/hardening.test.ts: protected files across --resume, the command line without a
+// The program's half of test/loop/hardening.test.ts: protected files across --resume, the command line without a
 // terminal (no prompt to hang on), and --json, the printer other programs parse.
 
 import assert from 'node:assert/strict';

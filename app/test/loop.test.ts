@@ -1,4 +1,4 @@
-// The loop seen from the command line (the program's half of test/loop.test.ts): exit codes, usage errors and a
+// The loop seen from the command line (the program's half of test/loop/loop.test.ts): exit codes, usage errors and a
 // scripted session run headless.
 
 import assert from 'node:assert/strict';

@@ -15,8 +15,8 @@ import { recordAnswers, type RecordedOptions, SESSION_VERSION, sessionRecorder }
 import { EXIT } from '../terminal.ts';
 import { call, reply, say, ScriptedModel, toolUse, usageOf } from '../../scripted-model.ts';
 import { sandboxProblem, TOOLS } from '../../tools.ts';
-import { FORKED_TOOLS, SHIPPED_TOOLS } from '../../test/fork-tools.ts';
-import { fakeMessage, startFakeApi } from '../../test/fake-api.ts';
+import { FORKED_TOOLS, SHIPPED_TOOLS } from '../../test/tools/fork-tools.ts';
+import { fakeMessage, startFakeApi } from '../../test/model/fake-api.ts';
 import { tempProject } from '../../test/helpers.ts';
 import { runCli } from './helpers.ts';
 

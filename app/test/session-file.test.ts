@@ -13,7 +13,7 @@ import fc from 'fast-check';
 import { AnthropicModel, type Compaction, type LoadedSession, resume, runTask } from '../../agent.ts';
 import { loadSession, RUN_WITHOUT_HALT, SESSION_VERSION, type SessionEntry, sessionRecorder } from '../session-file.ts';
 import { requestViolations } from '../../lessons/api-rules.ts';
-import { fakeMessage, startFakeApi } from '../../test/fake-api.ts';
+import { fakeMessage, startFakeApi } from '../../test/model/fake-api.ts';
 import { scriptedAgent, tempProject, violationsOf } from '../../test/helpers.ts';
 import { runCli, pointSdkAt } from './helpers.ts';
 

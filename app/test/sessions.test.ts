@@ -1,6 +1,6 @@
 // The session file, offline: it survives crashes and resumes into a valid transcript, keeps no API key, and keeps
 // everything before a stream cut mid-reply. Each test is named after the failure it prevents. The harness's half
-// (parallel reads, byte-stable requests, API faults) is test/sessions.test.ts.
+// (parallel reads, byte-stable requests, API faults) is test/loop/sessions.test.ts.
 
 import Anthropic from '@anthropic-ai/sdk';
 import assert from 'node:assert/strict';
@@ -14,7 +14,7 @@ import { loadSession, SESSION_VERSION, type SessionEntry, sessionRecorder } from
 import { call, say } from '../../scripted-model.ts';
 import { edit_file } from '../../tools.ts';
 import { requestViolations } from '../../lessons/api-rules.ts';
-import { fakeMessage, type FakeApi, type FakeStep, startFakeApi } from '../../test/fake-api.ts';
+import { fakeMessage, type FakeApi, type FakeStep, startFakeApi } from '../../test/model/fake-api.ts';
 import { scriptedAgent, tempProject, unmarked, violationsOf } from '../../test/helpers.ts';
 
 const API_KEY = 'sk-ant-test-SECRET-1234567890';

@@ -7,7 +7,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type FakeApi, fakeMessage, startFakeApi } from '../../test/fake-api.ts';
+import { type FakeApi, fakeMessage, startFakeApi } from '../../test/model/fake-api.ts';
 import { alive, tempProject } from '../../test/helpers.ts';
 import { theProgramAbove, slowCheck, withoutTime } from './helpers.ts';
 import { hasScript, startInTerminal, type Terminal } from './pty.ts';

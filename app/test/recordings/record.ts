@@ -9,7 +9,7 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import type Anthropic from '@anthropic-ai/sdk';
 import { main } from '../../main.ts';
-import { fakeMessage, startFakeApi } from '../../../test/fake-api.ts';
+import { fakeMessage, startFakeApi } from '../../../test/model/fake-api.ts';
 
 const here = import.meta.dirname;
 const PROJECT = path.join(here, 'projects', 'add');
@@ -42,7 +42,7 @@ const text = (t: string): Anthropic.TextBlock => ({ type: 'text', text: t, citat
 // 1. The seed story's eight scripted replies (lessons/scripts/seed-story.json), through --script.
 await record('seed-story', ['--script', path.join(here, '..', '..', '..', 'lessons', 'scripts', 'seed-story.json')]);
 
-// 2. Through the real SDK path against a local Anthropic-compatible endpoint (test/fake-api.ts): streamed replies,
+// 2. Through the real SDK path against a local Anthropic-compatible endpoint (test/model/fake-api.ts): streamed replies,
 // a signed thinking block, a tool call the gate later proves wrong, and a fix.
 const api = await startFakeApi([
   {

@@ -1,0 +1,142 @@
+// The real SDK path, offline: AnthropicModel drives the loop against a local fake of the Messages
+// API that streams SSE like the real one and answers 400 to any request that breaks the API's rules.
+
+import Anthropic from '@anthropic-ai/sdk';
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { type AgentEvent, AnthropicModel, runTask } from '../../agent.ts';
+import { type FakeApi, fakeMessage, type FakeStep, startFakeApi } from './fake-api.ts';
+import { scriptedAgent, tempProject } from '../helpers.ts';
+
+async function agentOnFakeApi(t: TestContext, steps: FakeStep[], files: Record<string, string> = {}) {
+  const api = await startFakeApi(steps);
+  t.after(() => api.close());
+  const client = new Anthropic({ apiKey: 'test-key', baseURL: api.baseURL, maxRetries: 2 });
+  const root = await tempProject(t, files);
+  const { agent, events } = await scriptedAgent(root, [], { model: new AnthropicModel('claude-test', client) });
+  return { api, agent, events, root };
+}
+
+/** Requests to the Messages endpoint (the agent also asks /v1/models for the context window). */
+const messageCalls = (api: FakeApi) => api.requests.filter((r) => r.path === '/v1/messages').length;
+
+const textBlock = (text: string): Anthropic.TextBlock => ({ type: 'text', text, citations: null });
+const toolUseBlock = (id: string, name: string, input: unknown): Anthropic.ToolUseBlock => ({
+  type: 'tool_use',
+  id,
+  name,
+  input,
+  caller: { type: 'direct' },
+});
+
+test('a streamed reply with thinking, text and a tool call is assembled, executed and sent back intact', async (t) => {
+  const thinking: Anthropic.ThinkingBlock = {
+    type: 'thinking',
+    thinking: 'The note is in note.txt.',
+    signature: 'replaced-by-the-fake',
+  };
+  const { api, agent, events } = await agentOnFakeApi(
+    t,
+    [
+      {
+        kind: 'reply',
+        message: fakeMessage(
+          [thinking, textBlock('Reading it.'), toolUseBlock('toolu_1', 'read_file', { path: 'note.txt' })],
+          'tool_use',
+        ),
+      },
+      { kind: 'reply', message: fakeMessage([textBlock('It says hello.')]) },
+    ],
+    { 'note.txt': 'hello\n' },
+  );
+  const halt = await runTask(agent, 'what does note.txt say?');
+  assert.deepEqual(halt, { kind: 'accepted', verifiedBy: null });
+  const streamed = events.flatMap((e) => (e.type === 'text' ? [e.delta] : [])).join('');
+  assert.equal(streamed, 'Reading it.It says hello.');
+  assert.equal(messageCalls(api), 2, 'the fake accepted the second request: the transcript kept every API rule');
+  const [, assistant, results] = agent.messages;
+  assert.ok(Array.isArray(assistant?.content) && assistant.content[0]?.type === 'thinking');
+  assert.ok(Array.isArray(results?.content) && results.content[0]?.type === 'tool_result');
+  assert.match(String(results.content[0].content), /hello/);
+});
+
+// The fake asks the SDK to wait 1 ms before a retry (retry-after-ms), which keeps these tests fast.
+const notices = (events: AgentEvent[]) => events.flatMap((e) => (e.type === 'notice' ? [e.text] : []));
+
+test('the context window is asked of the API once, not again for every sub-agent', async (t) => {
+  const { api, agent } = await agentOnFakeApi(t, [
+    { kind: 'reply', message: fakeMessage([toolUseBlock('toolu_1', 'task', { description: 'a', prompt: 'a?' })]) },
+    { kind: 'reply', message: fakeMessage([textBlock('Found a.')]) },
+    { kind: 'reply', message: fakeMessage([toolUseBlock('toolu_2', 'task', { description: 'b', prompt: 'b?' })]) },
+    { kind: 'reply', message: fakeMessage([textBlock('Found b.')]) },
+    { kind: 'reply', message: fakeMessage([textBlock('Done.')]) },
+  ]);
+  assert.deepEqual(await runTask(agent, 'ask twice'), { kind: 'accepted', verifiedBy: null });
+  assert.equal(messageCalls(api), 5, 'two sub-agents ran');
+  assert.equal(api.requests.filter((r) => r.path.startsWith('/v1/models')).length, 1);
+});
+
+test('an overloaded API (529) is retried by the SDK itself, and the run succeeds', async (t) => {
+  const { api, agent, events } = await agentOnFakeApi(t, [
+    { kind: 'status', status: 529 },
+    { kind: 'reply', message: fakeMessage([textBlock('Done.')]) },
+  ]);
+  const halt = await runTask(agent, 'hi');
+  assert.equal(halt.kind, 'accepted');
+  assert.equal(messageCalls(api), 2);
+  assert.deepEqual(notices(events), [
+    'the API answered 529; the SDK retries in under a second (retry 1, 1 more left)…',
+  ]);
+});
+
+test('a retry notice never promises a retry the SDK will not make: the server said no, or none are left', async (t) => {
+  const refused = await agentOnFakeApi(t, [{ kind: 'status', status: 500, headers: { 'x-should-retry': 'false' } }]);
+  assert.equal((await runTask(refused.agent, 'hi')).kind, 'error');
+  assert.equal(messageCalls(refused.api), 1, 'the SDK obeyed the header');
+  assert.deepEqual(notices(refused.events), ['the API answered 500, and said not to retry (x-should-retry: false)']);
+
+  const overloaded = { kind: 'status', status: 529 } as const;
+  const spent = await agentOnFakeApi(t, [overloaded, overloaded, overloaded]);
+  assert.equal((await runTask(spent.agent, 'hi')).kind, 'error');
+  assert.equal(messageCalls(spent.api), 3, 'the first attempt and the two retries');
+  assert.deepEqual(notices(spent.events), [
+    'the API answered 529; the SDK retries in under a second (retry 1, 1 more left)…',
+    'the API answered 529; the SDK retries in under a second (retry 2, 0 more left)…',
+    'the API answered 529; no retries left (2 made), so the call fails',
+  ]);
+});
+
+test('a 400 the SDK does not retry says nothing of retries: the error halt says what went wrong', async (t) => {
+  const { agent, events } = await agentOnFakeApi(t, [{ kind: 'status', status: 400 }]);
+  assert.equal((await runTask(agent, 'hi')).kind, 'error');
+  assert.deepEqual(notices(events), []);
+});
+
+test('a failing API halts with kind error and a readable one-line message, not a crash', async (t) => {
+  const { agent } = await agentOnFakeApi(t, [
+    { kind: 'status', status: 400, errorType: 'invalid_request_error', message: 'max_tokens: too large' },
+  ]);
+  const halt = await runTask(agent, 'hi');
+  assert.equal(halt.kind, 'error');
+  assert.match(
+    halt.kind === 'error' ? halt.message : '',
+    /^model call failed: HTTP 400 invalid_request_error: max_tokens: too large \(request id req_fake_\d+\)$/,
+  );
+});
+
+test('a connection cut mid-stream ends the run as an error halt and leaves no half reply behind', async (t) => {
+  const message = fakeMessage(
+    [
+      textBlock('I will now edit the file, which'),
+      toolUseBlock('toolu_1', 'edit_file', { path: 'x.txt', old_str: '', new_str: 'x' }),
+    ],
+    'tool_use',
+  );
+  const { agent, root } = await agentOnFakeApi(t, [{ kind: 'cut', message, afterEvents: 4 }]);
+  const halt = await runTask(agent, 'write x.txt');
+  assert.equal(halt.kind, 'error');
+  assert.deepEqual(agent.messages, [{ role: 'user', content: [{ type: 'text', text: 'write x.txt' }] }]);
+  await assert.rejects(readFile(path.join(root, 'x.txt')));
+});

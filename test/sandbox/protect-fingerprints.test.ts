@@ -1,0 +1,86 @@
+// --protect's fingerprints and globs, called directly: which files are fingerprinted, how a file that
+// cannot be read is fingerprinted, what a change is reported as, and what an odd glob matches. The
+// gate-level tests are in test/loop/hardening.test.ts; these pin the edges it does not reach.
+
+import assert from 'node:assert/strict';
+import { symlinkSync } from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { changedFiles, globMatcher, hashProtected, protectedChanges } from '../../tools.ts';
+import { tempProject } from '../helpers.ts';
+import { writeFile } from 'node:fs/promises';
+
+describe('--protect fingerprints', () => {
+  test('a protected file added since the start is reported as added, not left out', async (t) => {
+    const root = await tempProject(t, { 'test/a.test.js': 'a\n' });
+    const before = await hashProtected(root, ['test/**']);
+    await writeFile(path.join(root, 'test', 'b.test.js'), 'b\n');
+    assert.deepEqual(await protectedChanges(root, ['test/**'], before), ['test/b.test.js (added)']);
+    const after = new Map([
+      ['a', '1'],
+      ['b', '3'],
+      ['c', '4'],
+    ]);
+    assert.deepEqual(
+      changedFiles(
+        new Map([
+          ['a', '1'],
+          ['b', '2'],
+          ['d', '5'],
+        ]),
+        after,
+      ),
+      ['b (changed)', 'd (deleted)', 'c (added)'],
+    );
+  });
+
+  test('--protect "**" fingerprints exactly the files of the project, none that is not there', async (t) => {
+    const root = await tempProject(t, { 'a.txt': 'a\n', 'src/b.ts': 'b\n' });
+    assert.deepEqual([...(await hashProtected(root, ['**'])).keys()], ['a.txt', 'src/b.ts']);
+  });
+
+  test('a glob that names node_modules fingerprints the dot-folders inside it too (node_modules/.bin)', async (t) => {
+    const root = await tempProject(t, { 'node_modules/.bin/tool': 'x\n', 'node_modules/pkg/.hidden/y': 'y\n' });
+    const files = [...(await hashProtected(root, ['node_modules/**'])).keys()];
+    assert.deepEqual(files, ['node_modules/.bin/tool', 'node_modules/pkg/.hidden/y']);
+  });
+
+  test("a negated glob that names node_modules opens no skipped folder: git's own files, which change with every commit, are not fingerprinted", async (t) => {
+    const root = await tempProject(t, {
+      '.git/HEAD': 'ref\n',
+      '.agent/log': 'l\n',
+      'node_modules/p/i.js': 'i\n',
+      'a.txt': 'a\n',
+    });
+    const files = [...(await hashProtected(root, ['!vendor/node_modules/**'])).keys()];
+    assert.deepEqual(files, ['a.txt']);
+  });
+
+  test('a broken link under --protect is fingerprinted as unreadable instead of crashing the start and the gate', async (t) => {
+    const root = await tempProject(t, { 'a.txt': 'a\n' });
+    symlinkSync('gone.txt', path.join(root, 'broken.txt'));
+    const hashes = await hashProtected(root, ['**']);
+    assert.equal(hashes.get('broken.txt'), 'unreadable: ENOENT');
+  });
+
+  test('a protected regular file whose read fails (a link to /proc/self/mem: EIO) is fingerprinted as unreadable, not as a hash of nothing or a crash', async (t) => {
+    if (process.platform !== 'linux') return t.skip('needs /proc/self/mem');
+    const root = await tempProject(t, { 'a.txt': 'a\n' });
+    symlinkSync('/proc/self/mem', path.join(root, 'mem'));
+    const hashes = await hashProtected(root, ['**']);
+    assert.equal(hashes.get('mem'), 'unreadable: EIO');
+    assert.match(hashes.get('a.txt') ?? '', /^[0-9a-f]{64}$/);
+  });
+});
+
+describe('--protect globs', () => {
+  test('a comment or empty glob protects nothing, instead of crashing the check of every path', () => {
+    const matches = globMatcher(['#not a glob', '']);
+    assert.deepEqual(['a.js', '#not a glob', '.env'].map(matches), [undefined, undefined, undefined]);
+  });
+
+  test('a negated glob protects everything outside it, as minimatch says, dotfiles included', () => {
+    const matches = globMatcher(['!dist/**']);
+    assert.deepEqual(['src/a.js', '.env', 'dist/a.js'].map(matches), ['!dist/**', '!dist/**', undefined]);
+  });
+});

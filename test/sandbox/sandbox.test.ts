@@ -1,0 +1,408 @@
+// The gate's sandbox, tried for real: the model edits the code under test so that, when the check imports it, it
+// writes above the project, deletes a file above it, writes under $HOME and calls a server. Contained, none of it
+// happens and the run is still judged by the test's own exit code; with --no-sandbox, all of it does.
+
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { chmod, lstat, mkdir, mkdtemp, readdir, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { call, say } from '../../scripted-model.ts';
+import { protectedEntries, runCommand, sandboxableRoot, sandboxProblem, seatbeltArgs } from '../../tools.ts';
+import { runTask } from '../../agent.ts';
+import { scriptedAgent } from '../helpers.ts';
+
+const noSandbox = await sandboxProblem();
+const skip = noSandbox === null ? false : `no OS sandbox here (${noSandbox}); CI installs bubblewrap`;
+/** Whether bubblewrap, asked directly, contains a command here: the answer sandboxProblem must agree with. */
+const bwrapRuns =
+  process.platform === 'linux' &&
+  spawnSync('bwrap', ['--ro-bind', '/', '/', '--unshare-user', '--unshare-pid', '--unshare-net', '--', 'true'])
+    .status === 0;
+
+/** A project whose add.js the script "fixes", planting four escapes: in a folder outside /tmp (which the sandbox
+ *  replaces with a private one), beside a file to delete, with a server that counts the requests it gets. */
+async function plantedRun(t: TestContext, sandbox?: boolean) {
+  const outside = await realpath(await mkdtemp(path.join(existsSync('/var/tmp') ? '/var/tmp' : os.tmpdir(), 'sbx-')));
+  const home = path.join(os.homedir(), `.harness-sandbox-check-${path.basename(outside)}`);
+  let requests = 0;
+  const server = createServer((_request, response) => void (requests++, response.end('ok')));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(async () => {
+    server.close();
+    await rm(outside, { recursive: true, force: true });
+    await rm(home, { recursive: true, force: true });
+  });
+  const root = path.join(outside, 'project');
+  await mkdir(root);
+  await writeFile(path.join(outside, 'victim.txt'), 'keep me\n');
+  await writeFile(path.join(root, 'package.json'), '{ "type": "module" }\n');
+  await writeFile(path.join(root, 'add.js'), 'export function add(a, b) {\n  return a - b;\n}\n');
+  await writeFile(
+    path.join(root, 'test.js'),
+    "import { add } from './add.js';\nif (add(2, 3) !== 5) throw new Error('add(2, 3) is not 5');\n",
+  );
+  const { port } = server.address() as AddressInfo;
+  const escapes = [
+    `import fs from 'node:fs';`,
+    `const attempt = (f) => { try { f(); } catch {} };`,
+    `attempt(() => fs.writeFileSync('../planted.txt', 'escaped'));`,
+    `attempt(() => fs.unlinkSync('../victim.txt'));`,
+    `attempt(() => fs.mkdirSync(${JSON.stringify(home)}));`,
+    `await fetch('http://127.0.0.1:${port}/').catch(() => {});`,
+  ].join('\n');
+  const fix = { path: 'add.js', old_str: 'export function add(a, b) {\n  return a - b;', new_str: '' };
+  fix.new_str = `${escapes}\nexport function add(a, b) {\n  return a + b;`;
+  const script = [call('read_file', { path: 'add.js' }), call('edit_file', fix), say('Done.')];
+  const { agent, events } = await scriptedAgent(root, script, { verify: 'node test.js', sandbox });
+  const halt = await runTask(agent, 'fix add');
+  return {
+    halt: halt.kind,
+    gate: events.find((event) => event.type === 'gate'),
+    planted: existsSync(path.join(outside, 'planted.txt')),
+    victimKept: existsSync(path.join(outside, 'victim.txt')),
+    homeWritten: existsSync(home),
+    requests,
+    fixed: await readFile(path.join(root, 'add.js'), 'utf8'),
+  };
+}
+
+test(
+  'code the model wrote, run by the gate, cannot write or delete above the root, write under $HOME or reach a server, and the run is still judged by the test',
+  { skip },
+  async (t) => {
+    const run = await plantedRun(t);
+    assert.equal(run.halt, 'accepted', 'accepted: the test itself passes');
+    assert.deepEqual(run.gate, { ...run.gate, passed: true, sandboxed: true });
+    assert.match(run.fixed, /return a \+ b;/);
+    assert.deepEqual(
+      { planted: run.planted, victimKept: run.victimKept, homeWritten: run.homeWritten, requests: run.requests },
+      { planted: false, victimKept: true, homeWritten: false, requests: 0 },
+    );
+  },
+);
+
+test(
+  'with the sandbox off (--no-sandbox) the same edit escapes, so the contained run above proves the sandbox, not a harmless script',
+  { skip },
+  async (t) => {
+    const run = await plantedRun(t, false);
+    assert.equal(run.halt, 'accepted');
+    assert.deepEqual(run.gate, { ...run.gate, passed: true, sandboxed: false });
+    assert.deepEqual(
+      { planted: run.planted, victimKept: run.victimKept, homeWritten: run.homeWritten, requests: run.requests },
+      { planted: true, victimKept: false, homeWritten: true, requests: 1 },
+    );
+  },
+);
+
+test(
+  'a failing check fails in the sandbox as it does outside: its exit code and output come through',
+  { skip },
+  async (t) => {
+    const root = await realpath(await mkdtemp(path.join(os.tmpdir(), 'sbx-fail-')));
+    t.after(() => rm(root, { recursive: true, force: true }));
+    const run = (sandbox: boolean) =>
+      runCommand('echo checking; exit 3', {
+        cwd: root,
+        timeoutMs: 10_000,
+        signal: new AbortController().signal,
+        sandbox,
+      });
+    assert.deepEqual(await run(true), await run(false));
+    assert.equal((await run(true)).exitCode, 3);
+  },
+);
+
+test(
+  'the sandboxed check gets none of the harness secrets: ANTHROPIC_ variables are not passed on',
+  { skip },
+  async (t) => {
+    const root = await realpath(await mkdtemp(path.join(os.tmpdir(), 'sbx-env-')));
+    t.after(() => rm(root, { recursive: true, force: true }));
+    process.env.ANTHROPIC_API_KEY_FOR_SANDBOX_TEST = 'sk-secret';
+    t.after(() => delete process.env.ANTHROPIC_API_KEY_FOR_SANDBOX_TEST);
+    const signal = new AbortController().signal;
+    const run = await runCommand('env', { cwd: root, timeoutMs: 10_000, signal, sandbox: true });
+    assert.equal(run.exitCode, 0);
+    assert.doesNotMatch(run.output, /sk-secret/);
+  },
+);
+
+test(
+  'a machine where bubblewrap runs is not reported as having no OS sandbox (which would skip every contained test)',
+  { skip: bwrapRuns ? false : 'bubblewrap does not run here' },
+  () => {
+    assert.equal(noSandbox, null);
+  },
+);
+
+test(
+  'the sandboxed check has no capabilities: root inside the user namespace cannot mount or undo the read-only binds',
+  { skip },
+  async (t) => {
+    const root = await realpath(await mkdtemp(path.join(os.tmpdir(), 'sbx-caps-')));
+    t.after(() => rm(root, { recursive: true, force: true }));
+    const signal = new AbortController().signal;
+    const run = await runCommand('grep CapEff /proc/self/status', {
+      cwd: root,
+      timeoutMs: 10_000,
+      signal,
+      sandbox: true,
+    });
+    assert.equal(run.exitCode, 0);
+    assert.match(run.output, /^CapEff:\s+0+\n?$/);
+  },
+);
+
+test(
+  "the sandboxed check sees neither the host's /tmp nor its /run, where other programs' files and sockets are",
+  { skip },
+  async (t) => {
+    const root = await realpath(await mkdtemp(path.join(os.tmpdir(), 'sbx-tmp-')));
+    const marker = path.join('/tmp', `host-only-${path.basename(root)}`);
+    await writeFile(marker, 'the host\n');
+    t.after(() => Promise.all([rm(root, { recursive: true, force: true }), rm(marker, { force: true })]));
+    assert.notDeepEqual(await readdir('/run'), [], 'the host has a /run to hide');
+    const signal = new AbortController().signal;
+    const contained = (command: string) => runCommand(command, { cwd: root, timeoutMs: 10_000, signal, sandbox: true });
+    assert.deepEqual(await contained('ls -A /run'), await contained('true'), 'an empty /run');
+    const read = await contained(`cat ${marker}`);
+    assert.notEqual(read.exitCode, 0);
+    assert.doesNotMatch(read.output, /the host/);
+  },
+);
+
+test(
+  "the sandboxed check's environment is the allowlist: LC_* and the names passed on come through, nothing else does, and its temporary files go to its private /tmp",
+  { skip },
+  async (t) => {
+    const root = await realpath(await mkdtemp(path.join(os.tmpdir(), 'sbx-allow-')));
+    const added = { LC_SANDBOX_TEST: 'lc', SANDBOX_TEST_PASSED: 'passed', SANDBOX_TEST_KEPT_OUT: 'kept out' };
+    Object.assign(process.env, added);
+    t.after(async () => {
+      for (const name of Object.keys(added)) delete process.env[name];
+      await rm(root, { recursive: true, force: true });
+    });
+    const signal = new AbortController().signal;
+    const options = { cwd: root, timeoutMs: 10_000, signal, sandbox: true, passEnv: ['SANDBOX_TEST_PASSED'] };
+    const run = await runCommand('env', options);
+    const env = new Map(run.output.split('\n').map((line) => [line.split('=')[0], line.slice(line.indexOf('=') + 1)]));
+    assert.deepEqual(
+      ['LC_SANDBOX_TEST', 'SANDBOX_TEST_PASSED', 'SANDBOX_TEST_KEPT_OUT', 'TMPDIR', 'TMP', 'TEMP', 'PATH'].map((name) =>
+        env.get(name),
+      ),
+      ['lc', 'passed', undefined, '/tmp', '/tmp', '/tmp', process.env.PATH],
+    );
+  },
+);
+
+/** tools.ts loaded afresh under `tag`, its sandbox check not yet made: the check is made once per copy. */
+const freshTools = (tag: string) => import(`../../tools.ts?${tag}`) as Promise<typeof import('../../tools.ts')>;
+
+/** Sets process.env[name] for the rest of the test. */
+function setEnv(t: TestContext, name: string, value: string) {
+  const was = process.env[name];
+  process.env[name] = value;
+  t.after(() => {
+    if (was === undefined) delete process.env[name];
+    else process.env[name] = was;
+  });
+}
+
+/** A folder made for the test and removed after it. */
+async function tempFolder(t: TestContext, prefix: string) {
+  const folder = await realpath(await mkdtemp(path.join(os.tmpdir(), prefix)));
+  t.after(() => rm(folder, { recursive: true, force: true }));
+  return folder;
+}
+
+const linuxOnly = process.platform === 'linux' ? false : 'bubblewrap is the sandbox on Linux only';
+
+test(
+  'a bubblewrap that exits 0 without running the probe is no sandbox, and the trial leaves nothing in the temporary folder',
+  { skip: linuxOnly },
+  async (t) => {
+    const bin = await tempFolder(t, 'fake-bwrap-');
+    await writeFile(path.join(bin, 'bwrap'), '#!/bin/sh\nexit 0\n');
+    await chmod(path.join(bin, 'bwrap'), 0o755);
+    const tmp = await tempFolder(t, 'check-tmp-');
+    setEnv(t, 'PATH', `${bin}:${process.env.PATH}`);
+    setEnv(t, 'TMPDIR', tmp);
+    const problem = await (await freshTools('fake-bwrap')).sandboxProblem();
+    assert.match(problem ?? 'null', /bubblewrap cannot run here/);
+    assert.deepEqual(await readdir(tmp), []);
+    // One that makes the probe but fails is no sandbox either.
+    await writeFile(path.join(bin, 'bwrap'), '#!/bin/sh\ntouch probe\nexit 1\n');
+    const failing = await (await freshTools('failing-bwrap')).sandboxProblem();
+    assert.match(failing ?? 'null', /bubblewrap cannot run here/);
+  },
+);
+
+test(
+  'without bubblewrap a contained command is not run, and a tool that needs the sandbox is refused with what to install',
+  { skip: linuxOnly },
+  async (t) => {
+    const root = await tempFolder(t, 'no-bwrap-');
+    setEnv(t, 'PATH', await tempFolder(t, 'empty-bin-'));
+    const tools = await freshTools('no-bwrap');
+    assert.match((await tools.sandboxProblem()) ?? 'null', /bubblewrap is not installed/);
+    const signal = new AbortController().signal;
+    const run = tools.runCommand('echo ran', { cwd: root, timeoutMs: 10_000, signal, sandbox: true });
+    await assert.rejects(run, /bubblewrap is not installed/);
+    await assert.rejects(
+      tools.commandOptions({ root, seen: new Map(), sandbox: true }),
+      (error: unknown) => error instanceof tools.ToolError && /bubblewrap is not installed/.test(error.message),
+    );
+  },
+);
+
+test(
+  'a contained run leaves no private temporary folder behind, even one the command wrote in',
+  { skip },
+  async (t) => {
+    const root = await tempFolder(t, 'sbx-rm-');
+    const tmp = await tempFolder(t, 'run-tmp-');
+    setEnv(t, 'TMPDIR', tmp);
+    const signal = new AbortController().signal;
+    const command = 'echo kept > /tmp/note && cat /tmp/note';
+    const run = await runCommand(command, { cwd: root, timeoutMs: 10_000, signal, sandbox: true });
+    assert.deepEqual([run.exitCode, run.output], [0, 'kept\n']);
+    assert.deepEqual(await readdir(tmp), []);
+  },
+);
+
+test(
+  'a contained command runs where $HOME does not exist: no credential store to hide is no error',
+  { skip },
+  async (t) => {
+    const root = await tempFolder(t, 'sbx-no-home-');
+    setEnv(t, 'HOME', path.join(root, 'missing-home'));
+    const signal = new AbortController().signal;
+    const run = await runCommand('echo ran', { cwd: root, timeoutMs: 10_000, signal, sandbox: true });
+    assert.deepEqual([run.exitCode, run.output], [0, 'ran\n']);
+  },
+);
+
+test(
+  'a protected name that is a link to nothing does not stop a contained command: only files and folders are bound',
+  { skip },
+  async (t) => {
+    const root = await tempFolder(t, 'sbx-link-');
+    await symlink(path.join(root, 'nowhere'), path.join(root, '.git'));
+    const signal = new AbortController().signal;
+    const run = await runCommand('echo ran', { cwd: root, timeoutMs: 10_000, signal, sandbox: true });
+    assert.deepEqual([run.exitCode, run.output, run.protectedTouched], [0, 'ran\n', []]);
+  },
+);
+
+test('the root / is refused as the whole file system, and a $HOME that does not exist refuses nothing', async (t) => {
+  await assert.rejects(sandboxableRoot('/'), /the whole file system/);
+  const root = await tempFolder(t, 'no-home-');
+  setEnv(t, 'HOME', path.join(root, 'missing-home'));
+  const project = path.join(root, 'project');
+  await mkdir(project);
+  assert.equal(await sandboxableRoot(project), project);
+});
+
+test('on macOS the profile denies writes to each protected path and reads of each credential store, named by -D parameters', () => {
+  const hidden = [
+    { path: '/Users/me/.ssh', folder: true },
+    { path: '/Users/me/.netrc', folder: false },
+  ];
+  const where = { root: '/p', tmp: '/t', readOnly: ['/p/.git', '/p/.vscode'], hidden, passEnv: [] };
+  const [tool, flag, profile = '', ...rest] = seatbeltArgs('make test', where);
+  assert.deepEqual(
+    [tool, flag, ...rest],
+    [
+      '/usr/bin/sandbox-exec',
+      '-p',
+      ...['-D', 'ROOT=/p', '-D', 'TMP=/t', '-D', 'GIT=/p/.git'],
+      ...[
+        '-D',
+        'RO0=/p/.git',
+        '-D',
+        'RO1=/p/.vscode',
+        '-D',
+        'HIDDEN0=/Users/me/.ssh',
+        '-D',
+        'HIDDEN1=/Users/me/.netrc',
+      ],
+      ...['/bin/sh', '-c', 'make test'],
+    ],
+  );
+  assert.match(profile, /^\(version 1\)/);
+  const rules = [
+    '(deny file-write* (subpath (param "RO0")))',
+    '(deny file-write* (subpath (param "RO1")))',
+    '(deny file-read* (subpath (param "HIDDEN0")))',
+    '(deny file-read* (subpath (param "HIDDEN1")))',
+  ];
+  assert.ok(profile.endsWith(`\n${rules.join('\n')}`), profile);
+});
+
+/** `command` run as the gate runs a check outside the OS sandbox: the protected names still watched. */
+const uncontained = (command: string, cwd: string) =>
+  runCommand(command, { cwd, timeoutMs: 10_000, signal: new AbortController().signal, sandbox: false });
+
+test('a check that deletes a protected name and plants another is told of both, in path order', async (t) => {
+  const root = await tempFolder(t, 'walk-gone-');
+  await mkdir(path.join(root, 'z'));
+  await writeFile(path.join(root, 'z', '.npmrc'), 'x\n');
+  // A file deleted, a folder planted: the folder may get the file's inode, but not its kind.
+  const run = await uncontained('rm z/.npmrc && mkdir -p a/.git', root);
+  assert.equal(run.exitCode, 0);
+  assert.deepEqual(run.protectedTouched, ['a/.git (created, removed)', 'z/.npmrc (gone)']);
+  assert.equal(existsSync(path.join(root, 'a', '.git')), false);
+});
+
+test('a .git planted on the inode of a deleted one is removed, not kept as the original moved', async (t) => {
+  // The file system hands a freed inode to the next folder made: tried until it does (it did on the first try here).
+  for (let attempt = 1; attempt <= 20; attempt++) {
+    const root = await tempFolder(t, 'walk-reuse-');
+    await mkdir(path.join(root, 'a', '.git'), { recursive: true });
+    await mkdir(path.join(root, 'b'));
+    const original = (await lstat(path.join(root, 'a', '.git'))).ino;
+    const run = await uncontained('rm -r a/.git && mkdir b/.git && stat -c %i b/.git', root);
+    if (Number(run.output.trim()) !== original) continue;
+    if ((await lstat(root)).birthtimeMs === 0) return t.skip('this file system keeps no birth times');
+    assert.deepEqual(run.protectedTouched, ['a/.git (gone)', 'b/.git (created, removed)']);
+    assert.equal(existsSync(path.join(root, 'b', '.git')), false);
+    return;
+  }
+  t.skip('the file system reused no inode in 20 tries');
+});
+
+test("a check's own dotfiles that are not protected names are kept, and a .git it plants in a dot folder is removed", async (t) => {
+  const root = await tempFolder(t, 'walk-dots-');
+  await mkdir(path.join(root, '.github', 'workflows'), { recursive: true });
+  const run = await uncontained('touch .eslintcache && mkdir -p .github/sub/.git', root);
+  assert.deepEqual(run.protectedTouched, ['.github/sub/.git (created, removed)']);
+  assert.equal(existsSync(path.join(root, '.eslintcache')), true);
+  assert.equal(existsSync(path.join(root, '.github', 'workflows')), true);
+  assert.equal(existsSync(path.join(root, '.github', 'sub', '.git')), false);
+});
+
+test('a folder gone while the walk for protected names reads it (a leftover process deleting it) is empty, not an error', async (t) => {
+  const root = await tempFolder(t, 'walk-vanished-');
+  // The walk's first folder gone is the same readdir failing as a subfolder deleted between two reads.
+  assert.deepEqual(await protectedEntries(path.join(root, 'deleted')), new Map());
+});
+
+test('an error other than a lock or a vanished folder stops the walk, not taken for a locked folder whose .git is kept', async (t) => {
+  const root = await tempFolder(t, 'walk-error-');
+  await writeFile(path.join(root, 'file'), 'x\n');
+  // A folder recorded as locked when it is not would let a .git planted in it pass as the person's own.
+  await assert.rejects(protectedEntries(path.join(root, 'file')), { code: 'ENOTDIR' });
+});
+
+test('the walk for protected names reads as many folders as its limit and refuses one more, so no check runs unwatched', async (t) => {
+  const root = await tempFolder(t, 'walk-limit-');
+  await mkdir(path.join(root, 'a', 'b'), { recursive: true });
+  assert.deepEqual(await protectedEntries(root, 3), new Map()); // the root, a and a/b
+  await assert.rejects(protectedEntries(root, 2), /^Error: more than 2 folders in .*walk-limit-/);
+});
