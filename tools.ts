@@ -1131,9 +1131,9 @@ async function openFolder(ctx: ToolContext, dir: string): Promise<WriteFolder> {
 
 /** Elsewhere (macOS), where no path names an open folder: the folder's real path is checked before
  *  the write and the written file's after it, and a file that landed outside is removed again. This
- *  narrows the race without closing it: forced on Linux under test/tools/routes-write-race.test.ts's
- *  flipping, 1 to 8 files in 400 landed outside (22 to 30 with no check at all). Exported so that
- *  a test on Linux can try it. */
+ *  narrows the race without closing it: forced on Linux under the flipping of
+ *  test/tools/routes-write-race.test.ts, 1 to 8 files in 400 landed outside (22 to 30 with no check
+ *  at all). Exported so that a test on Linux can try it. */
 export async function checkedFolder(ctx: ToolContext, dir: string): Promise<WriteFolder> {
   await mkdir(dir, { recursive: true }); // a new file may be in a new folder
   const where = async (file: string) => {
