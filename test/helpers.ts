@@ -87,6 +87,43 @@ export function echoTool() {
 }
 
 /** Two models' list prices (dollars per million input and output tokens), for tests that budget in dollars. */
+/** `{"a":{"a":…1…}}`, `depth` objects deep, built without recursion. */
+export function nested(depth: number): unknown {
+  let value: unknown = 1;
+  for (let i = 0; i < depth; i++) value = { a: value };
+  return value;
+}
+
+/** Every project file an import names: static, type-only, re-exported or dynamic (`import('./x.ts')`). */
+export function importsOf(file: string, source: string): string[] {
+  const specifiers = [
+    ...source.matchAll(/^(?:import|export)\b[^;]*?\bfrom\s+'([^']+)'/gms),
+    ...source.matchAll(/\bimport\(\s*'([^']+)'\s*\)/g),
+  ].map((match) => match[1]!);
+  const local = specifiers.filter((s) => s.startsWith('.'));
+  return [...new Set(local.map((s) => path.normalize(path.join(path.dirname(file), s))))];
+}
+
+/** An import circle in `graph` (each file → the files it imports) as `a → b → a`, or null where there is none. */
+export function importCircle(graph: ReadonlyMap<string, readonly string[]>): string | null {
+  const done = new Set<string>();
+  const circleFrom = (file: string, trail: string[]): string | null => {
+    if (trail.includes(file)) return [...trail.slice(trail.indexOf(file)), file].join(' → ');
+    if (done.has(file)) return null;
+    for (const imported of graph.get(file) ?? []) {
+      const circle = circleFrom(imported, [...trail, file]);
+      if (circle !== null) return circle;
+    }
+    done.add(file);
+    return null;
+  };
+  for (const file of graph.keys()) {
+    const circle = circleFrom(file, []);
+    if (circle !== null) return circle;
+  }
+  return null;
+}
+
 export const HAIKU_PRICE = { input: 1, output: 5 };
 export const SONNET_PRICE = { input: 3, output: 15 };
 

@@ -8,20 +8,11 @@ import { readFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
+import { importCircle, importsOf } from './helpers.ts';
 
 const project = path.join(import.meta.dirname, '..');
 const CORE = ['agent.ts', 'tools.ts', 'scripted-model.ts'];
 const read = (file: string) => readFile(path.join(project, file), 'utf8');
-
-/** Every project file an import names: static, type-only, re-exported or dynamic (`import('./x.ts')`). */
-function importsOf(file: string, source: string): string[] {
-  const specifiers = [
-    ...source.matchAll(/^(?:import|export)\b[^;]*?\bfrom\s+'([^']+)'/gms),
-    ...source.matchAll(/\bimport\(\s*'([^']+)'\s*\)/g),
-  ].map((match) => match[1]!);
-  const local = specifiers.filter((s) => s.startsWith('.'));
-  return [...new Set(local.map((s) => path.normalize(path.join(path.dirname(file), s))))];
-}
 
 // Tools leave these behind when they run (a mutation run's copy of the project among them); .gitignore keeps them
 // out of the repository.
@@ -85,16 +76,17 @@ test('the core files import nothing of the project outside themselves, so lesson
 test('no import goes round in a circle, type-only and dynamic imports included: each file can be read before its users', async () => {
   const graph = new Map<string, string[]>();
   for (const file of await harnessFiles()) graph.set(file, importsOf(file, await read(file)));
-  const done = new Set<string>();
-  const visit = (file: string, trail: string[]): void => {
-    if (trail.includes(file))
-      assert.fail(`an import circle: ${[...trail.slice(trail.indexOf(file)), file].join(' → ')}`);
-    if (done.has(file)) return;
-    for (const imported of graph.get(file) ?? []) visit(imported, [...trail, file]);
-    done.add(file);
-  };
-  for (const file of graph.keys()) visit(file, []);
-  assert.ok(done.has('lessons/run.ts') && done.has('agent.ts'), 'the walk reached the lessons and the harness');
+  assert.equal(importCircle(graph), null);
+  assert.equal(
+    importCircle(
+      new Map([
+        ['a.ts', ['b.ts']],
+        ['b.ts', ['a.ts']],
+      ]),
+    ),
+    'a.ts → b.ts → a.ts',
+  ); // it can fail
+  assert.ok(graph.has('lessons/run.ts') && graph.has('agent.ts'), 'the graph holds the lessons and the harness');
 });
 
 test('the top level holds the design card and nothing else: the harness, its tests and lessons, and the program folder if kept', async () => {

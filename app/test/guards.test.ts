@@ -7,18 +7,12 @@ import { describe, test } from 'node:test';
 import { runTask } from '../../agent.ts';
 import { call, say } from '../../scripted-model.ts';
 import { startDeepReplyApi } from '../../test/model/fake-api.ts';
-import { scriptedAgent, tempProject, toolResults, unmarked, violationsOf } from '../../test/helpers.ts';
+import { nested, scriptedAgent, tempProject, toolResults, unmarked, violationsOf } from '../../test/helpers.ts';
 import { loadSession, SESSION_VERSION, sessionRecorder } from '../session-file.ts';
 import { jsonPrinter, terminalPrinter, tracePrinter } from '../terminal.ts';
 import { runCli, pointSdkAt } from './helpers.ts';
 
 describe('absurd inputs', () => {
-  /** `{"a":{"a":…1…}}`, `depth` objects deep, built without recursion. */
-  const nested = (depth: number): unknown => {
-    let value: unknown = 1;
-    for (let i = 0; i < depth; i++) value = { a: value };
-    return value;
-  };
   const quiet = { input_tokens: 10, output_tokens: 10 }; // given, so the scripted model need not measure the reply
 
   test('a tool input nested 20,000 deep is refused by validation with a clear reason, and the session, its file and its printers go on', async (t) => {

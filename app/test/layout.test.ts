@@ -5,19 +5,10 @@ import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
+import { importCircle, importsOf } from '../../test/helpers.ts';
 
 const project = path.join(import.meta.dirname, '..', '..');
 const read = (file: string) => readFile(path.join(project, file), 'utf8');
-
-/** Every project file an import names: static, type-only, re-exported or dynamic (`import('./x.ts')`). */
-function importsOf(file: string, source: string): string[] {
-  const specifiers = [
-    ...source.matchAll(/^(?:import|export)\b[^;]*?\bfrom\s+'([^']+)'/gms),
-    ...source.matchAll(/\bimport\(\s*'([^']+)'\s*\)/g),
-  ].map((match) => match[1]!);
-  const local = specifiers.filter((s) => s.startsWith('.'));
-  return [...new Set(local.map((s) => path.normalize(path.join(path.dirname(file), s))))];
-}
 
 /** The .ts files under `folder` (node_modules and fixture projects aside), by path from the project root. */
 async function filesUnder(folder: string): Promise<string[]> {
@@ -43,16 +34,8 @@ test('no line of the program files is wider than 120 columns, so nothing wraps o
 test('no import goes round in a circle through the program, type-only and dynamic imports included', async () => {
   const graph = new Map<string, string[]>();
   for (const file of await filesUnder('')) graph.set(file, importsOf(file, await read(file)));
-  const done = new Set<string>();
-  const visit = (file: string, trail: string[]): void => {
-    if (trail.includes(file))
-      assert.fail(`an import circle: ${[...trail.slice(trail.indexOf(file)), file].join(' → ')}`);
-    if (done.has(file)) return;
-    for (const imported of graph.get(file) ?? []) visit(imported, [...trail, file]);
-    done.add(file);
-  };
-  for (const file of graph.keys()) visit(file, []);
-  assert.ok(done.has('app/main.ts') && done.has('agent.ts'), 'the walk reached the program and the harness');
+  assert.equal(importCircle(graph), null);
+  assert.ok(graph.has('app/main.ts') && graph.has('agent.ts'), 'the graph holds the program and the harness');
 });
 
 test('app/package.json names the program, so `npx harness` runs it', async () => {

@@ -7,14 +7,14 @@ import assert from 'node:assert/strict';
 import { appendFileSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { describe, test, type TestContext } from 'node:test';
+import { describe, test } from 'node:test';
 import { AnthropicModel, resume, runTask } from '../../agent.ts';
 import { main } from '../main.ts';
 import { loadSession, SESSION_VERSION, type SessionEntry, sessionRecorder } from '../session-file.ts';
 import { call, say } from '../../scripted-model.ts';
 import { edit_file } from '../../tools.ts';
 import { requestViolations } from '../../lessons/api-rules.ts';
-import { fakeMessage, type FakeApi, type FakeStep, startFakeApi } from '../../test/model/fake-api.ts';
+import { fakeApiClient, fakeMessage, messageCalls, textBlock, toolUseBlock } from '../../test/model/fake-api.ts';
 import { scriptedAgent, tempProject, unmarked, violationsOf } from '../../test/helpers.ts';
 
 const API_KEY = 'sk-ant-test-SECRET-1234567890';
@@ -230,24 +230,6 @@ describe('the session file', () => {
 // =============================================================================================
 // 2. A stream cut mid-reply, through the real SDK against the local fake API
 
-const textBlock = (text: string): Anthropic.TextBlock => ({ type: 'text', text, citations: null });
-const toolUseBlock = (id: string, name: string, input: unknown): Anthropic.ToolUseBlock => ({
-  type: 'tool_use',
-  id,
-  name,
-  input,
-  caller: { type: 'direct' },
-});
-
-/** Only the Messages calls: the agent also asks /v1/models for the context window. */
-const messageCalls = (api: FakeApi) => api.requests.filter((r) => r.method === 'POST' && r.path === '/v1/messages');
-
-async function fakeApi(t: TestContext, steps: FakeStep[]) {
-  const api = await startFakeApi(steps);
-  t.after(() => api.close());
-  return { api, client: new Anthropic({ apiKey: API_KEY, baseURL: api.baseURL, maxRetries: 2 }) };
-}
-
 describe('API faults through the real SDK', () => {
   test('a stream cut mid-reply halts with an error, the session file keeps everything before it, and a resume carries on', async (t) => {
     const root = await tempProject(t, { 'note.txt': 'hello\n' });
@@ -259,16 +241,20 @@ describe('API faults through the real SDK', () => {
       ],
       'tool_use',
     );
-    const first = await fakeApi(t, [
-      {
-        kind: 'reply',
-        message: fakeMessage(
-          [textBlock('Reading.'), toolUseBlock('toolu_1', 'read_file', { path: 'note.txt' })],
-          'tool_use',
-        ),
-      },
-      { kind: 'cut', message: cut, afterEvents: 4 },
-    ]);
+    const first = await fakeApiClient(
+      t,
+      [
+        {
+          kind: 'reply',
+          message: fakeMessage(
+            [textBlock('Reading.'), toolUseBlock('toolu_1', 'read_file', { path: 'note.txt' })],
+            'tool_use',
+          ),
+        },
+        { kind: 'cut', message: cut, afterEvents: 4 },
+      ],
+      { apiKey: API_KEY },
+    );
     const { agent } = await scriptedAgent(root, [], {
       model: new AnthropicModel('claude-test', first.client),
       onEvent: sessionRecorder(file, header(root), [API_KEY]),
@@ -282,7 +268,9 @@ describe('API faults through the real SDK', () => {
     assert.equal(loaded.repair, null);
     assert.match(readFileSync(file, 'utf8').trimEnd().split('\n').at(-1)!, /"type":"halt".*"kind":"error"/);
 
-    const second = await fakeApi(t, [{ kind: 'reply', message: fakeMessage([textBlock('It says hello.')]) }]);
+    const second = await fakeApiClient(t, [{ kind: 'reply', message: fakeMessage([textBlock('It says hello.')]) }], {
+      apiKey: API_KEY,
+    });
     const resumed = await scriptedAgent(root, [], {
       model: new AnthropicModel('claude-test', second.client),
       onEvent: sessionRecorder(file, null, [API_KEY]),

@@ -21,7 +21,16 @@ import {
 import { call, reply, say, ScriptedModel, toolUse } from '../../scripted-model.ts';
 import { defineTool, ToolError, TOOLS } from '../../tools.ts';
 import { startDeepReplyApi } from '../model/fake-api.ts';
-import { deferred, echoTool, scriptedAgent, tempProject, toolResults, violationsOf, SONNET_PRICE } from '../helpers.ts';
+import {
+  deferred,
+  echoTool,
+  nested,
+  scriptedAgent,
+  tempProject,
+  toolResults,
+  violationsOf,
+  SONNET_PRICE,
+} from '../helpers.ts';
 
 /** The real clock, kept before any test fakes it: a faked clearTimeout would leave the real timer running, and it
  *  would keep the test process alive for its full two seconds after the last test. */
@@ -318,12 +327,6 @@ describe('budgets count per task', () => {
 });
 
 describe('absurd inputs', () => {
-  /** `{"a":{"a":…1…}}`, `depth` objects deep, built without recursion. */
-  const nested = (depth: number): unknown => {
-    let value: unknown = 1;
-    for (let i = 0; i < depth; i++) value = { a: value };
-    return value;
-  };
   const quiet = { input_tokens: 10, output_tokens: 10 }; // given, so the scripted model need not measure the reply
 
   test('a tool input nested 20,000 deep is refused by validation with a clear reason, and the session and its listeners go on', async (t) => {

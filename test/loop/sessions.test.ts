@@ -13,10 +13,8 @@ import { z } from 'zod';
 import { AnthropicModel, MAX_PARALLEL_READS, resume, runTask } from '../../agent.ts';
 import { call, reply, say, type ScriptEntry, toolUse } from '../../scripted-model.ts';
 import { defineTool, type Tool, TOOLS } from '../../tools.ts';
-import { fakeMessage, type FakeApi, type FakeStep, startFakeApi } from '../model/fake-api.ts';
+import { fakeApiClient, fakeMessage, messageCalls, textBlock, toolUseBlock } from '../model/fake-api.ts';
 import { deferred, scriptedAgent, tempProject, textOf, unmarked, violationsOf, within } from '../helpers.ts';
-
-const API_KEY = 'sk-ant-test-SECRET-1234567890';
 
 const blocks = (message: Anthropic.MessageParam | undefined) =>
   message === undefined || typeof message.content === 'string' ? [] : message.content;
@@ -335,27 +333,9 @@ describe('byte-stable requests', () => {
 // =============================================================================================
 // 4. API faults, through the real SDK against the local fake API
 
-const textBlock = (text: string): Anthropic.TextBlock => ({ type: 'text', text, citations: null });
-const toolUseBlock = (id: string, name: string, input: unknown): Anthropic.ToolUseBlock => ({
-  type: 'tool_use',
-  id,
-  name,
-  input,
-  caller: { type: 'direct' },
-});
-
-/** Only the Messages calls: the agent also asks /v1/models for the context window. */
-const messageCalls = (api: FakeApi) => api.requests.filter((r) => r.method === 'POST' && r.path === '/v1/messages');
-
-async function fakeApi(t: TestContext, steps: FakeStep[]) {
-  const api = await startFakeApi(steps);
-  t.after(() => api.close());
-  return { api, client: new Anthropic({ apiKey: API_KEY, baseURL: api.baseURL, maxRetries: 2 }) };
-}
-
 describe('API faults through the real SDK', () => {
   test('an API overloaded twice (529, 529) is retried until it answers, and each retry is shown, not silent', async (t) => {
-    const { api, client } = await fakeApi(t, [
+    const { api, client } = await fakeApiClient(t, [
       { kind: 'status', status: 529 },
       { kind: 'status', status: 529 },
       { kind: 'reply', message: fakeMessage([textBlock('Done.')]) },
@@ -380,7 +360,7 @@ describe('API faults through the real SDK', () => {
         ],
         'tool_use',
       );
-      const { api, client } = await fakeApi(t, [{ kind: 'stall', message, afterEvents: 3 }]);
+      const { api, client } = await fakeApiClient(t, [{ kind: 'stall', message, afterEvents: 3 }]);
       const root = await tempProject(t);
       const { agent } = await scriptedAgent(root, [], { model: new AnthropicModel('claude-test', client, 200) });
       const halt = await runTask(agent, 'write x.txt');
@@ -392,7 +372,7 @@ describe('API faults through the real SDK', () => {
   );
 
   test('a long wait between retries (a 529 asking for retry-after) is not mistaken for a stalled stream', async (t) => {
-    const { client: direct, api } = await fakeApi(t, [
+    const { client: direct, api } = await fakeApiClient(t, [
       { kind: 'status', status: 529 },
       { kind: 'reply', message: fakeMessage([textBlock('Done.')]) },
     ]);

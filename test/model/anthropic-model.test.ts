@@ -7,29 +7,15 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { type AgentEvent, AnthropicModel, runTask } from '../../agent.ts';
-import { type FakeApi, fakeMessage, type FakeStep, startFakeApi } from './fake-api.ts';
+import { fakeApiClient, fakeMessage, type FakeStep, messageCalls, textBlock, toolUseBlock } from './fake-api.ts';
 import { scriptedAgent, tempProject } from '../helpers.ts';
 
 async function agentOnFakeApi(t: TestContext, steps: FakeStep[], files: Record<string, string> = {}) {
-  const api = await startFakeApi(steps);
-  t.after(() => api.close());
-  const client = new Anthropic({ apiKey: 'test-key', baseURL: api.baseURL, maxRetries: 2 });
+  const { api, client } = await fakeApiClient(t, steps);
   const root = await tempProject(t, files);
   const { agent, events } = await scriptedAgent(root, [], { model: new AnthropicModel('claude-test', client) });
   return { api, agent, events, root };
 }
-
-/** Requests to the Messages endpoint (the agent also asks /v1/models for the context window). */
-const messageCalls = (api: FakeApi) => api.requests.filter((r) => r.path === '/v1/messages').length;
-
-const textBlock = (text: string): Anthropic.TextBlock => ({ type: 'text', text, citations: null });
-const toolUseBlock = (id: string, name: string, input: unknown): Anthropic.ToolUseBlock => ({
-  type: 'tool_use',
-  id,
-  name,
-  input,
-  caller: { type: 'direct' },
-});
 
 test('a streamed reply with thinking, text and a tool call is assembled, executed and sent back intact', async (t) => {
   const thinking: Anthropic.ThinkingBlock = {
@@ -55,7 +41,7 @@ test('a streamed reply with thinking, text and a tool call is assembled, execute
   assert.deepEqual(halt, { kind: 'accepted', verifiedBy: null });
   const streamed = events.flatMap((e) => (e.type === 'text' ? [e.delta] : [])).join('');
   assert.equal(streamed, 'Reading it.It says hello.');
-  assert.equal(messageCalls(api), 2, 'the fake accepted the second request: the transcript kept every API rule');
+  assert.equal(messageCalls(api).length, 2, 'the fake accepted the second request: the transcript kept every API rule');
   const [, assistant, results] = agent.messages;
   assert.ok(Array.isArray(assistant?.content) && assistant.content[0]?.type === 'thinking');
   assert.ok(Array.isArray(results?.content) && results.content[0]?.type === 'tool_result');
@@ -74,7 +60,7 @@ test('the context window is asked of the API once, not again for every sub-agent
     { kind: 'reply', message: fakeMessage([textBlock('Done.')]) },
   ]);
   assert.deepEqual(await runTask(agent, 'ask twice'), { kind: 'accepted', verifiedBy: null });
-  assert.equal(messageCalls(api), 5, 'two sub-agents ran');
+  assert.equal(messageCalls(api).length, 5, 'two sub-agents ran');
   assert.equal(api.requests.filter((r) => r.path.startsWith('/v1/models')).length, 1);
 });
 
@@ -85,7 +71,7 @@ test('an overloaded API (529) is retried by the SDK itself, and the run succeeds
   ]);
   const halt = await runTask(agent, 'hi');
   assert.equal(halt.kind, 'accepted');
-  assert.equal(messageCalls(api), 2);
+  assert.equal(messageCalls(api).length, 2);
   assert.deepEqual(notices(events), [
     'the API answered 529; the SDK retries in under a second (retry 1, 1 more left)…',
   ]);
@@ -94,13 +80,13 @@ test('an overloaded API (529) is retried by the SDK itself, and the run succeeds
 test('a retry notice never promises a retry the SDK will not make: the server said no, or none are left', async (t) => {
   const refused = await agentOnFakeApi(t, [{ kind: 'status', status: 500, headers: { 'x-should-retry': 'false' } }]);
   assert.equal((await runTask(refused.agent, 'hi')).kind, 'error');
-  assert.equal(messageCalls(refused.api), 1, 'the SDK obeyed the header');
+  assert.equal(messageCalls(refused.api).length, 1, 'the SDK obeyed the header');
   assert.deepEqual(notices(refused.events), ['the API answered 500, and said not to retry (x-should-retry: false)']);
 
   const overloaded = { kind: 'status', status: 529 } as const;
   const spent = await agentOnFakeApi(t, [overloaded, overloaded, overloaded]);
   assert.equal((await runTask(spent.agent, 'hi')).kind, 'error');
-  assert.equal(messageCalls(spent.api), 3, 'the first attempt and the two retries');
+  assert.equal(messageCalls(spent.api).length, 3, 'the first attempt and the two retries');
   assert.deepEqual(notices(spent.events), [
     'the API answered 529; the SDK retries in under a second (retry 1, 1 more left)…',
     'the API answered 529; the SDK retries in under a second (retry 2, 0 more left)…',

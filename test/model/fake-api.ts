@@ -3,7 +3,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createHmac, randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import type Anthropic from '@anthropic-ai/sdk';
+import Anthropic from '@anthropic-ai/sdk';
 import type { TestContext } from 'node:test';
 import { requestViolations } from '../../lessons/api-rules.ts';
 
@@ -39,10 +39,13 @@ const ERROR_TYPES: Record<number, string> = {
   529: 'overloaded_error',
 };
 
-export async function startFakeApi(
-  steps: FakeStep[],
-  options: { maxInputTokens?: number; promptTooLongAbove?: number } = {},
-): Promise<FakeApi> {
+/** The model's window that /v1/models reports, and a prompt length above which a request is refused. */
+export interface FakeApiOptions {
+  maxInputTokens?: number;
+  promptTooLongAbove?: number;
+}
+
+export async function startFakeApi(steps: FakeStep[], options: FakeApiOptions = {}): Promise<FakeApi> {
   // A per-server secret makes signatures unforgeable, so a 200 proves the harness echoed thinking verbatim.
   const secret = randomBytes(32);
   const sign = (thinking: string): string => createHmac('sha256', secret).update(thinking).digest('base64');
@@ -298,6 +301,33 @@ export function streamEvents(message: Anthropic.Message): Anthropic.RawMessageSt
   );
   return events;
 }
+
+/** A fake API serving `steps` until the test ends, and a client of the real SDK pointed at it. */
+export async function fakeApiClient(
+  t: TestContext,
+  steps: FakeStep[],
+  { apiKey = 'test-key', maxRetries = 2, ...options }: FakeApiOptions & { apiKey?: string; maxRetries?: number } = {},
+): Promise<{ api: FakeApi; client: Anthropic }> {
+  const api = await startFakeApi(steps, options);
+  t.after(() => api.close());
+  return { api, client: new Anthropic({ apiKey, baseURL: api.baseURL, maxRetries }) };
+}
+
+/** The requests to the Messages endpoint: the agent also asks /v1/models for the context window. */
+export const messageCalls = (api: FakeApi): RecordedRequest[] =>
+  api.requests.filter((r) => r.method === 'POST' && r.path === '/v1/messages');
+
+/** A text block as the API sends it. */
+export const textBlock = (text: string): Anthropic.TextBlock => ({ type: 'text', text, citations: null });
+
+/** A tool call as the API sends it. */
+export const toolUseBlock = (id: string, name: string, input: unknown): Anthropic.ToolUseBlock => ({
+  type: 'tool_use',
+  id,
+  name,
+  input,
+  caller: { type: 'direct' },
+});
 
 /** A complete assistant Message with realistic usage, for scripting replies without boilerplate. */
 export function fakeMessage(
