@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { describe, test, type TestContext } from 'node:test';
+import { describe, test } from 'node:test';
 import {
   type Agent,
   type AgentEvent,
@@ -18,6 +18,7 @@ import {
   compact,
   compaction,
   compactNow,
+  contextBreakdown,
   type ContextHook,
   DEFAULT_CONTEXT_WINDOW,
   describeHalt,
@@ -41,7 +42,7 @@ import {
 } from '../../scripted-model.ts';
 import { defineTool, TOOLS } from '../../tools.ts';
 import { requestViolations } from '../../lessons/api-rules.ts';
-import { fakeMessage, startFakeApi } from '../model/fake-api.ts';
+import { fakeApiClient, fakeMessage, textBlock, toolUseBlock } from '../model/fake-api.ts';
 import {
   childScript,
   FINAL,
@@ -85,21 +86,6 @@ const toolUses = (messages: Anthropic.MessageParam[]) =>
  *  (the tool definitions are not charged). */
 const reportedInput = ({ tools: _left, ...request }: ModelRequest) => Math.ceil(JSON.stringify(request).length / 4);
 const sumOf = (numbers: number[]) => numbers.reduce((a, b) => a + b, 0);
-
-const textBlock = (t: string): Anthropic.TextBlock => ({ type: 'text', text: t, citations: null });
-const toolUseBlock = (id: string, name: string, input: unknown): Anthropic.ToolUseBlock => ({
-  type: 'tool_use',
-  id,
-  name,
-  input,
-  caller: { type: 'direct' },
-});
-
-async function fakeClient(t: TestContext, ...args: Parameters<typeof startFakeApi>) {
-  const api = await startFakeApi(...args);
-  t.after(() => api.close());
-  return { api, client: new Anthropic({ apiKey: 'test-key', baseURL: api.baseURL, maxRetries: 0 }) };
-}
 
 // ---------------------------------------------------------------------------------------------
 // 1–3. Compaction: the long task, resume, and where the cut may land
@@ -375,7 +361,7 @@ describe('reactive compaction ("prompt is too long")', () => {
   test('a request the API finds too long is compacted once and retried, and the run succeeds', async (t) => {
     // Two results (~23,000 tokens) are too long; the latest one with the summary (~12,000) fits.
     const LIMIT = 18_000;
-    const { api, client } = await fakeClient(
+    const { api, client } = await fakeApiClient(
       t,
       [
         readCall('toolu_1', 'a.txt'),
@@ -383,7 +369,7 @@ describe('reactive compaction ("prompt is too long")', () => {
         { kind: 'reply', message: fakeMessage([textBlock('SUMMARY: read a and b.')]) },
         { kind: 'reply', message: fakeMessage([textBlock('Both files read.')]) },
       ],
-      { promptTooLongAbove: LIMIT },
+      { promptTooLongAbove: LIMIT, maxRetries: 0 },
     );
     const root = await tempProject(t, bigFiles());
     const { agent, events } = await scriptedAgent(root, [], { model: new AnthropicModel('claude-test', client) });
@@ -412,7 +398,7 @@ describe('reactive compaction ("prompt is too long")', () => {
 
   test('when even the compacted request is too long, the run halts with kind error saying the prompt is too long', async (t) => {
     const LIMIT = 8_000;
-    const { api, client } = await fakeClient(
+    const { api, client } = await fakeApiClient(
       t,
       [
         readCall('toolu_1', 'small.txt'),
@@ -421,7 +407,7 @@ describe('reactive compaction ("prompt is too long")', () => {
         // Only a harness that compacted a second time would get this far.
         { kind: 'reply', message: fakeMessage([textBlock('SUMMARY 2: read a.txt.')]) },
       ],
-      { promptTooLongAbove: LIMIT },
+      { promptTooLongAbove: LIMIT, maxRetries: 0 },
     );
     const root = await tempProject(t, { ...bigFiles(), 'small.txt': 'tiny\n' });
     const { agent, events } = await scriptedAgent(root, [], { model: new AnthropicModel('claude-test', client) });
@@ -512,7 +498,7 @@ describe('a trip costs the same at any length', () => {
     assert.equal(agent.messages.length, 2);
   });
 
-  test('each message is measured once: the first request of a resumed transcript, and the next, do not stringify it again', async (t) => {
+  test('each message is measured once: the first request of a resumed transcript, the next, and the context breakdown do not stringify it again', async (t) => {
     const root = await tempProject(t);
     let measured = 0;
     const earlier = {
@@ -526,16 +512,18 @@ describe('a trip costs the same at any length', () => {
       complete: async () => fakeMessage([textBlock('ok')]),
     };
     const { agent } = await scriptedAgent(root, [], { model });
-    agent.messages.push(earlier as Anthropic.MessageParam, answer);
+    const messages = [earlier as Anthropic.MessageParam, answer];
+    resume(agent, { messages, compaction: null, subAgents: 0, repair: null, protectedAtStart: null, warnings: [] });
     await runTask(agent, 'go on');
     await runTask(agent, 'and again');
+    contextBreakdown(agent);
     assert.equal(measured, 1);
   });
 });
 
 describe('the context window', () => {
   test("the window comes from the model's metadata, over the configured fallback", async (t) => {
-    const { client } = await fakeClient(t, [], { maxInputTokens: 50_000 });
+    const { client } = await fakeApiClient(t, [], { maxInputTokens: 50_000, maxRetries: 0 });
     const root = await tempProject(t);
     const { agent } = await scriptedAgent(root, [], {
       model: new AnthropicModel('claude-test', client),
