@@ -1,6 +1,7 @@
-// lessons/interview.md answers from the code with references such as `verifyGate` (`agent.ts:451`): a symbol and
-// the file and line it is on. These tests keep every reference pointing at its symbol, so an edit that moves the
-// code fails here until the page moves with it.
+// lessons/interview.md answers from the code with references such as `verifyGate` (`agent.ts`), a symbol and the
+// file that declares it, or `seen` in `edit_file` (`tools.ts`), a name and the declaration it is used in. These tests
+// keep every reference pointing at its symbol, so renaming or removing it fails here until the page follows. A
+// reference names no line: lines move with every edit, a fork's first tool among them, and the page would be wrong.
 
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
@@ -10,71 +11,67 @@ import { test } from 'node:test';
 const REPO = path.join(import.meta.dirname, '..', '..');
 const read = (relative: string) => readFileSync(path.join(REPO, relative), 'utf8');
 
-/** `file.ts:12` in backticks, anywhere in the text. */
-const REFERENCE = /`([\w./-]+\.[a-z]+):(\d+)`/g;
-/** `symbol` (`file.ts:12`) or (`symbol`, `file.ts:12`): a reference with the symbol its line must hold. */
-const NAMED_REFERENCE = /`([A-Za-z_$][\w$]*)`(?:\s+\(|,\s+)`([\w./-]+\.[a-z]+):(\d+)`/g;
+/** `file.ts:12` in backticks: a reference by line, which the page no longer makes. */
+const LINE_REFERENCE = /`[\w./-]+\.[a-z]+:\d+`/g;
+/** `symbol` (`file.ts`), (`symbol`, `file.ts`), or either with `in `scope`` after the symbol. */
+const REFERENCE = /`([A-Za-z_$][\w$]*)`(?: in `([A-Za-z_$][\w$]*)`)?(?:\s+\(|,\s+)`([\w./-]+\.[a-z]+)`/g;
+/** A declaration at the top level of a file: `export async function runTask(`, `const TOOLS =`, `interface Agent {`. */
+const DECLARATION = /^(?:export\s+)?(?:async\s+)?(?:function\*?|const|let|class|interface|type)\s+([A-Za-z_$][\w$]*)/;
 
-/** Why each reference in `text` does not hold: a file that is not there, a line past its end, a line without the
- *  symbol named beside it, or a reference with no symbol at all. Paths are from the repository's root. */
+/** Each top-level declaration of `source` with its lines: from its own to the one before the next declaration. */
+function declarations(source: string): Map<string, string[]> {
+  const lines = source.split('\n');
+  const starts = lines.flatMap((line, i) => {
+    const name = DECLARATION.exec(line)?.[1];
+    return name === undefined ? [] : [{ name, i }];
+  });
+  return new Map(starts.map(({ name, i }, k) => [name, lines.slice(i, starts[k + 1]?.i ?? lines.length)]));
+}
+
+/** Why each reference in `text` does not hold: a line number, a file that is not there, a symbol the file does not
+ *  declare, or a name its scope does not use. Paths are from the repository's root. */
 function referenceProblems(text: string, repo: string): string[] {
-  const problems: string[] = [];
-  const named = [...text.matchAll(NAMED_REFERENCE)];
-  const all = [...text.matchAll(REFERENCE)];
-  const namedAt = new Set(named.map((match) => match.index + match[0].lastIndexOf('`', match[0].length - 2)));
-  for (const match of all) {
-    if (!namedAt.has(match.index)) problems.push(`${match[0]} has no \`symbol\` beside it`);
-  }
-  for (const [, symbol, file, line] of named) {
-    const where = `${file}:${line}`;
+  const problems = [...text.matchAll(LINE_REFERENCE)].map(([reference]) => `${reference} names a line, not a symbol`);
+  for (const [reference, symbol, scope, file] of text.matchAll(REFERENCE)) {
     const full = path.join(repo, file!);
+    // A fork that deletes a folder (the program, say) keeps this page: references into it are left unchecked.
+    if (file!.includes('/') && !existsSync(path.join(repo, file!.split('/')[0]!))) continue;
     if (!existsSync(full)) {
-      problems.push(`${where}: no such file`);
+      problems.push(`${reference}: no such file`);
       continue;
     }
-    const lines = readFileSync(full, 'utf8').split('\n');
-    const n = Number(line);
-    if (n < 1 || n > lines.length) {
-      problems.push(`${where}: the file has ${lines.length} lines`);
-      continue;
-    }
-    const escaped = symbol!.replace(/\$/g, '\\$');
-    if (!new RegExp(`(?<![\\w$])${escaped}(?![\\w$])`).test(lines[n - 1]!)) {
-      problems.push(`${where} does not hold \`${symbol}\`: ${lines[n - 1]!.trim()}`);
+    const declared = declarations(readFileSync(full, 'utf8'));
+    const word = new RegExp(`(?<![\\w$])${symbol!.replace(/\$/g, '\\$')}(?![\\w$])`);
+    if (scope === undefined) {
+      if (!declared.has(symbol!)) problems.push(`${reference}: ${file} does not declare ${symbol}`);
+    } else if (!declared.has(scope)) {
+      problems.push(`${reference}: ${file} does not declare ${scope}`);
+    } else if (!declared.get(scope)!.some((line) => word.test(line))) {
+      problems.push(`${reference}: ${scope} does not use ${symbol}`);
     }
   }
   return problems;
 }
 
-test('every file:line reference in lessons/interview.md is on a line that holds the symbol named beside it', () => {
+test('every reference in lessons/interview.md names a symbol its file declares, or a name its scope uses', () => {
   const text = read('lessons/interview.md');
   const count = [...text.matchAll(REFERENCE)].length;
   assert.ok(count >= 40, `only ${count} references: the page answers from the code`);
-  // A fork that deletes a folder (the program, say) keeps this page: references into a folder that is not in the
-  // checkout are left unchecked.
-  const folderGone = (problem: string) => problem.includes('/') && !existsSync(path.join(REPO, problem.split('/')[0]!));
-  assert.deepEqual(
-    referenceProblems(text, REPO).filter((problem) => !folderGone(problem)),
-    [],
-  );
+  assert.deepEqual(referenceProblems(text, REPO), []);
 });
 
-test('a reference that drifted, points nowhere or names no symbol is reported', () => {
-  const at =
-    read('agent.ts')
-      .split('\n')
-      .findIndex((line) => line.startsWith('export async function runTask')) + 1;
-  assert.ok(at > 0, 'agent.ts defines runTask');
-  const drifted = [
-    '`verifyGate` (`agent.ts:1`)', // the wrong line
-    '`verifyGate` (`no-such-file.ts:3`)',
-    '`verifyGate` (`agent.ts:999999`)',
-    `see \`agent.ts:${at}\``, // no symbol
-    `(\`runTaskX\`, \`agent.ts:${at}\`)`, // a longer name is not the symbol on the line
+test('a reference that names a line, points nowhere, or names what its file lacks is reported', () => {
+  const wrong = [
+    '`verifyGate` (`agent.ts:451`)', // a line, which moves
+    '`verifyGate` (`no-such-file.ts`)',
+    '(`verifyGateX`, `agent.ts`)', // a longer name is not the symbol
+    '`seen` (`agent.ts`)', // a field, not a declaration of agent.ts
+    '`seen` in `noSuchScope` (`agent.ts`)',
+    '`seenHash` in `runTask` (`agent.ts`)', // runTask does not use it
   ].join('\n');
-  const problems = referenceProblems(drifted, REPO);
-  assert.equal(problems.length, 5, problems.join('\n'));
-  const held = `(\`runTask\`, \`agent.ts:${at}\`) and \`runTask\` (\`agent.ts:${at}\`)`;
+  const problems = referenceProblems(wrong, REPO);
+  assert.equal(problems.length, 6, problems.join('\n'));
+  const held = '(`runTask`, `agent.ts`), `verifyGate` (`agent.ts`) and `tampered` in `verifyGate` (`agent.ts`)';
   assert.deepEqual(referenceProblems(held, REPO), []);
 });
 
