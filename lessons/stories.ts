@@ -43,6 +43,13 @@ import { defineTool, describeArguments, type Tool, TOOLS } from '../tools.ts';
 import { requestViolations } from './api-rules.ts';
 import { EXAMPLE_FILES, SEED_STORY_SCRIPT, SEED_STORY_TASK, SEED_STORY_VERIFY } from './demo.ts';
 
+/** TOOLS and `extra`, each in place of a tool of its name in TOOLS: a story's or a test's own tool still runs in a
+ *  fork that added one called the same, where two tools of one name would be refused by the API. */
+export function toolsWith(...extra: Tool[]): Tool[] {
+  const names = new Set(extra.map((tool) => tool.name));
+  return [...TOOLS.filter((tool) => !names.has(tool.name)), ...extra];
+}
+
 export const LESSONS = ['p0', 'p1', 'p2', 'p3', 'p4'] as const;
 export type Lesson = (typeof LESSONS)[number];
 
@@ -726,7 +733,7 @@ export const STORIES: Story[] = [
       ),
       say('Counted to five once.'),
     ],
-    tools: (scene) => [...TOOLS, countTool(scene), tallyTool(scene)],
+    tools: (scene) => toolsWith(countTool(scene), tallyTool(scene)),
     check: ({ messages, scene }) => {
       const fix =
         "check every call's arguments with tool.input.strict().safeParse(call.input) before it runs, and refuse " +
@@ -772,7 +779,7 @@ export const STORIES: Story[] = [
       ),
       say('I could not get out of the project.'),
     ],
-    tools: (scene) => [...TOOLS, fileSizeTool(scene)],
+    tools: (scene) => toolsWith(fileSizeTool(scene)),
     check: async ({ messages, requests, halts, scene }) => {
       const leak = messages.flatMap(resultsOf).find((result) => resultText(result).includes(PATH_SECRET));
       if (leak !== undefined || JSON.stringify(requests).includes(PATH_SECRET)) {
@@ -1082,7 +1089,7 @@ export const STORIES: Story[] = [
       },
       say('Done: add.js returns a + b; test.js is unchanged.'),
     ],
-    tools: () => [...TOOLS, writeFileTool],
+    tools: () => toolsWith(writeFileTool),
     verify: SEED_STORY_VERIFY,
     options: () => ({ protect: ['test.js'], contextFiles: false }),
     approvals: [],
@@ -1255,7 +1262,7 @@ export const STORIES: Story[] = [
         return say('The person said no; nothing logged.');
       },
     ],
-    tools: () => [...TOOLS, appendLine],
+    tools: () => toolsWith(appendLine),
     options: () => ({ contextFiles: false }),
     approvals: [{ approved: false, reason: 'no logging today' }],
     check: ({ messages, scene }) => {
@@ -1325,7 +1332,7 @@ export const STORIES: Story[] = [
     tasks: [NOTES_TASK],
     script: readEveryNote,
     subAgentScript: NOTES_SUB_AGENT,
-    tools: () => [...TOOLS, manualTool],
+    tools: () => toolsWith(manualTool),
     usageCountsTools: true,
     options: () => ({ contextWindow: P4_WINDOW, contextFiles: false }),
     check: ({ requests, scene }) =>

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
 import { type AgentEvent, type ModelRequest } from '../agent.ts';
-import { scriptedAgent, writeFiles } from '../lessons/stories.ts';
+import { scriptedAgent, toolsWith, writeFiles } from '../lessons/stories.ts';
 import { z } from 'zod';
 import { defineTool } from '../tools.ts';
 import { requestViolations } from '../lessons/api-rules.ts';
@@ -20,7 +20,7 @@ export async function tempProject(t: TestContext, files: Record<string, string> 
   return root;
 }
 
-export { scriptedAgent };
+export { scriptedAgent, toolsWith };
 
 /** A request's messages as the transcript holds them: the per-request cache mark taken off. */
 export function unmarked(messages: Anthropic.MessageParam[]): Anthropic.MessageParam[] {

@@ -24,8 +24,8 @@ import {
 } from '../session-file.ts';
 import type { SessionEvent } from '../terminal.ts';
 import { call, reply, say, type ScriptEntry, ScriptedModel, text, toolUse } from '../../scripted-model.ts';
-import { defineTool, TOOLS } from '../../tools.ts';
-import { scriptedAgent, tempProject } from '../../test/helpers.ts';
+import { defineTool } from '../../tools.ts';
+import { scriptedAgent, tempProject, toolsWith } from '../../test/helpers.ts';
 
 export const HOSTILE = {
   script: '<script>alert(1)</script>',
@@ -98,7 +98,7 @@ export async function richSession(t: TestContext, model = 'scripted'): Promise<s
       say('Second task done.'),
     ],
     tasks: ['Make done.txt.', 'And a second task.'],
-    config: (holder) => ({ tools: [...TOOLS, nudge(holder)], verify: 'test -f done.txt' }),
+    config: (holder) => ({ tools: toolsWith(nudge(holder)), verify: 'test -f done.txt' }),
   });
 }
 

@@ -40,7 +40,7 @@ import {
   text,
   toolUse,
 } from '../../scripted-model.ts';
-import { defineTool, TOOLS } from '../../tools.ts';
+import { defineTool } from '../../tools.ts';
 import { requestViolations } from '../../lessons/api-rules.ts';
 import { fakeApiClient, fakeMessage, textBlock, toolUseBlock } from '../model/fake-api.ts';
 import {
@@ -63,6 +63,7 @@ import {
   textOf,
   tokensSpent,
   toolResults,
+  toolsWith,
   unmarked,
 } from '../helpers.ts';
 
@@ -680,7 +681,7 @@ describe('the sub-agent (task tool)', () => {
       readOnly: true,
       run: async () => 'no matches',
     });
-    const { agent } = await scriptedAgent(root, parentScript(), { taskModel: childModel, tools: [...TOOLS, grep] });
+    const { agent } = await scriptedAgent(root, parentScript(), { taskModel: childModel, tools: toolsWith(grep) });
     await runTask(agent, 'What is the answer?');
     const offered = toolNames(childModel.requests[0]!);
     assert.ok(offered.includes('grep'), `the child was offered ${offered}`);

@@ -30,8 +30,17 @@ import {
   withdrawSteering,
 } from '../../agent.ts';
 import { call, reply, say, ScriptedModel, text, toolUse } from '../../scripted-model.ts';
-import { defineTool, sandboxProblem, TOOLS } from '../../tools.ts';
-import { echoTool, HAIKU_PRICE, scriptedAgent, tempProject, textOf, toolResults, violationsOf } from '../helpers.ts';
+import { defineTool, sandboxProblem } from '../../tools.ts';
+import {
+  echoTool,
+  HAIKU_PRICE,
+  scriptedAgent,
+  tempProject,
+  textOf,
+  toolResults,
+  toolsWith,
+  violationsOf,
+} from '../helpers.ts';
 
 const runNode = promisify(execFile);
 const noSandbox = await sandboxProblem();
@@ -52,7 +61,7 @@ describe('the gate says what is wrong', () => {
     });
     const script = [call('run_script', {}), say('done')];
     const { agent } = await scriptedAgent(root, script, {
-      tools: [...TOOLS, swap],
+      tools: toolsWith(swap),
       protect: ['test/**'],
       verify: 'exit 0',
       budgets: { maxTurns: 2 },
@@ -218,7 +227,7 @@ describe('what the user and the session file are told', () => {
       reply(toolUse('echo', { text: 'a' }), toolUse('edit_file', { path: 'a.txt', old_str: '', new_str: 'a\n' })),
       say('ok'),
     ];
-    const { agent, events } = await scriptedAgent(root, script, { tools: [...TOOLS, tool] });
+    const { agent, events } = await scriptedAgent(root, script, { tools: toolsWith(tool) });
     await runTask(agent, 'work');
     assert.deepEqual(runs, ['a']);
     assert.deepEqual(
@@ -638,7 +647,7 @@ describe('what views and the program are told (found by npm run mutate:agent, 20
       },
     });
     const script = [call('peek', { path: '../outside.txt' }), call('peek', { path: 'inside.txt' }), say('done')];
-    const { agent } = await scriptedAgent(root, script, { tools: [...TOOLS, careless] });
+    const { agent } = await scriptedAgent(root, script, { tools: toolsWith(careless) });
     await runTask(agent, 'peek');
     assert.deepEqual(reached, ['inside.txt']);
   });
@@ -666,7 +675,7 @@ describe('what views and the program are told (found by npm run mutate:agent, 20
       },
     });
     const { agent } = await scriptedAgent(root, [call('press_ctrl_c', {}), say('done')], {
-      tools: [...TOOLS, ctrlC],
+      tools: toolsWith(ctrlC),
       budgets: { maxTurns: 25, maxTokens: 1 },
     });
     assert.deepEqual(await runTask(agent, 'work', stop.signal), { kind: 'interrupted' });

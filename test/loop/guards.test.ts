@@ -19,17 +19,18 @@ import {
   runTask,
 } from '../../agent.ts';
 import { call, reply, say, ScriptedModel, toolUse } from '../../scripted-model.ts';
-import { defineTool, ToolError, TOOLS } from '../../tools.ts';
+import { defineTool, ToolError } from '../../tools.ts';
 import { startDeepReplyApi } from '../model/fake-api.ts';
 import {
   deferred,
   echoTool,
   nested,
   scriptedAgent,
+  SONNET_PRICE,
   tempProject,
   toolResults,
+  toolsWith,
   violationsOf,
-  SONNET_PRICE,
 } from '../helpers.ts';
 
 /** The real clock, kept before any test fakes it: a faked clearTimeout would leave the real timer running, and it
@@ -156,7 +157,7 @@ describe('protected files: dotfiles too, in each layer', () => {
     });
     const script = [call('run_script', {}), say('done')];
     const { agent } = await scriptedAgent(root, script, {
-      tools: [...TOOLS, tamper],
+      tools: toolsWith(tamper),
       protect: GLOBS,
       verify: 'exit 0',
       budgets: { maxTurns: 2 },

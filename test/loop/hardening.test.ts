@@ -22,19 +22,20 @@ import {
   runTask,
 } from '../../agent.ts';
 import { call, reply, say, ScriptedModel, toolUse } from '../../scripted-model.ts';
-import { defineTool, type Tool, TOOLS } from '../../tools.ts';
+import { defineTool, type Tool } from '../../tools.ts';
 import {
   deferred,
   echoTool,
   scriptedAgent,
+  SONNET_PRICE,
   tempProject,
   textOf,
   tokensSpent,
   toolResults,
+  toolsWith,
   unmarked,
   violationsOf,
   within,
-  SONNET_PRICE,
 } from '../helpers.ts';
 
 /** A tool with a fixed output, recording its runs. */
@@ -301,7 +302,7 @@ describe('protected files', () => {
     const root = await tempProject(t, { 'test/x.test.js': TEST_FILE });
     const script = [call('run_script', {}), say('done'), say('done, really')];
     const { agent, events } = await scriptedAgent(root, script, {
-      tools: [...TOOLS, tamperTool(root, 'pass();\n')],
+      tools: toolsWith(tamperTool(root, 'pass();\n')),
       protect: ['test/**'],
       verify: 'exit 0',
       budgets: { maxTurns: 3 },
@@ -320,7 +321,7 @@ describe('protected files', () => {
     const root = await tempProject(t, { 'test/x.test.js': TEST_FILE });
     const script = [call('run_script', {}), say('done'), call('restore', {}), say('done, tests restored')];
     const { agent } = await scriptedAgent(root, script, {
-      tools: [...TOOLS, tamperTool(root, 'pass();\n'), tamperTool(root, TEST_FILE, 'restore')],
+      tools: toolsWith(tamperTool(root, 'pass();\n'), tamperTool(root, TEST_FILE, 'restore')),
       protect: ['test/**'],
       verify: 'exit 0',
     });
@@ -333,7 +334,7 @@ describe('protected files', () => {
     const root = await tempProject(t, { 'test/x.test.js': TEST_FILE });
     const script = [call('run_script', {}), say('done'), say('done'), say('done')];
     const { agent, events } = await scriptedAgent(root, script, {
-      tools: [...TOOLS, tamperTool(root, 'pass();\n')],
+      tools: toolsWith(tamperTool(root, 'pass();\n')),
       protect: ['test/**'],
       verify: 'exit 0',
       budgets: { maxTurns: 2 },
@@ -396,7 +397,7 @@ describe('protected files', () => {
       },
     });
     const script = [say('done'), call('replace_pipe', {}), say('done'), say('done')];
-    const started = scriptedAgent(root, script, { tools: [...TOOLS, replacePipe], protect: ['**'], verify: 'exit 0' });
+    const started = scriptedAgent(root, script, { tools: toolsWith(replacePipe), protect: ['**'], verify: 'exit 0' });
     const { agent } = await bounded(started, 'fingerprinting the project at the start');
     const first = await bounded(runTask(agent, 'check'), 'the gate');
     assert.deepEqual(first, { kind: 'accepted', verifiedBy: 'exit 0' }, 'an untouched pipe is no change');

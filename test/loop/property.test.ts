@@ -29,9 +29,9 @@ import {
   runTask,
 } from '../../agent.ts';
 import { say, type ScriptedBlock, type ScriptedReply, type ScriptEntry, ScriptedModel } from '../../scripted-model.ts';
-import { defineTool, TOOLS } from '../../tools.ts';
+import { defineTool } from '../../tools.ts';
 import { requestViolations } from '../../lessons/api-rules.ts';
-import { HAIKU_PRICE, scriptedAgent, tempProject } from '../helpers.ts';
+import { HAIKU_PRICE, scriptedAgent, tempProject, toolsWith } from '../helpers.ts';
 
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : 20_251_130;
 const RUNS = process.env.FUZZ_RUNS ? Number(process.env.FUZZ_RUNS) : 500;
@@ -116,7 +116,7 @@ const toggle = defineTool({
     return existed ? 'deleted ok' : 'created ok';
   },
 });
-const FUZZ_TOOLS = [...TOOLS, chaos, toggle];
+const FUZZ_TOOLS = toolsWith(chaos, toggle);
 /** A shell builtin only: a verify gate costs one `sh` spawn, no other process. */
 const VERIFY = '[ -f ok ]';
 

@@ -12,9 +12,9 @@ import { describe, test, type TestContext } from 'node:test';
 import { z } from 'zod';
 import { AnthropicModel, MAX_PARALLEL_READS, resume, runTask } from '../../agent.ts';
 import { call, reply, say, type ScriptEntry, toolUse } from '../../scripted-model.ts';
-import { defineTool, type Tool, TOOLS } from '../../tools.ts';
+import { defineTool, type Tool } from '../../tools.ts';
 import { fakeApiClient, fakeMessage, messageCalls, textBlock, toolUseBlock } from '../model/fake-api.ts';
-import { deferred, scriptedAgent, tempProject, textOf, unmarked, violationsOf, within } from '../helpers.ts';
+import { deferred, scriptedAgent, tempProject, textOf, toolsWith, unmarked, violationsOf, within } from '../helpers.ts';
 
 const blocks = (message: Anthropic.MessageParam | undefined) =>
   message === undefined || typeof message.content === 'string' ? [] : message.content;
@@ -201,7 +201,7 @@ describe('parallel read-only calls', () => {
     const run = async (readOnlyAllowed: boolean) => {
       const root = await tempProject(t, files);
       const concurrency = { now: 0, most: 0 };
-      const tools = [...TOOLS, slowTool(true, concurrency)].map((tool) =>
+      const tools = toolsWith(slowTool(true, concurrency)).map((tool) =>
         readOnlyAllowed ? tool : { ...tool, readOnly: false },
       );
       const { agent } = await scriptedAgent(root, script, { tools });

@@ -12,8 +12,8 @@ import { describe, test, type TestContext } from 'node:test';
 import { z } from 'zod';
 import { runTask } from '../../agent.ts';
 import { call, reply, say, toolUse } from '../../scripted-model.ts';
-import { defineTool, edit_file, list_files, read_file, TOOLS, type ToolContext } from '../../tools.ts';
-import { scriptedAgent, tempProject, toolResults } from '../helpers.ts';
+import { defineTool, edit_file, list_files, read_file, type ToolContext } from '../../tools.ts';
+import { scriptedAgent, tempProject, toolResults, toolsWith } from '../helpers.ts';
 
 const sha256 = (data: string) => createHash('sha256').update(data).digest('hex');
 
@@ -134,7 +134,7 @@ describe("protected paths: the tools never write .git, editors' settings or .age
     const { agent } = await scriptedAgent(
       root,
       [call('write_file', { path: '.git/hooks/post-checkout', content: `#!/bin/sh\ntouch ${pwned}\n` }), say('done')],
-      { tools: [...TOOLS, write_file] },
+      { tools: toolsWith(write_file) },
     );
     await runTask(agent, 'write a hook');
     assert.deepEqual(writes, []);
