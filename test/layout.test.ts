@@ -48,6 +48,13 @@ test('no line of agent.ts, tools.ts or scripted-model.ts is wider than 100 colum
   assert.deepEqual(wide, []);
 });
 
+// The front page says what the harness is, how to run it, the loop, the layout, the lessons and how to fork it; the
+// manuals go beside what they describe (app/README.md, test/README.md), counted as `wc -w` counts.
+test('README.md is a front page: at most 3,000 words', async () => {
+  const words = (await read('README.md')).split(/\s+/).filter(Boolean).length;
+  assert.ok(words <= 3_000, `README.md has ${words} words, over 3,000: move a manual beside what it describes`);
+});
+
 test('agent.ts imports only tools.ts of the project, and nothing of a terminal: the harness never draws', async () => {
   const source = await read('agent.ts');
   assert.deepEqual(importsOf('agent.ts', source), ['tools.ts']);
