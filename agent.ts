@@ -46,6 +46,7 @@ import {
   loadContextFiles,
   protectedPathProblem,
   MAX_INPUT_DEPTH,
+  readablePath,
   nestedDeeperThan,
   runCommand,
   sandboxableRoot,
@@ -440,9 +441,7 @@ async function judgeFinalReply(agent: Agent, run: Run, reply: Anthropic.Message)
   const stop = reply.stop_reason;
   if (stop === 'max_tokens') return CUT_OFF_REPLY;
   if (stop === 'refusal') return errorHalt('the model refused to continue (refusal)');
-  if (stop === 'model_context_window_exceeded') {
-    return errorHalt("the conversation no longer fits the model's context window");
-  }
+  if (stop === 'model_context_window_exceeded') return errorHalt('the context window is full');
   return await verifyGate(agent, run);
 }
 
@@ -606,12 +605,13 @@ export const pathOf = (input: unknown): string | undefined =>
     ? input.path
     : undefined;
 
-/** Prevents any tool from reaching outside the project through a `path` argument. */
+/** Prevents any tool's `path` from reaching outside the project, or a read from .git or .agent. */
 export const safePathCheck: BeforeCallHook = {
   name: 'safe_path',
-  async check({ input }, agent) {
+  async check({ tool, input }, { toolContext: ctx }) {
     const requested = pathOf(input);
-    if (requested !== undefined) await safe_path(agent.toolContext.root, requested);
+    if (requested === undefined) return ALLOW;
+    await (tool.readOnly ? readablePath(ctx, requested) : safe_path(ctx.root, requested));
     return ALLOW;
   },
 };
@@ -819,8 +819,7 @@ export const compaction: ContextHook = async (messages, agent, signal) => {
   const threshold = (agent.config.compactAt ?? 0.75) * agent.contextWindow;
   while (estimateNextRequest(agent, compactedView(agent, messages)) > threshold) {
     if (spendingHalt(agent)) break;
-    const pieceLeft = await compact(agent, signal); // null: nothing old enough to cut
-    if (!pieceLeft) break;
+    if (!(await compact(agent, signal))) break; // no piece left, or nothing old enough to cut
   }
   return compactedView(agent, messages);
 };
@@ -844,8 +843,9 @@ function pieceEnd(messages: View, from: number, cut: number, fitTokens: number):
   let end: number | null = null;
   for (let i = from + 1; i <= cut; i++) {
     size += estimateMessages(messages.slice(i - 1, i)); // measured once, as requests are
-    if (messages[i]!.role === 'assistant' && size > fitTokens) return end ?? i;
-    if (messages[i]!.role === 'assistant') end = i;
+    if (messages[i]!.role !== 'assistant') continue;
+    if (size > fitTokens) return end ?? i;
+    end = i;
   }
   return cut;
 }

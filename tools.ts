@@ -330,11 +330,12 @@ export function protectedPathProblem(
  *  harness's own. */
 const UNREADABLE_NAMES: readonly string[] = ['.git', '.agent'];
 
-/** Prevents read_file and list_files from showing the model `.git/config` (a token kept in a remote
- *  URL) or the harness's session files, by any spelling or link; `defaultProtection: false` lifts
- *  it. */
-function refuseUnreadable(ctx: ToolContext, requested: string, real: string): void {
-  if (ctx.defaultProtection === false) return;
+/** Prevents a tool that reads from showing the model `.git/config` (a token kept in a remote URL)
+ *  or the harness's session files, by any spelling or link; `defaultProtection: false` lifts it.
+ *  Returns the real path, as safe_path does. */
+export async function readablePath(ctx: ToolContext, requested: string): Promise<string> {
+  const real = await safe_path(ctx.root, requested);
+  if (ctx.defaultProtection === false) return real;
   const relatives = [
     path.relative(ctx.root, path.resolve(ctx.root, requested)),
     path.relative(ctx.root, real),
@@ -345,6 +346,7 @@ function refuseUnreadable(ctx: ToolContext, requested: string, real: string): vo
     throw new ToolError(
       `${JSON.stringify(requested)} is inside "${name}", which the tools never read`,
     );
+  return real;
 }
 
 /** lstat, not stat: a dangling symlink exists and must be resolved (and refused), not skipped. */
@@ -393,8 +395,7 @@ export const list_files = defineTool({
   describe: ({ path: given = '.' }) =>
     `list_files ${given === '.' ? '.' : shownPath(given.replace(/\/?$/, '/'))}`,
   async run({ path: requested = '.' }, ctx) {
-    const start = await safe_path(ctx.root, requested);
-    refuseUnreadable(ctx, requested, start);
+    const start = await readablePath(ctx, requested);
     if (!(await stat(start)).isDirectory())
       throw new ToolError(`${requested} is a file, not a folder; use read_file`);
     const rules = await gitignoreAbove(ctx.root, start);
@@ -657,8 +658,7 @@ export const read_file = defineTool({
     return `read_file ${file} (lines ${offset ?? 1}–${(offset ?? 1) + limit - 1})`;
   },
   async run({ path: requested, offset = 1, limit = MAX_LINES }, ctx) {
-    const file = await safe_path(ctx.root, requested);
-    refuseUnreadable(ctx, requested, file);
+    const file = await readablePath(ctx, requested);
     const info = await statRegularFile(file, requested);
     // A file small enough to edit is read once, whole: the window, the line count and the hash all
     // come from the same bytes. Read separately, a change in between could pin a version the model

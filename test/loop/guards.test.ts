@@ -6,7 +6,7 @@
 
 import Anthropic from '@anthropic-ai/sdk';
 import assert from 'node:assert/strict';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { z } from 'zod';
@@ -32,6 +32,7 @@ import {
   toolsWith,
   violationsOf,
 } from '../helpers.ts';
+import { word_count } from '../tools/fork-tools.ts';
 
 /** The real clock, kept before any test fakes it: a faked clearTimeout would leave the real timer running, and it
  *  would keep the test process alive for its full two seconds after the last test. */
@@ -84,6 +85,37 @@ describe('the before-call hooks, each on its own', () => {
       assert.equal(result.is_error, true);
       assert.match(String(result.content), /is outside the project/);
     }
+  });
+
+  test("the safe_path hook keeps a forker's read-only tool out of .git and .agent, where a token or a session is", async (t) => {
+    const token = 'ghp_s3cretTOKENs3cretTOKENs3cretTOKEN';
+    const root = await tempProject(t, {
+      '.git/config': `[remote "origin"]\n\turl = https://x-access-token:${token}@github.com/o/r.git\n`,
+      '.agent/session.jsonl': `{"said":"${token}"}\n`,
+      'a.txt': 'two words\n',
+    });
+    await symlink('.git/config', path.join(root, 'notes.txt'));
+    // word_count (test/tools/fork-tools.ts) reads whatever safe_path lets through, as a forker's tool would.
+    const paths = ['.git/config', 'notes.txt', 'x/../.Git/config', '.agent/session.jsonl', 'a.txt'];
+    const script = [reply(...paths.map((given) => toolUse('word_count', { path: given }))), say('ok')];
+    const { agent } = await scriptedAgent(root, script, { tools: toolsWith(word_count) });
+    await runTask(agent, 'count the words of the token');
+    const results = toolResults(agent.messages);
+    assert.deepEqual(
+      results.map((result) => [
+        result.is_error,
+        /inside "\.(git|agent)", which the tools never read/.test(String(result.content)),
+      ]),
+      [
+        [true, true],
+        [true, true],
+        [true, true],
+        [true, true],
+        [undefined, false],
+      ],
+    );
+    assert.equal(results[4]?.content, 'a.txt: 2 words');
+    assert.doesNotMatch(JSON.stringify(agent.messages), new RegExp(token));
   });
 
   test("a hook's deliberate refusal (a ToolError) denies the call with its own words, never waves it through", async (t) => {
