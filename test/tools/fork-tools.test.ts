@@ -52,7 +52,12 @@ describe('two tools added to TOOLS the README way', () => {
     assert.deepEqual(offered, ['list_files', 'read_file', 'edit_file', 'word_count', 'append_line', 'task']);
     assert.deepEqual(
       asked.map(({ tool, preview }) => [tool, preview]),
-      [['append_line', '--- a/notes.txt\n+++ b/notes.txt\n+four']],
+      [
+        [
+          'append_line',
+          `${'='.repeat(67)}\n--- a/notes.txt\n+++ b/notes.txt\n@@ -1,1 +1,2 @@\n one two three\n+four\n`,
+        ],
+      ],
       'only the tool that changes files asks, and shows its preview',
     );
     assert.equal(await readFile(path.join(root, 'notes.txt'), 'utf8'), 'one two three\nfour\n');

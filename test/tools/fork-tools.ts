@@ -2,6 +2,7 @@
 // one that changes files and shows a preview. test/tools/fork-tools.test.ts runs the harness with them beside the shipped
 // tools; app/test/fork-views.test.ts shows that every view prints their calls in words.
 
+import { createTwoFilesPatch } from 'diff';
 import { appendFile, readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { defineTool, safe_path, shownPath, type Tool, ToolError, TOOLS } from '../../tools.ts';
@@ -31,10 +32,15 @@ export const append_line = defineTool({
   describe: ({ path, line }) => `append_line ${shownPath(path)} (${line.length} characters)`,
   async run({ path: requested, line }, ctx) {
     if (line.includes('\n')) throw new ToolError('line holds a newline; add one line at a time');
+    // Written in tools.ts, it would write as edit_file does (writeAtomically: never half a file).
     await appendFile(await safe_path(ctx.root, requested), `${line}\n`);
     return `appended a line to ${requested}`;
   },
-  preview: async ({ path, line }) => `--- a/${path}\n+++ b/${path}\n+${line}`,
+  // A diff as edit_file's preview is one, made with the harness's own dependency.
+  async preview({ path, line }, ctx) {
+    const before = await readFile(await safe_path(ctx.root, path), 'utf8').catch(() => '');
+    return createTwoFilesPatch(`a/${path}`, `b/${path}`, before, `${before}${line}\n`);
+  },
 });
 
 const ADDED = [word_count, append_line];
