@@ -175,11 +175,20 @@ export interface Agent {
 export async function createAgent(config: AgentConfig): Promise<Agent> {
   const settings = await withDefaults(config);
   const contextFiles = settings.contextFiles === false ? [] : await loadContextFiles(settings.root);
-  const { root, defaultProtection, sandbox, verifyTimeoutMs, passEnv, model } = settings;
+  const { root, defaultProtection, sandbox, verifyTimeoutMs, passEnv, sandboxRead, model } =
+    settings;
   const agent: Agent = {
     config: settings,
     messages: [],
-    toolContext: { root, seen: new Map(), defaultProtection, sandbox, verifyTimeoutMs, passEnv },
+    toolContext: {
+      root,
+      seen: new Map(),
+      defaultProtection,
+      sandbox,
+      verifyTimeoutMs,
+      passEnv,
+      sandboxRead,
+    },
     // A cache mark here caches the fixed prefix: tools, then system.
     system: [{ type: 'text', text: systemPrompt(settings, contextFiles), cache_control: CACHE }],
     toolDefinitions: [],
@@ -430,6 +439,7 @@ export interface GateOptions {
   verifyTimeoutMs: number;
   sandbox?: boolean; // true: fail closed without a sandbox; false: never; undefined: if one exists
   passEnv?: readonly string[]; // variables the check gets beside the allowlist, by name
+  sandboxRead?: readonly string[]; // paths the contained check may read beside the system's
 }
 
 /** The run halts, or the loop goes on with this message. */
@@ -470,15 +480,14 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
     return errorHalt(`the check was not run: ${errorText(error)}`);
   }
   if (run.signal.aborted) return stoppedHalt(agent, run);
-  // A check that changed what judges it or what runs later (.git, editor tasks) fails.
-  const changed = await protectedChanges(root, protect, agent.protectedAtStart);
-  const touched = [...ran.protectedTouched, ...changed];
+  // A check that changed what judges it fails (uncontained, its writes are real).
+  const touched = await protectedChanges(root, protect, agent.protectedAtStart);
   const { exitCode, output, timedOut } = ran;
   const passed = exitCode === 0 && touched.length === 0;
   const ended = timedOut
     ? `did not finish within ${verifyTimeoutMs / 1000} s`
     : `exited with code ${exitCode}`;
-  const reason = touched.length > 0 ? `changed protected paths: ${touched.join(', ')}` : ended;
+  const reason = touched.length > 0 ? `changed protected files: ${touched.join(', ')}` : ended;
   const sandboxed = options.sandbox === true;
   onEvent({ type: 'gate', command: verify, exitCode, passed, reason, output, sandboxed });
   if (passed) return { kind: 'accepted', verifiedBy: verify };

@@ -7,7 +7,7 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { constants, existsSync, type Stats } from 'node:fs';
+import { constants, existsSync, lstatSync, readlinkSync, realpathSync, type Stats } from 'node:fs';
 import {
   lstat,
   mkdir,
@@ -44,6 +44,8 @@ export interface ToolContext {
   readonly verifyTimeoutMs?: number;
   /** Environment variables a contained command gets beside the allowlist, by name. */
   readonly passEnv?: readonly string[];
+  /** Paths outside the system folders a contained command may read, read-only (--sandbox-read). */
+  readonly sandboxRead?: readonly string[];
 }
 
 /** What a call does, as an editor names it for its icon (the Agent Client Protocol's kinds). */
@@ -1167,20 +1169,18 @@ export const TOOLS: readonly Tool[] = [list_files, read_file, edit_file];
 
 // -------------------------------------------------------------------------------------------------
 // The command runner: the verify gate's hands. The check it runs imports code the model wrote, so
-// no path check can cover what it does; the kernel can. Contained, a command may write only in the
-// project and a private temporary folder, it has no network, and the rest of the file system is
-// read-only: bubblewrap on Linux, sandbox-exec on macOS. Its environment is an allowlist, the
-// credential stores under $HOME are hidden from it, and the protected names (PROTECTED_NAMES) stay
-// as they were anywhere in the project: the existing ones read-only, new ones removed after.
+// no path check can cover what it does; the kernel can. Contained, a command's world is built from
+// what it needs, not from a list of what to hide: the system's program and library folders and
+// node's own install read-only, a few /etc entries, the project on a copy-on-write overlay (its
+// writes are gone when it ends), a private /tmp, an empty HOME, a minimal /dev, its own /proc, no
+// network. Nothing else of the machine exists for it. Bubblewrap on Linux; on macOS sandbox-exec,
+// with the project read-only and HOME unreadable. Its environment is an allowlist.
 
 export interface CommandRun {
   exitCode: number | null;
   timedOut: boolean;
   /** stdout and stderr interleaved, capped: the head and the tail are kept. */
   output: string;
-  /** Protected paths the command created, replaced or moved (project-relative, sorted), the new
-   *  ones since removed: a command that touched one failed, whatever it exited with. */
-  protectedTouched: string[];
 }
 
 const OUTPUT_HEAD = 8 * 1024;
@@ -1196,12 +1196,11 @@ export interface CommandOptions {
   onOutput?: (text: string) => void;
   /** Run it in the OS sandbox; throws if this machine has none (ask sandboxProblem first). */
   sandbox?: boolean;
-  /** Keep the protected names under `cwd` as they were (default true); false neither binds nor
-   *  scans them. */
-  defaultProtection?: boolean;
   /** Environment variables the contained command gets beside CONTAINED_ENV, by name (e.g.
    *  "NODE_OPTIONS"). */
   passEnv?: readonly string[];
+  /** Paths outside the system folders a contained command may read (--sandbox-read). */
+  sandboxRead?: readonly string[];
 }
 
 /** A command's time limit unless the run sets one (the verify command's `verifyTimeoutMs`). */
@@ -1218,7 +1217,7 @@ export async function sandboxChoice(policy: boolean | undefined): Promise<boolea
 }
 
 /** How a command-running tool runs its command the way the gate runs the verify command: in the
- *  sandbox the run's policy chooses, with its time limit, environment and protected names, stopped
+ *  sandbox the run's policy chooses, with its time limit, environment and readable paths, stopped
  *  with the run. A ToolError where the policy needs a sandbox this machine does not have. */
 export async function commandOptions(ctx: ToolContext): Promise<CommandOptions> {
   const sandbox = await sandboxChoice(ctx.sandbox);
@@ -1228,71 +1227,32 @@ export async function commandOptions(ctx: ToolContext): Promise<CommandOptions> 
     timeoutMs: ctx.verifyTimeoutMs ?? COMMAND_TIMEOUT_MS,
     signal: ctx.signal ?? new AbortController().signal,
     sandbox,
-    defaultProtection: ctx.defaultProtection !== false,
     passEnv: ctx.passEnv ?? [],
+    sandboxRead: ctx.sandboxRead ?? [],
   };
 }
 
 /** Runs a shell command in the project with a timeout; keeps the start and the end of its
  *  output. */
 export async function runCommand(command: string, options: CommandOptions): Promise<CommandRun> {
-  const root = await realpath(options.cwd);
-  const before = options.defaultProtection === false ? null : await protectedEntries(root);
-  const run = options.sandbox
-    ? await runContained(command, root, before, options)
-    : await runProcess(command, options);
-  return {
-    ...run,
-    protectedTouched: before === null ? [] : await undoProtectedChanges(root, before),
-  };
-}
-
-type ProcessRun = Omit<CommandRun, 'protectedTouched'>;
-
-/** Where a contained command runs, and what it may see of the machine. */
-export interface Contained {
-  /** The project, writable. */
-  readonly root: string;
-  /** Where its temporary files go (TMPDIR): on Linux /tmp, a tmpfs of its own that goes with it;
-   *  on macOS a private folder of the host's, which the profile lets it write. */
-  readonly tmp: string;
-  /** The protected files and folders already in the project (absolute paths): bound read-only. */
-  readonly readOnly: readonly string[];
-  /** The credential stores under $HOME that exist (real paths): an empty folder or /dev/null in
-   *  their place. */
-  readonly hidden: readonly { readonly path: string; readonly folder: boolean }[];
-  /** Names passed on beside CONTAINED_ENV; none unless given. */
-  readonly passEnv?: readonly string[];
-}
-
-async function runContained(
-  command: string,
-  root: string,
-  before: Map<string, string> | null,
-  options: CommandOptions,
-) {
+  if (!options.sandbox) return await runProcess(command, options);
   const problem = await sandboxProblem();
   if (problem !== null) throw new Error(problem);
-  // bubblewrap mounts a fresh /tmp; sandbox-exec can only let the command write a host folder.
-  const hostTmp =
-    process.platform === 'darwin'
-      ? await realpath(await mkdtemp(path.join(tmpdir(), 'verify-tmp-')))
-      : null;
-  try {
-    // Not a link (it points out), nor a folder that was unreadable (the person's own, unprotected).
-    const bindable = before === null ? [] : [...before].filter(([, id]) => /:(dir|file)$/.test(id));
-    const readOnly = bindable.map(([relative]) => path.join(root, relative));
-    const where = {
-      root,
-      tmp: hostTmp ?? '/tmp',
-      readOnly,
-      hidden: await credentialStores(),
-      passEnv: options.passEnv,
-    };
-    return await runProcess(command, options, where);
-  } finally {
-    if (hostTmp !== null) await rm(hostTmp, { recursive: true, force: true });
-  }
+  const root = await realpath(options.cwd);
+  const planted = SANDBOX_PROGRAMS.map(sandboxProgram).find((file) => isInside(root, file ?? '/'));
+  if (planted) throw new Error(`the sandbox's own ${planted} is inside the project; not run`);
+  const where = { root, passEnv: options.passEnv, read: options.sandboxRead ?? [] };
+  return await runProcess(command, options, where);
+}
+
+/** What a contained command is given of the machine beside the system folders. */
+export interface Contained {
+  /** The project: seen through a copy-on-write overlay (Linux) or read-only (macOS). */
+  readonly root: string;
+  /** Names passed on beside CONTAINED_ENV; none unless given. */
+  readonly passEnv?: readonly string[];
+  /** More paths it may read (--sandbox-read). */
+  readonly read: readonly string[];
 }
 
 /** Runs `command` through a shell, or with `where` given, contained there. */
@@ -1301,7 +1261,7 @@ function runProcess(
   { cwd, timeoutMs, signal, onOutput }: CommandOptions,
   where?: Contained,
 ) {
-  return new Promise<ProcessRun>((resolve) => {
+  return new Promise<CommandRun>((resolve) => {
     const [file = command, ...args] = where === undefined ? [] : containedArgs(command, where);
     const env = where === undefined ? process.env : containedEnv(where);
     const child = spawn(file, args, {
@@ -1358,266 +1318,146 @@ function runProcess(
 
 const STDIO: ['ignore', 'pipe', 'pipe'] = ['ignore', 'pipe', 'pipe'];
 
+/** Prevents a program planted in the project, or on a PATH entry the project controls, from being
+ *  started in place of the sandbox's own tools: each is looked up on PATH's absolute entries only,
+ *  never one inside `cwd` (the folder the harness was started in, maybe the project), and then
+ *  started by the absolute path found. */
+export function trustedProgram(
+  name: string,
+  searchPath = process.env.PATH ?? '',
+  cwd = process.cwd(),
+): string | null {
+  const folders = searchPath.split(path.delimiter).filter((folder) => path.isAbsolute(folder));
+  const trusted = folders.filter((folder) => !isInside(cwd, folder) && folder !== cwd);
+  const found = trusted.map((folder) => path.join(folder, name)).find((file) => existsSync(file));
+  return found ?? null;
+}
+
+/** The sandbox's tools, found once: where they are when the harness starts is where they stay. */
+let sandboxPrograms: Map<string, string | null> | undefined;
+const sandboxProgram = (name: string) => {
+  sandboxPrograms ??= new Map(SANDBOX_PROGRAMS.map((tool) => [tool, trustedProgram(tool)]));
+  return sandboxPrograms.get(name) ?? null;
+};
+
+/** The system's program and library folders, read-only; on merged-/usr systems most are links. */
+const SYSTEM_FOLDERS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
+
+/** The /etc entries programs read to start and to name users: the dynamic linker's cache, users
+ *  and groups, name service, time zone, Debian's alternatives (links such as /usr/bin/awk go
+ *  there), and the certificates. No credentials live in these. */
+const ETC_ENTRIES = [
+  'ld.so.cache',
+  'ld.so.conf',
+  'ld.so.conf.d',
+  'passwd',
+  'group',
+  'nsswitch.conf',
+  'hosts',
+  'localtime',
+  'alternatives',
+  'ssl',
+  'ca-certificates',
+];
+
+/** Where the overlay's changes go: in the private /tmp, so they vanish with the sandbox. */
+const SCRATCH = '/tmp/.sandbox';
+/** Its home: an empty folder in the private /tmp. */
+const SANDBOX_HOME = '/tmp/home';
+
+/** How a path is given to bubblewrap: a link re-made as a link, a folder or file bound read-only;
+ *  nothing for a path this machine does not have. */
+function readOnlyBinding(file: string): string[] {
+  try {
+    const info = lstatSync(file);
+    if (info.isSymbolicLink()) return ['--symlink', readlinkSync(file), file];
+    return ['--ro-bind', file, file];
+  } catch {
+    return [];
+  }
+}
+
+/** Node's own install (its prefix), when it is not in the system folders: a check runs node. */
+function nodeInstall(): string[] {
+  const prefix = path.dirname(path.dirname(realpathSync(process.execPath)));
+  return SYSTEM_FOLDERS.some((folder) => isInside(folder, prefix) || folder === prefix)
+    ? []
+    : [prefix];
+}
+
 /** The command line that runs `command` contained as `where` says. */
 function containedArgs(command: string, where: Contained): string[] {
   if (process.platform === 'darwin') return seatbeltArgs(command, where);
-  const { root, readOnly, hidden } = where;
-  const shell = ['/bin/sh', '-c', command];
+  const { root, read } = where;
+  const lower = `${SCRATCH}/lower`;
+  const [bwrap, mount, setpriv, unshare] = SANDBOX_PROGRAMS.map(sandboxProgram);
+  const uid = process.getuid?.() ?? 0;
+  const gid = process.getgid?.() ?? 0;
+  // Inside, as root of its own namespace: mount the overlay, then drop every capability (root) or
+  // become the person again (anyone else) before the command runs.
+  const drop =
+    uid === 0
+      ? [setpriv, '--bounding-set=-all', '--inh-caps=-all', '--ambient-caps=-all', '--']
+      : [unshare, '--user', `--map-user=${uid}`, `--map-group=${gid}`];
+  const overlay = `lowerdir=${lower},upperdir=${SCRATCH}/upper,workdir=${SCRATCH}/work,userxattr`;
+  const mounted = `${mount} -n -t overlay overlay -o ${overlay} "$1"`;
+  const script = `${mounted} && cd "$1" && shift && exec "$@"`;
   return [
-    'bwrap',
-    // The whole file system, read-only: $HOME, the folders above the project, /usr.
-    ...['--ro-bind', '/', '/'],
-    ...['--dev', '/dev', '--proc', '/proc'], // a fresh /dev, and a /proc of its own processes
-    // Hides the host's sockets: a read-only mount still lets one connect.
-    ...['--tmpfs', '/run', '--tmpfs', '/tmp'],
-    ...['--bind', root, root, '--chdir', root], // the project, writable
-    // But not its git hooks or editor tasks, which would run outside.
-    ...readOnly.flatMap((p) => ['--ro-bind', p, p]),
-    ...hidden.flatMap((store) =>
-      store.folder ? ['--tmpfs', store.path] : ['--ro-bind', '/dev/null', store.path],
-    ),
-    // Its own users, processes, and network: loopback only.
-    ...['--unshare-user', '--unshare-pid', '--unshare-net'],
-    // Dies with us; no terminal; root has no powers.
-    ...['--die-with-parent', '--new-session', '--cap-drop', 'ALL'],
-    '--',
-    ...shell,
-  ];
+    bwrap!,
+    ...['--tmpfs', '/'], // nothing of the machine but what follows
+    ...SYSTEM_FOLDERS.flatMap(readOnlyBinding),
+    ...ETC_ENTRIES.flatMap((entry) => readOnlyBinding(`/etc/${entry}`)),
+    ...[...nodeInstall(), ...read].flatMap((file) => ['--ro-bind', file, file]),
+    ...['--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'],
+    ...['--dir', `${SCRATCH}/upper`, '--dir', `${SCRATCH}/work`, '--dir', SANDBOX_HOME],
+    ...['--ro-bind', root, lower, '--dir', root],
+    // Its own users, processes and network (loopback only); it dies with us, with no terminal.
+    ...['--unshare-user', '--uid', '0', '--gid', '0', '--cap-add', 'ALL'],
+    ...['--unshare-pid', '--unshare-net', '--die-with-parent', '--new-session'],
+    ...['--', '/bin/sh', '-c', script, 'sh', root],
+    ...drop,
+    ...['/bin/sh', '-c', command],
+  ].filter((arg): arg is string => arg !== undefined);
 }
 
-/** sandbox-exec's command line (macOS): the profile with a rule for each read-only path and hidden
- *  store, and the paths as -D parameters. Exported so that a test on any machine can read it. */
-export function seatbeltArgs(
-  command: string,
-  { root, tmp, readOnly, hidden }: Contained,
-): string[] {
-  const shell = ['/bin/sh', '-c', command];
-  const params = (name: string, paths: readonly string[]) =>
-    paths.flatMap((p, i) => ['-D', `${name}${i}=${p}`]);
-  const rule = (what: string, name: string, paths: readonly unknown[]) =>
-    paths.map((_, i) => `\n(deny ${what} (subpath (param "${name}${i}")))`).join('');
-  const where = ['-D', `ROOT=${root}`, '-D', `TMP=${tmp}`, '-D', `GIT=${path.join(root, '.git')}`];
-  const stores = hidden.map((store) => store.path);
-  const profile =
-    SEATBELT_PROFILE + rule('file-write*', 'RO', readOnly) + rule('file-read*', 'HIDDEN', stores);
-  const more = [...params('RO', readOnly), ...params('HIDDEN', stores)];
-  return ['/usr/bin/sandbox-exec', '-p', profile, ...where, ...more, ...shell];
+const SANDBOX_PROGRAMS = ['bwrap', 'mount', 'setpriv', 'unshare'];
+
+/** sandbox-exec's command line (macOS): everything readable but HOME (the project and the extra
+ *  paths excepted), writes only to a private temporary folder. Exported so that a test on any
+ *  machine can read it. */
+export function seatbeltArgs(command: string, { root, read }: Contained): string[] {
+  const readable = [root, ...read];
+  const params = readable.flatMap((p, i) => ['-D', `READ${i}=${p}`]);
+  const rules = readable.map((_, i) => `\n(allow file-read* (subpath (param "READ${i}")))`);
+  const profile = SEATBELT_PROFILE + rules.join('');
+  const home = ['-D', `HOME=${homedir()}`];
+  return ['/usr/bin/sandbox-exec', '-p', profile, ...home, ...params, '/bin/sh', '-c', command];
 }
 
 /** macOS's sandbox policy: the last rule that matches wins. The paths come in as -D parameters. */
 const SEATBELT_PROFILE = `(version 1) (allow default) (deny network*) (deny lsopen)
 (deny appleevent-send)
 (deny file-write*)
-(allow file-write* (subpath (param "ROOT")) (subpath (param "TMP")) (literal "/dev/null")
+(allow file-write* (subpath "/private/tmp") (subpath "/private/var/folders") (literal "/dev/null")
   (regex #"^/dev/(tty|fd/)"))
-(deny file-write* (subpath (param "GIT")))`;
+(deny file-read* (subpath (param "HOME")))`;
 
 /** All of the harness's environment the contained command gets, with LC_* and what the person
  *  passes by name. */
-const CONTAINED_ENV = new Set(['PATH', 'HOME', 'LANG', 'TERM', 'TZ', 'USER']);
+const CONTAINED_ENV = new Set(['PATH', 'LANG', 'TERM', 'TZ', 'USER']);
 
 /** Prevents the check from reading the person's tokens from its environment (GITHUB_TOKEN,
  *  AWS_SECRET_ACCESS_KEY, the harness's own ANTHROPIC_API_KEY, SSH_AUTH_SOCK): it gets an
- *  allowlist, and its temporary files go to its own folder. Bubblewrap is started with it, so
+ *  allowlist, an empty HOME and its own temporary folder. Bubblewrap is started with it, so
  *  /proc/1/environ inside holds only this too. */
-function containedEnv({ tmp, passEnv }: Contained): NodeJS.ProcessEnv {
+function containedEnv({ passEnv }: Contained): NodeJS.ProcessEnv {
   const passed = (name: string) =>
     CONTAINED_ENV.has(name) || name.startsWith('LC_') || passEnv?.includes(name);
   const inherited = Object.entries(process.env).filter(([name]) => passed(name));
-  // npm's log folder is under $HOME, read-only: npm must not try to write there.
-  return {
-    ...Object.fromEntries(inherited),
-    TMPDIR: tmp,
-    TMP: tmp,
-    TEMP: tmp,
-    npm_config_logs_max: '0',
-  };
-}
-
-/** Credential stores under $HOME: tokens, keys and passwords for git hosts, clouds, registries and
- *  agents. From @anthropic-ai/sandbox-runtime's and Codex's lists, and the tools' own documented
- *  homes. */
-const CREDENTIAL_STORES: readonly string[] = [
-  '.ssh', // keys, and the agent's socket where one lives there
-  '.gnupg',
-  '.aws',
-  '.azure',
-  '.config/gcloud',
-  '.oci',
-  '.kube',
-  '.docker', // config.json holds registry logins
-  '.config/gh', // hosts.yml: gh's token
-  '.config/hub',
-  '.config/glab-cli',
-  '.git-credentials',
-  '.config/git/credentials',
-  '.netrc',
-  '.npmrc',
-  '.yarnrc',
-  '.yarnrc.yml',
-  '.pypirc',
-  '.config/pip',
-  '.gem/credentials',
-  '.cargo/credentials',
-  '.cargo/credentials.toml',
-  '.m2/settings.xml',
-  '.m2/settings-security.xml',
-  '.gradle/gradle.properties',
-  '.composer/auth.json',
-  '.config/composer/auth.json',
-  '.nuget/NuGet/NuGet.Config',
-  '.terraform.d/credentials.tfrc.json',
-  '.terraformrc',
-  '.vault-token',
-  '.config/op', // 1Password's CLI
-  '.password-store',
-  '.local/share/keyrings',
-  '.pgpass',
-  '.my.cnf',
-  '.s3cfg',
-  '.boto',
-  '.config/rclone',
-  '.kaggle',
-  '.cache/huggingface/token',
-  '.config/anthropic',
-  '.config/openai',
-];
-
-/** Prevents the check from reading the person's keys and tokens under $HOME: each credential store
- *  that exists is found (through links, since bubblewrap mounts on the real path) so an empty one
- *  can stand in for it. */
-async function credentialStores(): Promise<Contained['hidden']> {
-  const home = homedir();
-  // One read of $HOME turns away the stores whose first name is not there, most of them on most
-  // machines. Lower case: macOS finds `.SSH` as `.ssh`.
-  const present = new Set((await readdir(home).catch(() => [])).map((name) => name.toLowerCase()));
-  const candidates = CREDENTIAL_STORES.filter((name) => present.has(name.split('/')[0]!));
-  const found = await Promise.all(
-    candidates.map(async (name) => {
-      try {
-        const real = await realpath(path.join(home, name));
-        return [{ path: real, folder: (await stat(real)).isDirectory() }];
-      } catch {
-        return []; // not there, or gone meanwhile
-      }
-    }),
-  );
-  return found.flat();
-}
-
-/** Folders the walk for protected names reads at most: past it the command is not run, rather than
- *  run unwatched. */
-export const MAX_SCANNED_FOLDERS = 100_000;
-
-const PROTECTED_SET = new Set(PROTECTED_NAMES);
-
-/** What protectedEntries records for a folder it may not read (its protected names unknown). */
-const UNREADABLE = 'unreadable';
-
-/** Every protected name under `root` (relative path → what it is: "dev:inode:kind"), wherever it
- *  sits, not looked inside; symlinks are not followed. A folder it may not read is an entry too,
- *  UNREADABLE ("." for the root). Read in parallel, as list_files reads; more than `maxFolders`
- *  folders is an error. */
-export async function protectedEntries(
-  root: string,
-  maxFolders = MAX_SCANNED_FOLDERS,
-): Promise<Map<string, string>> {
-  const found: string[] = [];
-  const unreadable: string[] = [];
-  let folders = 0;
-  // One promise per folder, none per file: the walk costs about what a bare readdir of the tree
-  // does.
-  const visit = async (dir: string, prefix: string): Promise<void> => {
-    if (++folders > maxFolders)
-      throw new Error(
-        `more than ${maxFolders} folders in ${root}: too many to watch its protected paths in`,
-      );
-    const children = await readdir(dir, { withFileTypes: true }).catch(
-      (error: NodeJS.ErrnoException) => {
-        // Gone meanwhile (an uncontained command's leftover process).
-        if (error.code === 'ENOENT') return [];
-        // Prevents a crash, or "the check was not run", where a folder is locked (chmod 000):
-        // it is recorded, for undoProtectedChanges to judge.
-        if (error.code === 'EACCES' || error.code === 'EPERM') {
-          unreadable.push(prefix === '' ? '.' : prefix.slice(0, -1));
-          return [];
-        }
-        throw error;
-      },
-    );
-    const subfolders: Promise<void>[] = [];
-    for (const child of children) {
-      const { name } = child;
-      // Every protected name starts with a dot: most entries are turned away by their first
-      // character.
-      if (name.startsWith('.') && PROTECTED_SET.has(name.toLowerCase())) found.push(prefix + name);
-      else if (child.isDirectory())
-        subfolders.push(visit(path.join(dir, name), `${prefix}${name}/`));
-    }
-    await Promise.all(subfolders);
-  };
-  await visit(root, '');
-  const identities = await Promise.all(
-    found.map((relative) => identity(path.join(root, relative))),
-  );
-  return new Map([
-    ...found.map((relative, i): [string, string] => [relative, identities[i]!]),
-    ...unreadable.map((relative): [string, string] => [relative, UNREADABLE]),
-  ]);
-}
-
-/** Whether `relative` sits in a folder `entries` holds as UNREADABLE. */
-function inUnreadable(entries: Map<string, string>, relative: string): boolean {
-  return [...entries].some(
-    ([folder, id]) => id === UNREADABLE && (folder === '.' || relative.startsWith(`${folder}/`)),
-  );
-}
-
-/** What a path is, as far as a swap goes: a different file or folder put in its place gets another
- *  inode. Prevents a planted `.git` that reuses a deleted one's inode from passing for it moved: a
- *  move keeps the birth time, a new folder gets its own (where the file system keeps one). */
-async function identity(file: string): Promise<string> {
-  const stats = await lstat(file).catch(() => null);
-  if (stats === null) return 'gone';
-  const kind = stats.isSymbolicLink() ? 'link' : stats.isDirectory() ? 'dir' : 'file';
-  return `${stats.dev}:${stats.ino}:${stats.birthtimeMs}:${kind}`;
-}
-
-/** Prevents a check from leaving behind a `.git` (hooks, core.fsmonitor), editor tasks or a
- *  replaced `.agent`, which run outside any sandbox later: protected names new since `before`, or
- *  swapped, are removed; an original moved elsewhere (its folder renamed) is kept. A folder that
- *  was unreadable before may stay so; one the check made unreadable fails it. Returns each path
- *  touched and how, e.g. "sub/.git (created, removed)". */
-async function undoProtectedChanges(root: string, before: Map<string, string>): Promise<string[]> {
-  const after = await protectedEntries(root);
-  const originals = new Set(before.values());
-  // An unreadable folder readable now is not gone, nor is a name a folder now unreadable hides.
-  const touched = [...before]
-    .filter(([relative, id]) => id !== UNREADABLE && !after.has(relative))
-    .filter(([relative]) => !inUnreadable(after, relative))
-    .map(([relative]) => `${relative} (gone)`);
-  for (const [relative, id] of after) {
-    if (before.get(relative) === id) continue;
-    // Prevents a check from hiding what it plants (chmod 000): the folder, maybe the person's own
-    // src/, is kept, and fails the check.
-    if (id === UNREADABLE) {
-      touched.push(`${relative} (unreadable: its protected names cannot be checked)`);
-      continue;
-    }
-    // Prevents removing the person's own .git from a folder the check made readable: unseen
-    // before, it may not be new.
-    if (!before.has(relative) && inUnreadable(before, relative)) {
-      touched.push(`${relative} (in a folder that was unreadable before: kept)`);
-      continue;
-    }
-    if (originals.has(id)) {
-      touched.push(`${relative} (moved here)`);
-      continue;
-    }
-    await rm(path.join(root, relative), { recursive: true, force: true });
-    touched.push(`${relative} (${before.has(relative) ? 'replaced' : 'created'}, removed)`);
-  }
-  return touched.sort();
+  const darwin = process.platform === 'darwin';
+  const home = darwin ? tmpdir() : SANDBOX_HOME;
+  const tmp = darwin ? tmpdir() : '/tmp';
+  return { ...Object.fromEntries(inherited), HOME: home, TMPDIR: tmp, TMP: tmp, TEMP: tmp };
 }
 
 /** Prevents a root that holds what the sandbox hides or keeps read-only: the project is bound after
@@ -1645,24 +1485,30 @@ export async function sandboxableRoot(given: string): Promise<string> {
 let sandboxCheck: Promise<string | null> | undefined;
 
 /** Why this machine cannot contain a command, and what to install; null when it can. Found out
- *  once, by a trial run of the real policy: the tool must be there, and work (a container may
- *  forbid the namespaces it needs). */
+ *  once, by a trial run of the real policy: the tools must be there, and work (a container may
+ *  forbid the namespaces it needs), and the trial's write must stay inside it. */
 export function sandboxProblem(): Promise<string | null> {
   return (sandboxCheck ??= (async () => {
     if (process.platform !== 'linux' && process.platform !== 'darwin')
       return `no OS sandbox on ${process.platform}`;
+    if (process.platform === 'linux') {
+      const missing = SANDBOX_PROGRAMS.filter((name) => sandboxProgram(name) === null);
+      if (missing.includes('bwrap'))
+        return 'no OS sandbox: bubblewrap is not installed (apt-get install bubblewrap)';
+      if (missing.length > 0) return `no OS sandbox: ${missing.join(', ')} not found (util-linux)`;
+    }
     const base = await realpath(await mkdtemp(path.join(tmpdir(), 'sandbox-check-')));
     try {
       const options = { cwd: base, timeoutMs: 10_000, signal: new AbortController().signal };
-      const where = { root: base, tmp: base, readOnly: [], hidden: [] };
-      const trial = await runProcess('touch probe', options, where);
-      if (trial.exitCode === 0 && existsSync(path.join(base, 'probe'))) return null;
+      const where = { root: base, read: [] };
+      const trial = await runProcess('touch probe && test -f probe', options, where);
+      const kept = process.platform === 'linux' && existsSync(path.join(base, 'probe'));
+      if (trial.exitCode === 0 && !kept) return null;
       if (process.platform === 'darwin')
         return `sandbox-exec does not work here (${trial.output.trim()})`;
-      if (/ENOENT/.test(trial.output))
-        return 'no OS sandbox: bubblewrap is not installed (apt-get install bubblewrap)';
-      const why = trial.output.split('\n')[0];
-      return `no OS sandbox: bubblewrap cannot run here (${why}); it needs user namespaces`;
+      const why = kept ? 'its writes reached the project' : trial.output.split('\n')[0];
+      const needs = 'it needs user namespaces and overlayfs';
+      return `no OS sandbox: bubblewrap cannot run here (${why}); ${needs}`;
     } finally {
       await rm(base, { recursive: true });
     }

@@ -401,6 +401,8 @@ async function tellSafety(options: CliOptions, notice: (text: string) => void): 
  *  this machine, and the policy asks for one), or with the user's rights (no sandbox, and the policy allows that). */
 async function tellSandbox(options: CliOptions, notice: (text: string) => void): Promise<void> {
   const problem = await sandboxProblem();
+  if (options.sandboxRead.length > 0)
+    notice(`--sandbox-read: the check may also read ${options.sandboxRead.join(', ')}`);
   if (options.noSandbox) notice('--no-sandbox: the verify command runs outside the OS sandbox, with your full rights');
   else if (problem !== null && sandboxPolicy(options))
     notice(`${problem}: with --yes the check will not run; install it, or give --no-sandbox`);

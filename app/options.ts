@@ -1,6 +1,7 @@
 // The command line: one table of options, from which both --help and the parser are built, and the agent's
 // configuration made from them.
 
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import {
   type Agent,
@@ -43,6 +44,12 @@ export const OPTIONS = {
     help: 'let the agent and the check change .git, .agent, .vscode and the other built-in protected paths',
   },
   'pass-env': { type: 'string', arg: 'NAME', multiple: true, help: 'pass this environment variable to the check' },
+  'sandbox-read': {
+    type: 'string',
+    arg: 'PATH',
+    multiple: true,
+    help: 'let the sandboxed check read this path too (read-only)',
+  },
   'max-turns': { type: 'string', arg: 'N', help: 'model calls per task (default: 25)' },
   'max-tokens': { type: 'string', arg: 'N', help: 'input + output tokens per task, sub-agents included' },
   'max-cost': { type: 'string', arg: 'USD', help: 'dollars per task, sub-agents included (needs a known price)' },
@@ -115,6 +122,8 @@ export interface CliOptions {
   noDefaultProtection: boolean;
   /** --pass-env: environment variables the check gets beside the allowlist. */
   passEnv: string[];
+  /** --sandbox-read: absolute paths the contained check may read beside the system's folders; said at start. */
+  sandboxRead: string[];
   budgets: Budgets;
   /** --price: what --model costs, when the price table does not know it (or knows it wrong). */
   price: Price | undefined;
@@ -163,6 +172,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
     noSandbox: values['no-sandbox'] ?? false,
     noDefaultProtection: values['no-default-protection'] ?? false,
     passEnv: values['pass-env'] ?? [],
+    sandboxRead: (values['sandbox-read'] ?? []).map((given) => path.resolve(given)),
     budgets: {
       maxTurns: positiveNumber('--max-turns', values['max-turns'], true) ?? 25,
       maxTokens: positiveNumber('--max-tokens', values['max-tokens'], true),
@@ -409,6 +419,7 @@ export function configFromCli(
     contextFiles: options.contextFiles,
     sandbox: sandboxPolicy(options),
     passEnv: options.passEnv,
+    sandboxRead: options.sandboxRead,
     defaultProtection: !options.noDefaultProtection,
     onEvent,
   };
@@ -438,6 +449,7 @@ export function recordedOptions(
     noSandbox: options.noSandbox,
     noDefaultProtection: options.noDefaultProtection,
     passEnv: options.passEnv,
+    sandboxRead: options.sandboxRead,
   };
 }
 

@@ -112,6 +112,8 @@ export interface RecordedOptions {
   noDefaultProtection?: boolean;
   /** --pass-env's names (missing: none, or the session predates it). */
   passEnv?: string[];
+  /** --sandbox-read's paths (missing: none, or the session predates it). */
+  sandboxRead?: string[];
 }
 
 /** The events a replay sees again in the same order; a steer or an interrupt is placed after the Nth of them.
@@ -649,6 +651,7 @@ const recordedOptionsSchema = z.object({
   noSandbox: z.boolean().optional(),
   noDefaultProtection: z.boolean().optional(),
   passEnv: z.array(z.string()).optional(),
+  sandboxRead: z.array(z.string()).optional(),
 });
 
 /** One schema per entry type. A field they do not name is allowed (a later version may add one), and kept: what

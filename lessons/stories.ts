@@ -506,8 +506,8 @@ const ESCAPES = {
 
 /** The check of the gate-timeout story: killed by a signal the first time, too slow the second, then it passes. */
 const UNFINISHED_CHECK =
-  'n=$(cat .runs 2>/dev/null || echo 0); echo $((n + 1)) > .runs; ' +
-  'if [ "$n" = 0 ]; then echo "killed"; kill -9 $$; fi; if [ "$n" = 1 ]; then exec sleep 1; fi; exit 0';
+  'if [ ! -f first.txt ]; then echo "killed"; kill -9 $$; fi; ' +
+  'if [ ! -f second.txt ]; then exec sleep 1; fi; exit 0';
 const UNFINISHED_TIMEOUT_MS = 200;
 
 /** A check whose failure prints far more than a model should be sent: its first and last lines say what failed. */
@@ -966,7 +966,14 @@ export const STORIES: Story[] = [
     tasks: ['Make the check pass.'],
     // More claims than the three the check needs: on a machine so busy that even the passing run outlasts the time
     // limit, a right harness refuses that one too, and the next claim passes.
-    script: () => ['Done.', 'Done, really.', 'Done, I promise.', 'Done.', 'Done.', 'Done.'].map(say),
+    // The check's writes do not survive it, so the model's edits move it on: first.txt, then second.txt.
+    script: () => [
+      say('Done.'),
+      call('edit_file', { path: 'first.txt', old_str: '', new_str: 'one\n' }),
+      say('Done, really.'),
+      call('edit_file', { path: 'second.txt', old_str: '', new_str: 'two\n' }),
+      ...['Done, I promise.', 'Done.', 'Done.', 'Done.'].map(say),
+    ],
     verify: UNFINISHED_CHECK,
     options: () => ({ verifyTimeoutMs: UNFINISHED_TIMEOUT_MS }),
     check: ({ halts, requests }) => {
@@ -975,16 +982,16 @@ export const STORIES: Story[] = [
       if (noGate !== null) return noGate;
       if (halt?.kind === 'accepted' && requests.length === 1)
         return 'the check was killed by a signal, so it had no exit code (null), and "done" was accepted: only 0 is';
-      if (halt?.kind === 'accepted' && requests.length === 2)
+      if (halt?.kind === 'accepted' && requests.length === 3)
         return (
           `the check ran past verifyTimeoutMs (${UNFINISHED_TIMEOUT_MS} ms) and "done" was accepted when it exited 0 ` +
           'seconds later: stop the command at config.verifyTimeoutMs and count that as a failure'
         );
-      const untold = notToldWhy(requests, 1) ?? notToldWhy(requests, 2);
+      const untold = notToldWhy(requests, 1) ?? notToldWhy(requests, 3);
       if (untold !== null) return untold;
       return failIf(
         halt?.kind !== 'accepted' || halt.verifiedBy !== UNFINISHED_CHECK,
-        `halted ${haltText(halt)} after ${modelCalls(requests.length)}; the check passes from its third run on`,
+        `halted ${haltText(halt)} after ${modelCalls(requests.length)}; the check passes once both files exist`,
       );
     },
   },

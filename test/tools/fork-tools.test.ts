@@ -105,6 +105,7 @@ describe("a fork's command tool runs under the gate's sandbox, time limit and en
       'passEnv',
       'root',
       'sandbox',
+      'sandboxRead',
       'seen',
       'verifyTimeoutMs',
     ]);
@@ -116,22 +117,22 @@ describe("a fork's command tool runs under the gate's sandbox, time limit and en
         timeoutMs: 7_000,
         signal: undefined,
         sandbox: false,
-        defaultProtection: true,
         passEnv: ['NODE_OPTIONS'],
+        sandboxRead: [],
       },
     );
     const ran = await runCommand('echo ran', options);
     assert.deepEqual([ran.exitCode, ran.output.trim()], [0, 'ran']);
   });
 
-  test('a tool run without a run signal, protection setting or passed names can still be stopped, keeps the protected names and passes none', async (t) => {
+  test('a tool run without a run signal, passed names or readable paths can still be stopped, and passes and opens none', async (t) => {
     const root = await tempProject(t);
     const unset = await commandOptions({ root, seen: new Map(), sandbox: false });
     assert.ok(unset.signal instanceof AbortSignal && !unset.signal.aborted);
-    assert.deepEqual([unset.defaultProtection, unset.passEnv], [true, []]);
+    assert.deepEqual([unset.passEnv, unset.sandboxRead], [[], []]);
     const signal = new AbortController().signal;
-    const set = await commandOptions({ root, seen: new Map(), sandbox: false, signal, defaultProtection: false });
-    assert.deepEqual([set.signal === signal, set.defaultProtection], [true, false]);
+    const set = await commandOptions({ root, seen: new Map(), sandbox: false, signal, sandboxRead: ['/opt/x'] });
+    assert.deepEqual([set.signal === signal, set.sandboxRead], [true, ['/opt/x']]);
   });
 
   test('as the gate does: contained wherever this machine can, and not run at all where a sandbox is required and none is here', async (t) => {
