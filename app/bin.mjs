@@ -13,7 +13,9 @@ if (args.length === 1 && (args[0] === '--help' || args[0] === '-h')) {
   process.stdout.write(readFileSync(new URL('./help.txt', import.meta.url)));
 } else {
   const { register } = await import('tsx/esm/api');
-  register();
+  // Prevents the project from steering the program's own code: tsx would read the tsconfig.json found from the
+  // current folder upward (its "paths" can send `import 'zod'` to a file the model wrote). It reads none.
+  register({ tsconfig: false });
   const main = new URL('./main.ts', import.meta.url);
   process.argv[1] = decodeURIComponent(main.pathname); // main.ts runs itself when it is the program
   await import(main.href);

@@ -7,6 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { createInterface } from 'node:readline/promises';
 import { PassThrough, Writable } from 'node:stream';
 import { describe, test } from 'node:test';
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { type Agent, type AgentEvent, DEFAULT_MODEL, type ModelRequest, runTask, steer } from '../../agent.ts';
@@ -436,6 +437,23 @@ describe('one options table', () => {
       assert.equal(run.status, 0, run.stderr);
       assert.equal(run.stdout, `${helpText()}\n`);
     }
+  });
+
+  test("a tsconfig.json the project plants does not steer the program's own imports: started from inside it, the bin loads its own code", async (t) => {
+    const root = await tempProject(t, {
+      // What a model could write: "paths" that send the program's own `import 'diff'` and `import 'zod'` here.
+      'tsconfig.json': JSON.stringify({
+        compilerOptions: { baseUrl: '.', paths: { diff: ['./evil.ts'], zod: ['./evil.ts'] } },
+      }),
+      'evil.ts': "import { writeFileSync } from 'node:fs';\nwriteFileSync('RAN', 'x');\nexport const z = {};\n",
+    });
+    const bin = path.join(import.meta.dirname, '..', 'bin.mjs');
+    const run = spawnSync(process.execPath, [bin, '--no-such-flag'], { cwd: root, encoding: 'utf8' });
+    assert.deepEqual(
+      [run.status, run.stderr.split('\n')[0]],
+      [EXIT.usage, 'harness: unknown option --no-such-flag (a task starting with "-" goes after --) (see --help)'],
+    );
+    assert.equal(existsSync(path.join(root, 'RAN')), false);
   });
 
   test("app/README.md's options table names exactly the parser's options, so the docs cannot promise a missing flag", async () => {
