@@ -15,6 +15,7 @@ import {
   open,
   readdir,
   readFile,
+  readlink,
   realpath,
   rename,
   rm,
@@ -1607,7 +1608,7 @@ export async function hashProtected(
   const files = (await filesGlobsReach(root, globs)).filter(
     (file) => protectedBy(file) !== undefined,
   );
-  for (const file of files.sort()) hashes.set(file, await fingerprint(path.join(root, file)));
+  for (const file of files.sort()) hashes.set(file, await fingerprint(root, path.join(root, file)));
   return hashes;
 }
 
@@ -1687,15 +1688,28 @@ export function globMatcher(globs: readonly string[]): (file: string) => string 
   return matcher;
 }
 
-/** Prevents a hang at startup or at the gate: only a regular file (or a link to one) is opened and
- *  hashed; anything else is fingerprinted by its mode (its kind), so a named pipe, which blocks
- *  whoever opens it, is never opened. A link to a folder or an unreadable file still gets a
- *  fingerprint: the gate must not crash on it. */
-async function fingerprint(file: string): Promise<string> {
+/** Prevents a hang at startup or at the gate, and a fingerprint that reads outside the project:
+ *  a link is followed only to a file inside the root (one out is fingerprinted by where it points,
+ *  never opened), and only a regular file is opened, without blocking and without following a link
+ *  swapped in meanwhile; anything else is fingerprinted by its mode, so a named pipe is never
+ *  opened. A broken link or an unreadable file still gets a fingerprint: the gate must not crash. */
+async function fingerprint(root: string, file: string): Promise<string> {
   const unreadable = (error: NodeJS.ErrnoException) => `unreadable: ${error.code}`;
-  const stats = await stat(file).catch(unreadable);
+  const real = await realpath(file).catch(unreadable);
+  if (real.startsWith('unreadable')) return real;
+  if (!isInside(root, real)) return `a link out of the project, to ${await readlink(file)}`;
+  const stats = await lstat(real).catch(unreadable);
   if (typeof stats === 'string') return stats;
   if (!stats.isFile()) return `not a regular file (mode ${stats.mode.toString(8)})`;
-  const bytes = await readFile(file).catch(unreadable);
-  return typeof bytes === 'string' ? bytes : createHash('sha256').update(bytes).digest('hex');
+  const flags = constants.O_RDONLY | constants.O_NONBLOCK | NOFOLLOW;
+  const handle = await open(real, flags).catch(unreadable);
+  if (typeof handle === 'string') return handle;
+  try {
+    const opened = await handle.stat();
+    if (!opened.isFile()) return `not a regular file (mode ${opened.mode.toString(8)})`;
+    const bytes = await handle.readFile().catch(unreadable);
+    return typeof bytes === 'string' ? bytes : createHash('sha256').update(bytes).digest('hex');
+  } finally {
+    await handle.close();
+  }
 }

@@ -3,6 +3,7 @@
 // gate-level tests are in test/loop/hardening.test.ts; these pin the edges it does not reach.
 
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
@@ -63,13 +64,19 @@ describe('--protect fingerprints', () => {
     assert.equal(hashes.get('broken.txt'), 'unreadable: ENOENT');
   });
 
-  test('a protected regular file whose read fails (a link to /proc/self/mem: EIO) is fingerprinted as unreadable, not as a hash of nothing or a crash', async (t) => {
-    if (process.platform !== 'linux') return t.skip('needs /proc/self/mem');
+  test('fingerprints never follow a link out of the project: a link to a file or a named pipe outside is fingerprinted by its target, never opened', async (t) => {
+    const outside = await tempProject(t, { 'secret.txt': 'one\n' });
+    execFileSync('mkfifo', [path.join(outside, 'pipe')]);
     const root = await tempProject(t, { 'a.txt': 'a\n' });
+    symlinkSync(path.join(outside, 'secret.txt'), path.join(root, 'secret-link'));
+    symlinkSync(path.join(outside, 'pipe'), path.join(root, 'pipe-link'));
     symlinkSync('/proc/self/mem', path.join(root, 'mem'));
-    const hashes = await hashProtected(root, ['**']);
-    assert.equal(hashes.get('mem'), 'unreadable: EIO');
-    assert.match(hashes.get('a.txt') ?? '', /^[0-9a-f]{64}$/);
+    const before = await hashProtected(root, ['**']); // a pipe opened would block here
+    assert.equal(before.get('secret-link'), `a link out of the project, to ${path.join(outside, 'secret.txt')}`);
+    assert.equal(before.get('mem'), 'a link out of the project, to /proc/self/mem');
+    await writeFile(path.join(outside, 'secret.txt'), 'two\n');
+    assert.deepEqual(await protectedChanges(root, ['**'], before), [], 'what a link out points at is not read');
+    assert.match(before.get('a.txt') ?? '', /^[0-9a-f]{64}$/);
   });
 });
 
