@@ -44,7 +44,7 @@ import {
   hashProtected,
   protectedChanges,
   loadContextFiles,
-  protectedPathProblem,
+  runsLaterReason,
   MAX_INPUT_DEPTH,
   readablePath,
   nestedDeeperThan,
@@ -500,7 +500,7 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
 export interface GuardOptions {
   budgets: Budgets;
   protect: readonly string[]; // globs of files the model may not change, e.g. "test/**"
-  defaultProtection?: boolean; // false: opt out of tools.ts's PROTECTED_NAMES (.git, .vscode, …)
+  defaultProtection?: boolean; // false: writes that could run later pass a blanket yes; .git read
   approve: Approver; // asked before a call that changes something; default: approve all
   beforeCall?: readonly BeforeCallHook[]; // a forker's own, run after validation
   afterCall?: readonly AfterCallHook[];
@@ -557,6 +557,7 @@ export type ApprovalRequest = {
   preview: string;
   signal: AbortSignal;
   call: Anthropic.ToolUseBlock;
+  runsLater: string | null; // why this write could run later: asked every time, never "always"
 };
 
 export const approveAll: Approver = async () => ({ approved: true });
@@ -635,11 +636,9 @@ export function protectedFiles(globs: readonly string[]): BeforeCallHook {
       const { root } = agent.toolContext;
       const real = await safe_path(root, requested);
       const glob = globMatcher(globs)(path.relative(root, real).split(path.sep).join('/'));
-      const judged =
-        glob &&
-        `${requested} is protected ("${glob}"): change the code, not the files that check it`;
-      const reason = protectedPathProblem(agent.toolContext, requested, real) ?? judged;
-      return reason ? { action: 'deny', reason } : ALLOW;
+      if (!glob) return ALLOW;
+      const reason = `${requested} is protected ("${glob}"): change the code, not what checks it`;
+      return { action: 'deny', reason };
     },
   };
 }
@@ -662,19 +661,36 @@ export function approval(approve: Approver): BeforeCallHook {
     name: 'approval',
     timeoutMs: Infinity,
     async check({ call, tool, input }, agent, signal) {
-      if (tool.readOnly || always) return ALLOW;
+      if (tool.readOnly) return ALLOW;
+      const runsLater = await runsLaterOf(agent, input);
+      if (always && runsLater === null) return ALLOW;
+      // Prevents a blanket yes from covering a write that runs later: with nobody to ask, refused.
+      if (runsLater !== null && approve === approveAll) {
+        const allow = 'defaultProtection: false (--no-default-protection) allows it';
+        const why = `nobody was asked, and no blanket yes covers it (${allow})`;
+        return deny(`${pathOf(input)} is ${runsLater}; ${why}`);
+      }
       const preview = tool.preview
         ? await tool.preview(input, agent.toolContext)
         : JSON.stringify(input, null, 2);
-      const answer = await approve({ tool: tool.name, preview, signal, call });
+      const answer = await approve({ tool: tool.name, preview, signal, call, runsLater });
       if (!answer.approved) {
         const why = answer.reason ? `: ${answer.reason}` : '';
         return { action: 'deny', reason: `the user declined this ${tool.name} call${why}` };
       }
-      always ||= answer.always === true;
+      if (runsLater === null) always ||= answer.always === true; // asked each time, never "always"
       return ALLOW;
     },
   };
+}
+
+/** Why a changing call's `path` could run later (see runsLaterReason), or null; null always once
+ *  the person opted out (`defaultProtection: false`). */
+async function runsLaterOf(agent: Agent, input: unknown): Promise<string | null> {
+  const requested = pathOf(input);
+  const ctx = agent.toolContext;
+  if (requested === undefined || ctx.defaultProtection === false) return null;
+  return await runsLaterReason(ctx, requested, await safe_path(ctx.root, requested));
 }
 
 /** Prevents one huge result, from any tool, from flooding the context. */

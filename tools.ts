@@ -5,7 +5,7 @@
 // that calls it.
 
 import type Anthropic from '@anthropic-ai/sdk';
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { constants, existsSync, lstatSync, readlinkSync, realpathSync, type Stats } from 'node:fs';
 import {
@@ -36,8 +36,8 @@ export interface ToolContext {
   readonly seen: Map<string, string>;
   /** Aborted when the run stops (Ctrl-C, time budget): a long-running tool should stop too. */
   readonly signal?: AbortSignal;
-  /** The built-in protected names hold (PROTECTED_NAMES; `.git` and `.agent` unread too); default
-   *  true. */
+  /** Writes that could run later are asked every time (runsLaterReason), and `.git` and `.agent`
+   *  are never read; default true. */
   readonly defaultProtection?: boolean;
   /** The gate's sandbox policy: true, contain or refuse; false, never; unset, where this can. */
   readonly sandbox?: boolean;
@@ -280,53 +280,69 @@ function isInside(root: string, candidate: string): boolean {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Protected paths: what runs code later, outside any sandbox, when the person next uses git, an
-// editor or a tool (git's hooks and config, editors' task and settings files), and the harness's
-// own files. No tool writes them and the check can neither create nor change them, at any depth.
-// Built from @anthropic-ai/sandbox-runtime's mandatory deny list and Codex's read-only `.git`,
-// widened to the whole of `.git` (a `.git` file points git elsewhere) and to other tools' hooks.
+// What could run later: a write another program may load or run without being asked. The classes
+// come from how those programs find their files, not from a list of names: a hidden (dot) name
+// (git's .git and .gitmodules, editors' .vscode and .idea, dev containers, direnv's .envrc, other
+// agents' folders all hide so); a folder git would open as a repository (git's discovery: a HEAD
+// with objects/ and refs/, whatever the folder is called); the folder core.hooksPath names; a file
+// that is executable. Such a write is never covered by a blanket yes (see agent.ts's approval).
 
-/** File and folder names protected wherever they sit in the project tree. */
-export const PROTECTED_NAMES: readonly string[] = [
-  '.git', // hooks, config (core.fsmonitor, core.hooksPath), or a `.git` file pointing elsewhere
-  '.agent', // the harness's own: session files and what else it keeps
-  '.vscode', // tasks and settings the editor runs
-  '.idea',
-  '.devcontainer', // commands run when the folder is opened in a container
-  '.claude', // another agent's commands, hooks and settings
-  '.husky', // git hooks by another name
-  '.gitconfig',
-  '.gitmodules',
-  '.mcp.json', // servers an agent starts
-  '.npmrc', // script-shell, and a registry token's home
-  '.yarnrc',
-  '.yarnrc.yml', // yarnPath: a script yarn runs
-  '.ripgreprc',
-];
+/** Not hidden, yet loaded when the folder is opened: VS Code's workspace files run their tasks,
+ *  mise loads mise.toml on `cd`. From those tools' documentation; everything else hides. */
+const OPENED_ON_LOAD = [/\.code-workspace$/, /^mise(\.[\w-]+)?\.toml$/];
 
-/** The protected name a project-relative path goes through, if any: "sub/.git/config" → ".git".
- *  Case does not matter: on macOS and Windows ".GIT" is ".git". */
-export function protectedNameIn(relative: string): string | undefined {
-  const segments = relative.toLowerCase().split(/[\\/]/);
-  return PROTECTED_NAMES.find((name) => segments.includes(name));
-}
-
-/** Prevents a changing call from writing what runs code later outside the sandbox (`.git/config`'s
- *  fsmonitor, a hook, `.vscode/tasks.json`), however the path is spelled: the path as written
- *  (`sub/../.GIT/config`) and the real one safe_path resolved (a link into `.git`) are both
- *  checked. The refusal's text, or null; null always once the person opted out (`defaultProtection:
- *  false`). */
-export function protectedPathProblem(
+/** Prevents a write that runs later, outside any sandbox, from passing under a blanket yes: why
+ *  the write to `real` (as safe_path resolved `requested`) could, or null. */
+export async function runsLaterReason(
   ctx: ToolContext,
   requested: string,
   real: string,
-): string | null {
-  if (ctx.defaultProtection === false) return null;
+): Promise<string | null> {
   const lexical = path.relative(ctx.root, path.resolve(ctx.root, requested));
-  const name = protectedNameIn(lexical) ?? protectedNameIn(path.relative(ctx.root, real));
-  if (name === undefined) return null;
-  const why = 'git, an editor or a tool runs what is there later, outside the sandbox';
-  return `${JSON.stringify(requested)} is protected ("${name}": ${why}); no tool changes it`;
+  const segments = [lexical, path.relative(ctx.root, real)].flatMap((p) => p.split(/[\\/]/));
+  const hidden = segments.find((name) => name.startsWith('.') && name !== '.' && name !== '..');
+  if (hidden !== undefined) return `a hidden name ("${hidden}"), which tools load on their own`;
+  if (OPENED_ON_LOAD.some((pattern) => pattern.test(path.basename(real))))
+    return 'a file its tool loads when the folder is opened';
+  const repository = await repositoryAround(ctx.root, real);
+  if (repository !== null) return `inside ${repository}, which git would open as a repository`;
+  const hooks = await hooksPath(ctx.root);
+  if (hooks !== null && (isInside(hooks, real) || hooks === real))
+    return `in core.hooksPath (${hooks}), whose files git runs`;
+  const mode = await stat(real).then(
+    (info) => info.mode,
+    () => 0,
+  );
+  return (mode & 0o111) !== 0 ? 'an executable file' : null;
+}
+
+/** The folder from `file`'s up to the root that git would take for a repository once `file` is
+ *  written (a HEAD file, objects/ and refs/), relative to the root; null if none. */
+async function repositoryAround(root: string, file: string): Promise<string | null> {
+  for (let dir = path.dirname(file); isInside(root, dir) || dir === root; dir = path.dirname(dir)) {
+    const has = async (name: string, folder: boolean) =>
+      isInside(path.join(dir, name), file) ||
+      file === path.join(dir, name) ||
+      (await stat(path.join(dir, name)).then(
+        (info) => info.isDirectory() === folder,
+        () => false,
+      ));
+    if ((await has('HEAD', false)) && (await has('objects', true)) && (await has('refs', true)))
+      return path.relative(root, dir) || '.';
+    if (dir === root) break;
+  }
+  return null;
+}
+
+/** The folder git's core.hooksPath names for this project, resolved; null if unset or no git. */
+async function hooksPath(root: string): Promise<string | null> {
+  const git = trustedProgram('git');
+  if (git === null) return null;
+  return new Promise((resolve) => {
+    execFile(git, ['config', '--get', 'core.hooksPath'], { cwd: root, timeout: 5_000 }, (_e, out) =>
+      resolve(out.trim() === '' ? null : path.resolve(root, out.trim())),
+    );
+  });
 }
 
 /** Never read or listed, even when asked for by name: git's data (a token in a remote URL) and the
@@ -904,8 +920,11 @@ async function planEdit(
   if (old_str === new_str)
     throw new ToolError('old_str and new_str are the same; nothing would change');
   const file = await safe_path(ctx.root, requested);
-  const refused = protectedPathProblem(ctx, requested, file);
-  if (refused !== null) throw new ToolError(refused);
+  // The path approved is the path changed: a link inside the project is not written through.
+  if (file !== path.resolve(ctx.root, requested))
+    throw new ToolError(
+      `${requested} goes through a link to ${path.relative(ctx.root, file)}; edit that path itself`,
+    );
   if (old_str === '') {
     if (await exists(file))
       throw new ToolError(
@@ -1141,9 +1160,7 @@ export async function checkedFolder(ctx: ToolContext, dir: string): Promise<Writ
   await mkdir(dir, { recursive: true }); // a new file may be in a new folder
   const where = async (file: string) => {
     const real = await realpath(file);
-    const relative = path.relative(ctx.root, real);
-    const refused = ctx.defaultProtection !== false && protectedNameIn(relative) !== undefined;
-    return isInside(ctx.root, real) && !refused ? null : real;
+    return isInside(ctx.root, real) ? null : real;
   };
   if ((await where(dir)) !== null) throw swapped(ctx, dir);
   return {
@@ -1692,7 +1709,8 @@ export function globMatcher(globs: readonly string[]): (file: string) => string 
  *  a link is followed only to a file inside the root (one out is fingerprinted by where it points,
  *  never opened), and only a regular file is opened, without blocking and without following a link
  *  swapped in meanwhile; anything else is fingerprinted by its mode, so a named pipe is never
- *  opened. A broken link or an unreadable file still gets a fingerprint: the gate must not crash. */
+ *  opened. A broken link or an unreadable file still gets a fingerprint: the gate must not
+ *  crash. */
 async function fingerprint(root: string, file: string): Promise<string> {
   const unreadable = (error: NodeJS.ErrnoException) => `unreadable: ${error.code}`;
   const real = await realpath(file).catch(unreadable);

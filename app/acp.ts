@@ -400,7 +400,7 @@ async function openSession(
     const seen = { call: request.call, ...(await fileBefore(root, request.call)) };
     calls.set(request.call.id, seen);
     if (session.mode === 'read-only') return await recordAnswers(async () => READ_ONLY, record)(request);
-    if (session.mode === 'accept-edits') return { approved: true };
+    if (session.mode === 'accept-edits' && request.runsLater === null) return { approved: true };
     const answer = await askEditor(seen)(request);
     if (answer.approved && answer.always === true) {
       session.mode = 'accept-edits';

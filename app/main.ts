@@ -392,7 +392,7 @@ const statusOfVerify = ({ verify, noSandbox }: CliOptions) =>
 /** Says once, at start, what this command line loosened and whether "done" will be checked, and where. */
 async function tellSafety(options: CliOptions, notice: (text: string) => void): Promise<void> {
   if (options.noDefaultProtection)
-    notice('--no-default-protection: the agent and the check may change .git, .agent, .vscode and the like');
+    notice('--no-default-protection: --yes covers writes that could run later, and the tools read .git');
   if (options.verify === undefined) notice('no --verify command: "done" will be accepted unverified');
   else await tellSandbox(options, notice);
 }

@@ -41,7 +41,7 @@ export const OPTIONS = {
   'no-sandbox': { type: 'boolean', help: 'run the verify command outside the OS sandbox, with your full rights' },
   'no-default-protection': {
     type: 'boolean',
-    help: 'let the agent and the check change .git, .agent, .vscode and the other built-in protected paths',
+    help: 'let --yes cover writes that could run later (dot names, hooks, executables), and the tools read .git',
   },
   'pass-env': { type: 'string', arg: 'NAME', multiple: true, help: 'pass this environment variable to the check' },
   'sandbox-read': {

@@ -773,12 +773,14 @@ function summarize(input: unknown): string {
 /** Asks about one change at the terminal. Enter means no; y, yes, n, no, a, always are understood in any case, and
  *  anything else is asked again rather than taken for an answer. */
 export function terminalApprover(screen: StatusLine, out: Output): Approver {
-  return async ({ tool, preview, signal, call }) => {
+  return async ({ tool, preview, signal, call, runsLater }) => {
     const painted = quotedHeaders(preview, call.input)
       .split('\n')
       .map(visible)
       .map((l) => (l.startsWith('+') ? colour('green', l, out) : l.startsWith('-') ? colour('red', l, out) : l));
     screen.line(painted.join('\n'));
+    // A write that could run later is asked every time, and says why: "always" does not cover it.
+    if (runsLater !== null) screen.line(colour('yellow', `This path is ${visible(runsLater)}: asked every time.`, out));
     const question = `Allow this ${tool}? [y]es, [N]o, [a]lways this session (Enter: no) `;
     let answer = APPROVAL_ANSWERS[(await screen.ask(question, signal)).trim().toLowerCase()];
     while (answer === undefined)

@@ -1,21 +1,18 @@
-// Route 3 of issue 28: nothing the model writes through the tools reaches `.git` (config, hooks), editors' settings
-// or the harness's own files, however the path is spelled; `.git` is not read either (a token in a remote URL). Run
-// for real: a real repository, the real git, the tools alone and through the agent.
+// Issue 47's class 4: a write another program may run or load unasked (a hidden name, a folder git would open as a
+// repository, core.hooksPath, an executable) asks a person every time and is refused with nobody to ask; `.git` is
+// not read either (a token in a remote URL). Run for real: a real repository, the real git, through the agent.
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { z } from 'zod';
-import { runTask } from '../../agent.ts';
+import { type ApprovalRequest, type Approver, pathOf, runTask } from '../../agent.ts';
 import { call, reply, say, toolUse } from '../../scripted-model.ts';
-import { defineTool, edit_file, list_files, read_file, type ToolContext } from '../../tools.ts';
+import { defineTool, list_files, read_file, type ToolContext } from '../../tools.ts';
 import { scriptedAgent, tempProject, toolResults, toolsWith } from '../helpers.ts';
-
-const sha256 = (data: string) => createHash('sha256').update(data).digest('hex');
 
 /** Runs the real git in `root`, with an identity so a commit works and no global configuration. */
 const git = (root: string, ...args: string[]) =>
@@ -38,86 +35,108 @@ async function repository(t: TestContext) {
 /** The fsmonitor payload: `git status` runs core.fsmonitor's command through the shell, outside any sandbox. */
 const fsmonitor = (pwned: string) => `[core]\n\tfsmonitor = "touch ${pwned}; false"`;
 
-describe("protected paths: the tools never write .git, editors' settings or .agent, at any depth, by any spelling", () => {
-  test('edit_file cannot write .git/config, so git status runs no model-written fsmonitor', async (t) => {
+describe('what could run later asks a person every time: never covered by a blanket yes, by any spelling', () => {
+  /** Runs `calls` (each an edit_file argument set) through the agent with `approve`; the results and who was asked. */
+  async function edits(root: string, inputs: object[], approve?: Approver) {
+    const asked: ApprovalRequest[] = [];
+    const approver: Approver | undefined =
+      approve && (async (request) => (asked.push(request), await approve(request)));
+    const script = [...inputs.map((input) => call('edit_file', input)), say('done')];
+    const { agent } = await scriptedAgent(root, script, approver ? { approve: approver } : {});
+    await runTask(agent, 'edit');
+    return { results: toolResults(agent.messages), asked };
+  }
+  const refusedUnasked = /nobody was asked, and no blanket yes covers it \(defaultProtection: false/;
+
+  test('a blanket yes cannot write .git/config, so git status runs no model-written fsmonitor', async (t) => {
     const { root, config, pwned } = await repository(t);
     const before = readFileSync(config, 'utf8');
-    symlinkSync('.git', path.join(root, 'gitlink')); // a link inside the root, into .git
-    // As if the model had read it: the refusal must come from the protection, not from read-before-edit.
-    const ctx: ToolContext = { root, seen: new Map([[config, sha256(before)]]) };
-    for (const spelling of ['.git/config', 'sub/../.git/config', './.git/config', 'gitlink/config']) {
-      await assert.rejects(
-        edit_file.run({ path: spelling, old_str: '[core]', new_str: fsmonitor(pwned) }, ctx),
-        /is protected \("\.git"/,
-        spelling,
-      );
-    }
-    await assert.rejects(edit_file.run({ path: './.GIT/config', old_str: '', new_str: fsmonitor(pwned) }, ctx));
-    const { agent } = await scriptedAgent(root, [
-      call('edit_file', { path: 'sub/../.git/config', old_str: '[core]', new_str: fsmonitor(pwned) }),
-      say('done'),
-    ]);
-    agent.toolContext.seen.set(config, sha256(before));
-    await runTask(agent, 'configure git');
-    assert.match(String(toolResults(agent.messages)[0]?.content), /is protected \("\.git"/);
+    const spellings = ['.git/config', 'sub/../.git/config', './.git/config', './.GIT/config'];
+    const inputs = spellings.map((spelling) => ({ path: spelling, old_str: '', new_str: fsmonitor(pwned) }));
+    const { results } = await edits(root, inputs);
+    assert.equal(results.length, 4);
+    for (const result of results) assert.match(String(result.content), refusedUnasked);
     assert.equal(readFileSync(config, 'utf8'), before);
-    git(root, 'status', '--short');
-    assert.equal(existsSync(pwned), false, 'git status ran a payload');
-    // The payload is real: written by hand, the same `git status` runs it.
-    writeFileSync(config, before.replace('[core]', fsmonitor(pwned)));
-    git(root, 'status', '--short');
-    assert.equal(existsSync(pwned), true, 'the control payload did not run: the test proves nothing');
+    git(root, 'status');
+    assert.equal(existsSync(pwned), false);
   });
 
-  test('edit_file cannot create .git/hooks/pre-commit or set core.hooksPath, so git commit runs no model code', async (t) => {
-    const { root, config, pwned } = await repository(t);
+  test('hooks, editor and agent settings, at any depth, and a folder git would take for a repository under another name are refused unasked', async (t) => {
+    const { root, pwned } = await repository(t);
+    await mkdir(path.join(root, 'shaped', 'objects'), { recursive: true });
+    await mkdir(path.join(root, 'shaped', 'refs'));
+    writeFileSync(path.join(root, 'shaped', 'HEAD'), 'ref: refs/heads/main\n');
     const hook = `#!/bin/sh\ntouch ${pwned}\n`;
-    const { agent } = await scriptedAgent(root, [
-      reply(
-        toolUse('edit_file', { path: '.git/hooks/pre-commit', old_str: '', new_str: hook }),
-        toolUse('edit_file', { path: 'src/.git/hooks/pre-commit', old_str: '', new_str: hook }),
-        toolUse('edit_file', { path: '.husky/pre-commit', old_str: '', new_str: hook }),
-      ),
-      say('done'),
+    const paths = ['.git/hooks/pre-commit', '.vscode/tasks.json', 'deep/er/.idea/x.xml', 'shaped/hooks/post-checkout'];
+    const { results } = await edits(
+      root,
+      paths.map((file) => ({ path: file, old_str: '', new_str: hook })),
+    );
+    assert.deepEqual(
+      results.map((result) => refusedUnasked.test(String(result.content))),
+      [true, true, true, true],
+    );
+    assert.match(String(results[3]?.content), /inside shaped, which git would open as a repository/);
+    for (const file of paths) assert.equal(existsSync(path.join(root, file)), false, file);
+  });
+
+  test('the folder core.hooksPath names and an executable file are refused unasked, though neither is hidden', async (t) => {
+    const { root } = await repository(t);
+    git(root, 'config', 'core.hooksPath', 'githooks');
+    writeFileSync(path.join(root, 'run.sh'), 'echo hi\n');
+    chmodSync(path.join(root, 'run.sh'), 0o755);
+    const { results } = await edits(root, [
+      { path: 'githooks/pre-commit', old_str: '', new_str: 'touch pwned\n' },
+      { path: 'run.sh', old_str: 'echo hi', new_str: 'touch pwned' },
     ]);
-    await runTask(agent, 'add a hook');
-    const results = toolResults(agent.messages);
-    assert.equal(results.length, 3);
-    for (const result of results) assert.match(String(result.content), /is protected \("\.(git|husky)"/);
-    assert.equal(existsSync(path.join(root, '.git', 'hooks', 'pre-commit')), false);
-    assert.equal(existsSync(path.join(root, 'src')), false, 'a folder was made for a refused file');
-    writeFileSync(path.join(root, 'a.txt'), 'b\n');
-    git(root, 'commit', '-q', '-am', 'second');
-    assert.equal(existsSync(pwned), false, 'git commit ran a hook');
-    // The hook is real: installed by hand (executable), the next commit runs it.
-    writeFileSync(path.join(root, '.git', 'hooks', 'pre-commit'), hook);
-    chmodSync(path.join(root, '.git', 'hooks', 'pre-commit'), 0o755);
-    writeFileSync(path.join(root, 'a.txt'), 'c\n');
-    git(root, 'commit', '-q', '-am', 'third');
-    assert.equal(existsSync(pwned), true, 'the control hook did not run: the test proves nothing');
-    assert.doesNotMatch(readFileSync(config, 'utf8'), /hooksPath/);
+    assert.match(String(results[0]?.content), /in core\.hooksPath \(.*githooks\), whose files git runs/);
+    assert.match(String(results[1]?.content), /an executable file; nobody was asked/);
+    assert.equal(existsSync(path.join(root, 'githooks')), false);
+    assert.equal(readFileSync(path.join(root, 'run.sh'), 'utf8'), 'echo hi\n');
   });
 
-  test("editors' and agents' settings are refused at any depth: .vscode/settings.json, .idea/, .agent/, a nested .vscode", async (t) => {
+  test('a person is asked about each such write, told why, and "always" does not cover the next one', async (t) => {
     const root = await tempProject(t);
-    const ctx: ToolContext = { root, seen: new Map() };
-    const paths = ['.vscode/settings.json', '.idea/workspace.xml', 'packages/web/.vscode/tasks.json', '.agent/x.json'];
-    for (const name of [...paths, '.devcontainer/devcontainer.json', '.mcp.json', '.npmrc', '.gitmodules']) {
-      await assert.rejects(edit_file.run({ path: name, old_str: '', new_str: '{}' }, ctx), /is protected/, name);
-      assert.equal(existsSync(path.join(root, name)), false, name);
-    }
-    assert.equal(existsSync(path.join(root, 'packages')), false, 'a folder was made for a refused file');
-    // A `.git` that is a link to a folder inside: git reads through the name, so the name is protected too.
-    await mkdir(path.join(root, 'elsewhere'));
-    symlinkSync('elsewhere', path.join(root, '.git'));
-    await assert.rejects(edit_file.run({ path: '.git/config', old_str: '', new_str: '[core]' }, ctx), /protected/);
-    assert.equal(existsSync(path.join(root, 'elsewhere', 'config')), false);
-    // Names that only look alike are ordinary files.
-    await edit_file.run({ path: '.gitignore', old_str: '', new_str: 'x\n' }, ctx);
-    await edit_file.run({ path: 'vscode/settings.json', old_str: '', new_str: '{}' }, ctx);
+    const always: Approver = async () => ({ approved: true, always: true });
+    const inputs = [
+      { path: 'plain.txt', old_str: '', new_str: 'a\n' }, // answered "always": plain files are not asked again
+      { path: '.vscode/a.json', old_str: '', new_str: '{}\n' },
+      { path: '.vscode/b.json', old_str: '', new_str: '{}\n' },
+      { path: 'other.txt', old_str: '', new_str: 'b\n' },
+    ];
+    const { results, asked } = await edits(root, inputs, always);
+    assert.deepEqual(
+      asked.map((request) => [pathOf(request.call.input), request.runsLater]),
+      [
+        ['plain.txt', null],
+        ['.vscode/a.json', 'a hidden name (".vscode"), which tools load on their own'],
+        ['.vscode/b.json', 'a hidden name (".vscode"), which tools load on their own'],
+      ],
+    );
+    assert.deepEqual(
+      results.map((result) => result.is_error),
+      [undefined, undefined, undefined, undefined],
+    );
   });
 
-  test("a forker's own writing tool cannot write .git/hooks either: the protect hook refuses the call before it runs", async (t) => {
+  test('the path approved is the path changed: an edit through a link inside the project is refused, naming the target', async (t) => {
+    const root = await tempProject(t, { 'a.txt': 'a\n' });
+    symlinkSync('a.txt', path.join(root, 'link.txt'));
+    const asked: string[] = [];
+    const { agent } = await scriptedAgent(
+      root,
+      [call('read_file', { path: 'link.txt' }), call('edit_file', { path: 'link.txt', old_str: 'a', new_str: 'b' })],
+      { approve: async ({ preview }) => (asked.push(preview), { approved: true }) },
+    );
+    await runTask(agent, 'edit');
+    assert.match(
+      String(toolResults(agent.messages)[1]?.content),
+      /link\.txt goes through a link to a\.txt; edit that path itself/,
+    );
+    assert.equal(readFileSync(path.join(root, 'a.txt'), 'utf8'), 'a\n');
+  });
+
+  test("a forker's own writing tool cannot write .git/hooks either: approval refuses the call before it runs", async (t) => {
     const { root, pwned } = await repository(t);
     const writes: string[] = [];
     const write_file = defineTool({
@@ -138,7 +157,7 @@ describe("protected paths: the tools never write .git, editors' settings or .age
     );
     await runTask(agent, 'write a hook');
     assert.deepEqual(writes, []);
-    assert.match(String(toolResults(agent.messages)[0]?.content), /is protected \("\.git"/);
+    assert.match(String(toolResults(agent.messages)[0]?.content), refusedUnasked);
     assert.equal(existsSync(path.join(root, '.git', 'hooks', 'post-checkout')), false);
   });
 
