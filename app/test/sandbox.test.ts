@@ -36,7 +36,7 @@ test('--no-sandbox is never silent: said at start, on the traced gate line, and 
   assert.equal(header.options.noSandbox, true);
 });
 
-test('--no-default-protection is explicit: said at start, recorded in the header, and only then may the agent write .vscode', async (t) => {
+test('--no-default-protection is explicit: said at start, recorded in the header, and only then may --yes write .vscode', async (t) => {
   const root = await realpath(await mkdtemp(path.join(os.tmpdir(), 'sbx-optout-')));
   t.after(() => rm(root, { recursive: true, force: true }));
   const settings = '.vscode/settings.json';
@@ -59,7 +59,10 @@ test('--no-default-protection is explicit: said at start, recorded in the header
   assert.deepEqual(kept.header.options.passEnv, ['MY_TOKEN'], '--pass-env is recorded too');
   const lifted = await run('--no-default-protection');
   assert.equal(lifted.status, 0);
-  assert.match(lifted.stdout, /--no-default-protection: the agent and the check may change \.git, \.agent, \.vscode/);
+  assert.match(
+    lifted.stdout,
+    /--no-default-protection: --yes covers writes that could run later, and the tools read \.git/,
+  );
   assert.equal(readFileSync(path.join(root, settings), 'utf8'), '{}\n');
   assert.equal(lifted.header.options.noDefaultProtection, true);
 });

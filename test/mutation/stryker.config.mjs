@@ -36,12 +36,11 @@ export const SECTIONS = {
       'test/tools/routes-git.test.ts',
       'test/tools/routes-write-race.test.ts',
       'test/loop/guards.test.ts',
-      'test/sandbox/routes-unreadable.test.ts', // list_files past a locked subfolder
+      'test/tools/routes-locked-folder.test.ts', // list_files past a locked subfolder
     ],
   },
-  // runCommand, its OS sandbox (flags, environment, hidden stores, protected binds) and the root check;
-  // sandboxChoice and commandOptions (fork-tools: a tool that runs commands; guards-mutants: the gate's choice);
-  // routes-unreadable: the walk over folders the harness may not read.
+  // runCommand, its OS sandbox (the allowlist, the overlay, the environment, the trusted programs) and the root check;
+  // sandboxChoice and commandOptions (fork-tools: a tool that runs commands; guards-mutants: the gate's choice).
   runner: {
     lines: `${runner}-${context - 1}`,
     tests: [
@@ -51,7 +50,6 @@ export const SECTIONS = {
       'test/loop/limits.test.ts',
       'test/tools/fork-tools.test.ts',
       'test/loop/guards-mutants.test.ts',
-      'test/sandbox/routes-unreadable.test.ts',
     ],
   },
   // AGENTS.md: what is read into the system prompt, and what is skipped.
@@ -59,7 +57,7 @@ export const SECTIONS = {
     lines: `${context}-${fingerprints - 1}`,
     tests: ['test/tools/routes-agents-md.test.ts', 'test/loop/endurance.test.ts'],
   },
-  // --protect: the globs and the fingerprints the gate compares; routes-unreadable: a protected folder the check locks.
+  // --protect: the globs and the fingerprints the gate compares.
   fingerprints: {
     lines: `${fingerprints}-${lines.length}`,
     tests: [
@@ -67,7 +65,6 @@ export const SECTIONS = {
       'test/sandbox/routes-sandbox.test.ts',
       'test/tools/tools-gitignore.test.ts',
       'test/sandbox/protect-fingerprints.test.ts',
-      'test/sandbox/routes-unreadable.test.ts',
     ],
   },
 };
