@@ -1,7 +1,8 @@
-// The gate's OS sandbox (issue 21): what running the check contained adds to a "done" whose check is `node test.js`
-// in a tiny project, paired with the same "done" uncontained. The project is made once and always deleted.
+// The gate's OS sandbox (issues 21, 47): what running the check contained adds to a "done" whose check is
+// `node test.js` in a tiny project with a 10,000-file node_modules (the overlay must not cost by the file), paired with
+// the same "done" uncontained. The project is made once and always deleted.
 
-import { mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -23,6 +24,11 @@ async function withTinyProject<T>(use: (root: string) => Promise<T>): Promise<T>
   const root = await realpath(await mkdtemp(path.join(os.tmpdir(), 'bench-sandbox-')));
   try {
     for (const [name, content] of Object.entries(PROJECT)) await writeFile(path.join(root, name), content);
+    for (let d = 0; d < 100; d++) {
+      const dir = path.join(root, 'node_modules', `pkg${d}`);
+      await mkdir(dir, { recursive: true });
+      await Promise.all(Array.from({ length: 100 }, (_, f) => writeFile(path.join(dir, `f${f}.js`), `// ${f}\n`)));
+    }
     return await use(root);
   } finally {
     await rm(root, { recursive: true, force: true });
