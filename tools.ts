@@ -20,6 +20,7 @@ import {
   rename,
   rm,
   stat,
+  type FileHandle,
 } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -679,13 +680,20 @@ export const read_file = defineTool({
   async run({ path: requested, offset = 1, limit = MAX_LINES }, ctx) {
     const file = await readablePath(ctx, requested);
     const info = await statRegularFile(file, requested);
-    // A file small enough to edit is read once, whole: the window, the line count and the hash all
-    // come from the same bytes. Read separately, a change in between could pin a version the model
-    // never saw.
-    const whole = info.size <= MAX_EDITABLE_BYTES ? await readFile(file) : undefined;
-    const window = await (whole === undefined
-      ? readLineWindow(file, offset, Math.min(limit, MAX_LINES), ctx.signal)
-      : lineWindow(chunksOf(whole), offset, Math.min(limit, MAX_LINES)));
+    const handle = await openReadable(ctx, file, requested);
+    let whole: Buffer | undefined;
+    let window: LineWindow | 'binary';
+    try {
+      // A file small enough to edit is read once, whole: the window, the line count and the hash
+      // all come from the same bytes. Read separately, a change in between could pin a version the
+      // model never saw.
+      whole = info.size <= MAX_EDITABLE_BYTES ? await handle.readFile() : undefined;
+      window = await (whole === undefined
+        ? readLineWindow(handle, offset, Math.min(limit, MAX_LINES), ctx.signal)
+        : lineWindow(chunksOf(whole), offset, Math.min(limit, MAX_LINES)));
+    } finally {
+      await handle.close();
+    }
     // NUL bytes anywhere in the window (not only at the start of the file) mean binary data.
     if (window === 'binary' || window.lines.some((line) => line.includes('\0'))) {
       throw new ToolError(
@@ -751,28 +759,47 @@ interface LineWindow {
 /** The window of a file too large to read whole, read chunk by chunk only as far as the window
  *  goes, so a 1 GB file is never loaded. */
 async function readLineWindow(
-  file: string,
+  handle: FileHandle,
   offset: number,
   limit: number,
   signal: AbortSignal | undefined,
 ): Promise<LineWindow | 'binary'> {
-  const handle = await open(file, 'r');
+  // Large chunks: each read waits for a thread of the pool, and with 64 KiB ones that wait was
+  // most of the time.
+  const chunk = Buffer.alloc(1024 * 1024);
+  return await lineWindow(
+    async () => {
+      throwIfStopped(signal);
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
+      // Only the bytes just read: past them, the buffer still holds the previous chunk's.
+      return chunk.subarray(0, bytesRead);
+    },
+    offset,
+    limit,
+  );
+}
+
+/** Prevents a read that a folder swapped for a link since safe_path looked leads outside the
+ *  project (or into `.git`): the file is opened without blocking, and the file it opened is
+ *  checked, by the path the kernel gives its descriptor (Linux's /proc/self/fd/N). Elsewhere the
+ *  check before the open is all there is. */
+export async function openReadable(
+  ctx: ToolContext,
+  file: string,
+  requested: string,
+): Promise<FileHandle> {
+  const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  if (!FOLDERS_BY_FD) return handle;
   try {
-    // Large chunks: each read waits for a thread of the pool, and with 64 KiB ones that wait was
-    // most of the time.
-    const chunk = Buffer.alloc(1024 * 1024);
-    return await lineWindow(
-      async () => {
-        throwIfStopped(signal);
-        const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
-        // Only the bytes just read: past them, the buffer still holds the previous chunk's.
-        return chunk.subarray(0, bytesRead);
-      },
-      offset,
-      limit,
-    );
-  } finally {
+    const reached = await readlink(`/proc/self/fd/${handle.fd}`);
+    const swapped = 'changed into a link while it was opened, to what the tools do not read';
+    await readablePath(ctx, reached).catch(() => {
+      throw new ToolError(`${requested} ${swapped}; not read`);
+    });
+    return handle;
+  } catch (error) {
     await handle.close();
+    throw error;
   }
 }
 
