@@ -80,7 +80,7 @@ describe('what could run later asks a person every time: never covered by a blan
     for (const file of paths) assert.equal(existsSync(path.join(root, file)), false, file);
   });
 
-  test('the folder core.hooksPath names and an executable file are refused unasked, though neither is hidden', async (t) => {
+  test('the folder core.hooksPath names, an executable, a VS Code workspace and mise.toml are refused unasked, though none is hidden', async (t) => {
     const { root } = await repository(t);
     git(root, 'config', 'core.hooksPath', 'githooks');
     writeFileSync(path.join(root, 'run.sh'), 'echo hi\n');
@@ -88,7 +88,11 @@ describe('what could run later asks a person every time: never covered by a blan
     const { results } = await edits(root, [
       { path: 'githooks/pre-commit', old_str: '', new_str: 'touch pwned\n' },
       { path: 'run.sh', old_str: 'echo hi', new_str: 'touch pwned' },
+      { path: 'team.code-workspace', old_str: '', new_str: '{ "tasks": {} }\n' },
+      { path: 'mise.toml', old_str: '', new_str: '[hooks]\n' },
     ]);
+    for (const result of results.slice(2))
+      assert.match(String(result.content), /a file its tool loads when the folder is opened; nobody was asked/);
     assert.match(String(results[0]?.content), /in core\.hooksPath \(.*githooks\), whose files git runs/);
     assert.match(String(results[1]?.content), /an executable file; nobody was asked/);
     assert.equal(existsSync(path.join(root, 'githooks')), false);
