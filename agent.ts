@@ -29,33 +29,33 @@
 // Types only: the SDK is slow to load; the program imports it for a real model.
 import type Anthropic from '@anthropic-ai/sdk';
 import type { APIError } from '@anthropic-ai/sdk';
-import path from 'node:path';
+import { realpath } from 'node:fs/promises';
 import { z } from 'zod';
+import { GUARDED, retryNotices } from './hardening/index.ts';
 import {
   capOutput,
   capStrings,
+  changedFiles,
   COMMAND_TIMEOUT_MS,
   commandOptions,
-  type CommandOptions,
-  type CommandRun,
   type ContextFile,
   defineTool,
-  globMatcher,
-  hashProtected,
-  protectedChanges,
+  type Disk,
   loadContextFiles,
-  runsLaterReason,
   MAX_INPUT_DEPTH,
-  readablePath,
   nestedDeeperThan,
+  pathOf,
+  plainDisk,
+  protectedBy,
   runCommand,
-  sandboxableRoot,
+  type Runner,
   safe_path,
   schemaProblem,
   type Tool,
   type ToolContext,
   toolDefinition,
   ToolError,
+  TOOLS,
   UNUSABLE,
 } from './tools.ts';
 
@@ -137,15 +137,39 @@ type Listener = (text: string) => void;
 export interface AgentConfig extends Partial<GateOptions>, Partial<GuardOptions>, EnduranceOptions {
   root: string; // the tools cannot reach outside it
   model: Model;
-  tools: readonly Tool[];
+  tools?: readonly Tool[]; // default TOOLS
   onEvent?: (event: AgentEvent) => void; // the loop never prints; it reports here
-  systemPrompt?: string;
+  systemPrompt?: string; // default SYSTEM_PROMPT
+  hardening?: Hardening; // default GUARDED (hardening/); PLAIN is the reading path alone
 }
+
+/** What the reading path leaves to its seams: how the tools touch the disk, how a command runs,
+ *  how the root is vetted, and the production hooks around calls. */
+export interface Hardening {
+  readonly disk: Disk;
+  readonly runner: Runner;
+  readonly root: (given: string) => Promise<string>; // resolved through links, or refused
+  readonly beforeCall: readonly BeforeCallHook[]; // after the lessons' guards, before approval
+  readonly afterCall: readonly AfterCallHook[]; // before the output cap
+}
+
+/** The reading path alone: the disk as it is, a plain shell, no production hooks. */
+export const PLAIN: Hardening = {
+  disk: plainDisk,
+  runner: runCommand,
+  root: (given) => realpath(given),
+  beforeCall: [],
+  afterCall: [],
+};
 
 /** The configuration, its root resolved and its defaults filled in. */
 export type Settings = AgentConfig &
   GateOptions &
-  GuardOptions & { onEvent: (event: AgentEvent) => void };
+  GuardOptions & {
+    tools: readonly Tool[];
+    hardening: Hardening;
+    onEvent: (event: AgentEvent) => void;
+  };
 
 /** A session. A program never writes it: runTask, steer, compactNow and resume are its ways in. */
 export interface Agent {
@@ -175,20 +199,24 @@ export interface Agent {
 export async function createAgent(config: AgentConfig): Promise<Agent> {
   const settings = await withDefaults(config);
   const contextFiles = settings.contextFiles === false ? [] : await loadContextFiles(settings.root);
-  const { root, defaultProtection, sandbox, verifyTimeoutMs, passEnv, sandboxRead, model } =
-    settings;
+  const { root, hardening, protect, model } = settings;
+  const { defaultProtection, sandbox, verifyTimeoutMs, passEnv, sandboxRead } = settings;
+  const toolContext: ToolContext = {
+    root,
+    seen: new Map(),
+    disk: hardening.disk,
+    runner: hardening.runner,
+    protect,
+    defaultProtection,
+    sandbox,
+    verifyTimeoutMs,
+    passEnv,
+    sandboxRead,
+  };
   const agent: Agent = {
     config: settings,
     messages: [],
-    toolContext: {
-      root,
-      seen: new Map(),
-      defaultProtection,
-      sandbox,
-      verifyTimeoutMs,
-      passEnv,
-      sandboxRead,
-    },
+    toolContext,
     // A cache mark here caches the fixed prefix: tools, then system.
     system: [{ type: 'text', text: systemPrompt(settings, contextFiles), cache_control: CACHE }],
     toolDefinitions: [],
@@ -197,16 +225,17 @@ export async function createAgent(config: AgentConfig): Promise<Agent> {
       validateInput,
       ...(settings.beforeCall ?? []),
       safePathCheck,
-      protectedFiles(settings.protect),
+      protectedFiles(protect),
       runawayGuard,
+      ...hardening.beforeCall,
       approval(settings.approve),
     ],
-    afterCall: [capToolOutput, ...(settings.afterCall ?? [])],
+    afterCall: [...hardening.afterCall, capToolOutput, ...(settings.afterCall ?? [])],
     steering: [],
     repeats: { key: '', times: 0 },
     usage: noUsage(model),
     ledger: noUsage(model),
-    protectedAtStart: await hashProtected(root, settings.protect),
+    protectedAtStart: await protectedHashes(toolContext),
     // P4
     contextWindow:
       (await model.contextWindow?.()) ?? settings.contextWindow ?? DEFAULT_CONTEXT_WINDOW,
@@ -409,6 +438,7 @@ async function decide(
       }
       planned = { ...planned, input: decision.input };
     }
+    if (decision.action === 'ask') planned = { ...planned, askEveryTime: decision.reason };
   }
   return planned;
 }
@@ -417,7 +447,10 @@ async function decide(
 async function execute(agent: Agent, run: Run, planned: PlannedCall): Promise<ToolOutcome> {
   agent.config.onEvent({ type: 'running', call: planned.call });
   const context = { ...agent.toolContext, signal: run.signal };
-  const running = planned.tool.run(planned.input, context).then(
+  // A tool that throws before it returns a promise fails like any other; it starts at once.
+  const running = new Promise<string>((resolve) =>
+    resolve(planned.tool.run(planned.input, context)),
+  ).then(
     (content): ToolOutcome => ({ content, isError: false }),
     (error: unknown): ToolOutcome => ({ content: errorText(error), isError: true }),
   );
@@ -457,8 +490,9 @@ async function judgeFinalReply(agent: Agent, run: Run, reply: Anthropic.Message)
 
 /** Prevents a false "done": it takes exit code 0 and the protected files unchanged. */
 async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
-  const { verify, root, verifyTimeoutMs, protect, onEvent } = agent.config;
-  const tampered = await protectedChanges(root, protect, agent.protectedAtStart);
+  const { verify, verifyTimeoutMs, onEvent } = agent.config;
+  const ctx = { ...agent.toolContext, signal: run.signal };
+  const tampered = changedFiles(agent.protectedAtStart, await protectedHashes(ctx));
   if (tampered.length > 0) {
     const output = tampered.join(', ');
     const reason = 'protected files changed';
@@ -469,26 +503,19 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   }
   if (verify === undefined) return { kind: 'accepted', verifiedBy: null };
   const onOutput = (text: string) => onEvent({ type: 'gate-output', text });
-  let options: CommandOptions;
-  let ran: CommandRun;
-  try {
-    // Sandboxed where it must or can be, as a fork's command tool is.
-    options = await commandOptions({ ...agent.toolContext, signal: run.signal });
-    onEvent({ type: 'gate-start', command: verify });
-    ran = await runCommand(verify, { ...options, onOutput });
-  } catch (error) {
-    return errorHalt(`the check was not run: ${errorText(error)}`);
-  }
+  onEvent({ type: 'gate-start', command: verify });
+  // Sandboxed where it must or can be (the default runner), as a fork's command tool is.
+  const ran = await ctx.runner(verify, { ...commandOptions(ctx), onOutput }).catch(errorText);
+  if (typeof ran === 'string') return errorHalt(`the check was not run: ${ran}`);
   if (run.signal.aborted) return stoppedHalt(agent, run);
   // A check that changed what judges it fails (uncontained, its writes are real).
-  const touched = await protectedChanges(root, protect, agent.protectedAtStart);
-  const { exitCode, output, timedOut } = ran;
+  const touched = changedFiles(agent.protectedAtStart, await protectedHashes(ctx));
+  const { exitCode, output, timedOut, contained: sandboxed } = ran;
   const passed = exitCode === 0 && touched.length === 0;
   const ended = timedOut
     ? `did not finish within ${verifyTimeoutMs / 1000} s`
     : `exited with code ${exitCode}`;
   const reason = touched.length > 0 ? `changed protected files: ${touched.join(', ')}` : ended;
-  const sandboxed = options.sandbox === true;
   onEvent({ type: 'gate', command: verify, exitCode, passed, reason, output, sandboxed });
   if (passed) return { kind: 'accepted', verifiedBy: verify };
   const told = `Its output:\n\n${output}\n\nFix the cause, then say you are done.`;
@@ -506,6 +533,9 @@ export interface GuardOptions {
   afterCall?: readonly AfterCallHook[];
 }
 
+/** A run's limits unless given: turns only. */
+export const DEFAULT_BUDGETS: Budgets = { maxTurns: 25 };
+
 /** A run's limits. Tokens and dollars count sub-agents' and summaries' calls too. */
 export interface Budgets {
   maxTurns: number; // a turn is one model call
@@ -521,6 +551,7 @@ export type PlannedCall = {
   readonly call: Anthropic.ToolUseBlock;
   readonly tool: Tool;
   readonly input: unknown;
+  readonly askEveryTime?: string; // why a person must be asked, whatever they said before
 };
 
 /** What a before-call hook decides. */
@@ -528,7 +559,8 @@ export type Decision =
   | { action: 'allow' }
   | { action: 'deny'; reason: string }
   | { action: 'rewrite'; input: unknown }
-  | { action: 'answer'; content: string };
+  | { action: 'answer'; content: string }
+  | { action: 'ask'; reason: string }; // allow only with a person's yes, every time, saying why
 
 /** Runs before a call, and fails closed (see askHook). `signal` aborts when the run stops. */
 export interface BeforeCallHook {
@@ -609,24 +641,25 @@ export const validateInput: BeforeCallHook = {
   },
 };
 
-/** A call's `path` argument, if it has one. */
-export const pathOf = (input: unknown): string | undefined =>
-  typeof input === 'object' && input !== null && 'path' in input && typeof input.path === 'string'
-    ? input.path
-    : undefined;
-
-/** Prevents any tool's `path` from reaching outside the project, or a read from .git or .agent. */
+/** Prevents any tool's `path` from reaching outside the project. */
 export const safePathCheck: BeforeCallHook = {
   name: 'safe_path',
-  async check({ tool, input }, { toolContext: ctx }) {
+  async check({ input }, { toolContext: ctx }) {
     const requested = pathOf(input);
-    if (requested === undefined) return ALLOW;
-    await (tool.readOnly ? readablePath(ctx, requested) : safe_path(ctx.root, requested));
+    if (requested !== undefined) await safe_path(ctx.root, requested);
     return ALLOW;
   },
 };
 
-/** Prevents "silent green" (changing the files that judge) and writes to protected names. */
+/** The protected files' fingerprints now (none without --protect). */
+const protectedHashes = async (ctx: ToolContext) =>
+  ctx.protect?.length ? await ctx.disk.fingerprints(ctx.protect, ctx) : new Map<string, string>();
+
+/** A real path inside the root as the globs see it: relative, "/"-separated. */
+const relativeOf = (root: string, real: string) =>
+  real.slice(root.length + 1).replaceAll('\\', '/');
+
+/** Prevents "silent green": the model changing the files that judge its work. */
 export function protectedFiles(globs: readonly string[]): BeforeCallHook {
   return {
     name: 'protect',
@@ -635,7 +668,7 @@ export function protectedFiles(globs: readonly string[]): BeforeCallHook {
       if (tool.readOnly || requested === undefined) return ALLOW;
       const { root } = agent.toolContext;
       const real = await safe_path(root, requested);
-      const glob = globMatcher(globs)(path.relative(root, real).split(path.sep).join('/'));
+      const glob = protectedBy(globs, relativeOf(root, real));
       if (!glob) return ALLOW;
       const reason = `${requested} is protected ("${glob}"): change the code, not what checks it`;
       return { action: 'deny', reason };
@@ -660,9 +693,9 @@ export function approval(approve: Approver): BeforeCallHook {
   return {
     name: 'approval',
     timeoutMs: Infinity,
-    async check({ call, tool, input }, agent, signal) {
+    async check({ call, tool, input, askEveryTime }, agent, signal) {
       if (tool.readOnly) return ALLOW;
-      const runsLater = await runsLaterOf(agent, input);
+      const runsLater = askEveryTime ?? null;
       if (always && runsLater === null) return ALLOW;
       // Prevents a blanket yes from covering a write that runs later: with nobody to ask, refused.
       if (runsLater !== null && approve === approveAll) {
@@ -682,15 +715,6 @@ export function approval(approve: Approver): BeforeCallHook {
       return ALLOW;
     },
   };
-}
-
-/** Why a changing call's `path` could run later (see runsLaterReason), or null; null always once
- *  the person opted out (`defaultProtection: false`). */
-async function runsLaterOf(agent: Agent, input: unknown): Promise<string | null> {
-  const requested = pathOf(input);
-  const ctx = agent.toolContext;
-  if (requested === undefined || ctx.defaultProtection === false) return null;
-  return await runsLaterReason(ctx, requested, await safe_path(ctx.root, requested));
 }
 
 /** Prevents one huge result, from any tool, from flooding the context. */
@@ -1020,23 +1044,13 @@ export class AnthropicModel implements Model {
   ) {}
 
   async complete(request: ModelRequest, { signal, onText, onNotice }: ModelCallOptions) {
-    // The SDK retries by itself; this says what it does after each failed attempt.
-    const showRetries: Middleware = async (request, next, context) => {
-      const retried = Number(request.headers.get('x-stainless-retry-count') ?? 0);
-      const left = (context.options?.maxRetries ?? this.client.maxRetries) - retried;
-      const tell = (notice: string | null) => notice && !signal.aborted && onNotice(notice);
-      const response = await next(request).catch((error: unknown) => {
-        tell(retryNotice(`the connection failed (${errorText(error)})`, null, retried, left));
-        throw error;
-      });
-      if (!response.ok)
-        tell(retryNotice(`the API answered ${response.status}`, response, retried, left));
-      return response;
-    };
     const stall = new AbortController();
     const stream = this.client.messages.stream(
       { model: this.name, max_tokens: MAX_OUTPUT_TOKENS, ...request },
-      { signal: AbortSignal.any([signal, stall.signal]), middleware: [showRetries] },
+      {
+        signal: AbortSignal.any([signal, stall.signal]),
+        middleware: [retryNotices(this.client.maxRetries, signal, onNotice)],
+      },
     );
     stream.on('text', onText);
     const stalled = new Error(`the response stream stalled: no data for ${this.idleMs / 1000} s`);
@@ -1064,25 +1078,6 @@ export class AnthropicModel implements Model {
     );
     return this.window;
   }
-}
-
-type Middleware = NonNullable<Anthropic.RequestOptions['middleware']>[number];
-
-/** What the SDK does after a failed attempt, by its own rule (shouldRetry). */
-function retryNotice(what: string, response: Response | null, retried: number, left: number) {
-  const header = (name: string) => response?.headers.get(name) ?? null;
-  const said = header('x-should-retry');
-  const status = response?.status ?? 500;
-  const retryable =
-    said === null ? [408, 409, 429].includes(status) || status >= 500 : said === 'true';
-  if (!retryable) {
-    return said === 'false' ? `${what}, and said not to retry (x-should-retry: false)` : null;
-  }
-  if (left <= 0) return `${what}; no retries left (${retried} made), so the call fails`;
-  const seconds = Number(header('retry-after-ms') ?? NaN) / 1000 || Number(header('retry-after'));
-  let when = 'shortly';
-  if (seconds > 0) when = seconds < 1 ? 'in under a second' : `in ${Math.round(seconds)} s`;
-  return `${what}; the SDK retries ${when} (retry ${retried + 1}, ${left - 1} more left)…`;
 }
 
 /** The SDK's API errors, known by shape, so an offline run never loads the SDK. */
@@ -1149,11 +1144,14 @@ async function withDefaults(config: AgentConfig): Promise<Settings> {
       `a dollar budget needs a price, and ${unpriced.name} has none (give the Model a price)`,
     );
   }
+  const hardening = config.hardening ?? GUARDED;
   return {
     ...config,
-    root: await sandboxableRoot(config.root),
+    tools: config.tools ?? TOOLS,
+    hardening,
+    root: await hardening.root(config.root),
     verifyTimeoutMs: config.verifyTimeoutMs ?? COMMAND_TIMEOUT_MS,
-    budgets: config.budgets ?? { maxTurns: 25 },
+    budgets: config.budgets ?? DEFAULT_BUDGETS,
     protect: config.protect ?? [],
     approve: config.approve ?? approveAll,
     onEvent: config.onEvent ?? (() => {}),
@@ -1329,77 +1327,6 @@ export function costOf(price: Price | undefined, usage: Anthropic.Usage): number
 }
 
 // --- Resume: a saved transcript, repaired so that the API accepts it.
-
-const LOST_RESULT =
-  'result lost: the session file has no result for this call (a lost line); ' +
-  'it may or may not have run';
-
-const notRunResults = (ids: string[], content: string): Anthropic.ToolResultBlockParam[] =>
-  ids.map((id) => ({ type: 'tool_result', tool_use_id: id, content, is_error: true }));
-
-/** Prevents a damaged session file from making a session that can never resume. Messages are
- *  only added or changed at the end, so a compaction's cut keeps its meaning. */
-export function transcriptRepair(warn: (text: string) => void) {
-  const messages: Anthropic.MessageParam[] = [];
-  const callIds = new Set<string>();
-  let awaiting: string[] = []; // the last reply's calls, that the next message answers
-  const answerLost = (at: string, ids: string[]) => {
-    const lost = `${ids.length} call(s) before this line have no result (a lost line)`;
-    warn(`${at}: ${lost}; answered "result lost"`);
-    return notRunResults(ids, LOST_RESULT);
-  };
-  const add = (message: Anthropic.MessageParam, at: string) => {
-    const blocks: Anthropic.ContentBlockParam[] =
-      typeof message.content === 'string'
-        ? [{ type: 'text', text: message.content }]
-        : message.content;
-    let content: Anthropic.ContentBlockParam[];
-    if (message.role === 'assistant') {
-      if (awaiting.length > 0) messages.push({ role: 'user', content: answerLost(at, awaiting) });
-      if (messages.length === 0) {
-        const first = 'the first message is a reply (the task before it was lost)';
-        warn(`${at}: ${first}; a placeholder task goes first`);
-        messages.push(userText('[The first message of this session was lost from its file.]'));
-      }
-      content = blocks.filter((block) => block.type !== 'tool_use' || !callIds.has(block.id));
-      const repeated = blocks.length - content.length;
-      const again = `${repeated} call(s) repeat the id of an earlier call (a repeated line?)`;
-      if (repeated > 0) warn(`${at}: ${again}; dropped`);
-      awaiting = content.flatMap((block) => (block.type === 'tool_use' ? [block.id] : []));
-      for (const id of awaiting) callIds.add(id);
-    } else {
-      const results = blocks.filter((block) => block.type === 'tool_result');
-      const unanswered = new Set(awaiting);
-      awaiting = [];
-      const kept = results.filter((result) => unanswered.delete(result.tool_use_id)); // the first
-      const dropped = results.length - kept.length;
-      if (dropped > 0) warn(`${at}: ${dropped} result(s) answer no call just before them; dropped`);
-      const answers = unanswered.size > 0 ? answerLost(at, [...unanswered]) : [];
-      content = [...kept, ...answers, ...blocks.filter((block) => block.type !== 'tool_result')];
-      const moved = dropped + answers.length === 0 && content.some((b, i) => b !== blocks[i]);
-      if (moved) warn(`${at}: results moved before the text`);
-    }
-    const same =
-      content.length === blocks.length && content.every((block, i) => block === blocks[i]);
-    if (same) messages.push(message);
-    else if (content.length > 0)
-      messages.push({ role: message.role === 'assistant' ? 'assistant' : 'user', content });
-  };
-  return {
-    messages,
-    add,
-    /** Whether a compaction may cut here (see chooseCut). */
-    startsReply: (index: number) => messages[index]?.role === 'assistant',
-    /** Answers the calls the session ended in the middle of; resume appends it. */
-    finish: (): Anthropic.MessageParam | null => {
-      if (awaiting.length === 0) return null;
-      const died = `${awaiting.length} call(s) had no result (the process died mid-call)`;
-      warn(`${died}; they are answered "not run"`);
-      const notRun = 'not run: the session ended before this call finished';
-      return { role: 'user', content: notRunResults(awaiting, notRun) };
-    },
-  };
-}
 
 /** A saved session, read through transcriptRepair. */
 export interface LoadedSession {

@@ -27,7 +27,6 @@ import {
   type Halt,
   type LoadedSession,
   type Model,
-  pathOf,
   resume,
 } from '../agent.ts';
 import { describeCall, safe_path, type Tool } from '../tools.ts';
@@ -43,6 +42,7 @@ import {
   sessionRecorder,
 } from './session-file.ts';
 import { type Ending, type EndingSignal, EXIT, outsideSandbox, runGivenTask, type SessionEvent } from './terminal.ts';
+import { pathOf } from '../tools.ts';
 
 /** What every session of the connection shares: the command line's options and the model(s) they chose. */
 export interface AcpSetup {

@@ -20,7 +20,7 @@ import {
   type Model,
   resume,
 } from '../agent.ts';
-import { sandboxProblem } from '../tools.ts';
+
 import {
   chooseModel,
   type CliOptions,
@@ -64,6 +64,7 @@ import {
   tracePrinter,
   visible,
 } from './terminal.ts';
+import { sandboxProblem } from '../hardening/index.ts';
 
 /** One run, then exit. Ctrl-C stops it like in the REPL; a second one exits at once. So does the program's ending (a
  *  signal, a session file that can no longer be written), whose exit code it then is if the run was stopped. */

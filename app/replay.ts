@@ -17,7 +17,7 @@ import {
   runTask,
   steer,
 } from '../agent.ts';
-import { sandboxProblem, type Tool, TOOLS } from '../tools.ts';
+import { type Tool, TOOLS } from '../tools.ts';
 import { type CliOptions, configFromCli, UsageError } from './options.ts';
 import { priced } from './prices.ts';
 import {
@@ -31,6 +31,7 @@ import {
   sessionLines,
 } from './session-file.ts';
 import { EXIT, MAX_COLUMNS, type Output, visible, wrap } from './terminal.ts';
+import { sandboxProblem } from '../hardening/index.ts';
 
 /** Everything a replay plays back: the tasks, each model reply in call order, and what the person did. */
 interface Recording {

@@ -29,10 +29,11 @@ import {
   type LoadedSession,
   type Price,
   errorText,
-  transcriptRepair,
 } from '../agent.ts';
-import { globMatcher, hashProtected, issuesText, MAX_INPUT_DEPTH, nestedDeeperThan } from '../tools.ts';
+import { issuesText } from '../tools.ts';
 import type { ProgramEvent, SessionEvent } from './terminal.ts';
+import { globMatcher, hashProtected, transcriptRepair } from '../hardening/index.ts';
+import { MAX_INPUT_DEPTH, nestedDeeperThan } from '../tools.ts';
 
 /** Version 2 adds what a replay needs: the options, every reply as received, and what the person did. */
 export const SESSION_VERSION = 2;

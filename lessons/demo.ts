@@ -10,7 +10,8 @@ import { styleText } from 'node:util';
 import type Anthropic from '@anthropic-ai/sdk';
 import { type AgentEvent, approveAll, createAgent, type Halt, runTask } from '../agent.ts';
 import { loadScript, ScriptedModel } from '../scripted-model.ts';
-import { runCommand, sandboxProblem, TOOLS } from '../tools.ts';
+import { runCommand, TOOLS } from '../tools.ts';
+import { sandboxProblem } from '../hardening/index.ts';
 
 /** The example project as the demo and the lesson stories use it: written fresh for every run, so a
  *  change to lessons/example (say, someone ran the agent on it and fixed add.js) changes nothing here. */

@@ -22,6 +22,7 @@ import { realpath } from 'node:fs/promises';
 import { z } from 'zod';
 import type { Model } from '../agent.ts';
 import { safe_path, type Tool, type ToolContext } from '../tools.ts';
+import { plainDisk, runCommand as plainRunner } from '../tools.ts';
 
 export interface Config {
   /** The project folder the tools work in, and where the verify command runs. */
@@ -78,7 +79,7 @@ export async function createAgent(config: Config): Promise<Agent> {
     config: { ...config, root },
     messages: [],
     toolDefinitions: config.tools.map(toolDefinition),
-    toolContext: { root, seen: new Map() },
+    toolContext: { root, seen: new Map(), disk: plainDisk, runner: plainRunner },
   };
 }
 

@@ -4,14 +4,17 @@
 // The program's own layout is pinned in app/test/layout.test.ts.
 
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { importCircle, importsOf } from './helpers.ts';
 
 const project = path.join(import.meta.dirname, '..');
-const CORE = ['agent.ts', 'tools.ts', 'scripted-model.ts'];
+const HARDENING = readdirSync(path.join(project, 'hardening'))
+  .filter((name) => name.endsWith('.ts'))
+  .map((name) => `hardening/${name}`);
+const CORE = ['agent.ts', 'tools.ts', 'scripted-model.ts', ...HARDENING];
 const read = (file: string) => readFile(path.join(project, file), 'utf8');
 
 // Tools leave these behind when they run (a mutation run's copy of the project among them); .gitignore keeps them
@@ -33,9 +36,9 @@ async function harnessFiles(folder = ''): Promise<string[]> {
   return files;
 }
 
-test('no line of agent.ts, tools.ts or scripted-model.ts is wider than 100 columns', async () => {
+test('no line of agent.ts, tools.ts, scripted-model.ts or the hardening is wider than 100 columns', async () => {
   const wide: string[] = [];
-  for (const file of ['agent.ts', 'tools.ts', 'scripted-model.ts']) {
+  for (const file of CORE) {
     const lines = (await read(file)).split('\n');
     wide.push(...lines.flatMap((line, i) => (line.length > 100 ? [`${file}:${i + 1}`] : [])));
   }
@@ -49,9 +52,9 @@ test('README.md is a front page: at most 3,000 words', async () => {
   assert.ok(words <= 3_000, `README.md has ${words} words, over 3,000: move a manual beside what it describes`);
 });
 
-test('agent.ts imports only tools.ts of the project, and nothing of a terminal: the harness never draws', async () => {
+test("agent.ts imports only tools.ts and the hardening's defaults, and nothing of a terminal: the harness never draws", async () => {
   const source = await read('agent.ts');
-  assert.deepEqual(importsOf('agent.ts', source), ['tools.ts']);
+  assert.deepEqual(importsOf('agent.ts', source).sort(), ['hardening/index.ts', 'tools.ts']);
   for (const terminal of ['node:readline', 'node:readline/promises', 'node:tty']) {
     assert.ok(!source.includes(`'${terminal}'`), `agent.ts imports ${terminal}`);
   }
@@ -95,7 +98,17 @@ test('the top level holds the design card and nothing else: the harness, its tes
   const card = ['package.json', 'package-lock.json', 'tsconfig.json', 'agent.ts', 'tools.ts', 'scripted-model.ts'];
   // app/ is the program, a package of its own: a fork of the harness may delete it.
   const program = entries.includes('app') ? ['app'] : [];
-  const expected = [...card, 'test', 'lessons', ...program, 'README.md', '.ci', '.gitignore', '.prettierignore'];
+  const expected = [
+    ...card,
+    'hardening',
+    'test',
+    'lessons',
+    ...program,
+    'README.md',
+    '.ci',
+    '.gitignore',
+    '.prettierignore',
+  ];
   assert.deepEqual(
     entries.filter((name) => !LEFTOVERS.includes(name)),
     expected.sort(),

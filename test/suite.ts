@@ -6,7 +6,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { sandboxProblem } from '../tools.ts';
+import { sandboxProblem } from '../hardening/index.ts';
 
 /** Every `*.test.ts` under `folder`, at any depth (node_modules and fixture projects aside), sorted. */
 export function testFiles(folder: string): string[] {

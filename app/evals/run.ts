@@ -16,7 +16,7 @@ import { minimatch } from 'minimatch';
 import { z } from 'zod';
 import { type AgentEvent, type UsageTotals } from '../../agent.ts';
 import { loadScript } from '../../scripted-model.ts';
-import { runCommand, sandboxProblem, walk } from '../../tools.ts';
+import { containedRunner, sandboxProblem, walk } from '../../hardening/index.ts';
 
 // =============================================================================================
 // Tasks: a folder with task.json, project/ and (for scripted runs) trajectory.json
@@ -116,7 +116,7 @@ async function protectedChanges(original: string, copy: string, globs: readonly 
  *  start without one, see main), since it runs code the agent wrote. */
 const runVerify = async (command: string, cwd: string) => {
   const sandbox = (await sandboxProblem()) === null;
-  return await runCommand(command, {
+  return await containedRunner(command, {
     cwd,
     timeoutMs: VERIFY_TIMEOUT_MS,
     signal: new AbortController().signal,

@@ -14,11 +14,12 @@ import { firstDifference, recordedTools } from '../replay.ts';
 import { recordAnswers, type RecordedOptions, SESSION_VERSION, sessionRecorder } from '../session-file.ts';
 import { EXIT } from '../terminal.ts';
 import { call, reply, say, ScriptedModel, toolUse, usageOf } from '../../scripted-model.ts';
-import { sandboxProblem, TOOLS } from '../../tools.ts';
+import { TOOLS } from '../../tools.ts';
 import { FORKED_TOOLS, SHIPPED_TOOLS } from '../../test/tools/fork-tools.ts';
 import { fakeMessage, startFakeApi } from '../../test/model/fake-api.ts';
 import { tempProject } from '../../test/helpers.ts';
 import { runCli } from './helpers.ts';
+import { sandboxProblem } from '../../hardening/index.ts';
 
 const RECORDINGS = path.join(import.meta.dirname, 'recordings');
 

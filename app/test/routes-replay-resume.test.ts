@@ -14,7 +14,8 @@ import { EXIT } from '../terminal.ts';
 import { call, say } from '../../scripted-model.ts';
 import { tempProject } from '../../test/helpers.ts';
 import { editedRecording, runCli } from './helpers.ts';
-import { sandboxProblem, TOOLS } from '../../tools.ts';
+import { TOOLS } from '../../tools.ts';
+import { sandboxProblem } from '../../hardening/index.ts';
 
 const noSandbox = await sandboxProblem();
 const skip = noSandbox === null ? false : `no OS sandbox here (${noSandbox}); CI installs bubblewrap`;

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { list_files, MAX_LIST_ENTRIES } from '../../tools.ts';
 import { type Measurement, median } from './loop.ts';
+import { containedRunner, guardedDisk } from '../../hardening/index.ts';
 
 const DIRS = 100;
 const FILES_PER_DIR = 1000;
@@ -58,7 +59,7 @@ function timeFindSorted(root: string): Promise<{ ms: number; lines: number }> {
 
 async function timeListFiles(root: string): Promise<{ ms: number; output: string }> {
   const start = performance.now();
-  const output = await list_files.run({}, { root, seen: new Map() });
+  const output = await list_files.run({}, { root, seen: new Map(), disk: guardedDisk, runner: containedRunner });
   return { ms: performance.now() - start, output };
 }
 

@@ -24,6 +24,7 @@ import { sandboxOverhead } from './sandbox.ts';
 import { stuckTripRatio } from './stuck.ts';
 import { format, lastLine, MB, type Row, runBench, spawnCaptured, timeMs } from './table.ts';
 import { TEXT_FILE_LINES, withTextFile } from './text-file.ts';
+import { containedRunner, guardedDisk } from '../../hardening/index.ts';
 
 /** The last window of the text file: the 500 lines that end it. */
 const LAST_WINDOW = TEXT_FILE_LINES - 499;
@@ -158,13 +159,18 @@ let textFileRows: Promise<{ first: Measurement; last: Measurement; rss: Measurem
 /** The three read_file rows, on one text file written once. */
 function readLargeTextFile() {
   return (textFileRows ??= withTextFile(async (root, name) => {
-    const firstWindow = () => read_file.run({ path: name }, { root, seen: new Map() });
+    const firstWindow = () =>
+      read_file.run({ path: name }, { root, seen: new Map(), disk: guardedDisk, runner: containedRunner });
     await firstWindow(); // warm-up: the first call also pays for JIT compilation
     const firsts: number[] = [];
     for (let i = 0; i < 5; i++) firsts.push(await timeMs(firstWindow));
 
     // read_file numbers the lines, so reaching the last window means counting them: `wc -l` is that floor.
-    const lastWindow = () => read_file.run({ path: name, offset: LAST_WINDOW }, { root, seen: new Map() });
+    const lastWindow = () =>
+      read_file.run(
+        { path: name, offset: LAST_WINDOW },
+        { root, seen: new Map(), disk: guardedDisk, runner: containedRunner },
+      );
     const countLines = () => spawnCaptured('wc', ['-l', path.join(root, name)], root);
     const shown = (await lastWindow()).split('\n').at(-1)!; // warm-up, and a check that it is the last window
     if (!shown.startsWith(`${String(TEXT_FILE_LINES).padStart(6)}\t`))

@@ -8,8 +8,9 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { type AgentEvent, createAgent, runTask } from '../../agent.ts';
 import { say, ScriptedModel } from '../../scripted-model.ts';
-import { sandboxProblem, TOOLS } from '../../tools.ts';
+import { TOOLS } from '../../tools.ts';
 import { median, type Measurement, RowSkipped, spreadOf } from './loop.ts';
+import { sandboxProblem } from '../../hardening/index.ts';
 
 const PAIRS = 20;
 const CHECK = 'node test.js';

@@ -9,6 +9,7 @@ import { minimatch } from 'minimatch';
 import { z } from 'zod';
 import type { Model } from '../../agent.ts';
 import { describeArguments, runCommand, safe_path, type Tool, type ToolContext } from '../../tools.ts';
+import { plainDisk, runCommand as plainRunner } from '../../tools.ts';
 
 type Halt =
   | { kind: 'accepted'; verifiedBy: string | null }
@@ -64,7 +65,7 @@ async function newAgent(config: Config, system: string, given: readonly Tool[], 
     system: rules === '' ? system : `${system}\n\n# AGENTS.md\n\n${rules}`,
     tools: given,
     definitions: [],
-    context: { root, seen: new Map() },
+    context: { root, seen: new Map(), disk: plainDisk, runner: plainRunner },
     summary: null,
   };
   if (canDelegate) agent.tools = [...given, taskTool(agent)];

@@ -150,6 +150,7 @@ describe('the offline demo (npm start)', () => {
     for (const file of [
       'agent.ts',
       'tools.ts',
+      'hardening',
       'scripted-model.ts',
       'package.json',
       'lessons/demo.ts',

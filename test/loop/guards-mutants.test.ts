@@ -23,14 +23,13 @@ import {
   type LoadedSession,
   type Model,
   type ModelRequest,
-  pathOf,
   resume,
   runTask,
   steer,
   withdrawSteering,
 } from '../../agent.ts';
 import { call, reply, say, ScriptedModel, text, toolUse } from '../../scripted-model.ts';
-import { defineTool, sandboxProblem } from '../../tools.ts';
+import { defineTool } from '../../tools.ts';
 import {
   echoTool,
   HAIKU_PRICE,
@@ -41,6 +40,8 @@ import {
   toolsWith,
   violationsOf,
 } from '../helpers.ts';
+import { sandboxProblem } from '../../hardening/index.ts';
+import { pathOf } from '../../tools.ts';
 
 const runNode = promisify(execFile);
 const noSandbox = await sandboxProblem();

@@ -12,9 +12,10 @@ import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { type AgentConfig, type AgentEvent, createAgent, type Halt, runTask } from '../../agent.ts';
 import { say, ScriptedModel } from '../../scripted-model.ts';
-import { hashProtected, runCommand, sandboxProblem, TOOLS, trustedProgram } from '../../tools.ts';
+import { TOOLS } from '../../tools.ts';
 import { writeFiles } from '../../lessons/stories.ts';
 import { tempProject } from '../helpers.ts';
+import { containedRunner, hashProtected, sandboxProblem, trustedProgram } from '../../hardening/index.ts';
 
 const noSandbox = await sandboxProblem();
 
@@ -26,7 +27,7 @@ function sandboxed(t: TestContext): boolean {
 
 const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, stdio: 'pipe' }).toString();
 const never = new AbortController().signal;
-const contained = (root: string, more: Partial<Parameters<typeof runCommand>[1]> = {}) => ({
+const contained = (root: string, more: Partial<Parameters<typeof containedRunner>[1]> = {}) => ({
   cwd: root,
   timeoutMs: 20_000,
   signal: never,
@@ -94,7 +95,7 @@ test('a check that writes caches and build output still passes, inside its copy'
   if (!sandboxed(t)) return;
   const root = await tempProject(t, { 'node_modules/pkg/index.js': 'module.exports = 2;\n' });
   const build = 'mkdir -p dist node_modules/.cache && echo built > dist/out.js && cat dist/out.js';
-  const run = await runCommand(build, contained(root));
+  const run = await containedRunner(build, contained(root));
   assert.deepEqual([run.exitCode, run.output], [0, 'built\n']);
   assert.equal(existsSync(path.join(root, 'dist')), false);
 });
@@ -120,11 +121,11 @@ test('the check sees the machine through an allowlist: canaries under HOME, /opt
   const root = await tempProject(t);
   const reads = places.map((folder) => `cat ${folder}/secret`).join('; ');
   const probe = `${reads}; ls ${os.homedir()} /opt /srv /var/lib /var; node -e "require('net').connect('${socket}').on('data', d => process.stdout.write(String(d))).on('error', () => {})"; echo end`;
-  const run = await runCommand(probe, contained(root));
+  const run = await containedRunner(probe, contained(root));
   assert.match(run.output, /end/, 'the probe ran to the end');
   assert.doesNotMatch(run.output, /CANARY/);
   assert.equal(connections, 0);
-  const allowed = await runCommand(`cat ${places[1]}/secret`, contained(root, { sandboxRead: [places[1]!] }));
+  const allowed = await containedRunner(`cat ${places[1]}/secret`, contained(root, { sandboxRead: [places[1]!] }));
   assert.equal(allowed.output, 'CANARY\n', '--sandbox-read opens exactly the path it names');
 });
 
@@ -154,7 +155,7 @@ test('a bubblewrap planted on PATH or in the project is never started: the sandb
     path.join(bin, 'bwrap'),
     'others are searched',
   );
-  const run = await runCommand('echo contained', contained(root));
+  const run = await containedRunner('echo contained', contained(root));
   assert.deepEqual([run.exitCode, run.output], [0, 'contained\n']);
   assert.equal(existsSync(marker), false);
   const spawned = spawnSync('bwrap', ['--version'], { env: process.env }).stdout.toString();
@@ -195,7 +196,7 @@ test("the check's code reads ~/.ssh, ~/.aws, ~/.profile, GITHUB_TOKEN and /proc/
     [output, told].flatMap((text) => text.match(/SECRET-[A-Z-]+/g) ?? []),
     [],
   );
-  const passed = await runCommand('echo "token=$GITHUB_TOKEN"', contained(root, { passEnv: ['GITHUB_TOKEN'] }));
+  const passed = await containedRunner('echo "token=$GITHUB_TOKEN"', contained(root, { passEnv: ['GITHUB_TOKEN'] }));
   assert.match(passed.output, /token=SECRET-ENV-TOKEN/, 'a name the person passes does get through');
 });
 

@@ -12,9 +12,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { call, say } from '../../scripted-model.ts';
-import { runCommand, sandboxableRoot, sandboxProblem, seatbeltArgs, trustedProgram } from '../../tools.ts';
 import { runTask } from '../../agent.ts';
 import { scriptedAgent } from '../helpers.ts';
+import { sandboxProblem, sandboxableRoot, seatbeltArgs, trustedProgram } from '../../hardening/index.ts';
+import { containedRunner } from '../../hardening/index.ts';
 
 const noSandbox = await sandboxProblem();
 const skip = noSandbox === null ? false : `no OS sandbox here (${noSandbox}); CI installs bubblewrap`;
@@ -107,13 +108,15 @@ test(
     const root = await realpath(await mkdtemp(path.join(os.tmpdir(), 'sbx-fail-')));
     t.after(() => rm(root, { recursive: true, force: true }));
     const run = (sandbox: boolean) =>
-      runCommand('echo checking; exit 3', {
+      containedRunner('echo checking; exit 3', {
         cwd: root,
         timeoutMs: 10_000,
         signal: new AbortController().signal,
         sandbox,
       });
-    assert.deepEqual(await run(true), await run(false));
+    const [contained, plain] = [await run(true), await run(false)];
+    assert.deepEqual([contained.exitCode, contained.output], [plain.exitCode, plain.output]);
+    assert.deepEqual([contained.contained, plain.contained], [true, false]);
     assert.equal((await run(true)).exitCode, 3);
   },
 );
@@ -127,7 +130,7 @@ test(
     process.env.ANTHROPIC_API_KEY_FOR_SANDBOX_TEST = 'sk-secret';
     t.after(() => delete process.env.ANTHROPIC_API_KEY_FOR_SANDBOX_TEST);
     const signal = new AbortController().signal;
-    const run = await runCommand('env', { cwd: root, timeoutMs: 10_000, signal, sandbox: true });
+    const run = await containedRunner('env', { cwd: root, timeoutMs: 10_000, signal, sandbox: true });
     assert.equal(run.exitCode, 0);
     assert.doesNotMatch(run.output, /sk-secret/);
   },
@@ -148,7 +151,7 @@ test(
     const root = await realpath(await mkdtemp(path.join(os.tmpdir(), 'sbx-caps-')));
     t.after(() => rm(root, { recursive: true, force: true }));
     const signal = new AbortController().signal;
-    const run = await runCommand('grep CapEff /proc/self/status', {
+    const run = await containedRunner('grep CapEff /proc/self/status', {
       cwd: root,
       timeoutMs: 10_000,
       signal,
@@ -169,7 +172,8 @@ test(
     t.after(() => Promise.all([rm(root, { recursive: true, force: true }), rm(marker, { force: true })]));
     assert.notDeepEqual(await readdir('/run'), [], 'the host has a /run to hide');
     const signal = new AbortController().signal;
-    const contained = (command: string) => runCommand(command, { cwd: root, timeoutMs: 10_000, signal, sandbox: true });
+    const contained = (command: string) =>
+      containedRunner(command, { cwd: root, timeoutMs: 10_000, signal, sandbox: true });
     const run = await contained('ls -A /run');
     assert.deepEqual(
       [run.exitCode, run.output],
@@ -195,7 +199,7 @@ test(
     });
     const signal = new AbortController().signal;
     const options = { cwd: root, timeoutMs: 10_000, signal, sandbox: true, passEnv: ['SANDBOX_TEST_PASSED'] };
-    const run = await runCommand('env', options);
+    const run = await containedRunner('env', options);
     const env = new Map(run.output.split('\n').map((line) => [line.split('=')[0], line.slice(line.indexOf('=') + 1)]));
     assert.deepEqual(
       ['LC_SANDBOX_TEST', 'SANDBOX_TEST_PASSED', 'SANDBOX_TEST_KEPT_OUT', 'TMPDIR', 'TMP', 'TEMP', 'PATH'].map((name) =>
@@ -207,7 +211,8 @@ test(
 );
 
 /** tools.ts loaded afresh under `tag`, its sandbox check not yet made: the check is made once per copy. */
-const freshTools = (tag: string) => import(`../../tools.ts?${tag}`) as Promise<typeof import('../../tools.ts')>;
+const freshSandbox = (tag: string) =>
+  import(`../../hardening/sandbox.ts?${tag}`) as Promise<typeof import('../../hardening/sandbox.ts')>;
 
 /** Sets process.env[name] for the rest of the test. */
 function setEnv(t: TestContext, name: string, value: string) {
@@ -229,19 +234,15 @@ async function tempFolder(t: TestContext, prefix: string) {
 const linuxOnly = process.platform === 'linux' ? false : 'bubblewrap is the sandbox on Linux only';
 
 test(
-  'without bubblewrap a contained command is not run, and a tool that needs the sandbox is refused with what to install',
+  'without bubblewrap a contained command is not run, saying what to install',
   { skip: linuxOnly || (trustedProgram('bwrap') !== null && 'bubblewrap is installed here') },
   async (t) => {
     const root = await tempFolder(t, 'no-bwrap-');
-    const tools = await freshTools('no-bwrap');
-    assert.match((await tools.sandboxProblem()) ?? 'null', /bubblewrap is not installed/);
+    const sandbox = await freshSandbox('no-bwrap');
+    assert.match((await sandbox.sandboxProblem()) ?? 'null', /bubblewrap is not installed/);
     const signal = new AbortController().signal;
-    const run = tools.runCommand('echo ran', { cwd: root, timeoutMs: 10_000, signal, sandbox: true });
+    const run = sandbox.containedRunner('echo ran', { cwd: root, timeoutMs: 10_000, signal, sandbox: true });
     await assert.rejects(run, /bubblewrap is not installed/);
-    await assert.rejects(
-      tools.commandOptions({ root, seen: new Map(), sandbox: true }),
-      (error: unknown) => error instanceof tools.ToolError && /bubblewrap is not installed/.test(error.message),
-    );
   },
 );
 
@@ -254,7 +255,7 @@ test(
     setEnv(t, 'TMPDIR', tmp);
     const signal = new AbortController().signal;
     const command = 'echo kept > /tmp/note && cat /tmp/note';
-    const run = await runCommand(command, { cwd: root, timeoutMs: 10_000, signal, sandbox: true });
+    const run = await containedRunner(command, { cwd: root, timeoutMs: 10_000, signal, sandbox: true });
     assert.deepEqual([run.exitCode, run.output], [0, 'kept\n']);
     assert.deepEqual(await readdir(tmp), []);
   },
@@ -267,7 +268,7 @@ test(
     const root = await tempFolder(t, 'sbx-no-home-');
     setEnv(t, 'HOME', path.join(root, 'missing-home'));
     const signal = new AbortController().signal;
-    const run = await runCommand('echo ran', { cwd: root, timeoutMs: 10_000, signal, sandbox: true });
+    const run = await containedRunner('echo ran', { cwd: root, timeoutMs: 10_000, signal, sandbox: true });
     assert.deepEqual([run.exitCode, run.output], [0, 'ran\n']);
   },
 );

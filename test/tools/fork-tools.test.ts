@@ -8,9 +8,11 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { type ApprovalRequest, runTask } from '../../agent.ts';
 import { call, reply, say, ScriptedModel, toolUse } from '../../scripted-model.ts';
-import { commandOptions, describeArguments, describeCall, runCommand, sandboxProblem, ToolError } from '../../tools.ts';
+import { commandOptions, describeArguments, describeCall } from '../../tools.ts';
 import { append_line, FORKED_TOOLS, SHIPPED_TOOLS, word_count } from './fork-tools.ts';
 import { scriptedAgent, tempProject } from '../helpers.ts';
+import { sandboxProblem } from '../../hardening/index.ts';
+import { containedRunner, guardedDisk } from '../../hardening/index.ts';
 
 const FILES = { 'add.js': 'export const add = (a, b) => a - b;\n', 'notes.txt': 'one two three\n' };
 
@@ -97,13 +99,18 @@ describe('two tools added to TOOLS the README way', () => {
 });
 
 describe("a fork's command tool runs under the gate's sandbox, time limit and environment", () => {
-  test('the agent hands its tools the policy, the verify timeout and the passed names, and no more', async (t) => {
-    const config = { sandbox: false, verifyTimeoutMs: 7_000, passEnv: ['NODE_OPTIONS'] };
+  test('the agent hands its tools its disk and runner, the policy, the verify timeout, the passed names and --protect, and no more', async (t) => {
+    const config = { sandbox: false, verifyTimeoutMs: 7_000, passEnv: ['NODE_OPTIONS'], protect: ['test/**'] };
     const { agent } = await scriptedAgent(await tempProject(t), [], config);
+    assert.equal(agent.toolContext.runner, containedRunner, 'the default runner is the sandboxed one');
+    assert.deepEqual(agent.toolContext.protect, ['test/**']);
     assert.deepEqual(Object.keys(agent.toolContext).sort(), [
       'defaultProtection',
+      'disk',
       'passEnv',
+      'protect',
       'root',
+      'runner',
       'sandbox',
       'sandboxRead',
       'seen',
@@ -121,28 +128,42 @@ describe("a fork's command tool runs under the gate's sandbox, time limit and en
         sandboxRead: [],
       },
     );
-    const ran = await runCommand('echo ran', options);
-    assert.deepEqual([ran.exitCode, ran.output.trim()], [0, 'ran']);
+    const ran = await agent.toolContext.runner('echo ran', options);
+    assert.deepEqual([ran.exitCode, ran.output.trim(), ran.contained], [0, 'ran', false]);
   });
 
   test('a tool run without a run signal, passed names or readable paths can still be stopped, and passes and opens none', async (t) => {
     const root = await tempProject(t);
-    const unset = await commandOptions({ root, seen: new Map(), sandbox: false });
+    const unset = await commandOptions({
+      root,
+      seen: new Map(),
+      disk: guardedDisk,
+      runner: containedRunner,
+      sandbox: false,
+    });
     assert.ok(unset.signal instanceof AbortSignal && !unset.signal.aborted);
     assert.deepEqual([unset.passEnv, unset.sandboxRead], [[], []]);
     const signal = new AbortController().signal;
-    const set = await commandOptions({ root, seen: new Map(), sandbox: false, signal, sandboxRead: ['/opt/x'] });
+    const set = await commandOptions({
+      root,
+      seen: new Map(),
+      disk: guardedDisk,
+      runner: containedRunner,
+      sandbox: false,
+      signal,
+      sandboxRead: ['/opt/x'],
+    });
     assert.deepEqual([set.signal === signal, set.sandboxRead], [true, ['/opt/x']]);
   });
 
   test('as the gate does: contained wherever this machine can, and not run at all where a sandbox is required and none is here', async (t) => {
     const root = await tempProject(t);
     const problem = await sandboxProblem();
-    const unset = await commandOptions({ root, seen: new Map() });
-    assert.equal(unset.sandbox, problem === null, `sandbox: ${problem ?? 'available'}`);
-    const required = commandOptions({ root, seen: new Map(), sandbox: true });
-    if (problem === null) assert.equal((await required).sandbox, true);
-    else
-      await assert.rejects(required, (error: unknown) => error instanceof ToolError && error.message.includes(problem));
+    const context = { root, seen: new Map(), disk: guardedDisk, runner: containedRunner };
+    const unset = await containedRunner('echo ran', commandOptions(context));
+    assert.equal(unset.contained, problem === null, `sandbox: ${problem ?? 'available'}`);
+    const required = containedRunner('echo ran', commandOptions({ ...context, sandbox: true }));
+    if (problem === null) assert.equal((await required).contained, true);
+    else await assert.rejects(required, (error: unknown) => error instanceof Error && error.message.includes(problem));
   });
 });

@@ -28,6 +28,7 @@ import { runTask } from '../../agent.ts';
 import { call, reply, say, type ScriptEntry, toolUse } from '../../scripted-model.ts';
 import { edit_file, list_files, read_file, type ToolContext } from '../../tools.ts';
 import { scriptedAgent } from '../helpers.ts';
+import { containedRunner, guardedDisk } from '../../hardening/index.ts';
 
 const SENTINEL = 'SENTINEL-8d41: outside the project, never to be read\n';
 /** A file name that exists only outside: seeing it in a listing means the listing left the project. */
@@ -84,7 +85,7 @@ async function workspace(t: TestContext): Promise<Workspace> {
     [secret, path.join(outside, MARKER), path.join(base, 'project-evil', 'secret.txt')].map((file) => [file, hash]),
   );
   process.env.HOME = outside;
-  return { base, root, outside, ctx: { root, seen } };
+  return { base, root, outside, ctx: { root, seen, disk: guardedDisk, runner: containedRunner } };
 }
 
 /** Everything beside the project, recursively: names, file contents, symlink targets. */

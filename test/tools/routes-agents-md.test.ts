@@ -86,7 +86,7 @@ describe('AGENTS.md: inside its folder after links, regular files only, skipped 
     );
   });
 
-  test('an AGENTS.md that cannot be opened (a socket: ENXIO) is skipped with its reason instead of failing the start', async (t) => {
+  test('an AGENTS.md that is a socket is skipped with its reason instead of failing the start', async (t) => {
     const root = await tempProject(t);
     const server = createServer();
     await new Promise<void>((resolve) => server.listen(path.join(root, 'AGENTS.md'), resolve));
@@ -94,7 +94,7 @@ describe('AGENTS.md: inside its folder after links, regular files only, skipped 
     const files = await loadContextFiles(root);
     assert.deepEqual(
       files.map(({ skipped }) => skipped),
-      ['unreadable (ENXIO)'],
+      ['not a regular file (a named pipe, socket, device or folder)'],
     );
   });
 

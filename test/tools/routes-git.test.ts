@@ -9,10 +9,12 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { z } from 'zod';
-import { type ApprovalRequest, type Approver, pathOf, runTask } from '../../agent.ts';
+import { type ApprovalRequest, type Approver, runTask } from '../../agent.ts';
 import { call, reply, say, toolUse } from '../../scripted-model.ts';
 import { defineTool, list_files, read_file, type ToolContext } from '../../tools.ts';
 import { scriptedAgent, tempProject, toolResults, toolsWith } from '../helpers.ts';
+import { pathOf } from '../../tools.ts';
+import { containedRunner, guardedDisk } from '../../hardening/index.ts';
 
 /** Runs the real git in `root`, with an identity so a commit works and no global configuration. */
 const git = (root: string, ...args: string[]) =>
@@ -209,10 +211,19 @@ describe('what could run later asks a person every time: never covered by a blan
     assert.equal(edit?.is_error, undefined);
     assert.equal(readFileSync(path.join(root, '.vscode', 'settings.json'), 'utf8'), '{}\n');
     // The tools alone take the same option from their context, and protect when it is absent.
-    const opted: ToolContext = { root, seen: new Map(), defaultProtection: false };
+    const opted: ToolContext = {
+      root,
+      seen: new Map(),
+      disk: guardedDisk,
+      runner: containedRunner,
+      defaultProtection: false,
+    };
     assert.match(await read_file.run({ path: '.git/config' }, opted), /\[core\]/);
     assert.match(await list_files.run({ path: '.git' }, opted), /config/);
-    await assert.rejects(read_file.run({ path: '.git/config' }, { root, seen: new Map() }), /never read/);
+    await assert.rejects(
+      read_file.run({ path: '.git/config' }, { root, seen: new Map(), disk: guardedDisk, runner: containedRunner }),
+      /never read/,
+    );
     assert.ok(existsSync(config));
   });
 });

@@ -18,10 +18,12 @@ test('a locked subfolder does not fail the whole listing: list_files shows the r
   const root = await tempProject(t, { 'a/x.txt': 'x\n', 'locked/secret.txt': 's\n', 'z.txt': 'z\n' });
   await chmod(path.join(root, 'locked'), 0o000);
   t.after(() => chmod(path.join(root, 'locked'), 0o755).catch(() => {})); // for rm, where it runs first as a user
-  const tools = pathToFileURL(path.join(import.meta.dirname, '..', '..', 'tools.ts')).href;
+  const url = (file: string) => JSON.stringify(pathToFileURL(path.join(import.meta.dirname, '..', '..', file)).href);
+  const context = `{ root: ${JSON.stringify(root)}, seen: new Map(), disk: guardedDisk }`;
   const list = [
-    `const { list_files } = await import(${JSON.stringify(tools)});`,
-    `console.log(JSON.stringify(await list_files.run({}, { root: ${JSON.stringify(root)}, seen: new Map() })));`,
+    `const { list_files } = await import(${url('tools.ts')});`,
+    `const { guardedDisk } = await import(${url('hardening/index.ts')});`,
+    `console.log(JSON.stringify(await list_files.run({}, ${context})));`,
   ].join('\n');
   const node = [process.execPath, '--import', 'tsx', '--input-type=module', '-e', list];
   const [file, ...args] = process.getuid?.() === 0 ? ['setpriv', ...NO_BYPASS, ...node] : node;

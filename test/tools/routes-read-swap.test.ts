@@ -6,8 +6,10 @@ import assert from 'node:assert/strict';
 import { mkdir, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { openReadable, ToolError } from '../../tools.ts';
+import { ToolError } from '../../tools.ts';
 import { tempProject } from '../helpers.ts';
+import { openReadable } from '../../hardening/index.ts';
+import { containedRunner, guardedDisk } from '../../hardening/index.ts';
 
 const linuxOnly = process.platform === 'linux' ? false : 'the opened file is named by /proc/self/fd on Linux only';
 
@@ -17,7 +19,7 @@ test(
   async (t) => {
     const outside = await tempProject(t, { 'secret.txt': 'SECRET\n' });
     const root = await tempProject(t, { 'src/a.txt': 'a\n', '.git/config': '[remote]\n\turl = https://token@x\n' });
-    const ctx = { root, seen: new Map<string, string>() };
+    const ctx = { root, seen: new Map<string, string>(), disk: guardedDisk, runner: containedRunner };
     const plain = await openReadable(ctx, path.join(root, 'src', 'a.txt'), 'src/a.txt');
     assert.equal(await plain.readFile('utf8'), 'a\n');
     await plain.close();

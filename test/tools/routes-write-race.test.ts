@@ -9,6 +9,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { edit_file, ToolError, type ToolContext } from '../../tools.ts';
 import { tempProject, within } from '../helpers.ts';
+import { containedRunner, guardedDisk } from '../../hardening/index.ts';
 
 /** Flips `sub` between the real folder (kept as sub-dir) and a link out (kept as sub-link), by renames, until this
  *  process is gone (a run killed mid-test must not leave it spinning). A folder the writer made in a gap (a new
@@ -39,7 +40,7 @@ test('edit_file never writes outside the root while a folder on its path flips t
   let written = 0;
   try {
     await within(new Promise((resolve) => swapper.stdout.once('data', resolve)), 'the swapper to start');
-    const ctx: ToolContext = { root, seen: new Map() };
+    const ctx: ToolContext = { root, seen: new Map(), disk: guardedDisk, runner: containedRunner };
     for (let i = 0; i < 400; i++) {
       try {
         await edit_file.run({ path: `sub/f${i}.txt`, old_str: '', new_str: `file ${i}\n` }, ctx);

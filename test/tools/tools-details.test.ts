@@ -8,8 +8,8 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { z } from 'zod';
 import {
+  capOutput,
   capStrings,
-  checkedFolder,
   defineTool,
   edit_file,
   exists,
@@ -19,6 +19,7 @@ import {
   TOOLS,
 } from '../../tools.ts';
 import { growSparse, numbered, project, refused } from './tools-project.ts';
+import { checkedFolder, closestLines } from '../../hardening/index.ts';
 
 /** The file handles Node closed on garbage collection while the test ran: a handle left open is closed there
  *  when a collection comes first (a large file's read can start one), so counting /proc/self/fd alone would miss
@@ -154,23 +155,22 @@ describe('read_file windows', () => {
     assert.equal(await read_file.run({ path: 'a.txt', offset: 2 }, p.ctx), numbered(2, 'two'));
   });
 
-  test('a file of exactly 50 KiB is shown whole', async (t) => {
+  test('a window is the cap: a file of exactly 50 KiB is shown as far as its numbered lines fit, and says where it continues', async (t) => {
     // 49 lines of 1,023 bytes and their newlines, then a last line of 1,024 bytes without one: 51,200 bytes.
     const text = 'a'.repeat(1023).concat('\n').repeat(49) + 'b'.repeat(1024);
     assert.equal(Buffer.byteLength(text), MAX_BYTES);
     const p = await project(t, { 'exact.txt': text });
-    const out = (await read_file.run({ path: 'exact.txt' }, p.ctx)).split('\n');
-    assert.equal(out.length, 50);
-    assert.equal(out[49], numbered(50, 'b'.repeat(1024)));
+    const window = await read_file.run({ path: 'exact.txt' }, p.ctx);
+    assert.equal(capOutput(window), window, 'the output cap never cuts a window again');
+    assert.equal(window.split('\n').at(-1), '[showing lines 1-49 of 50; use offset=50 to continue]');
+    const rest = await read_file.run({ path: 'exact.txt', offset: 50 }, p.ctx);
+    assert.equal(rest, numbered(50, 'b'.repeat(1024)), 'the offset it gave shows the rest');
   });
 
   test('a giant line followed by more lines is cut, and the output says where the next line is', async (t) => {
     const p = await project(t, { 'bundle.js': 'x'.repeat(100 * 1024) + '\nnext\n' });
     const out = (await read_file.run({ path: 'bundle.js' }, p.ctx)).split('\n');
-    assert.deepEqual(out.slice(1), [
-      '[line 1 is longer than 50 KiB and was cut; the rest of it cannot be shown]',
-      '[showing lines 1-1 of 2; use offset=2 to continue]',
-    ]);
+    assert.deepEqual(out.slice(1), ['[line 1 is longer than 50 KiB and was cut; use offset=2 to continue]']);
   });
 
   test('an offset past a giant line shows the line asked for, not the giant one', async (t) => {
@@ -244,9 +244,9 @@ describe('read_file on a file over 10 MiB (no line count)', () => {
     ]);
   });
 
-  test('a window that fills the byte cap and ends the file on a read boundary promises no more lines', async (t) => {
+  test('a window that ends the file on a read boundary promises no more lines', async (t) => {
     // 11 MiB in lines of 1,024 bytes with their newlines; the first is a byte shorter and the last a byte longer, so
-    // the last 50 lines take 51,201 bytes: the whole 50 KiB cap, and the newline the last one ends the file with.
+    // the file ends on a 1 MiB read boundary; the last 48 lines, numbered, fit the window.
     const lines = [
       'a'.repeat(1022),
       ...Array.from({ length: 11 * 1024 - 2 }, () => 'x'.repeat(1023)),
@@ -254,8 +254,8 @@ describe('read_file on a file over 10 MiB (no line count)', () => {
     ];
     const p = await overTenMiB(t, lines.join('\n') + '\n');
     assert.equal((await stat(path.join(p.root, 'big.txt'))).size, 11 * 1024 * 1024);
-    const out = (await read_file.run({ path: 'big.txt', offset: lines.length - 49 }, p.ctx)).split('\n');
-    assert.equal(out.length, 50);
+    const out = (await read_file.run({ path: 'big.txt', offset: lines.length - 47 }, p.ctx)).split('\n');
+    assert.equal(out.length, 48);
     assert.equal(out.at(-1), numbered(lines.length, 'z'.repeat(1024)));
   });
 
@@ -347,8 +347,8 @@ describe('closest lines, when old_str is not found', () => {
   async function closest(t: Parameters<typeof project>[0], file: string, oldStr: string): Promise<string[]> {
     const p = await project(t, { 'f.txt': file });
     await read_file.run({ path: 'f.txt' }, p.ctx);
-    const error = await refused(edit_file.run({ path: 'f.txt', old_str: oldStr, new_str: 'x' }, p.ctx), /not found/);
-    return error.message.split('\n').slice(1);
+    await refused(edit_file.run({ path: 'f.txt', old_str: oldStr, new_str: 'x' }, p.ctx), /not found/);
+    return closestLines(await readFile(path.join(p.root, 'f.txt'), 'utf8'), oldStr).split('\n');
   }
 
   test('at most three lines, the closest ones, shown in file order', async (t) => {

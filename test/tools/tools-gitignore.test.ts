@@ -6,8 +6,9 @@ import assert from 'node:assert/strict';
 import { link, mkdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { list_files, walk } from '../../tools.ts';
+import { list_files } from '../../tools.ts';
 import { project } from './tools-project.ts';
+import { walk } from '../../hardening/index.ts';
 
 const listing = async (...args: Parameters<typeof list_files.run>) => (await list_files.run(...args)).split('\n');
 

@@ -5,22 +5,13 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { constants } from 'node:fs';
-import { mkdir, open, readFile, symlink } from 'node:fs/promises';
+import { open, readFile, symlink } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
-import {
-  edit_file,
-  isRegularFile,
-  list_files,
-  MAX_EDITABLE_BYTES,
-  MAX_INPUT_DEPTH,
-  nestedDeeperThan,
-  read_file,
-  schemaProblem,
-  UNUSABLE,
-} from '../../tools.ts';
+import { edit_file, list_files, MAX_EDITABLE_BYTES, read_file, schemaProblem, UNUSABLE } from '../../tools.ts';
 import { growSparse, numbered, type Project, project, refused } from './tools-project.ts';
+import { MAX_INPUT_DEPTH, nestedDeeperThan } from '../../tools.ts';
 
 const NOT_REGULAR = /is not a regular file \(a named pipe, socket or device\)/;
 
@@ -140,20 +131,6 @@ describe('files that would block a read forever', () => {
   test('a folder given to read_file is pointed to list_files', async (t) => {
     const p = await project(t, { 'src/a.ts': '' });
     await refused(read_file.run({ path: 'src' }, p.ctx), /src is a folder; use list_files/);
-  });
-
-  test('isRegularFile tells a file (or a link to one) from anything unsafe to read', async (t) => {
-    const p = await project(t, { 'a.txt': 'text\n' });
-    await mkdir(path.join(p.root, 'dir'));
-    await symlink('a.txt', path.join(p.root, 'link-to-a'));
-    await symlink('missing.txt', path.join(p.root, 'dangling'));
-    assert.equal(await isRegularFile(path.join(p.root, 'a.txt')), true);
-    assert.equal(await isRegularFile(path.join(p.root, 'link-to-a')), true);
-    assert.equal(await isRegularFile(path.join(p.root, 'dir')), false);
-    assert.equal(await isRegularFile(path.join(p.root, 'dangling')), false);
-    assert.equal(await isRegularFile(path.join(p.root, 'missing.txt')), false);
-    const fifo = makeFifo(t, p, 'events.pipe');
-    if (fifo !== undefined) assert.equal(await isRegularFile(fifo), false);
   });
 });
 

@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
 import { type ToolContext, ToolError } from '../../tools.ts';
+import { containedRunner, guardedDisk } from '../../hardening/index.ts';
 
 export const SECRET = 'SECRET: must never reach the model\n';
 
@@ -31,7 +32,7 @@ export async function project(t: TestContext, files: Record<string, string | Buf
     await mkdir(path.dirname(path.join(root, name)), { recursive: true });
     await writeFile(path.join(root, name), content);
   }
-  return { root, outside, ctx: { root, seen: new Map() } };
+  return { root, outside, ctx: { root, seen: new Map(), disk: guardedDisk, runner: containedRunner } };
 }
 
 /** The tool must fail with a ToolError (the model can act on it) whose message matches. */

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { z } from 'zod';
 import { defineTool, describeArguments, describeCall, read_file, shownPath, toolDefinition } from '../../tools.ts';
+import { containedRunner, guardedDisk } from '../../hardening/index.ts';
 
 describe('shownPath', () => {
   test('a plain path is shown as it is, letters beyond ASCII included', () => {
@@ -100,7 +101,7 @@ test("each shipped tool's words for a call say what the call will do: which line
 });
 
 describe('defineTool: what a forker gets without saying it', () => {
-  const root = { root: '/nowhere', seen: new Map() };
+  const root = { root: '/nowhere', seen: new Map(), disk: guardedDisk, runner: containedRunner };
   const plain = defineTool({
     name: 'plain',
     description: 'a tool that says nothing of its calls',

@@ -33,6 +33,7 @@ import {
   type Tool,
 } from '../../tools.ts';
 import { assertOutsideUntouched, growSparse, numbered, OUTSIDE, project, refused } from './tools-project.ts';
+import { closestLinesHint } from '../../hardening/closest-lines.ts';
 
 // ---------------------------------------------------------------------------------------------
 
@@ -211,13 +212,15 @@ describe('listing the project', () => {
 describe('reading within the caps', () => {
   const lines9000 = Array.from({ length: 9000 }, (_, i) => `line ${i + 1}`).join('\n') + '\n';
 
-  test('a long file does not flood the context: 2,000 lines, then the offset that continues', async (t) => {
+  test('a long file does not flood the context: 2,000 lines with the offset that continues, which the cap never cuts', async (t) => {
     const p = await project(t, { 'long.txt': lines9000 });
-    const out = (await read_file.run({ path: 'long.txt' }, p.ctx)).split('\n');
-    assert.equal(out.length, 2001);
+    const window = await read_file.run({ path: 'long.txt' }, p.ctx);
+    const out = window.split('\n');
+    assert.equal(out.length, 2000);
     assert.equal(out[0], numbered(1, 'line 1'));
-    assert.equal(out[1999], numbered(2000, 'line 2000'));
-    assert.equal(out[2000], '[showing lines 1-2000 of 9000; use offset=2001 to continue]');
+    assert.equal(out[1998], numbered(1999, 'line 1999'));
+    assert.equal(out[1999], '[showing lines 1-1999 of 9000; use offset=2000 to continue]');
+    assert.equal(capOutput(window), window);
   });
 
   test('the last line of a file without a trailing newline is not dropped', async (t) => {
@@ -443,11 +446,12 @@ describe('editing only what the model has seen', () => {
     const source = 'export function add(a, b) {\n  return a + b;\n}\n';
     const p = await project(t, { 'add.js': source });
     await read_file.run({ path: 'add.js' }, p.ctx);
-    const error = await refused(
-      edit_file.run({ path: 'add.js', old_str: '  return a - b;', new_str: '  return b + a;' }, p.ctx),
-      /read the file again/,
-    );
-    assert.ok(error.message.includes(numbered(2, '  return a + b;')), error.message);
+    const input = { path: 'add.js', old_str: '  return a - b;', new_str: '  return b + a;' };
+    const error = await refused(edit_file.run(input, p.ctx), /read the file again/);
+    // The hint comes from the default after-call hook (hardening/closest-lines.ts).
+    const outcome = { content: error.message, isError: true };
+    const hinted = await closestLinesHint.check({ tool: edit_file, input }, outcome, { toolContext: p.ctx });
+    assert.ok(hinted.content.includes(numbered(2, '  return a + b;')), hinted.content);
     assert.equal(await readFile(path.join(p.root, 'add.js'), 'utf8'), source);
   });
 

@@ -1,0 +1,83 @@
+// Defends against: a damaged session file (a lost or repeated line, a crash mid-call) making a
+// session that can never resume, since the API refuses a transcript whose calls and results do not
+// pair. Read line by line through transcriptRepair, the messages come out valid: a call with no
+// result is answered "result lost", a stray result dropped, a repeated call dropped, results moved
+// first. Messages are only added or changed at the end, so a compaction's cut keeps its meaning.
+// Tests: test/loop/sessions.test.ts, app/test/session-file.test.ts.
+
+import type Anthropic from '@anthropic-ai/sdk';
+
+const userText = (text: string): Anthropic.MessageParam => ({
+  role: 'user',
+  content: [{ type: 'text', text }],
+});
+
+const LOST_RESULT =
+  'result lost: the session file has no result for this call (a lost line); ' +
+  'it may or may not have run';
+
+const notRunResults = (ids: string[], content: string): Anthropic.ToolResultBlockParam[] =>
+  ids.map((id) => ({ type: 'tool_result', tool_use_id: id, content, is_error: true }));
+
+/** Prevents a damaged session file from making a session that can never resume. */
+export function transcriptRepair(warn: (text: string) => void) {
+  const messages: Anthropic.MessageParam[] = [];
+  const callIds = new Set<string>();
+  let awaiting: string[] = []; // the last reply's calls, that the next message answers
+  const answerLost = (at: string, ids: string[]) => {
+    const lost = `${ids.length} call(s) before this line have no result (a lost line)`;
+    warn(`${at}: ${lost}; answered "result lost"`);
+    return notRunResults(ids, LOST_RESULT);
+  };
+  const add = (message: Anthropic.MessageParam, at: string) => {
+    const blocks: Anthropic.ContentBlockParam[] =
+      typeof message.content === 'string'
+        ? [{ type: 'text', text: message.content }]
+        : message.content;
+    let content: Anthropic.ContentBlockParam[];
+    if (message.role === 'assistant') {
+      if (awaiting.length > 0) messages.push({ role: 'user', content: answerLost(at, awaiting) });
+      if (messages.length === 0) {
+        const first = 'the first message is a reply (the task before it was lost)';
+        warn(`${at}: ${first}; a placeholder task goes first`);
+        messages.push(userText('[The first message of this session was lost from its file.]'));
+      }
+      content = blocks.filter((block) => block.type !== 'tool_use' || !callIds.has(block.id));
+      const repeated = blocks.length - content.length;
+      const again = `${repeated} call(s) repeat the id of an earlier call (a repeated line?)`;
+      if (repeated > 0) warn(`${at}: ${again}; dropped`);
+      awaiting = content.flatMap((block) => (block.type === 'tool_use' ? [block.id] : []));
+      for (const id of awaiting) callIds.add(id);
+    } else {
+      const results = blocks.filter((block) => block.type === 'tool_result');
+      const unanswered = new Set(awaiting);
+      awaiting = [];
+      const kept = results.filter((result) => unanswered.delete(result.tool_use_id)); // the first
+      const dropped = results.length - kept.length;
+      if (dropped > 0) warn(`${at}: ${dropped} result(s) answer no call just before them; dropped`);
+      const answers = unanswered.size > 0 ? answerLost(at, [...unanswered]) : [];
+      content = [...kept, ...answers, ...blocks.filter((block) => block.type !== 'tool_result')];
+      const moved = dropped + answers.length === 0 && content.some((b, i) => b !== blocks[i]);
+      if (moved) warn(`${at}: results moved before the text`);
+    }
+    const same =
+      content.length === blocks.length && content.every((block, i) => block === blocks[i]);
+    if (same) messages.push(message);
+    else if (content.length > 0)
+      messages.push({ role: message.role === 'assistant' ? 'assistant' : 'user', content });
+  };
+  return {
+    messages,
+    add,
+    /** Whether a compaction may cut here (see chooseCut). */
+    startsReply: (index: number) => messages[index]?.role === 'assistant',
+    /** Answers the calls the session ended in the middle of; resume appends it. */
+    finish: (): Anthropic.MessageParam | null => {
+      if (awaiting.length === 0) return null;
+      const died = `${awaiting.length} call(s) had no result (the process died mid-call)`;
+      warn(`${died}; they are answered "not run"`);
+      const notRun = 'not run: the session ended before this call finished';
+      return { role: 'user', content: notRunResults(awaiting, notRun) };
+    },
+  };
+}

@@ -1,0 +1,58 @@
+// The hardening: production defences beside the reading path, a file per threat, each plugged into
+// a seam agent.ts and tools.ts define. GUARDED is createAgent's default, so a forker of the API
+// never gets weaker defaults than the program; `hardening: PLAIN` (agent.ts) is the reading path
+// alone, as the lessons teach it.
+//
+//   file                 threat                                                  seam
+//   sandbox.ts           the check reads secrets, reaches the network, leaves    runner, root
+//                        anything behind
+//   runs-later.ts        a write that runs later passes under a blanket yes      before-call hook
+//   repository-data.ts   a read shows the model .git's tokens or session files   before-call hook
+//   file-tree.ts         listings drown in ignored files, fail on one folder     disk.list
+//   read-window.ts       reads that block (pipes), load 1 GB, or follow a swap   disk.read
+//   atomic-write.ts      half-written files, a write through a swapped folder    disk.write
+//   fingerprints.ts      a protected file changed where the gate cannot see      disk.fingerprints
+//   closest-lines.ts     a model retrying a "not found" edit blind               after-call hook
+
+import type { Disk } from '../tools.ts';
+import { writeAtomically } from './atomic-write.ts';
+import { closestLinesHint } from './closest-lines.ts';
+import { listIgnoring } from './file-tree.ts';
+import { fingerprintsOf } from './fingerprints.ts';
+import { readWindow } from './read-window.ts';
+import { repositoryDataCheck } from './repository-data.ts';
+import { runsLaterCheck } from './runs-later.ts';
+import { containedRunner, sandboxableRoot } from './sandbox.ts';
+
+export const guardedDisk: Disk = {
+  list: listIgnoring,
+  read: readWindow,
+  write: writeAtomically,
+  fingerprints: fingerprintsOf,
+};
+
+/** createAgent's defaults (agent.ts types them as a Hardening; nothing here imports agent.ts). */
+export const GUARDED = {
+  disk: guardedDisk,
+  runner: containedRunner,
+  root: sandboxableRoot,
+  beforeCall: [repositoryDataCheck, runsLaterCheck],
+  afterCall: [closestLinesHint],
+};
+
+export { closestLines } from './closest-lines.ts';
+export { walk } from './file-tree.ts';
+export { globMatcher, hashProtected } from './fingerprints.ts';
+export { openReadable } from './read-window.ts';
+export { readablePath } from './repository-data.ts';
+export { runsLaterReason } from './runs-later.ts';
+export {
+  containedRunner,
+  sandboxableRoot,
+  sandboxProblem,
+  seatbeltArgs,
+  trustedProgram,
+} from './sandbox.ts';
+export { checkedFolder } from './atomic-write.ts';
+export { transcriptRepair } from './damaged-session.ts';
+export { retryNotices } from './retry-notices.ts';

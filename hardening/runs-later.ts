@@ -1,0 +1,92 @@
+// Defends against: a write by edit_file that another program runs or loads later, outside any
+// sandbox, passing under a blanket yes (--yes, "always", an editor's accept-edits mode). The
+// classes come from how those programs find their files, not from a list of names: a hidden (dot)
+// name (git's .git and .gitmodules, editors' .vscode and .idea, dev containers, direnv's .envrc,
+// other agents' folders all hide so); a folder git would open as a repository (git's discovery: a
+// HEAD with objects/ and refs/, whatever the folder is called); the folder core.hooksPath names; a
+// file that is executable. Such a write is asked of a person every time (see agent.ts's approval).
+// Tests: test/tools/routes-git.test.ts.
+
+import { execFile } from 'node:child_process';
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
+import { isInside, pathOf, safe_path, type Tool, type ToolContext } from '../tools.ts';
+import { trustedProgram } from './sandbox.ts';
+
+/** Prevents a write that could run later from passing without a person's yes: it is asked every
+ *  time, saying why; `defaultProtection: false` (--no-default-protection) lifts it. */
+export const runsLaterCheck = {
+  name: 'runs later',
+  async check(
+    { tool, input }: { tool: Tool; input: unknown },
+    { toolContext: ctx }: HookAgent,
+  ): Promise<HookDecision> {
+    const requested = pathOf(input);
+    if (tool.readOnly || requested === undefined || ctx.defaultProtection === false)
+      return { action: 'allow' };
+    const why = await runsLaterReason(ctx, requested, await safe_path(ctx.root, requested));
+    return why === null ? ALLOW : { action: 'ask', reason: why };
+  },
+};
+
+/** What a hook here needs of the agent (a before-call hook, see agent.ts; hardening never
+ *  imports agent.ts, which imports it). */
+export type HookAgent = { readonly toolContext: ToolContext };
+export type HookDecision = { action: 'allow' } | { action: 'ask'; reason: string };
+export const ALLOW: HookDecision = { action: 'allow' };
+
+/** Not hidden, yet loaded when the folder is opened: VS Code's workspace files run their tasks,
+ *  mise loads mise.toml on `cd`. From those tools' documentation; everything else hides. */
+const OPENED_ON_LOAD = [/\.code-workspace$/, /^mise(\.[\w-]+)?\.toml$/];
+
+/** Why the write to `real` (as safe_path resolved `requested`) could run later, or null. */
+export async function runsLaterReason(
+  ctx: ToolContext,
+  requested: string,
+  real: string,
+): Promise<string | null> {
+  const lexical = path.relative(ctx.root, path.resolve(ctx.root, requested));
+  const segments = [lexical, path.relative(ctx.root, real)].flatMap((p) => p.split(/[\\/]/));
+  const hidden = segments.find((name) => name.startsWith('.') && name !== '.' && name !== '..');
+  if (hidden !== undefined) return `a hidden name ("${hidden}"), which tools load on their own`;
+  if (OPENED_ON_LOAD.some((pattern) => pattern.test(path.basename(real))))
+    return 'a file its tool loads when the folder is opened';
+  const repository = await repositoryAround(ctx.root, real);
+  if (repository !== null) return `inside ${repository}, which git would open as a repository`;
+  const hooks = await hooksPath(ctx.root);
+  if (hooks !== null && isInside(hooks, real))
+    return `in core.hooksPath (${hooks}), whose files git runs`;
+  const mode = await stat(real).then(
+    (info) => info.mode,
+    () => 0,
+  );
+  return (mode & 0o111) !== 0 ? 'an executable file' : null;
+}
+
+/** The folder from `file`'s up to the root that git would take for a repository once `file` is
+ *  written (a HEAD file, objects/ and refs/), relative to the root; null if none. */
+export async function repositoryAround(root: string, file: string): Promise<string | null> {
+  for (let dir = path.dirname(file); isInside(root, dir); dir = path.dirname(dir)) {
+    const has = async (name: string, folder: boolean) =>
+      isInside(path.join(dir, name), file) ||
+      (await stat(path.join(dir, name)).then(
+        (info) => info.isDirectory() === folder,
+        () => false,
+      ));
+    if ((await has('HEAD', false)) && (await has('objects', true)) && (await has('refs', true)))
+      return path.relative(root, dir) || '.';
+    if (dir === root) break;
+  }
+  return null;
+}
+
+/** The folder git's core.hooksPath names for this project, resolved; null if unset or no git. */
+async function hooksPath(root: string): Promise<string | null> {
+  const git = trustedProgram('git');
+  if (git === null) return null;
+  return new Promise((resolve) => {
+    execFile(git, ['config', '--get', 'core.hooksPath'], { cwd: root, timeout: 5_000 }, (_e, out) =>
+      resolve(out.trim() === '' ? null : path.resolve(root, out.trim())),
+    );
+  });
+}

@@ -1,0 +1,237 @@
+// Defends against: the verify command (which imports code the model wrote) reading the machine's
+// secrets, reaching the network, or leaving anything behind that runs later. No path check can
+// cover what a command does; the kernel can. Contained, a command's world is built from what it
+// needs, not from a list of what to hide: the system's program and library folders and node's own
+// install read-only, a few /etc entries, the project on a copy-on-write overlay (its writes are
+// gone when it ends), a private /tmp, an empty HOME, a minimal /dev, its own /proc, no network.
+// Nothing else of the machine exists for it. Bubblewrap on Linux; on macOS sandbox-exec, with the
+// project read-only and HOME unreadable. Its environment is an allowlist.
+// Tests: test/sandbox/routes-sandbox.test.ts (every route out, tried),
+// test/sandbox/sandbox.test.ts.
+
+import { existsSync, lstatSync, readlinkSync, realpathSync } from 'node:fs';
+import { mkdtemp, realpath, rm } from 'node:fs/promises';
+import { homedir, tmpdir } from 'node:os';
+import path from 'node:path';
+import { isInside, type Runner, spawnCommand } from '../tools.ts';
+
+/** The default runner: contained where the policy asks or this machine can, else plain. */
+export const containedRunner: Runner = async (command, options) => {
+  const problem = await sandboxProblem();
+  if (options.sandbox === false || (problem !== null && options.sandbox === undefined))
+    return await spawnCommand(['/bin/sh', '-c', command], process.env, options);
+  // Prevents code the model wrote from running unconfined when the sandbox was asked for and this
+  // machine has none: not run, saying what to install.
+  if (problem !== null) throw new Error(problem);
+  const root = await realpath(options.cwd); // vetted by sandboxableRoot when the agent was made
+  const planted = SANDBOX_PROGRAMS.map(sandboxProgram).find((file) => isInside(root, file ?? '/'));
+  if (planted) throw new Error(`the sandbox's own ${planted} is inside the project; not run`);
+  const where = { root, passEnv: options.passEnv ?? [], read: options.sandboxRead ?? [] };
+  const ran = await spawnCommand(containedArgs(command, where), containedEnv(where), options);
+  return { ...ran, contained: true };
+};
+
+/** What a contained command is given of the machine beside the system folders. */
+export interface Contained {
+  /** The project: seen through a copy-on-write overlay (Linux) or read-only (macOS). */
+  readonly root: string;
+  /** Names passed on beside CONTAINED_ENV; none unless given. */
+  readonly passEnv?: readonly string[];
+  /** More paths it may read (--sandbox-read). */
+  readonly read: readonly string[];
+}
+
+/** Prevents a program planted in the project, or on a PATH entry the project controls, from being
+ *  started in place of the sandbox's own tools: each is looked up on PATH's absolute entries only,
+ *  never one inside `cwd` (the folder the harness was started in, maybe the project), and then
+ *  started by the absolute path found. */
+export function trustedProgram(
+  name: string,
+  searchPath = process.env.PATH ?? '',
+  cwd = process.cwd(),
+): string | null {
+  const folders = searchPath.split(path.delimiter).filter((folder) => path.isAbsolute(folder));
+  const trusted = folders.filter((folder) => !isInside(cwd, folder));
+  return trusted.map((folder) => path.join(folder, name)).find((file) => existsSync(file)) ?? null;
+}
+
+const SANDBOX_PROGRAMS = ['bwrap', 'mount', 'setpriv', 'unshare'];
+
+/** The sandbox's tools, found once: where they are when the harness starts is where they stay. */
+let sandboxPrograms: Map<string, string | null> | undefined;
+const sandboxProgram = (name: string) => {
+  sandboxPrograms ??= new Map(SANDBOX_PROGRAMS.map((tool) => [tool, trustedProgram(tool)]));
+  return sandboxPrograms.get(name) ?? null;
+};
+
+/** The system's program and library folders, read-only; on merged-/usr systems most are links. */
+const SYSTEM_FOLDERS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
+
+/** The /etc entries programs read to start and to name users: the dynamic linker's cache, users
+ *  and groups, name service, time zone, Debian's alternatives (links such as /usr/bin/awk go
+ *  there), and the certificates. No credentials live in these. */
+const ETC_ENTRIES = [
+  'ld.so.cache',
+  'ld.so.conf',
+  'ld.so.conf.d',
+  'passwd',
+  'group',
+  'nsswitch.conf',
+  'hosts',
+  'localtime',
+  'alternatives',
+  'ssl',
+  'ca-certificates',
+];
+
+/** Where the overlay's changes go: in the private /tmp, so they vanish with the sandbox. */
+const SCRATCH = '/tmp/.sandbox';
+/** Its home: an empty folder in the private /tmp. */
+const SANDBOX_HOME = '/tmp/home';
+
+/** How a path is given to bubblewrap: a link re-made as a link, a folder or file bound read-only;
+ *  nothing for a path this machine does not have. */
+function readOnlyBinding(file: string): string[] {
+  try {
+    const info = lstatSync(file);
+    if (info.isSymbolicLink()) return ['--symlink', readlinkSync(file), file];
+    return ['--ro-bind', file, file];
+  } catch {
+    return [];
+  }
+}
+
+/** Node's own install (its prefix), when it is not in the system folders: a check runs node. */
+function nodeInstall(): string[] {
+  const prefix = path.dirname(path.dirname(realpathSync(process.execPath)));
+  return SYSTEM_FOLDERS.some((folder) => isInside(folder, prefix)) ? [] : [prefix];
+}
+
+/** The command line that runs `command` contained as `where` says. */
+function containedArgs(command: string, where: Contained): string[] {
+  if (process.platform === 'darwin') return seatbeltArgs(command, where);
+  const { root, read } = where;
+  const lower = `${SCRATCH}/lower`;
+  const [bwrap, mount, setpriv, unshare] = SANDBOX_PROGRAMS.map(sandboxProgram);
+  const uid = process.getuid?.() ?? 0;
+  const gid = process.getgid?.() ?? 0;
+  // Inside, as root of its own namespace: mount the overlay, then drop every capability (root) or
+  // become the person again (anyone else) before the command runs.
+  const drop =
+    uid === 0
+      ? [setpriv, '--bounding-set=-all', '--inh-caps=-all', '--ambient-caps=-all', '--']
+      : [unshare, '--user', `--map-user=${uid}`, `--map-group=${gid}`];
+  const overlay = `lowerdir=${lower},upperdir=${SCRATCH}/upper,workdir=${SCRATCH}/work,userxattr`;
+  const mounted = `"$0" -n -t overlay overlay -o ${overlay} "$1"`;
+  const script = `${mounted} && cd "$1" && shift && exec "$@"`;
+  return [
+    bwrap!,
+    ...['--tmpfs', '/'], // nothing of the machine but what follows
+    ...SYSTEM_FOLDERS.flatMap(readOnlyBinding),
+    ...ETC_ENTRIES.flatMap((entry) => readOnlyBinding(`/etc/${entry}`)),
+    ...[...nodeInstall(), ...read].flatMap((file) => ['--ro-bind', file, file]),
+    ...['--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'],
+    ...['--dir', `${SCRATCH}/upper`, '--dir', `${SCRATCH}/work`, '--dir', SANDBOX_HOME],
+    ...['--ro-bind', root, lower, '--dir', root],
+    // Its own users, processes and network (loopback only); it dies with us, with no terminal.
+    ...['--unshare-user', '--uid', '0', '--gid', '0', '--cap-add', 'ALL'],
+    ...['--unshare-pid', '--unshare-net', '--die-with-parent', '--new-session'],
+    ...['--', '/bin/sh', '-c', script, mount!, root],
+    ...drop,
+    ...['/bin/sh', '-c', command],
+  ].filter((arg): arg is string => arg !== undefined);
+}
+
+/** sandbox-exec's command line (macOS): everything readable but HOME (the project and the extra
+ *  paths excepted), writes only to a private temporary folder. Exported so that a test on any
+ *  machine can read it. */
+export function seatbeltArgs(command: string, { root, read }: Contained): string[] {
+  const readable = [root, ...read];
+  const params = readable.flatMap((p, i) => ['-D', `READ${i}=${p}`]);
+  const rules = readable.map((_, i) => `\n(allow file-read* (subpath (param "READ${i}")))`);
+  const profile = SEATBELT_PROFILE + rules.join('');
+  const home = ['-D', `HOME=${homedir()}`];
+  return ['/usr/bin/sandbox-exec', '-p', profile, ...home, ...params, '/bin/sh', '-c', command];
+}
+
+/** macOS's sandbox policy: the last rule that matches wins. The paths come in as -D parameters. */
+const SEATBELT_PROFILE = `(version 1) (allow default) (deny network*) (deny lsopen)
+(deny appleevent-send)
+(deny file-write*)
+(allow file-write* (subpath "/private/tmp") (subpath "/private/var/folders") (literal "/dev/null")
+  (regex #"^/dev/(tty|fd/)"))
+(deny file-read* (subpath (param "HOME")))`;
+
+/** All of the harness's environment the contained command gets, with LC_* and what the person
+ *  passes by name. */
+const CONTAINED_ENV = new Set(['PATH', 'LANG', 'TERM', 'TZ', 'USER']);
+
+/** Prevents the check from reading the person's tokens from its environment (GITHUB_TOKEN,
+ *  AWS_SECRET_ACCESS_KEY, the harness's own ANTHROPIC_API_KEY, SSH_AUTH_SOCK): it gets an
+ *  allowlist, an empty HOME and its own temporary folder. Bubblewrap is started with it, so
+ *  /proc/1/environ inside holds only this too. */
+function containedEnv({ passEnv }: Contained): NodeJS.ProcessEnv {
+  const passed = (name: string) =>
+    CONTAINED_ENV.has(name) || name.startsWith('LC_') || passEnv?.includes(name);
+  const inherited = Object.entries(process.env).filter(([name]) => passed(name));
+  const darwin = process.platform === 'darwin';
+  const home = darwin ? tmpdir() : SANDBOX_HOME;
+  const tmp = darwin ? tmpdir() : '/tmp';
+  return { ...Object.fromEntries(inherited), HOME: home, TMPDIR: tmp, TMP: tmp, TEMP: tmp };
+}
+
+/** Prevents a root that holds what the sandbox hides: bound whole, the host's /tmp (and its
+ *  sockets) would come back, and $HOME's dotfiles would be readable. The root, resolved through
+ *  links; throws one line saying why it is refused. */
+export async function sandboxableRoot(given: string): Promise<string> {
+  const root = await realpath(given);
+  const holds = (folder: string) => isInside(root, folder);
+  const real = (folder: string) => realpath(folder).catch(() => folder);
+  const [tmp, systemTmp, home] = await Promise.all([real('/tmp'), real(tmpdir()), real(homedir())]);
+  const refused = `the root ${root} is refused:`;
+  if (root === path.parse(root).root)
+    throw new Error(`${refused} it is the whole file system; give the project's folder`);
+  const heldTmp = [tmp, systemTmp].find(holds);
+  if (heldTmp)
+    throw new Error(`${refused} it holds ${heldTmp}, the temporary folder the sandbox replaces`);
+  if (holds(home))
+    throw new Error(`${refused} it holds your home ${home}, whose dotfiles the check must not see`);
+  return root;
+}
+
+let sandboxCheck: Promise<string | null> | undefined;
+
+/** Why this machine cannot contain a command, and what to install; null when it can. Found out
+ *  once, by a trial run of the real policy: the tools must be there, and work (a container may
+ *  forbid the namespaces it needs), and the trial's write must stay inside it. */
+export function sandboxProblem(): Promise<string | null> {
+  return (sandboxCheck ??= (async () => {
+    if (process.platform !== 'linux' && process.platform !== 'darwin')
+      return `no OS sandbox on ${process.platform}`;
+    if (process.platform === 'linux') {
+      const missing = SANDBOX_PROGRAMS.filter((name) => sandboxProgram(name) === null);
+      if (missing.includes('bwrap'))
+        return 'no OS sandbox: bubblewrap is not installed (apt-get install bubblewrap)';
+      if (missing.length > 0) return `no OS sandbox: ${missing.join(', ')} not found (util-linux)`;
+    }
+    const base = await realpath(await mkdtemp(path.join(tmpdir(), 'sandbox-check-')));
+    try {
+      const options = { cwd: base, timeoutMs: 10_000, signal: new AbortController().signal };
+      const where = { root: base, read: [] };
+      const trial = await spawnCommand(
+        containedArgs('touch probe && test -f probe', where),
+        containedEnv(where),
+        options,
+      );
+      const kept = process.platform === 'linux' && existsSync(path.join(base, 'probe'));
+      if (trial.exitCode === 0 && !kept) return null;
+      if (process.platform === 'darwin')
+        return `sandbox-exec does not work here (${trial.output.trim()})`;
+      const why = kept ? 'its writes reached the project' : trial.output.split('\n')[0];
+      const needs = 'it needs user namespaces and overlayfs';
+      return `no OS sandbox: bubblewrap cannot run here (${why}); ${needs}`;
+    } finally {
+      await rm(base, { recursive: true });
+    }
+  })());
+}
