@@ -1,5 +1,6 @@
 // agent.ts, the harness: everything the loop runs, and nothing else. It never prints: the program
-// (app/) calls its API and draws its events. Sections follow the lessons.
+// (app/) calls its API and draws its events. Sections follow the lessons. With tools.ts it is the
+// reading path; the production defences are in hardening/, plugged into the seams below.
 //
 // The loop, in pseudo-code (P1 the loop, P2 the gate, P3 the guards, P4 the window):
 //
@@ -31,7 +32,7 @@ import type Anthropic from '@anthropic-ai/sdk';
 import type { APIError } from '@anthropic-ai/sdk';
 import { realpath } from 'node:fs/promises';
 import { z } from 'zod';
-import { GUARDED, retryNotices } from './hardening/index.ts';
+import { GUARDED, retryNotices, stallWatch } from './hardening/index.ts';
 import {
   capOutput,
   capStrings,
@@ -133,7 +134,7 @@ export interface Model {
 export type ModelCallOptions = { signal: AbortSignal; onText: Listener; onNotice: Listener };
 type Listener = (text: string) => void;
 
-/** `{ root, model, tools }` is enough: later lessons' options have defaults. */
+/** `{ root, model }` is enough: the other options have defaults. */
 export interface AgentConfig extends Partial<GateOptions>, Partial<GuardOptions>, EnduranceOptions {
   root: string; // the tools cannot reach outside it
   model: Model;
@@ -165,11 +166,8 @@ export const PLAIN: Hardening = {
 /** The configuration, its root resolved and its defaults filled in. */
 export type Settings = AgentConfig &
   GateOptions &
-  GuardOptions & {
-    tools: readonly Tool[];
-    hardening: Hardening;
-    onEvent: (event: AgentEvent) => void;
-  };
+  GuardOptions & { tools: readonly Tool[]; hardening: Hardening; onEvent: Listen };
+type Listen = (event: AgentEvent) => void;
 
 /** A session. A program never writes it: runTask, steer, compactNow and resume are its ways in. */
 export interface Agent {
@@ -195,11 +193,11 @@ export interface Agent {
   subAgentsStarted: number;
 }
 
-/** Builds a session, a step per lesson. */
+/** Builds a session, a step per lesson. Only a broken configuration throws. */
 export async function createAgent(config: AgentConfig): Promise<Agent> {
   const settings = await withDefaults(config);
-  const contextFiles = settings.contextFiles === false ? [] : await loadContextFiles(settings.root);
   const { root, hardening, protect, model } = settings;
+  const contextFiles = settings.contextFiles === false ? [] : await loadContextFiles(root);
   const { defaultProtection, sandbox, verifyTimeoutMs, passEnv, sandboxRead } = settings;
   const toolContext: ToolContext = {
     root,
@@ -250,6 +248,27 @@ export async function createAgent(config: AgentConfig): Promise<Agent> {
   return agent;
 }
 
+/** The defaults; refuses a dollar budget an unpriced model could never halt. */
+async function withDefaults(config: AgentConfig): Promise<Settings> {
+  const unpriced = [config.model, config.taskModel ?? config.model].find((model) => !model.price);
+  if (config.budgets?.maxCostUsd !== undefined && unpriced)
+    throw new Error(
+      `a dollar budget needs a price, and ${unpriced.name} has none (give the Model a price)`,
+    );
+  const hardening = config.hardening ?? GUARDED;
+  return {
+    ...config,
+    tools: config.tools ?? TOOLS,
+    hardening,
+    root: await hardening.root(config.root),
+    verifyTimeoutMs: config.verifyTimeoutMs ?? COMMAND_TIMEOUT_MS,
+    budgets: config.budgets ?? DEFAULT_BUDGETS,
+    protect: config.protect ?? [],
+    approve: config.approve ?? approveAll,
+    onEvent: config.onEvent ?? (() => {}),
+  };
+}
+
 /** User text as a block, as sessions record it. */
 const userText = (text: string): Anthropic.MessageParam => ({
   role: 'user',
@@ -275,17 +294,18 @@ export async function runTask(
   const run = startRun(agent, userSignal, ledger);
   append(agent, userText(task));
   for (let turn = 1; ; turn++) {
-    const reply = await callModel(agent, run, turn);
-    if ('kind' in reply) return halt(agent, reply, turn - 1); // no reply came back this turn
+    const called = await callModel(agent, run, turn);
+    if ('halt' in called) return halt(agent, called.halt, turn - 1); // no reply this turn
+    const { reply } = called;
     appendReply(agent, reply);
     countUsage(agent, reply, turn); // after the append: the next estimate starts here
     if (reply.content.some((block) => block.type === 'tool_use')) {
       append(agent, { role: 'user', content: await answerCalls(agent, run, reply) });
     } else if (reply.stop_reason !== 'pause_turn') {
       // a paused turn just goes round again
-      const verdict = await judgeFinalReply(agent, run, reply);
-      if (typeof verdict !== 'string') return halt(agent, verdict, turn);
-      const goOn: Anthropic.TextBlockParam = { type: 'text', text: verdict };
+      const judged = await judgeFinalReply(agent, run, reply);
+      if ('halt' in judged) return halt(agent, judged.halt, turn);
+      const goOn: Anthropic.TextBlockParam = { type: 'text', text: judged.goOn };
       append(agent, { role: 'user', content: [goOn, ...takeSteering(agent)] });
     }
     const stop = stopCheck(agent, run, turn);
@@ -314,7 +334,7 @@ function halt(agent: Agent, reached: Halt, turns: number): Halt {
 const errorHalt = (message: string): Halt => ({ kind: 'error', message });
 
 /** Prevents a failed API call from killing the program; "prompt is too long" compacts, retries. */
-async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropic.Message | Halt> {
+async function callModel(agent: Agent, run: Run, turn: number): Promise<Called> {
   const { config } = agent;
   const options = {
     signal: run.signal,
@@ -325,27 +345,34 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Anthropi
     try {
       const view = await contextView(agent, run.signal);
       // After compaction, just before the call: a stop beats a budget or a failed hook.
-      if (run.signal.aborted) return stoppedHalt(agent, run);
-      if ('kind' in view) return view;
+      if (run.signal.aborted) return { halt: stoppedHalt(agent, run) };
+      if ('halt' in view) return { halt: view.halt };
       const overspent = spendingHalt(agent);
-      if (overspent) return overspent;
-      const estimatedTokens = estimateNextRequest(agent, view);
-      if (estimatedTokens > agent.contextWindow) return oversizeHalt(agent, estimatedTokens);
-      config.onEvent({ type: 'request', turn, messages: view.length, estimatedTokens });
+      if (overspent) return { halt: overspent };
+      const estimatedTokens = estimateNextRequest(agent, view.messages);
+      if (estimatedTokens > agent.contextWindow)
+        return { halt: oversizeHalt(agent, estimatedTokens) };
+      config.onEvent({ type: 'request', turn, messages: view.messages.length, estimatedTokens });
       // The mark goes on the last block: each request reads the one before from the cache.
-      const messages = view as Anthropic.MessageParam[]; // lent (see Model)
-      const tools = agent.toolDefinitions;
-      const request = { system: agent.system, tools, messages, cache_control: CACHE };
-      return withResendableInputs(await config.model.complete(request, options));
+      const request = { system: agent.system, tools: agent.toolDefinitions, cache_control: CACHE };
+      const reply = await config.model.complete({ ...request, messages: view.messages }, options);
+      return { reply: withResendableInputs(reply) };
     } catch (error) {
-      if (run.signal.aborted) return stoppedHalt(agent, run);
+      if (run.signal.aborted) return { halt: stoppedHalt(agent, run) };
       // A summary is a model call too: none once the budget is spent.
       const retry = attempt === 1 && isPromptTooLong(error) && !spendingHalt(agent);
-      if (retry && (await compact(agent, run.signal).catch(() => null)) !== null) continue;
-      return errorHalt(describeModelError(error));
+      if (
+        retry &&
+        (await compact(agent, run.signal).catch(() => 'nothing to cut')) !== 'nothing to cut'
+      )
+        continue;
+      return { halt: errorHalt(describeModelError(error)) };
     }
   }
 }
+
+/** A reply, or why none came back. */
+type Called = { halt: Halt } | { reply: Anthropic.Message };
 
 /** Prevents sending a request too large for the window. */
 function oversizeHalt({ contextWindow }: Agent, tokens: number): Halt {
@@ -363,42 +390,48 @@ function appendReply(agent: Agent, reply: Anthropic.Message): void {
   if (content.length > 0) append(agent, { role: 'assistant', content });
 }
 
-/** Answers each call, in order, with one tool_result; consecutive reads run together. */
+/** Answers each call, in order, with one tool_result. Consecutive reads run side by side; any
+ *  other call runs alone, decided only once the calls before it have run. */
 async function answerCalls(agent: Agent, run: Run, reply: Anthropic.Message) {
-  const calls = reply.content.filter((block) => block.type === 'tool_use');
   const results: Anthropic.ToolResultBlockParam[] = [];
-  let batch: { planned: PlannedCall; index: number }[] = []; // at most MAX_PARALLEL_READS
-  const flush = async () => {
-    const outcomes = await Promise.all(batch.map((b) => runUnlessStopped(agent, run, b.planned)));
-    for (const [i, { planned, index }] of batch.entries()) {
-      results[index] = answer(agent, planned.call, outcomes[i]!);
+  for (const group of callGroups(agent, reply)) {
+    const decided: Decided[] = [];
+    for (const call of group) {
+      agent.config.onEvent({ type: 'call', call });
+      countRepeats(agent, call);
+      const notRun = notRunReason(agent, run, reply);
+      decided.push(notRun ? { outcome: failed(notRun) } : await decide(agent, run, call));
     }
-    batch = [];
-  };
-  for (const [index, call] of calls.entries()) {
-    // A call that may change something is decided after the reads before it ran.
-    if (!agent.config.tools.find((tool) => tool.name === call.name)?.readOnly) await flush();
-    agent.config.onEvent({ type: 'call', call });
-    countRepeats(agent, call);
-    const notRun = notRunReason(agent, run, reply);
-    const decided = notRun ? { content: notRun, isError: true } : await decide(agent, run, call);
-    if ('content' in decided) {
-      results[index] = answer(agent, call, decided);
-    } else if (decided.tool.readOnly) {
-      batch.push({ planned: decided, index });
-      if (batch.length === MAX_PARALLEL_READS) await flush();
-    } else {
-      results[index] = answer(agent, call, await runUnlessStopped(agent, run, decided));
-    }
+    const outcomes = await Promise.all(
+      decided.map((d) => ('outcome' in d ? d.outcome : runUnlessStopped(agent, run, d.planned))),
+    );
+    results.push(...group.map((call, i) => answer(agent, call, outcomes[i]!)));
   }
-  await flush();
   return [...results, ...takeSteering(agent)];
 }
 
 export const MAX_PARALLEL_READS = 8;
 
+/** The reply's calls in order: runs of read-only calls (up to MAX_PARALLEL_READS), others alone. */
+function callGroups(agent: Agent, reply: Anthropic.Message): Anthropic.ToolUseBlock[][] {
+  const groups: Anthropic.ToolUseBlock[][] = [];
+  let reads: Anthropic.ToolUseBlock[] = [];
+  for (const call of reply.content.filter((block) => block.type === 'tool_use')) {
+    const readOnly = agent.config.tools.find((tool) => tool.name === call.name)?.readOnly;
+    if (!readOnly || reads.length === MAX_PARALLEL_READS) reads = [];
+    if (reads.length === 0) groups.push(reads);
+    reads.push(call);
+    if (!readOnly) reads = [];
+  }
+  return groups;
+}
+
 /** What became of one call, as the model reads it. */
 export type ToolOutcome = { content: string; isError: boolean };
+const failed = (content: string): ToolOutcome => ({ content, isError: true });
+
+/** A call the hooks let through, or the answer they gave instead. */
+type Decided = { planned: PlannedCall } | { outcome: ToolOutcome };
 
 /** Prevents an unanswered call: every outcome, refusals too, becomes its result. */
 function answer(agent: Agent, call: Anthropic.ToolUseBlock, outcome: ToolOutcome) {
@@ -413,34 +446,29 @@ function answer(agent: Agent, call: Anthropic.ToolUseBlock, outcome: ToolOutcome
 }
 
 /** Prevents an unchecked call from running: the before-call hooks (P3) decide in turn. */
-async function decide(
-  agent: Agent,
-  run: Run,
-  call: Anthropic.ToolUseBlock,
-): Promise<PlannedCall | ToolOutcome> {
-  const tool = agent.config.tools.find((t) => t.name === call.name);
+async function decide(agent: Agent, run: Run, call: Anthropic.ToolUseBlock): Promise<Decided> {
+  const { tools, onEvent } = agent.config;
+  const tool = tools.find((t) => t.name === call.name);
   if (!tool) {
-    const names = agent.config.tools.map((t) => t.name).join(', ');
-    return { content: `unknown tool "${call.name}"; the tools are: ${names}`, isError: true };
+    const names = tools.map((t) => t.name).join(', ');
+    return { outcome: failed(`unknown tool "${call.name}"; the tools are: ${names}`) };
   }
   let planned: PlannedCall = { call, tool, input: call.input };
   for (const hook of agent.beforeCall) {
     const decision = await askHook(hook, run.signal, () => hook.check(planned, agent, run.signal));
-    if (decision.action !== 'allow') {
-      agent.config.onEvent({ type: 'decision', call, hook: hook.name, decision });
-    }
-    if (decision.action === 'deny') return { content: decision.reason, isError: true };
-    if (decision.action === 'answer') return { content: decision.content, isError: false };
+    if (decision.action !== 'allow') onEvent({ type: 'decision', call, hook: hook.name, decision });
+    if (decision.action === 'deny') return { outcome: failed(decision.reason) };
+    if (decision.action === 'answer')
+      return { outcome: { content: decision.content, isError: false } };
+    if (decision.action === 'ask') planned = { ...planned, askEveryTime: decision.reason };
     if (decision.action === 'rewrite') {
       const problem = schemaProblem(tool, decision.input); // as the model's own were
-      if (problem) {
-        return { content: `the ${hook.name} hook rewrote the call into ${problem}`, isError: true };
-      }
+      if (problem)
+        return { outcome: failed(`the ${hook.name} hook rewrote the call into ${problem}`) };
       planned = { ...planned, input: decision.input };
     }
-    if (decision.action === 'ask') planned = { ...planned, askEveryTime: decision.reason };
   }
-  return planned;
+  return { planned };
 }
 
 /** Prevents a tool failure from crashing the loop, and Ctrl-C from waiting on a tool over 5 s. */
@@ -450,20 +478,37 @@ async function execute(agent: Agent, run: Run, planned: PlannedCall): Promise<To
   // A tool that throws before it returns a promise fails like any other; it starts at once.
   const running = new Promise<string>((resolve) =>
     resolve(planned.tool.run(planned.input, context)),
-  ).then(
-    (content): ToolOutcome => ({ content, isError: false }),
-    (error: unknown): ToolOutcome => ({ content: errorText(error), isError: true }),
   );
-  let outcome = await within(running, ABORT_GRACE_MS, ABANDONED, run.signal);
+  const ran = running.then(
+    (content): ToolOutcome => ({ content, isError: false }),
+    (error: unknown) => failed(errorText(error)),
+  );
+  let outcome = await withinGrace(ran, run.signal, ABANDONED);
   for (const hook of agent.afterCall) outcome = await checkResult(agent, hook, planned, outcome);
   return outcome;
 }
 
 const ABORT_GRACE_MS = 5_000;
-const ABANDONED: ToolOutcome = {
-  content: 'interrupted: the call was still running 5 s after the stop; its effects are unknown',
-  isError: true,
-};
+const ABANDONED = failed(
+  'interrupted: the call was still running 5 s after the stop; its effects are unknown',
+);
+
+/** `work`, or `late` once ABORT_GRACE_MS have passed since `signal` aborted. */
+async function withinGrace<T>(work: Promise<T>, signal: AbortSignal, late: T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  let start = () => {};
+  const grace = new Promise<T>((resolve) => {
+    start = () => void (timer = setTimeout(() => resolve(late), ABORT_GRACE_MS));
+  });
+  if (signal.aborted) start();
+  else signal.addEventListener('abort', start, { once: true });
+  try {
+    return await Promise.race([work, grace]);
+  } finally {
+    clearTimeout(timer);
+    signal.removeEventListener('abort', start);
+  }
+}
 
 // P2 — the gate: a reply without tool calls claims "done", and plain code checks the claim.
 
@@ -476,15 +521,16 @@ export interface GateOptions {
 }
 
 /** The run halts, or the loop goes on with this message. */
-type Verdict = Halt | string;
+type Verdict = { halt: Halt } | { goOn: string };
 
 /** Prevents a cut-off or refused reply from passing as "done". */
 async function judgeFinalReply(agent: Agent, run: Run, reply: Anthropic.Message): Promise<Verdict> {
-  if (run.signal.aborted) return stoppedHalt(agent, run); // too late to decide
+  if (run.signal.aborted) return { halt: stoppedHalt(agent, run) }; // too late to decide
   const stop = reply.stop_reason;
-  if (stop === 'max_tokens') return CUT_OFF_REPLY;
-  if (stop === 'refusal') return errorHalt('the model refused to continue (refusal)');
-  if (stop === 'model_context_window_exceeded') return errorHalt('the context window is full');
+  if (stop === 'max_tokens') return { goOn: CUT_OFF_REPLY };
+  if (stop === 'refusal') return { halt: errorHalt('the model refused to continue (refusal)') };
+  if (stop === 'model_context_window_exceeded')
+    return { halt: errorHalt('the context window is full') };
   return await verifyGate(agent, run);
 }
 
@@ -492,37 +538,43 @@ async function judgeFinalReply(agent: Agent, run: Run, reply: Anthropic.Message)
 async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   const { verify, verifyTimeoutMs, onEvent } = agent.config;
   const ctx = { ...agent.toolContext, signal: run.signal };
-  const tampered = changedFiles(agent.protectedAtStart, await protectedHashes(ctx));
+  const changed = async () => changedFiles(agent.protectedAtStart, await protectedHashes(ctx));
+  const tampered = await changed();
   if (tampered.length > 0) {
     const output = tampered.join(', ');
     const reason = 'protected files changed';
     const failed = { passed: false, exitCode: null, sandboxed: false };
     onEvent({ type: 'gate', command: verify ?? '(none)', reason, output, ...failed });
     const restore = 'Restore them; the task must be done without changing them.';
-    return `The task is not done: ${reason} since the session started: ${output}. ${restore}`;
+    return {
+      goOn: `The task is not done: ${reason} since the session started: ${output}. ${restore}`,
+    };
   }
-  if (verify === undefined) return { kind: 'accepted', verifiedBy: null };
+  if (verify === undefined) return { halt: { kind: 'accepted', verifiedBy: null } };
   const onOutput = (text: string) => onEvent({ type: 'gate-output', text });
   onEvent({ type: 'gate-start', command: verify });
   // Sandboxed where it must or can be (the default runner), as a fork's command tool is.
   const ran = await ctx.runner(verify, { ...commandOptions(ctx), onOutput }).catch(errorText);
-  if (typeof ran === 'string') return errorHalt(`the check was not run: ${ran}`);
-  if (run.signal.aborted) return stoppedHalt(agent, run);
+  if (typeof ran === 'string') return { halt: errorHalt(`the check was not run: ${ran}`) };
+  if (run.signal.aborted) return { halt: stoppedHalt(agent, run) };
   // A check that changed what judges it fails (uncontained, its writes are real).
-  const touched = changedFiles(agent.protectedAtStart, await protectedHashes(ctx));
+  const touched = await changed();
   const { exitCode, output, timedOut, contained: sandboxed } = ran;
   const passed = exitCode === 0 && touched.length === 0;
-  const ended = timedOut
-    ? `did not finish within ${verifyTimeoutMs / 1000} s`
-    : `exited with code ${exitCode}`;
-  const reason = touched.length > 0 ? `changed protected files: ${touched.join(', ')}` : ended;
+  let reason = `exited with code ${exitCode}`;
+  if (timedOut) reason = `did not finish within ${verifyTimeoutMs / 1000} s`;
+  if (touched.length > 0) reason = `changed protected files: ${touched.join(', ')}`;
   onEvent({ type: 'gate', command: verify, exitCode, passed, reason, output, sandboxed });
-  if (passed) return { kind: 'accepted', verifiedBy: verify };
+  if (passed) return { halt: { kind: 'accepted', verifiedBy: verify } };
   const told = `Its output:\n\n${output}\n\nFix the cause, then say you are done.`;
-  return `The task is not done yet: the check \`${verify}\` ${reason}. ${told}`;
+  return { goOn: `The task is not done yet: the check \`${verify}\` ${reason}. ${told}` };
 }
 
-// P3 — hardening: hooks around every call (failing closed), budgets, Ctrl-C and steering.
+/** The protected files' fingerprints now (none without --protect). */
+const protectedHashes = async (ctx: ToolContext) =>
+  ctx.protect?.length ? await ctx.disk.fingerprints(ctx.protect, ctx) : new Map<string, string>();
+
+// P3 — guards: hooks around every call (failing closed), budgets, Ctrl-C and steering.
 
 export interface GuardOptions {
   budgets: Budgets;
@@ -533,9 +585,6 @@ export interface GuardOptions {
   afterCall?: readonly AfterCallHook[];
 }
 
-/** A run's limits unless given: turns only. */
-export const DEFAULT_BUDGETS: Budgets = { maxTurns: 25 };
-
 /** A run's limits. Tokens and dollars count sub-agents' and summaries' calls too. */
 export interface Budgets {
   maxTurns: number; // a turn is one model call
@@ -543,6 +592,9 @@ export interface Budgets {
   maxCostUsd?: number;
   timeoutMs?: number;
 }
+
+/** A run's limits unless given: turns only. */
+export const DEFAULT_BUDGETS: Budgets = { maxTurns: 25 };
 
 export type BudgetName = 'turns' | 'tokens' | 'cost' | 'time';
 
@@ -560,7 +612,7 @@ export type Decision =
   | { action: 'deny'; reason: string }
   | { action: 'rewrite'; input: unknown }
   | { action: 'answer'; content: string }
-  | { action: 'ask'; reason: string }; // allow only with a person's yes, every time, saying why
+  | { action: 'ask'; reason: string }; // only with a person's yes, every time, saying why
 
 /** Runs before a call, and fails closed (see askHook). `signal` aborts when the run stops. */
 export interface BeforeCallHook {
@@ -624,11 +676,24 @@ async function checkResult(
     // Told the user only: the error may quote the result it was meant to hide.
     const text = `after-call hook ${hook.name} failed: ${errorText(error)}`;
     agent.config.onEvent({ type: 'notice', text });
-    return { content: `result withheld: the ${hook.name} check failed`, isError: true };
+    return failed(`result withheld: the ${hook.name} check failed`);
   }
 }
 
 const HOOK_TIMEOUT_MS = 10_000;
+
+/** A hook's check, rejected if it throws or passes the hook's time limit. */
+async function withinHookTime<T>(hook: { timeoutMs?: number }, check: () => T | Promise<T>) {
+  const ms = hook.timeoutMs ?? HOOK_TIMEOUT_MS;
+  const checked = new Promise<T>((resolve) => resolve(check()));
+  if (!Number.isFinite(ms)) return await checked;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms);
+  });
+  return await Promise.race([checked, late]).finally(() => clearTimeout(timer));
+}
+
 const ALLOW: Decision = { action: 'allow' };
 const deny = (why: string): Decision => ({ action: 'deny', reason: `not run: ${why}` });
 
@@ -651,24 +716,15 @@ export const safePathCheck: BeforeCallHook = {
   },
 };
 
-/** The protected files' fingerprints now (none without --protect). */
-const protectedHashes = async (ctx: ToolContext) =>
-  ctx.protect?.length ? await ctx.disk.fingerprints(ctx.protect, ctx) : new Map<string, string>();
-
-/** A real path inside the root as the globs see it: relative, "/"-separated. */
-const relativeOf = (root: string, real: string) =>
-  real.slice(root.length + 1).replaceAll('\\', '/');
-
 /** Prevents "silent green": the model changing the files that judge its work. */
 export function protectedFiles(globs: readonly string[]): BeforeCallHook {
   return {
     name: 'protect',
-    async check({ tool, input }, agent) {
+    async check({ tool, input }, { toolContext: { root } }) {
       const requested = pathOf(input);
       if (tool.readOnly || requested === undefined) return ALLOW;
-      const { root } = agent.toolContext;
       const real = await safe_path(root, requested);
-      const glob = protectedBy(globs, relativeOf(root, real));
+      const glob = protectedBy(globs, real.slice(root.length + 1).replaceAll('\\', '/'));
       if (!glob) return ALLOW;
       const reason = `${requested} is protected ("${glob}"): change the code, not what checks it`;
       return { action: 'deny', reason };
@@ -687,16 +743,16 @@ export const runawayGuard: BeforeCallHook = {
   },
 };
 
-/** Prevents unreviewed changes: a call that changes something waits for approval. */
+/** Prevents unreviewed changes: a call that changes something waits for approval. A call a hook
+ *  said to ask about every time (a write that could run later) is never covered by "always". */
 export function approval(approve: Approver): BeforeCallHook {
   let always = approve === approveAll; // approving everything, nobody would read a preview
   return {
     name: 'approval',
     timeoutMs: Infinity,
     async check({ call, tool, input, askEveryTime }, agent, signal) {
-      if (tool.readOnly) return ALLOW;
       const runsLater = askEveryTime ?? null;
-      if (always && runsLater === null) return ALLOW;
+      if (tool.readOnly || (always && runsLater === null)) return ALLOW;
       // Prevents a blanket yes from covering a write that runs later: with nobody to ask, refused.
       if (runsLater !== null && approve === approveAll) {
         const allow = 'defaultProtection: false (--no-default-protection) allows it';
@@ -737,7 +793,7 @@ function notRunReason(agent: Agent, run: Run, reply?: Anthropic.Message): string
 /** Prevents a call from starting after a stop that came while the hooks were deciding. */
 async function runUnlessStopped(agent: Agent, run: Run, planned: PlannedCall) {
   const notRun = notRunReason(agent, run); // the reply was judged before the hooks
-  return notRun ? { content: notRun, isError: true } : await execute(agent, run, planned);
+  return notRun ? failed(notRun) : await execute(agent, run, planned);
 }
 
 /** Speaks to a run in progress: calls not yet started are skipped; the text follows results. */
@@ -761,10 +817,9 @@ function startRun(
   ledger = noUsage(agent.config.model),
 ): Run {
   const { timeoutMs } = agent.config.budgets;
-  const timeUp = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs);
-  const signal = timeUp ? AbortSignal.any([userSignal, timeUp]) : userSignal;
+  const timeUp = timeoutMs === undefined ? [] : [AbortSignal.timeout(timeoutMs)];
   agent.ledger = ledger;
-  return { signal, userSignal };
+  return { signal: AbortSignal.any([userSignal, ...timeUp]), userSignal };
 }
 
 /** Why a stopped run stopped: the user (who wins a tie), or its time budget. */
@@ -790,14 +845,38 @@ const STUCK =
 /** Prevents runaway spending; checked before every model call, summaries' included. */
 function spendingHalt(agent: Agent): Halt | null {
   const { maxTokens, maxCostUsd } = agent.config.budgets;
-  if (maxTokens !== undefined && totalTokens(agent.ledger) >= maxTokens) {
+  if (maxTokens !== undefined && totalTokens(agent.ledger) >= maxTokens)
     return budgetHalt(agent, 'tokens', maxTokens);
-  }
   // unpriced: withDefaults refuses a dollar budget
-  if (maxCostUsd !== undefined && (agent.ledger.costUsd ?? 0) >= maxCostUsd) {
+  if (maxCostUsd !== undefined && (agent.ledger.costUsd ?? 0) >= maxCostUsd)
     return budgetHalt(agent, 'cost', maxCostUsd);
-  }
   return null;
+}
+
+function budgetHalt(agent: Agent, budget: BudgetName, limit = 0): Halt {
+  const spent = { tokens: totalTokens(agent.ledger), costUsd: agent.ledger.costUsd };
+  return { kind: 'budget', budget, limit, spent };
+}
+
+/** A call like the one before (name and arguments) extends the row; any other starts one. */
+function countRepeats(agent: Agent, call: Anthropic.ToolUseBlock): void {
+  const key = JSON.stringify([call.name, call.input]);
+  agent.repeats = { key, times: agent.repeats.key === key ? agent.repeats.times + 1 : 1 };
+}
+
+/** Prevents one malformed call input from failing later requests: a note replaces it. */
+function withResendableInputs(reply: Anthropic.Message): Anthropic.Message {
+  const content = reply.content.map((block) => {
+    if (block.type !== 'tool_use') return block;
+    const { input } = block;
+    let problem: string | null = null;
+    if (typeof input !== 'object' || input === null || Array.isArray(input))
+      problem = `not an object: ${String(JSON.stringify(input)).slice(0, 200)}`;
+    else if (nestedDeeperThan(input, MAX_INPUT_DEPTH))
+      problem = `nested deeper than ${MAX_INPUT_DEPTH} levels`;
+    return problem ? { ...block, input: { [UNUSABLE]: problem } } : block;
+  });
+  return { ...reply, content };
 }
 
 // P4 — endurance: what the model is shown (context hooks), compaction, AGENTS.md, the sub-agent.
@@ -828,16 +907,30 @@ export const estimateTokens = (value: unknown) =>
   Math.ceil((typeof value === 'string' ? value : JSON.stringify(value)).length / 3.5);
 
 /** Runs the context hooks on the transcript: the model sees what comes out, or the failure. */
-async function contextView(agent: Agent, signal: AbortSignal): Promise<View | Halt> {
+async function contextView(
+  agent: Agent,
+  signal: AbortSignal,
+): Promise<{ halt: Halt } | { messages: Anthropic.MessageParam[] }> {
   let view: View = freezeNewMessages(agent.messages);
   for (const hook of agent.contextHooks) {
     try {
       view = await runReadOnly(view, (shown) => hook(shown, agent, signal));
     } catch (error) {
-      return errorHalt(`the context hook ${hook.name || '(unnamed)'} failed: ${errorText(error)}`);
+      const failure = `the context hook ${hook.name || '(unnamed)'} failed: ${errorText(error)}`;
+      return { halt: errorHalt(failure) };
     }
   }
-  return view;
+  return { messages: view as Anthropic.MessageParam[] }; // lent (see Model)
+}
+
+/** Prevents a context hook from changing the array it is shown: a write to it throws. */
+async function runReadOnly(messages: View, hook: (shown: View) => Promise<View>): Promise<View> {
+  const refuse = (): never => {
+    throw new TypeError('a context hook may not change the array it is shown: return a new one');
+  };
+  const shown = new Proxy(messages, { defineProperty: refuse, deleteProperty: refuse }); // sets too
+  const returned = await hook(shown);
+  return returned === shown ? messages : returned;
 }
 
 const compactedViews = new WeakMap<Compaction, Anthropic.MessageParam[]>();
@@ -868,7 +961,7 @@ export const compaction: ContextHook = async (messages, agent, signal) => {
   const threshold = (agent.config.compactAt ?? 0.75) * agent.contextWindow;
   while (estimateNextRequest(agent, compactedView(agent, messages)) > threshold) {
     if (spendingHalt(agent)) break;
-    if (!(await compact(agent, signal))) break; // no piece left, or nothing old enough to cut
+    if ((await compact(agent, signal)) !== 'more left') break; // done, or nothing old enough
   }
   return compactedView(agent, messages);
 };
@@ -911,26 +1004,29 @@ const NO_TOOLS: Anthropic.ToolChoice = { type: 'none' };
 /** Longer strings are cut (head and tail kept) before summarising. */
 const SUMMARY_STRING_CHARS = 2_000;
 
-/** Summarises the older messages with a model call: true if a piece is left, null: nothing to cut.
- *  `onlySmaller` (for /compact): a summary that would not make the view smaller is not used. */
+/** What one summary did: older messages are left to summarise, or not; or none could be cut. */
+export type Compacted = 'more left' | 'done' | 'nothing to cut';
+
+/** Summarises the older messages with a model call; a summary that comes back empty (or, with
+ *  `onlySmaller`, for /compact, one that would not make the view smaller) throws, unused. */
 export async function compact(
   agent: Agent,
   signal: AbortSignal,
   onlySmaller = false,
-): Promise<boolean | null> {
+): Promise<Compacted> {
   const { messages, contextWindow, config } = agent;
   const from = agent.compaction?.keptFrom ?? 0;
   const verbatim = chooseCut(messages, from, Math.min(KEEP_VERBATIM_TOKENS, contextWindow / 4));
-  if (verbatim === null) return null;
+  if (verbatim === null) return 'nothing to cut';
   const keptFrom = pieceEnd(messages, from, verbatim, contextWindow / 2);
   const previous = agent.compaction ? [summaryMessage(agent.compaction.summary)] : [];
   const older = [...previous, ...messages.slice(from, keptFrom)];
   const asked: Anthropic.MessageParam = { role: 'user', content: SUMMARY_INSTRUCTIONS };
   const shown = [...older.map((message) => capStrings(message, SUMMARY_STRING_CHARS)), asked];
-  const tools = agent.toolDefinitions;
-  const request = { system: agent.system, tools, tool_choice: NO_TOOLS, messages: shown };
+  const request = { system: agent.system, tools: agent.toolDefinitions, tool_choice: NO_TOOLS };
   const onNotice = (text: string) => config.onEvent({ type: 'notice', text });
-  const reply = await config.model.complete(request, { signal, onText: () => {}, onNotice });
+  const options = { signal, onText: () => {}, onNotice };
+  const reply = await config.model.complete({ ...request, messages: shown }, options);
   const { usage } = reply;
   spend(agent, usage); // paid for, used or not
   const summary = textOfMessage(reply).trim();
@@ -938,10 +1034,8 @@ export async function compact(
   const tokensAfter = estimateMessages([summaryMessage(summary)]);
   const sizes = `(~${tokensAfter} tokens, against ~${tokensBefore} now)`;
   const declined = `declined: the summary ${sizes} would not make what the model sees smaller`;
-  const unused =
-    summary === ''
-      ? 'the summary came back empty'
-      : onlySmaller && tokensAfter >= tokensBefore && `${declined}; nothing changed`;
+  let unused = onlySmaller && tokensAfter >= tokensBefore ? `${declined}; nothing changed` : null;
+  if (summary === '') unused = 'the summary came back empty';
   if (unused) {
     config.onEvent({ type: 'compaction-failed', usage, reason: unused });
     throw new Error(unused);
@@ -949,14 +1043,14 @@ export async function compact(
   agent.compaction = { summary, keptFrom };
   agent.lastRequest = null;
   config.onEvent({ type: 'compaction', summary, keptFrom, tokensBefore, tokensAfter, usage });
-  return keptFrom < verbatim;
+  return keptFrom < verbatim ? 'more left' : 'done';
 }
 
 /** /compact: a summary kept only if it makes the view smaller; returns why not, or null. */
 export async function compactNow(agent: Agent, signal: AbortSignal): Promise<string | null> {
   const compacted = await compact(agent, signal, true).catch(errorText);
-  if (compacted === null) return 'nothing old enough to summarise yet';
-  return typeof compacted === 'string' ? compacted : null;
+  if (compacted === 'nothing to cut') return 'nothing old enough to summarise yet';
+  return compacted === 'done' || compacted === 'more left' ? null : compacted;
 }
 
 /** /context: where the window goes, estimated as a request is. */
@@ -970,13 +1064,40 @@ export function contextBreakdown(agent: Agent) {
   return { window, systemPrompt, toolDefinitions, projectFiles, messages, free };
 }
 
+// --- What keeps a turn's cost flat however long the session.
+
+const measuredChars = new WeakMap<Anthropic.MessageParam, number>();
+
+/** estimateTokens(messages), each measured once: a frozen message keeps its length. */
+export function estimateMessages(messages: View): number {
+  let chars = messages.length === 0 ? 2 : messages.length + 1; // brackets and commas
+  for (const message of messages) {
+    let length = measuredChars.get(message);
+    if (length === undefined) measuredChars.set(message, (length = JSON.stringify(message).length));
+    chars += length;
+  }
+  return Math.ceil(chars / 3.5);
+}
+
+/** Prevents changes to a message the model may have seen (the cache, the session file). */
+function freezeNewMessages(messages: Anthropic.MessageParam[]): Anthropic.MessageParam[] {
+  for (let i = messages.length - 1; i >= 0 && !Object.isFrozen(messages[i]); i--)
+    deepFreeze(messages[i]);
+  return messages;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return value;
+  Object.freeze(value);
+  for (const child of Object.values(value)) deepFreeze(child);
+  return value;
+}
+
 // --- AGENTS.md: context for the model, never instructions for the harness.
 
 function systemPrompt(settings: Settings, files: ContextFile[]): string {
   const base = settings.systemPrompt ?? SYSTEM_PROMPT;
-  const sections = files.flatMap((file) =>
-    file.skipped ? [] : [`## ${file.path}\n\n${file.text}`],
-  );
+  const sections = files.filter((file) => !file.skipped).map((f) => `## ${f.path}\n\n${f.text}`);
   if (sections.length === 0) return base;
   const heading = '# Project context (AGENTS.md files: guidance from the project, farthest first)';
   return `${base}\n\n${heading}\n\n${sections.join('\n\n')}`;
@@ -1003,12 +1124,13 @@ function taskTool(parent: Agent): Tool {
     describe: ({ description }) => `task ${JSON.stringify(description)}`,
     async run({ description, prompt }, ctx) {
       const id = `task-${++parent.subAgentsStarted}`;
-      const model = parent.config.taskModel ?? parent.config.model;
-      const { maxTokens, maxCostUsd } = parent.config.budgets; // kept on the parent's ledger
+      const { config } = parent;
+      const model = config.taskModel ?? config.model;
+      const { maxTokens, maxCostUsd } = config.budgets; // kept on the parent's ledger
       const child = await createAgent({
-        ...parent.config,
+        ...config,
         model,
-        tools: parent.config.tools.filter((tool) => tool.readOnly && tool.name !== 'task'),
+        tools: config.tools.filter((tool) => tool.readOnly && tool.name !== 'task'),
         verify: undefined,
         budgets: { maxTurns: TASK_MAX_TURNS, maxTokens, maxCostUsd },
         protect: [],
@@ -1017,18 +1139,24 @@ function taskTool(parent: Agent): Tool {
         systemPrompt: SUBAGENT_PROMPT,
         onEvent: (event) => {
           if ('usage' in event) addUsage(parent.usage, model, event.usage);
-          parent.config.onEvent({ type: 'subagent', id, description, event });
+          config.onEvent({ type: 'subagent', id, description, event });
         },
       });
       const ended = await runTask(child, prompt, ctx.signal, parent.ledger);
-      const report = finalText(child.messages);
+      const said = child.messages.filter((message) => message.role === 'assistant');
+      const report =
+        said
+          .map(textOfMessage)
+          .findLast((text) => text.trim() !== '')
+          ?.trim() ?? '';
       if (ended.kind === 'accepted') return report || '(the sub-agent gave no answer)';
       return `[the sub-agent stopped: ${describeHalt(ended)}]\n${report}`;
     },
   });
 }
 
-// --- The real model: one streamed Messages API call per turn.
+// --- The real model: one streamed Messages API call per turn. The SDK retries 408, 409, 429 and
+// 5xx itself, with backoff and retry-after; the two hardening helpers say so, and end a stall.
 
 export const DEFAULT_MODEL = 'claude-sonnet-5-5';
 const MAX_OUTPUT_TOKENS = 32_000;
@@ -1044,7 +1172,7 @@ export class AnthropicModel implements Model {
   ) {}
 
   async complete(request: ModelRequest, { signal, onText, onNotice }: ModelCallOptions) {
-    const stall = new AbortController();
+    const stall = stallWatch(this.idleMs);
     const stream = this.client.messages.stream(
       { model: this.name, max_tokens: MAX_OUTPUT_TOKENS, ...request },
       {
@@ -1053,20 +1181,7 @@ export class AnthropicModel implements Model {
       },
     );
     stream.on('text', onText);
-    const stalled = new Error(`the response stream stalled: no data for ${this.idleMs / 1000} s`);
-    let timer: NodeJS.Timeout | undefined;
-    // Armed once the answer arrived, reset by every event: waits between retries are no stall.
-    stream.on('connect', () => {
-      (timer ??= setTimeout(() => stall.abort(stalled), this.idleMs)).refresh();
-    });
-    stream.on('streamEvent', () => timer?.refresh());
-    try {
-      return await stream.finalMessage();
-    } catch (error) {
-      throw stall.signal.aborted ? stalled : error;
-    } finally {
-      clearTimeout(timer);
-    }
+    return await stall.watch(stream);
   }
 
   /** Asked of the API once per model: sub-agents want it too. */
@@ -1082,16 +1197,25 @@ export class AnthropicModel implements Model {
 
 /** The SDK's API errors, known by shape, so an offline run never loads the SDK. */
 const isApiError = (error: unknown): error is APIError<number> =>
-  error instanceof Error &&
-  'status' in error &&
-  typeof error.status === 'number' &&
-  'apiMessage' in error;
+  error instanceof Error && 'status' in error && 'apiMessage' in error;
 
 function describeModelError(error: unknown): string {
   if (!isApiError(error)) return `model call failed: ${errorText(error)}`;
   const id = error.requestID ? ` (request id ${error.requestID})` : '';
   const said = `${error.type ?? ''}: ${error.apiMessage ?? error.message}${id}`;
   return `model call failed: HTTP ${error.status} ${said}`;
+}
+
+const isPromptTooLong = (error: unknown) =>
+  isApiError(error) && error.status === 400 && /prompt is too long/i.test(error.message);
+
+export const errorText = (error: unknown) =>
+  error instanceof Error ? error.message : String(error);
+
+export function textOfMessage(message: Anthropic.MessageParam | Anthropic.Message): string {
+  if (typeof message.content === 'string') return message.content;
+  const blocks: readonly (Anthropic.ContentBlockParam | Anthropic.ContentBlock)[] = message.content;
+  return blocks.map((block) => (block.type === 'text' ? block.text : '')).join('');
 }
 
 // --- The words the model reads. They guide the model; no guarantee rests on them.
@@ -1134,138 +1258,7 @@ const SUBAGENT_PROMPT = [
   'agent will see: make it complete, and name the files and lines it rests on. Ask nothing back.',
 ].join('\n');
 
-// --- The options no caller gave, and the text of a reply.
-
-/** The defaults; refuses a dollar budget an unpriced model could never halt. */
-async function withDefaults(config: AgentConfig): Promise<Settings> {
-  const unpriced = [config.model, config.taskModel ?? config.model].find((model) => !model.price);
-  if (config.budgets?.maxCostUsd !== undefined && unpriced) {
-    throw new Error(
-      `a dollar budget needs a price, and ${unpriced.name} has none (give the Model a price)`,
-    );
-  }
-  const hardening = config.hardening ?? GUARDED;
-  return {
-    ...config,
-    tools: config.tools ?? TOOLS,
-    hardening,
-    root: await hardening.root(config.root),
-    verifyTimeoutMs: config.verifyTimeoutMs ?? COMMAND_TIMEOUT_MS,
-    budgets: config.budgets ?? DEFAULT_BUDGETS,
-    protect: config.protect ?? [],
-    approve: config.approve ?? approveAll,
-    onEvent: config.onEvent ?? (() => {}),
-  };
-}
-
-/** The last reply's text: a sub-agent's report. */
-function finalText(messages: readonly Anthropic.MessageParam[]): string {
-  const said = messages.filter((message) => message.role === 'assistant').map(textOfMessage);
-  return said.findLast((text) => text.trim() !== '')?.trim() ?? '';
-}
-
-export function textOfMessage(message: Anthropic.MessageParam | Anthropic.Message): string {
-  if (typeof message.content === 'string') return message.content;
-  const blocks: readonly (Anthropic.ContentBlockParam | Anthropic.ContentBlock)[] = message.content;
-  return blocks.map((block) => (block.type === 'text' ? block.text : '')).join('');
-}
-
-// --- What keeps a turn's cost flat however long the session.
-
-const measuredChars = new WeakMap<Anthropic.MessageParam, number>();
-
-/** estimateTokens(messages), each measured once: a frozen message keeps its length. */
-export function estimateMessages(messages: View): number {
-  let chars = messages.length === 0 ? 2 : messages.length + 1; // brackets and commas
-  for (const message of messages) {
-    let length = measuredChars.get(message);
-    if (length === undefined) {
-      length = JSON.stringify(message).length;
-      measuredChars.set(message, length);
-    }
-    chars += length;
-  }
-  return Math.ceil(chars / 3.5);
-}
-
-/** Prevents changes to a message the model may have seen (the cache, the session file). */
-function freezeNewMessages(messages: Anthropic.MessageParam[]): Anthropic.MessageParam[] {
-  for (let i = messages.length - 1; i >= 0 && !Object.isFrozen(messages[i]); i--)
-    deepFreeze(messages[i]);
-  return messages;
-}
-
-function deepFreeze<T>(value: T): T {
-  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return value;
-  Object.freeze(value);
-  for (const child of Object.values(value)) deepFreeze(child);
-  return value;
-}
-
-/** Prevents a context hook from changing the array it is shown: a write to it throws. */
-async function runReadOnly(messages: View, hook: (shown: View) => Promise<View>): Promise<View> {
-  const refuse = (): never => {
-    throw new TypeError('a context hook may not change the array it is shown: return a new one');
-  };
-  const shown = new Proxy(messages, { defineProperty: refuse, deleteProperty: refuse }); // sets too
-  const returned = await hook(shown);
-  return returned === shown ? messages : returned;
-}
-
-// --- Small helpers: resendable replies, timeouts, repeats, token accounting.
-
-/** Prevents one malformed call input from failing later requests: a note replaces it. */
-function withResendableInputs(reply: Anthropic.Message): Anthropic.Message {
-  const content = reply.content.map((block) => {
-    const problem = block.type === 'tool_use' && unresendable(block.input);
-    return problem ? { ...block, input: { [UNUSABLE]: problem } } : block;
-  });
-  return { ...reply, content };
-}
-
-function unresendable(input: unknown): string | null {
-  if (nestedDeeperThan(input, MAX_INPUT_DEPTH))
-    return `nested deeper than ${MAX_INPUT_DEPTH} levels`;
-  if (typeof input === 'object' && input !== null && !Array.isArray(input)) return null;
-  return `not an object: ${String(JSON.stringify(input)).slice(0, 200)}`;
-}
-
-/** A call like the one before (name and arguments) extends the row; any other starts one. */
-function countRepeats(agent: Agent, call: Anthropic.ToolUseBlock): void {
-  const key = JSON.stringify([call.name, call.input]);
-  agent.repeats = { key, times: agent.repeats.key === key ? agent.repeats.times + 1 : 1 };
-}
-
-/** A hook's check, rejected if it throws or passes the hook's time limit. */
-function withinHookTime<T>(hook: { timeoutMs?: number }, check: () => T | Promise<T>) {
-  const ms = hook.timeoutMs ?? HOOK_TIMEOUT_MS;
-  return within(Promise.resolve().then(check), ms, new Error(`no answer within ${ms / 1000} s`));
-}
-
-/** `work`, or else `late` (rejected if an Error) `ms` after the start, or after `from` aborts. */
-async function within<T>(work: Promise<T>, ms: number, late: T | Error, from?: AbortSignal) {
-  if (!Number.isFinite(ms)) return await work;
-  let timer: NodeJS.Timeout | undefined;
-  let start = () => {};
-  const timeout = new Promise<T>((resolve, reject) => {
-    const give = () => (late instanceof Error ? reject(late) : resolve(late));
-    start = () => void (timer = setTimeout(give, ms));
-  });
-  if (from && !from.aborted) from.addEventListener('abort', start, { once: true });
-  else start();
-  try {
-    return await Promise.race([work, timeout]);
-  } finally {
-    clearTimeout(timer);
-    from?.removeEventListener('abort', start);
-  }
-}
-
-export const errorText = (error: unknown) =>
-  error instanceof Error ? error.message : String(error);
-
-const isPromptTooLong = (error: unknown) =>
-  isApiError(error) && error.status === 400 && /prompt is too long/i.test(error.message);
+// --- Tokens and dollars: what a run spends, so its budgets can be kept.
 
 /** Tokens by kind, and dollars: null when the price is unknown, not a made-up zero. */
 export type UsageTotals = ReturnType<typeof noUsage>;
@@ -1297,11 +1290,6 @@ function countUsage(agent: Agent, reply: Anthropic.Message, turn: number): void 
   agent.config.onEvent({ type: 'reply', turn, stopReason, calls, content, usage, totals });
 }
 
-function budgetHalt(agent: Agent, budget: BudgetName, limit = 0): Halt {
-  const spent = { tokens: totalTokens(agent.ledger), costUsd: agent.ledger.costUsd };
-  return { kind: 'budget', budget, limit, spent };
-}
-
 function addUsage(totals: UsageTotals, model: Model, usage: Anthropic.Usage): void {
   const cost = costOf(model.price, usage);
   totals.input += usage.input_tokens;
@@ -1310,8 +1298,6 @@ function addUsage(totals: UsageTotals, model: Model, usage: Anthropic.Usage): vo
   totals.output += usage.output_tokens;
   totals.costUsd = totals.costUsd === null || cost === null ? null : totals.costUsd + cost;
 }
-
-// --- Prices: what a token costs, so a dollar budget can be kept.
 
 /** Dollars per million tokens; cache writes and reads as multiples of input. */
 export type Price = { input: number; output: number; cacheWrite?: number; cacheRead?: number };
@@ -1326,7 +1312,7 @@ export function costOf(price: Price | undefined, usage: Anthropic.Usage): number
   return (inputLike * price.input + usage.output_tokens * price.output) / 1_000_000;
 }
 
-// --- Resume: a saved transcript, repaired so that the API accepts it.
+// --- Resume: a saved transcript (repaired by hardening/damaged-session.ts) goes on.
 
 /** A saved session, read through transcriptRepair. */
 export interface LoadedSession {
@@ -1357,23 +1343,22 @@ export function resume(agent: Agent, loaded: LoadedSession): void {
 
 // --- How a run ended, in words.
 
-export function describeHalt(h: Halt): string {
-  if (h.kind === 'interrupted') return 'interrupted';
-  if (h.kind === 'error') return `error: ${h.message}`;
-  if (h.kind === 'accepted') {
-    return h.verifiedBy === null
-      ? 'accepted (unverified: no verify command was given)'
-      : `accepted (verified by \`${h.verifiedBy}\`)`;
+export function describeHalt(halt: Halt): string {
+  switch (halt.kind) {
+    case 'interrupted':
+      return 'interrupted';
+    case 'error':
+      return `error: ${halt.message}`;
+    case 'accepted':
+      if (halt.verifiedBy === null) return 'accepted (unverified: no verify command was given)';
+      return `accepted (verified by \`${halt.verifiedBy}\`)`;
   }
-  const { budget, limit } = h;
-  const of =
-    budget === 'cost'
-      ? `$${limit}`
-      : budget === 'time'
-        ? `${limit / 1000} s`
-        : `${limit} ${budget}`;
+  const { budget, limit, spent } = halt;
+  let of = `${limit} ${budget}`;
+  if (budget === 'cost') of = `$${limit}`;
+  if (budget === 'time') of = `${limit / 1000} s`;
   const reached = `${budget}: the limit of ${of} was reached`;
-  if (h.spent === undefined) return `budget (${reached})`;
-  const cost = h.spent.costUsd === null ? '' : `, $${h.spent.costUsd.toFixed(4)}`;
-  return `budget (${reached}; spent ${h.spent.tokens} tokens${cost})`;
+  if (spent === undefined) return `budget (${reached})`;
+  const cost = spent.costUsd === null ? '' : `, $${spent.costUsd.toFixed(4)}`;
+  return `budget (${reached}; spent ${spent.tokens} tokens${cost})`;
 }

@@ -13,6 +13,9 @@
 //   atomic-write.ts      half-written files, a write through a swapped folder    disk.write
 //   fingerprints.ts      a protected file changed where the gate cannot see      disk.fingerprints
 //   closest-lines.ts     a model retrying a "not found" edit blind               after-call hook
+//   damaged-session.ts   a session file that can never resume                    resume
+//   retry-notices.ts     the SDK's retries look like a hang                      the real model
+//   stalled-stream.ts    a reply stream that goes silent forever                 the real model
 
 import type { Disk } from '../tools.ts';
 import { writeAtomically } from './atomic-write.ts';
@@ -56,3 +59,4 @@ export {
 export { checkedFolder } from './atomic-write.ts';
 export { transcriptRepair } from './damaged-session.ts';
 export { retryNotices } from './retry-notices.ts';
+export { stallWatch } from './stalled-stream.ts';
