@@ -29,13 +29,25 @@
 
 // Types only: the SDK is slow to load; the program imports it for a real model.
 import type Anthropic from '@anthropic-ai/sdk';
-import type { APIError } from '@anthropic-ai/sdk';
 import { realpath } from 'node:fs/promises';
 import { z } from 'zod';
-import { GUARDED, retryNotices, stallWatch } from './hardening/index.ts';
+import {
+  capStrings,
+  deepFreeze,
+  describeModelError,
+  estimateMessages,
+  freezeNewMessages,
+  GUARDED,
+  isPromptTooLong,
+  pieceEnd,
+  retryNotices,
+  runReadOnly,
+  stallWatch,
+  withinShare,
+  withResendableInputs,
+} from './hardening/index.ts';
 import {
   capOutput,
-  capStrings,
   changedFiles,
   COMMAND_TIMEOUT_MS,
   commandOptions,
@@ -43,8 +55,6 @@ import {
   defineTool,
   type Disk,
   loadContextFiles,
-  MAX_INPUT_DEPTH,
-  nestedDeeperThan,
   pathOf,
   plainDisk,
   protectedBy,
@@ -57,7 +67,6 @@ import {
   toolDefinition,
   ToolError,
   TOOLS,
-  UNUSABLE,
 } from './tools.ts';
 
 /** All the loop reports: printers, the session file and the page read this one stream. */
@@ -277,7 +286,7 @@ const userText = (text: string): Anthropic.MessageParam => ({
 
 /** Appends to the transcript, and tells the session file. */
 function append(agent: Agent, given: Anthropic.MessageParam): void {
-  const message = withinShare(agent, given);
+  const message = withinShare(agent.contextWindow, given);
   agent.messages.push(message);
   agent.config.onEvent({ type: 'message', message });
 }
@@ -864,21 +873,6 @@ function countRepeats(agent: Agent, call: Anthropic.ToolUseBlock): void {
   agent.repeats = { key, times: agent.repeats.key === key ? agent.repeats.times + 1 : 1 };
 }
 
-/** Prevents one malformed call input from failing later requests: a note replaces it. */
-function withResendableInputs(reply: Anthropic.Message): Anthropic.Message {
-  const content = reply.content.map((block) => {
-    if (block.type !== 'tool_use') return block;
-    const { input } = block;
-    let problem: string | null = null;
-    if (typeof input !== 'object' || input === null || Array.isArray(input))
-      problem = `not an object: ${String(JSON.stringify(input)).slice(0, 200)}`;
-    else if (nestedDeeperThan(input, MAX_INPUT_DEPTH))
-      problem = `nested deeper than ${MAX_INPUT_DEPTH} levels`;
-    return problem ? { ...block, input: { [UNUSABLE]: problem } } : block;
-  });
-  return { ...reply, content };
-}
-
 // P4 — endurance: what the model is shown (context hooks), compaction, AGENTS.md, the sub-agent.
 
 export interface EnduranceOptions {
@@ -921,16 +915,6 @@ async function contextView(
     }
   }
   return { messages: view as Anthropic.MessageParam[] }; // lent (see Model)
-}
-
-/** Prevents a context hook from changing the array it is shown: a write to it throws. */
-async function runReadOnly(messages: View, hook: (shown: View) => Promise<View>): Promise<View> {
-  const refuse = (): never => {
-    throw new TypeError('a context hook may not change the array it is shown: return a new one');
-  };
-  const shown = new Proxy(messages, { defineProperty: refuse, deleteProperty: refuse }); // sets too
-  const returned = await hook(shown);
-  return returned === shown ? messages : returned;
 }
 
 const compactedViews = new WeakMap<Compaction, Anthropic.MessageParam[]>();
@@ -977,25 +961,6 @@ export function chooseCut(messages: View, from: number, keepTokens: number): num
     cut = i;
   }
   return cut;
-}
-
-/** Prevents a summary request larger than the window: the rest goes in the next piece. */
-function pieceEnd(messages: View, from: number, cut: number, fitTokens: number): number {
-  let size = 0;
-  let end: number | null = null;
-  for (let i = from + 1; i <= cut; i++) {
-    size += estimateMessages(messages.slice(i - 1, i)); // measured once, as requests are
-    if (messages[i]!.role !== 'assistant') continue;
-    if (size > fitTokens) return end ?? i;
-    end = i;
-  }
-  return cut;
-}
-
-/** Prevents one huge message from breaking later requests: long strings keep head and tail. */
-function withinShare(agent: Agent, message: Anthropic.MessageParam): Anthropic.MessageParam {
-  const room = agent.contextWindow * 3.5 * 0.5; // characters, as estimateTokens counts them
-  return estimateMessages([message]) * 3.5 <= room ? message : capStrings(message, room / 4);
 }
 
 /** A summary is text only: the request keeps the tools (the cached prefix) but no calls. */
@@ -1062,35 +1027,6 @@ export function contextBreakdown(agent: Agent) {
   const messages = estimateMessages(compactedView(agent, agent.messages));
   const free = Math.max(window - systemPrompt - projectFiles - toolDefinitions - messages, 0);
   return { window, systemPrompt, toolDefinitions, projectFiles, messages, free };
-}
-
-// --- What keeps a turn's cost flat however long the session.
-
-const measuredChars = new WeakMap<Anthropic.MessageParam, number>();
-
-/** estimateTokens(messages), each measured once: a frozen message keeps its length. */
-export function estimateMessages(messages: View): number {
-  let chars = messages.length === 0 ? 2 : messages.length + 1; // brackets and commas
-  for (const message of messages) {
-    let length = measuredChars.get(message);
-    if (length === undefined) measuredChars.set(message, (length = JSON.stringify(message).length));
-    chars += length;
-  }
-  return Math.ceil(chars / 3.5);
-}
-
-/** Prevents changes to a message the model may have seen (the cache, the session file). */
-function freezeNewMessages(messages: Anthropic.MessageParam[]): Anthropic.MessageParam[] {
-  for (let i = messages.length - 1; i >= 0 && !Object.isFrozen(messages[i]); i--)
-    deepFreeze(messages[i]);
-  return messages;
-}
-
-function deepFreeze<T>(value: T): T {
-  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return value;
-  Object.freeze(value);
-  for (const child of Object.values(value)) deepFreeze(child);
-  return value;
 }
 
 // --- AGENTS.md: context for the model, never instructions for the harness.
@@ -1194,20 +1130,6 @@ export class AnthropicModel implements Model {
     return this.window;
   }
 }
-
-/** The SDK's API errors, known by shape, so an offline run never loads the SDK. */
-const isApiError = (error: unknown): error is APIError<number> =>
-  error instanceof Error && 'status' in error && 'apiMessage' in error;
-
-function describeModelError(error: unknown): string {
-  if (!isApiError(error)) return `model call failed: ${errorText(error)}`;
-  const id = error.requestID ? ` (request id ${error.requestID})` : '';
-  const said = `${error.type ?? ''}: ${error.apiMessage ?? error.message}${id}`;
-  return `model call failed: HTTP ${error.status} ${said}`;
-}
-
-const isPromptTooLong = (error: unknown) =>
-  isApiError(error) && error.status === 400 && /prompt is too long/i.test(error.message);
 
 export const errorText = (error: unknown) =>
   error instanceof Error ? error.message : String(error);
@@ -1327,7 +1249,8 @@ export interface LoadedSession {
 /** Continues a loaded session: its repaired messages are the transcript. */
 export function resume(agent: Agent, loaded: LoadedSession): void {
   agent.messages.length = 0;
-  for (const message of loaded.messages) agent.messages.push(withinShare(agent, message));
+  for (const message of loaded.messages)
+    agent.messages.push(withinShare(agent.contextWindow, message));
   agent.toolContext.seen.clear(); // read again before editing
   agent.compaction = loaded.compaction;
   agent.subAgentsStarted = loaded.subAgents;

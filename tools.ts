@@ -23,6 +23,8 @@ import { createTwoFilesPatch } from 'diff';
 import { minimatch } from 'minimatch';
 import { z } from 'zod';
 import { describeArguments, shownPath } from './hardening/hidden-characters.ts';
+import { findSnippet, mostlyCrlf, toCrlf } from './hardening/line-endings.ts';
+import { MAX_INPUT_DEPTH, nestedDeeperThan, UNUSABLE } from './hardening/malformed-input.ts';
 
 export { describeArguments, shownPath };
 
@@ -160,21 +162,8 @@ function strictInput(tool: Tool): z.ZodObject {
   return strict;
 }
 
-/** Tool arguments nest a few levels; past this many, a call is refused (see schemaProblem). */
-export const MAX_INPUT_DEPTH = 64;
-
-/** Whether objects and arrays in `value` nest more than `levels` deep; the walk stops there, so any
- *  depth is safe. */
-export function nestedDeeperThan(value: unknown, levels: number): boolean {
-  if (typeof value !== 'object' || value === null) return false;
-  return levels === 0 || Object.values(value).some((child) => nestedDeeperThan(child, levels - 1));
-}
-
 export const issuesText = (error: z.ZodError) =>
   error.issues.map((issue) => `${issue.path.join('.') || '(input)'}: ${issue.message}`).join('; ');
-
-/** The key under which an unusable input's note is stored (agent.ts's withResendableInputs). */
-export const UNUSABLE = 'unusable_input';
 
 /** A call's `path` argument, if it has one: what the path guards look at, for any tool. */
 export const pathOf = (input: unknown): string | undefined =>
@@ -259,28 +248,6 @@ export function capOutput(text: string): string {
   let shown = lines.slice(0, kept).join('\n');
   if (kept === 0) shown = Buffer.from(lines[0]!).subarray(0, MAX_BYTES).toString('utf8');
   return `${shown}\n[output cut: ${kept} of ${lines.length} lines shown]`;
-}
-
-/** `value` (a message, say) with every string longer than `chars` cut to its head and tail and a
- *  note of how much was left out; thinking blocks stay whole: the API refuses altered ones. */
-export function capStrings<T>(value: T, chars: number): T {
-  const cut = (item: unknown): unknown => {
-    if (typeof item === 'string') return item.length <= chars ? item : keepEnds(item, chars);
-    if (typeof item !== 'object' || item === null) return item;
-    if ('type' in item && (item.type === 'thinking' || item.type === 'redacted_thinking'))
-      return item;
-    if (Array.isArray(item)) return item.map(cut);
-    return Object.fromEntries(Object.entries(item).map(([key, inner]) => [key, cut(inner)]));
-  };
-  return cut(value) as T;
-}
-
-/** `text` cut to about `chars` characters: its head and tail, and how much is left out between. */
-function keepEnds(text: string, chars: number): string {
-  const head = Math.floor(chars * 0.75);
-  const tail = Math.floor(chars * 0.25);
-  const note = `[... ${text.length - head - tail} characters left out ...]`;
-  return `${text.slice(0, head)}\n${note}\n${text.slice(-tail)}`;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -594,7 +561,7 @@ async function planEdit(
   const { at, length } = matches[0]!;
   // Keep the file's line endings: the model sees lines without \r, so new lines get the file's
   // usual break.
-  const replace = mostlyCrlf(before) ? new_str.replace(/\r?\n/g, '\r\n') : new_str;
+  const replace = mostlyCrlf(before) ? toCrlf(new_str) : new_str;
   const after = before.slice(0, at) + replace + before.slice(at + length);
   const line = before.slice(0, at).split('\n').length;
   const replaced = `replaced ${lineCount(old_str)} line(s) at line ${line}`;
@@ -638,28 +605,6 @@ async function readEditable(file: string, requested: string, ctx: ToolContext): 
 }
 
 const lineCount = (text: string) => (text === '' ? 0 : text.split('\n').length);
-
-/** Prevents "not found" in a file whose line breaks differ from line to line (a\r\nb\nc\r\n): the
- *  model sees lines without \r, so the snippet is looked for in the text with each \r\n read as
- *  \n, and found places are mapped back. Overlapping matches count too: "aa" is in "aaa" twice. */
-function findSnippet(text: string, snippet: string): { at: number; length: number }[] {
-  const crs: number[] = []; // where a \r was dropped, in the plain text's positions
-  const plain = text.replace(/\r\n/g, (_, at: number) => (crs.push(at - crs.length), '\n'));
-  const wanted = snippet.replace(/\r\n/g, '\n');
-  const original = (at: number) => at + crs.filter((cr) => cr < at).length;
-  const found: { at: number; length: number }[] = [];
-  for (let at = plain.indexOf(wanted); at !== -1; at = plain.indexOf(wanted, at + 1)) {
-    const start = original(at);
-    found.push({ at: start, length: original(at + wanted.length) - start });
-  }
-  return found;
-}
-
-/** True when more of the file's lines end in \r\n than in a bare \n. */
-function mostlyCrlf(text: string): boolean {
-  const crlf = text.split('\r\n').length - 1;
-  return crlf > text.split('\n').length - 1 - crlf;
-}
 
 /** The tools in the order the model is shown them, unless a session is given its own. */
 export const TOOLS: readonly Tool[] = [list_files, read_file, edit_file];

@@ -33,7 +33,7 @@ import {
 import { issuesText } from '../tools.ts';
 import type { ProgramEvent, SessionEvent } from './terminal.ts';
 import { globMatcher, hashProtected, transcriptRepair } from '../hardening/index.ts';
-import { MAX_INPUT_DEPTH, nestedDeeperThan } from '../tools.ts';
+import { MAX_INPUT_DEPTH, nestedDeeperThan } from '../hardening/index.ts';
 
 /** Version 2 adds what a replay needs: the options, every reply as received, and what the person did. */
 export const SESSION_VERSION = 2;

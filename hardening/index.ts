@@ -16,6 +16,12 @@
 //   damaged-session.ts   a session file that can never resume                    resume
 //   retry-notices.ts     the SDK's retries look like a hang                      the real model
 //   stalled-stream.ts    a reply stream that goes silent forever                 the real model
+//   model-errors.ts      a failed call reported without what the API said       the loop
+//   malformed-input.ts   a call input that breaks every later request            the loop
+//   huge-messages.ts     one huge message breaks the session                     the transcript
+//   frozen-transcript.ts a message changed after the model saw it                the transcript
+//   line-endings.ts      "not found" in a file with other line breaks           edit_file
+//   hidden-characters.ts a call shown as something it is not                    every view
 
 import type { Disk } from '../tools.ts';
 import { writeAtomically } from './atomic-write.ts';
@@ -58,5 +64,19 @@ export {
 } from './sandbox.ts';
 export { checkedFolder } from './atomic-write.ts';
 export { transcriptRepair } from './damaged-session.ts';
+export {
+  deepFreeze,
+  estimateMessages,
+  freezeNewMessages,
+  runReadOnly,
+} from './frozen-transcript.ts';
+export { capStrings, pieceEnd, withinShare } from './huge-messages.ts';
+export {
+  MAX_INPUT_DEPTH,
+  nestedDeeperThan,
+  UNUSABLE,
+  withResendableInputs,
+} from './malformed-input.ts';
+export { describeModelError, isPromptTooLong } from './model-errors.ts';
 export { retryNotices } from './retry-notices.ts';
 export { stallWatch } from './stalled-stream.ts';

@@ -18,7 +18,6 @@ import {
   type AgentEvent,
   approveAll,
   type BeforeCallHook,
-  estimateMessages,
   estimateTokens,
   type LoadedSession,
   type Model,
@@ -42,6 +41,7 @@ import {
 } from '../helpers.ts';
 import { sandboxProblem } from '../../hardening/index.ts';
 import { pathOf } from '../../tools.ts';
+import { estimateMessages } from '../../hardening/index.ts';
 
 const runNode = promisify(execFile);
 const noSandbox = await sandboxProblem();

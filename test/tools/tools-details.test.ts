@@ -7,19 +7,10 @@ import { mkdir, open, readFile, stat, symlink, writeFile } from 'node:fs/promise
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { z } from 'zod';
-import {
-  capOutput,
-  capStrings,
-  defineTool,
-  edit_file,
-  exists,
-  list_files,
-  MAX_BYTES,
-  read_file,
-  TOOLS,
-} from '../../tools.ts';
+import { capOutput, defineTool, edit_file, exists, list_files, MAX_BYTES, read_file, TOOLS } from '../../tools.ts';
 import { growSparse, numbered, project, refused } from './tools-project.ts';
 import { checkedFolder, closestLines } from '../../hardening/index.ts';
+import { capStrings } from '../../hardening/index.ts';
 
 /** The file handles Node closed on garbage collection while the test ran: a handle left open is closed there
  *  when a collection comes first (a large file's read can start one), so counting /proc/self/fd alone would miss

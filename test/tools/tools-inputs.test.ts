@@ -9,9 +9,9 @@ import { open, readFile, symlink } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
-import { edit_file, list_files, MAX_EDITABLE_BYTES, read_file, schemaProblem, UNUSABLE } from '../../tools.ts';
+import { edit_file, list_files, MAX_EDITABLE_BYTES, read_file, schemaProblem } from '../../tools.ts';
 import { growSparse, numbered, type Project, project, refused } from './tools-project.ts';
-import { MAX_INPUT_DEPTH, nestedDeeperThan } from '../../tools.ts';
+import { MAX_INPUT_DEPTH, UNUSABLE, nestedDeeperThan } from '../../hardening/index.ts';
 
 const NOT_REGULAR = /is not a regular file \(a named pipe, socket or device\)/;
 
