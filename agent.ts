@@ -698,7 +698,7 @@ async function withinHookTime<T>(hook: { timeoutMs?: number }, check: () => T | 
   if (!Number.isFinite(ms)) return await checked;
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms);
+    timer = setTimeout(reject, ms, new Error(`no answer within ${ms / 1000} s`));
   });
   return await Promise.race([checked, late]).finally(() => clearTimeout(timer));
 }
