@@ -124,6 +124,20 @@ describe('every harness against the lessons it reaches, and the next one', () =>
   }
 });
 
+// The reading path is a whole harness: agent.ts and tools.ts with the plain disk and runner and none of the
+// hardening's hooks (PLAIN) pass every story of every lesson, as the defaults do above.
+test('the plain reading path (hardening: PLAIN) passes every P0-P4 story', async () => {
+  const plain: Harness<agentTs.AgentEvent> = {
+    createAgent: (config) => agentTs.createAgent({ ...config, hardening: agentTs.PLAIN }),
+    runTask: (agent, task, signal) => agentTs.runTask(agent as agentTs.Agent, task, signal),
+  };
+  const failures = await Promise.all(STORIES.map(async (played) => [played.name, await playStory(plain, played)]));
+  assert.deepEqual(
+    failures.filter(([, failure]) => failure !== null),
+    [],
+  );
+});
+
 test('every lesson has acceptance stories', () => {
   assert.deepEqual([...new Set(STORIES.map((s) => s.lesson))], LESSONS);
 });

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { describeHalt, runTask } from '../../agent.ts';
 import { runSeedStory } from '../../lessons/demo.ts';
 import { call, reply, say, text, toolUse } from '../../scripted-model.ts';
-import { defineTool, runCommand, TOOLS } from '../../tools.ts';
+import { defineTool, runCommand, type Tool, TOOLS } from '../../tools.ts';
 import { scriptedAgent, tempProject, textOf, tokensSpent, unmarked } from '../helpers.ts';
 
 const lastMessage = (messages: Anthropic.MessageParam[]) => unmarked(messages).at(-1)!;
@@ -48,6 +48,28 @@ describe('P1 loop guards', () => {
     const halt = await runTask(agent, 'echo');
     assert.equal(halt.kind, 'error');
     assert.deepEqual(events.at(-1), { type: 'halt', halt, turns: 1 });
+  });
+
+  test('a tool whose run throws before it returns a promise is an error result, and the loop goes on', async (t) => {
+    const root = await tempProject(t);
+    // Written by hand, not with defineTool: its run is a plain function that throws at once.
+    const throwing: Tool = {
+      ...echo,
+      name: 'throws_at_once',
+      run: () => {
+        throw new Error('broken before any promise');
+      },
+    };
+    const script = [call('throws_at_once', { text: 'x' }), say('done')];
+    const { agent } = await scriptedAgent(root, script, { tools: [throwing] });
+    assert.equal((await runTask(agent, 'try it')).kind, 'accepted');
+    const result = blocks(agent.messages[2]!)[0];
+    assert.deepEqual(result, {
+      type: 'tool_result',
+      tool_use_id: (blocks(agent.messages[1]!)[0] as Anthropic.ToolUseBlockParam).id,
+      content: 'broken before any promise',
+      is_error: true,
+    });
   });
 
   test('an empty text block is never sent back, since the API rejects it', async (t) => {
