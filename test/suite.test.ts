@@ -49,12 +49,11 @@ test("the harness's own test files are all found, so none is left out of npm tes
   assert.ok(first!.length > 0 && second!.length > 0, 'both processes get files');
 });
 
-test("npm test's two processes share the harness's tests and each workspace's, and a folder named that is not there fails the run", async (t) => {
-  const root = await tempProject(t, { 'test/a.test.ts': 'x', 'app/test/b.test.ts': 'x', 'docs/x.md': 'x' });
+test("npm test's two processes hold the harness's own tests, not a workspace's, and a folder named that is not there fails the run", async (t) => {
+  const root = await tempProject(t, { 'test/a.test.ts': 'x', 'app/test/b.test.ts': 'x' });
   const [own, app] = [path.join(root, 'test'), path.join(root, 'app/test')];
-  assert.deepEqual(shareFolders(own, undefined), [own], 'no package.json: its own folder');
-  await writeFile(path.join(root, 'package.json'), JSON.stringify({ workspaces: ['app', 'docs'] }));
-  assert.deepEqual(shareFolders(own, undefined), [own, app], "each workspace's test folder, where it has one");
-  assert.deepEqual(shareFolders(own, own), [own], 'TEST_FOLDERS decides');
+  await writeFile(path.join(root, 'package.json'), JSON.stringify({ workspaces: ['app'] }));
+  assert.deepEqual(shareFolders(own, undefined), [own], "its own folder: the program's tests are test:app's");
+  assert.deepEqual(shareFolders(own, `${own},${app}`), [own, app], 'TEST_FOLDERS decides');
   assert.throws(() => shareFolders(own, `${own},${path.join(root, 'ap/test')}`), /TEST_FOLDERS names .*ap\/test/);
 });

@@ -52,22 +52,15 @@ export function shares(files: readonly string[], count: number, costs = new Map<
   return groups.map((group) => group.files.sort());
 }
 
-/** The folders whose tests a share holds: those `TEST_FOLDERS` names (comma-separated, from the working folder), else
- *  `own` and the `test/` folder of each workspace the package above it names (the program's, app/test/), so the
- *  harness's and the program's tests share two processes instead of starting four (measured: 0.95 times the
- *  wall time, paired). */
+/** The folders whose tests a share holds: those `TEST_FOLDERS` names (comma-separated, from the working folder),
+ *  else `own` alone. A package's `npm test` is its own tests: the program's (app/test/) run in `npm run test:app`,
+ *  a part of `npm run test:all`, so that deleting app/ leaves the harness's `npm test` whole. */
 export function shareFolders(own: string, named: string | undefined): string[] {
-  if (named !== undefined) {
-    const folders = named.split(',').map((folder) => path.resolve(folder));
-    const missing = folders.find((folder) => !existsSync(folder));
-    if (missing !== undefined) throw new Error(`TEST_FOLDERS names ${missing}, which does not exist`);
-    return folders;
-  }
-  const manifest = path.join(own, '..', 'package.json');
-  const { workspaces = [] } = existsSync(manifest)
-    ? (JSON.parse(readFileSync(manifest, 'utf8')) as { workspaces?: string[] })
-    : {};
-  return [own, ...workspaces.map((workspace) => path.join(own, '..', workspace, 'test')).filter(existsSync)];
+  if (named === undefined) return [own];
+  const folders = named.split(',').map((folder) => path.resolve(folder));
+  const missing = folders.find((folder) => !existsSync(folder));
+  if (missing !== undefined) throw new Error(`TEST_FOLDERS names ${missing}, which does not exist`);
+  return folders;
 }
 
 /** Imports share `index` of two of the test files under the share's folders, so their tests run in this process. */

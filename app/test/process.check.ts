@@ -166,7 +166,7 @@ test('a session file that stops taking writes mid-run (the file size limit reach
   assert.doesNotMatch(output, /\n\s+at /, 'no stack trace');
 });
 
-// The program's half of test/sandbox/routes-sandbox.test.ts, as the launcher prints it (app/test/refused-root.test.ts pins the
+// The program's half of test/sandbox/routes-sandbox.check.ts, as the launcher prints it (app/test/refused-root.test.ts pins the
 // same error in-process).
 test('the program says a refused root in one line and exits non-zero', async (t) => {
   const script = path.join(await tempProject(t), 'script.json');

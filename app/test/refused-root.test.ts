@@ -1,4 +1,4 @@
-// The program's half of test/sandbox/routes-sandbox.test.ts: a root the sandbox cannot hold is refused by the harness, and
+// The program's half of test/sandbox/routes-sandbox.check.ts: a root the sandbox cannot hold is refused by the harness, and
 // the program stops with that error before any run. How the launcher prints it (one line, exit non-zero) needs the
 // program as a process: app/test/process.check.ts, in npm run test:terminal.
 

@@ -1,4 +1,4 @@
-// The program's half of test/sandbox/sandbox.test.ts: when the command line asks for the gate's sandbox, and that running
+// The program's half of test/sandbox/sandbox.check.ts: when the command line asks for the gate's sandbox, and that running
 // the check outside it (--no-sandbox) is said, traced and recorded.
 
 import assert from 'node:assert/strict';

@@ -36,7 +36,7 @@ export const SECTIONS = {
       'test/tools/routes-git.test.ts',
       'test/tools/routes-write-race.test.ts',
       'test/loop/guards.test.ts',
-      'test/tools/routes-locked-folder.test.ts', // list_files past a locked subfolder
+      'test/tools/routes-locked-folder.check.ts', // list_files past a locked subfolder
     ],
   },
   // runCommand, its OS sandbox (the allowlist, the overlay, the environment, the trusted programs) and the root check;
@@ -44,8 +44,8 @@ export const SECTIONS = {
   runner: {
     lines: `${runner}-${context - 1}`,
     tests: [
-      'test/sandbox/sandbox.test.ts',
-      'test/sandbox/routes-sandbox.test.ts',
+      'test/sandbox/sandbox.check.ts',
+      'test/sandbox/routes-sandbox.check.ts',
       'test/loop/loop.test.ts',
       'test/loop/limits.test.ts',
       'test/tools/fork-tools.test.ts',
@@ -62,7 +62,7 @@ export const SECTIONS = {
     lines: `${fingerprints}-${lines.length}`,
     tests: [
       'test/loop/hardening.test.ts',
-      'test/sandbox/routes-sandbox.test.ts',
+      'test/sandbox/routes-sandbox.check.ts',
       'test/tools/tools-gitignore.test.ts',
       'test/sandbox/protect-fingerprints.test.ts',
     ],
