@@ -261,8 +261,9 @@ export interface Disk {
   list(dir: string, cap: number, ctx: ToolContext): Promise<Listing>;
   /** The lines of `file` from line `offset` on: to its end, or as far as a window can show. */
   read(file: string, offset: number, ctx: ToolContext): Promise<FileLines>;
-  /** Replaces `file` (or creates it, and its folders) with `content`. */
-  write(file: string, content: string, ctx: ToolContext): Promise<void>;
+  /** Replaces `file` (or creates it, and its folders) with `content`, if it still holds `before`
+   *  (null: it must not exist yet); else throws what changedOnDisk makes. */
+  write(file: string, content: string, before: string | null, ctx: ToolContext): Promise<void>;
   /** A fingerprint of every file `globs` match ("/"-separated, relative to the root). */
   fingerprints(globs: readonly string[], ctx: ToolContext): Promise<Map<string, string>>;
 }
@@ -303,7 +304,11 @@ export const plainDisk: Disk = {
     const shown = lines.slice(offset - 1).map((line) => line.replace(/\r$/, ''));
     return { lines: shown, toEnd: true, size: whole.length, total: lines.length, whole };
   },
-  async write(file, content) {
+  // Compares, then writes: a writer in between is lost (the guarded disk locks around both).
+  async write(file, content, before, ctx) {
+    const current = await readFile(file).catch(() => null);
+    if (current?.toString('utf8') !== (before ?? undefined))
+      throw changedOnDisk(file, current, ctx);
     await mkdir(path.dirname(file), { recursive: true });
     await writeFile(file, content);
   },
@@ -506,7 +511,7 @@ export const edit_file = defineTool({
     `edit_file ${shownPath(requested)}${old_str === '' ? ' (new)' : ''}`,
   async run(input, ctx) {
     const edit = await planEdit(input, ctx);
-    await ctx.disk.write(edit.file, edit.after, ctx);
+    await ctx.disk.write(edit.file, edit.after, edit.before, ctx);
     ctx.seen.set(edit.file, sha256(edit.after));
     return edit.summary;
   },
@@ -593,15 +598,20 @@ async function readEditable(file: string, requested: string, ctx: ToolContext): 
   // Decoding non-UTF-8 bytes replaces them with U+FFFD: writing that back would corrupt the file.
   if (!Buffer.from(current).equals(whole))
     throw new ToolError(`${requested} is not UTF-8 text; edit_file would corrupt it`);
-  if (sha256(whole) !== seenHash) {
-    ctx.seen.set(file, sha256(whole));
-    const numbered = current.split('\n').map((text, i) => `${String(i + 1).padStart(6)}\t${text}`);
-    throw new ToolError(
-      `${requested} changed on disk since you read it; nothing was edited. ` +
-        `Its current content:\n${capOutput(numbered.join('\n').replace(/\r$/gm, ''))}`,
-    );
-  }
+  if (sha256(whole) !== seenHash) throw changedOnDisk(file, whole, ctx);
   return current;
+}
+
+/** Prevents a lost update: an edit of a file that changed since the model read it is refused, with
+ *  the content it has now (null: gone), which counts as read. */
+export function changedOnDisk(file: string, current: Buffer | null, ctx: ToolContext): ToolError {
+  const requested = path.relative(ctx.root, file);
+  const changed = `${requested} changed on disk since you read it; nothing was edited.`;
+  if (current === null) return new ToolError(`${changed} It is gone now.`);
+  ctx.seen.set(file, sha256(current));
+  const lines = current.toString('utf8').replace(/\r$/gm, '').split('\n');
+  const numbered = lines.map((text, i) => `${String(i + 1).padStart(6)}\t${text}`).join('\n');
+  return new ToolError(`${changed} Its current content:\n${capOutput(numbered)}`);
 }
 
 const lineCount = (text: string) => (text === '' ? 0 : text.split('\n').length);

@@ -1,23 +1,54 @@
-// Defends against: half a file after a crash mid-write, a private file's new content readable by
-// others for a moment, and a write landing outside the project when a folder on its path is
-// swapped for a link meanwhile (two sessions on one project). The content goes to a temporary file
-// beside the target, made with the file's mode, then renamed over it; on Linux the folders are
-// opened one by one from the root without following links, and the file is made in the last one.
-// Tests: test/tools/routes-write-race.test.ts, test/tools/tools-details.test.ts (modes, crashes).
+// Defends against: a lost update (two sessions, or two harnesses, editing one file at once: both
+// told "edited", one edit gone), half a file after a crash mid-write, a temporary file left among
+// the person's files by a crash or a full disk, a private file's new content readable by others
+// for a moment, and a write landing outside the project when a folder on its path is swapped for
+// a link meanwhile. Each write holds the file's lock (a file made O_EXCL in the temporary folder,
+// honoured by every harness on the machine) while it compares the content with what the edit was
+// planned on and swaps it in: compare-and-swap, so a lost race is refused with the content as it
+// is now. The content goes to a temporary file beside the target, made with the file's mode, then
+// renamed over it; the lock names that temporary file, so one a crash strands is removed at the
+// next start (sweepStrandedWrites). On Linux the folders are opened one by one from the root
+// without following links, and the file is made in the last one.
+// Tests: test/tools/routes-lost-update.test.ts, test/tools/routes-write-race.test.ts,
+// test/tools/tools-details.test.ts (modes, crashes).
 
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { lstat, mkdir, open, realpath, rename, rm, stat } from 'node:fs/promises';
+import {
+  lstat,
+  mkdir,
+  open,
+  readdir,
+  readFile,
+  realpath,
+  rename,
+  rm,
+  stat,
+  writeFile,
+} from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { isInside, type ToolContext, ToolError } from '../tools.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { changedOnDisk, isInside, sha256, type ToolContext, ToolError } from '../tools.ts';
 import { FILES_BY_FD } from './read-window.ts';
 
-/** A crash mid-write must never leave half a file: write a temp file beside it, then rename. */
+/** Writes `content` over `file` if it still holds `before`, under the file's lock. */
 export async function writeAtomically(
   file: string,
   content: string,
+  before: string | null,
   ctx: ToolContext,
 ): Promise<void> {
+  await withFileLock(file, async (lock) => {
+    const current = await readFile(file).catch(() => null);
+    if (current?.toString('utf8') !== (before ?? undefined))
+      throw changedOnDisk(file, current, ctx);
+    await swapIn(file, content, ctx, lock);
+  });
+}
+
+/** A crash mid-write must never leave half a file: write a temp file beside it, then rename. */
+async function swapIn(file: string, content: string, ctx: ToolContext, lock: string) {
   const mode = await stat(file).then(
     (s) => s.mode,
     () => undefined,
@@ -25,7 +56,10 @@ export async function writeAtomically(
   const folder = await (FILES_BY_FD ? openFolder : checkedFolder)(ctx, path.dirname(file));
   try {
     const name = path.basename(file);
-    const temp = path.join(folder.path, `${name}.${randomBytes(6).toString('hex')}.tmp`);
+    const temp = path.join(folder.path, `.${name}.${randomBytes(6).toString('hex')}.harness-tmp`);
+    // The lock names the temporary file before it exists: a crash from here on cannot strand it.
+    const real = path.join(await realpath(path.dirname(file)), path.basename(temp));
+    await writeFile(lock, JSON.stringify({ pid: process.pid, temp: real }));
     // Created with the file's mode, so a private file's new content is never readable by others,
     // even briefly; but the umask masks a new file's mode (0o775 would come out 0o755), so it is
     // set again explicitly.
@@ -37,13 +71,14 @@ export async function writeAtomically(
     try {
       await handle.writeFile(content);
       if (mode !== undefined) await handle.chmod(mode);
-    } finally {
       await handle.close();
-    }
-    await rename(temp, path.join(folder.path, name)).catch(async (error: unknown) => {
+      await rename(temp, path.join(folder.path, name));
+    } catch (error) {
+      // A full disk (ENOSPC) or any other failure: the partial file goes, and its space with it.
+      await handle.close().catch(() => {});
       await rm(temp, { force: true });
       throw error;
-    });
+    }
     await folder.check(name);
   } finally {
     await folder.close();
@@ -126,3 +161,60 @@ const swapped = (ctx: ToolContext, dir: string) =>
     `${path.relative(ctx.root, dir) || '.'} changed into a link while it was written to; ` +
       'nothing was written',
   );
+
+/** Where the locks are: one folder for every harness of this user on the machine. */
+const LOCKS = path.join(tmpdir(), `reference-harness-locks-${process.getuid?.() ?? 0}`);
+/** How long a write waits for another session's write of the same file. */
+const LOCK_WAIT_MS = 10_000;
+
+/** Runs `work` holding `file`'s lock: its path is given to `work`, which may record in it. */
+async function withFileLock<T>(file: string, work: (lock: string) => Promise<T>): Promise<T> {
+  await mkdir(LOCKS, { recursive: true, mode: 0o700 });
+  const lock = path.join(LOCKS, `${sha256(file)}.lock`);
+  for (const started = Date.now(); ; await sleep(5)) {
+    const made = await writeFile(lock, JSON.stringify({ pid: process.pid }), { flag: 'wx' }).then(
+      () => true,
+      (error: NodeJS.ErrnoException) => {
+        if (error.code !== 'EEXIST') throw error;
+        return false;
+      },
+    );
+    if (made) break;
+    if (await clearedIfStranded(lock)) continue;
+    if (Date.now() - started > LOCK_WAIT_MS)
+      throw new ToolError(`${path.basename(file)} is being written by another session; not edited`);
+  }
+  try {
+    return await work(lock);
+  } finally {
+    await rm(lock, { force: true });
+  }
+}
+
+/** Prevents a lock (and the temporary file it names) left by a harness that died mid-write from
+ *  blocking or littering forever: if its process is gone, both are removed. True if they were. */
+async function clearedIfStranded(lock: string): Promise<boolean> {
+  const held = await readFile(lock, 'utf8').then(
+    (text) => JSON.parse(text) as { pid: number; temp?: string },
+    () => null,
+  );
+  if (held === null || alive(held.pid)) return false;
+  if (held.temp !== undefined) await rm(held.temp, { force: true });
+  await rm(lock, { force: true });
+  return true;
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
+
+/** Removes what writes that died mid-way left: temporary files and their locks. At a start. */
+export async function sweepStrandedWrites(): Promise<void> {
+  const locks = await readdir(LOCKS).catch(() => []);
+  await Promise.all(locks.map((name) => clearedIfStranded(path.join(LOCKS, name))));
+}

@@ -24,7 +24,7 @@
 //   hidden-characters.ts a call shown as something it is not                    every view
 
 import type { Disk } from '../tools.ts';
-import { writeAtomically } from './atomic-write.ts';
+import { sweepStrandedWrites, writeAtomically } from './atomic-write.ts';
 import { closestLinesHint } from './closest-lines.ts';
 import { listIgnoring } from './file-tree.ts';
 import { fingerprintsOf } from './fingerprints.ts';
@@ -44,7 +44,11 @@ export const guardedDisk: Disk = {
 export const GUARDED = {
   disk: guardedDisk,
   runner: containedRunner,
-  root: sandboxableRoot,
+  // The root vetted; what a write that died mid-way left is cleared first.
+  root: async (given: string) => {
+    await sweepStrandedWrites();
+    return await sandboxableRoot(given);
+  },
   beforeCall: [repositoryDataCheck, runsLaterCheck],
   afterCall: [closestLinesHint],
 };
