@@ -194,10 +194,10 @@ async function withFileLock<T>(file: string, work: (lock: string) => Promise<T>)
 /** Prevents a lock (and the temporary file it names) left by a harness that died mid-write from
  *  blocking or littering forever: if its process is gone, both are removed. True if they were. */
 async function clearedIfStranded(lock: string): Promise<boolean> {
-  const held = await readFile(lock, 'utf8').then(
-    (text) => JSON.parse(text) as { pid: number; temp?: string },
-    () => null,
-  );
+  // Unreadable or half-written (its holder is writing it): held.
+  const held = await readFile(lock, 'utf8')
+    .then((text) => JSON.parse(text) as { pid: number; temp?: string })
+    .catch(() => null);
   if (held === null || alive(held.pid)) return false;
   if (held.temp !== undefined) await rm(held.temp, { force: true });
   await rm(lock, { force: true });

@@ -47,13 +47,17 @@ describe('edits against another writer', () => {
   test('two harness processes edit one file at once: one edit lands, the other is refused, in every trial', async (t) => {
     const p = await project(t, { 'a.txt': LINES });
     const url = (file: string) => JSON.stringify(pathToFileURL(path.join(import.meta.dirname, '..', '..', file)).href);
-    const script = (oldStr: string, start: number) =>
+    // Each reads, says so with a file beside the project, and edits once both have read.
+    const script = (oldStr: string, trial: number) =>
       [
         `const { edit_file, read_file } = await import(${url('tools.ts')});`,
         `const { guardedDisk } = await import(${url('hardening/index.ts')});`,
+        `const { existsSync, writeFileSync } = await import('node:fs');`,
         `const ctx = { root: ${JSON.stringify(p.root)}, seen: new Map(), disk: guardedDisk };`,
         `await read_file.run({ path: 'a.txt' }, ctx);`,
-        `while (Date.now() < ${start}) {}`, // both edit at the same moment
+        `writeFileSync(${JSON.stringify(path.join(p.outside, `read-${trial}-`))} + ${JSON.stringify(oldStr)}, '');`,
+        `const other = ${JSON.stringify(path.join(p.outside, `read-${trial}-`))} + ${JSON.stringify(oldStr === 'alpha' ? 'beta' : 'alpha')};`,
+        `while (!existsSync(other)) await new Promise((resolve) => setTimeout(resolve, 1));`,
         `const edit = { path: 'a.txt', old_str: ${JSON.stringify(oldStr)}, new_str: 'X' };`,
         `console.log(await edit_file.run(edit, ctx).then(() => 'edited', (e) => e.message.split(' Its current')[0]));`,
       ].join('\n');
@@ -61,10 +65,9 @@ describe('edits against another writer', () => {
     const cwd = path.join(import.meta.dirname, '..', '..');
     for (let trial = 0; trial < 4; trial++) {
       await writeFile(path.join(p.root, 'a.txt'), LINES);
-      const start = Date.now() + 1_500;
       const said = await Promise.all(
         ['alpha', 'beta'].map(async (oldStr) => {
-          const args = ['--import', 'tsx', '--input-type=module', '-e', script(oldStr, start)];
+          const args = ['--import', 'tsx', '--input-type=module', '-e', script(oldStr, trial)];
           return (await run(process.execPath, args, { cwd })).stdout.trim();
         }),
       );
