@@ -6,10 +6,12 @@
 // Tests: test/tools/tools-gitignore.test.ts, test/tools/routes-locked-folder.test.ts,
 // test/bench/file-tree.ts (the speed of a 100,000-file tree).
 
-import { lstat, readdir, readFile } from 'node:fs/promises';
+import { constants, type Dirent } from 'node:fs';
+import { lstat, open, readdir, readFile, readlink } from 'node:fs/promises';
 import path from 'node:path';
 import ignore, { type Ignore } from 'ignore';
-import type { Listing as ToolListing, ToolContext } from '../tools.ts';
+import { isInside, type Listing as ToolListing, type ToolContext, ToolError } from '../tools.ts';
+import { FILES_BY_FD } from './read-window.ts';
 import { readablePath } from './repository-data.ts';
 
 /** Never listed: git's own data, installed packages, and the agent's session transcripts. */
@@ -61,6 +63,8 @@ interface Folder {
 }
 
 interface Listing {
+  /** The project root: no folder outside it is read. */
+  readonly root: string;
   /** The first entries in sorted order, up to the cap. */
   readonly entries: string[];
   /** Entries past the cap: counted, not kept. */
@@ -81,7 +85,7 @@ async function listTree(
   ignoreFiles: readonly IgnoreFile[] | null,
   cap: number,
 ): Promise<Listing> {
-  const listing: Listing = { entries: [], more: 0, ignored: 0, unreadable: [] };
+  const listing: Listing = { root, entries: [], more: 0, ignored: 0, unreadable: [] };
   const base = path.relative(root, start).split(path.sep).join('/');
   await listFolder(
     await readFolder(start, base === '' ? '' : `${base}/`, ignoreFiles, listing, cap),
@@ -99,7 +103,7 @@ async function readFolder(
   listing: Listing,
   cap: number,
 ): Promise<Folder> {
-  const children = await readdir(dir, { withFileTypes: true });
+  const children = await readdirChecked(listing.root, dir);
   let rules = inherited;
   if (rules !== null && children.some((child) => child.name === '.gitignore')) {
     rules = [...rules, ...(await loadIgnoreFile(path.join(dir, '.gitignore'), prefix))];
@@ -203,4 +207,26 @@ function gitIgnores(files: readonly IgnoreFile[], relative: string): boolean {
     if (ignored || unignored) return ignored;
   }
   return false;
+}
+
+/** Prevents a listing that a folder swapped for a link since it was found leads outside the
+ *  project: on Linux the folder is opened without following a link, its real path checked
+ *  by its descriptor (/proc/self/fd/N), and read through that descriptor. Elsewhere the folder's
+ *  entries (a link is never followed) are all there is. */
+export async function readdirChecked(root: string, dir: string): Promise<Dirent[]> {
+  if (!FILES_BY_FD) return await readdir(dir, { withFileTypes: true });
+  const flags = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
+  const swapped = new ToolError(
+    `${path.relative(root, dir)} changed into a link while it was listed`,
+  );
+  const handle = await open(dir, flags).catch((error: NodeJS.ErrnoException) => {
+    throw error.code === 'ELOOP' || error.code === 'ENOTDIR' ? swapped : error;
+  });
+  try {
+    const opened = `/proc/self/fd/${handle.fd}`;
+    if (!isInside(root, await readlink(opened))) throw swapped;
+    return await readdir(opened, { withFileTypes: true });
+  } finally {
+    await handle.close();
+  }
 }

@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import { ToolError } from '../../tools.ts';
 import { tempProject } from '../helpers.ts';
 import { openReadable } from '../../hardening/index.ts';
+import { readdirChecked } from '../../hardening/file-tree.ts';
 import { containedRunner, guardedDisk } from '../../hardening/index.ts';
 
 const linuxOnly = process.platform === 'linux' ? false : 'the opened file is named by /proc/self/fd on Linux only';
@@ -39,5 +40,33 @@ test(
         return true;
       });
     }
+  },
+);
+
+test(
+  'a folder swapped for a link out just before it is listed: the opened folder is checked, and not listed',
+  { skip: linuxOnly },
+  async (t) => {
+    const outside = await tempProject(t, { 'secret.txt': 'SECRET\n' });
+    const root = await tempProject(t, { 'src/a.txt': 'a\n' });
+    assert.deepEqual(
+      (await readdirChecked(root, path.join(root, 'src'))).map((entry) => entry.name),
+      ['a.txt'],
+    );
+    await mkdir(path.join(root, 'deep'));
+    await symlink(outside, path.join(root, 'swapped'));
+    await symlink(outside, path.join(root, 'deep', 'swapped'));
+    for (const requested of ['swapped', 'deep/swapped']) {
+      await assert.rejects(readdirChecked(root, path.join(root, requested)), (error: unknown) => {
+        assert.ok(error instanceof ToolError);
+        assert.equal(error.message, `${requested} changed into a link while it was listed`);
+        return true;
+      });
+    }
+    // A folder on the way swapped: the last name is a folder, but the real path is outside.
+    await symlink(outside, path.join(root, 'via'));
+    const { mkdir: make } = await import('node:fs/promises');
+    await make(path.join(outside, 'inner'));
+    await assert.rejects(readdirChecked(root, path.join(root, 'via', 'inner')), /changed into a link/);
   },
 );
