@@ -214,7 +214,12 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       const ending = new AbortController();
       const stopListening = endOnSignals(ending, []);
       try {
-        return await serveAcp({ options, model, taskModel, secrets, log }, ending.signal);
+        const keyMissing = options.script === undefined && !env.ANTHROPIC_API_KEY && !env.ANTHROPIC_BASE_URL;
+        // A scripted model picked under another name is the same script: the name only prices it.
+        const modelNamed = async (name: string) =>
+          priced(options.script === undefined ? await chooseModel(options, env, name) : renamed(chosen, name));
+        const setup = { options, model, taskModel, secrets, log, keyMissing, modelNamed };
+        return await serveAcp(setup, ending.signal);
       } finally {
         stopListening();
       }
@@ -353,6 +358,12 @@ function resultEvent(
   const { tasks, turns, last } = runs;
   return { type: 'result', exitCode: code, halt: last, tasks, turns, tokens, costUsd, durationMs: ms };
 }
+
+/** The same model under another name. */
+const renamed = (model: Model, name: string): Model => ({
+  name,
+  complete: (request, callOptions) => model.complete(request, callOptions),
+});
 
 /** The model by name, and what it costs when that is known. */
 function describeModel(model: Model): string {

@@ -374,7 +374,8 @@ export async function chooseModel(
       throw new UsageError(`--script ${errorText(error)}`);
     }
   }
-  if (!env.ANTHROPIC_API_KEY && !env.ANTHROPIC_BASE_URL) {
+  // An editor is told to sign in instead (app/acp.ts): it starts the agent before anyone can give a key.
+  if (!options.acp && !env.ANTHROPIC_API_KEY && !env.ANTHROPIC_BASE_URL) {
     throw new UsageError('ANTHROPIC_API_KEY is not set; to run offline: --script FILE, or `npm start`');
   }
   // A local Anthropic-compatible server may need no key; the SDK still wants one to send.

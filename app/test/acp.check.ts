@@ -19,6 +19,7 @@ import { agentTextOf, type JsonRpcMessage, protocolSchema, startAcp, updatesIn }
 import { tempProject, within } from '../../test/helpers.ts';
 import { RUN_WITHOUT_HALT } from '../session-file.ts';
 import { processesNaming } from './helpers.ts';
+import { HALT_META } from '../acp.ts';
 
 const CALC = 'exports.add = (a, b) => a - b;\nexports.sub = (a, b) => a + b;\n';
 const SUB_CHECK = 'if (sub(5, 3) !== 2) failures.push(`sub(5, 3) should be 2, got ${sub(5, 3)}`);\n';
@@ -194,7 +195,9 @@ test(
         /gate: `node test\.js`.* exited with code 1: not done[^\n]*\n\n```\nsub\(5, 3\) should be 2, got 8\n```/,
       );
       assert.match(said, /gate: `node test\.js`.* exited with code 0: pass/);
-      assert.match(said, /halt: accepted \(verified by `node test\.js`\) after 6 turn\(s\)/);
+      // The turn's end is an update, not a chat line.
+      assert.doesNotMatch(said, /halt:/);
+      assert.deepEqual(haltsIn(updates), ['halt: accepted (verified by `node test.js`) after 6 turn(s)']);
       assert.ok(updates.some((u) => u.sessionUpdate === 'usage_update' && u.size === 200_000));
 
       // A second session: its question is withdrawn by a cancel, and then a model call is.
@@ -235,7 +238,7 @@ test(
       await editor.notify(acp.methods.agent.session.cancel, { sessionId: second.sessionId });
       assert.equal((await within(slow, 'the cancelled model call', 10_000)).stopReason, 'cancelled');
       assert.ok(Date.now() - asked < 5_000, 'the cancel waited for the model');
-      assert.match(agentTextOf(updatesIn(agent.messages, from)), /halt: interrupted/);
+      assert.deepEqual(haltsIn(updatesIn(agent.messages, from)).at(-1), 'halt: interrupted after 0 turn(s)');
       assert.equal(answers.length, 0, 'a question was never asked');
 
       const loaded = await within(
@@ -272,6 +275,12 @@ test(
     assert.equal(agent.stderr().includes('Invalid message'), false, agent.stderr());
   },
 );
+
+/** The halts the session_info_updates among updates carry, in words. */
+const haltsIn = (updates: ReturnType<typeof updatesIn>) =>
+  updates
+    .filter((u) => u.sessionUpdate === 'session_info_update')
+    .map((u) => (u._meta as Record<string, { said: string }>)[HALT_META]!.said);
 
 /** A second run of the program in the same project, as after an editor restart: it loads the session (the editor
  *  is shown the conversation again), then takes a prompt that continues it. */
@@ -408,7 +417,8 @@ test('a reply the model ends as a refusal ends the prompt turn as refusal, not e
   const { sessionId } = opened.result as { sessionId: string };
   const done = await raw.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'do it' }] });
   assert.deepEqual(done.result, { stopReason: 'refusal' });
-  assert.match(agentTextOf(updatesIn(agent.messages)), /halt: error: the model refused/);
+  assert.doesNotMatch(agentTextOf(updatesIn(agent.messages)), /halt:/);
+  assert.match(haltsIn(updatesIn(agent.messages)).join(''), /^halt: error: the model refused/);
   assert.deepEqual(agent.problems, []);
 });
 
