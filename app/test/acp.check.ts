@@ -10,12 +10,11 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Readable, Writable } from 'node:stream';
+import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createInterface } from 'node:readline';
 import { reply, text, toolUse } from '../../scripted-model.ts';
-import { agentTextOf, type JsonRpcMessage, protocolSchema, startAcp, updatesIn } from './acp-wire.ts';
+import { agentTextOf, type JsonRpcMessage, protocolSchema, rawClient, startAcp, updatesIn } from './acp-wire.ts';
 import { tempProject, within } from '../../test/helpers.ts';
 import { RUN_WITHOUT_HALT } from '../session-file.ts';
 import { processesNaming } from './helpers.ts';
@@ -687,39 +686,6 @@ test('the bin answers initialize when started by its absolute path from another 
   const answer = JSON.parse(run.stdout.split('\n')[0]!) as JsonRpcMessage;
   assert.equal(protocolSchema('InitializeResponse').safeParse(answer.result).success, true, run.stdout);
 });
-
-/** A JSON-RPC client of a few lines: requests with ids, and the agent's own requests answered by method. */
-function rawClient({ child, output }: ReturnType<typeof startAcp>) {
-  const waiting = new Map<number, (message: JsonRpcMessage) => void>();
-  const handlers = new Map<string, (params: unknown) => unknown>();
-  const asked: string[] = [];
-  let id = 0;
-  const send = (message: object) => child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`);
-  createInterface({ input: Readable.fromWeb(output as Parameters<typeof Readable.fromWeb>[0]) }).on('line', (line) => {
-    const message = JSON.parse(line) as JsonRpcMessage;
-    if (message.method !== undefined && message.id !== undefined) {
-      asked.push(message.method);
-      const handler = handlers.get(message.method);
-      send(
-        handler
-          ? { id: message.id, result: handler(message.params) }
-          : { id: message.id, error: { code: -32601, message: 'no' } },
-      );
-    } else if (typeof message.id === 'number') {
-      waiting.get(message.id)?.(message);
-    }
-  });
-  return {
-    asked,
-    notify: (method: string, params: object) => send({ method, params }),
-    request: (method: string, params: object) =>
-      new Promise<JsonRpcMessage>((resolve) => {
-        waiting.set(++id, resolve);
-        send({ id, method, params });
-      }),
-    onRequest: (method: string, handler: (params: unknown) => unknown) => handlers.set(method, handler),
-  };
-}
 
 test('a console.log in --acp mode goes to stderr, so stdout stays the protocol', () => {
   const run = spawnSync(
