@@ -35,6 +35,7 @@ import {
 } from '../agent.ts';
 import { describeCall, safe_path, type Tool } from '../tools.ts';
 import { type CliOptions, configFromCli, recordedOptions } from './options.ts';
+import { type McpServers, type McpServerSpec, startMcpServers } from './mcp.ts';
 import { PRICED_MODELS } from './prices.ts';
 import {
   loadSession,
@@ -61,6 +62,8 @@ export interface AcpSetup {
   keyMissing: boolean;
   /** The model of that name, as the command line would make it: what picking it in the editor runs on. */
   modelNamed: (name: string) => Promise<Model>;
+  /** The MCP servers --mcp lists: each session starts them, beside those the editor gives. */
+  mcpServers: McpServerSpec[];
 }
 
 /** Serves one editor on stdin and stdout until it closes the connection, or the program must end (`ending`: a
@@ -147,15 +150,14 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
       return {};
     })
     .onRequest(acp.methods.agent.session.new, async ({ params, client }) => {
-      unusedServers(setup, params.mcpServers.length);
       const root = await projectRoot(params.cwd);
-      const session = await openSession(setup, { client, root, sessionId: newSessionId(), notices });
+      const servers = serversGiven(setup, params.mcpServers);
+      const session = await openSession(setup, { client, root, sessionId: newSessionId(), notices, servers });
       sessions.set(session.id, session);
       offerCommands(session);
       return { sessionId: session.id, modes: modesOf(session), configOptions: configOptionsOf(session) };
     })
     .onRequest(acp.methods.agent.session.load, async ({ params, client }) => {
-      unusedServers(setup, params.mcpServers.length);
       const { sessionId } = params;
       if (sessions.get(sessionId)?.running) throw acp.RequestError.invalidRequest(undefined, RUNNING);
       const root = await projectRoot(params.cwd);
@@ -169,10 +171,12 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
         setup.log(`session/load ${sessionId}: ${changed}`);
         throw acp.RequestError.invalidRequest(undefined, changed);
       }
-      const session = await openSession(setup, { client, root, sessionId, notices }, loaded);
+      const servers = serversGiven(setup, params.mcpServers);
+      const session = await openSession(setup, { client, root, sessionId, notices, servers }, loaded);
       const where = { root, tools: session.agent.config.tools };
       for (const update of replayUpdates(loaded.messages, await personsWords(file), where)) session.send(update);
       resume(session.agent, loaded);
+      await sessions.get(sessionId)?.mcp?.close(); // the same session opened again: its servers start again
       sessions.set(sessionId, session);
       await session.sent; // the whole conversation, then the answer
       offerCommands(session);
@@ -227,7 +231,10 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
       const session = sessions.get(params.sessionId);
       if (session?.running) interrupt(session, session.running.stop);
     });
-  const stopAll = (signal?: EndingSignal) => stopRuns([...sessions.values()], signal);
+  const stopAll = async (signal?: EndingSignal) => {
+    await stopRuns([...sessions.values()], signal);
+    await Promise.allSettled([...sessions.values()].map((session) => session.mcp?.close()));
+  };
   return { connection: app.connect(stream), stopAll };
 }
 
@@ -238,9 +245,13 @@ const COMMANDS: acp.AvailableCommand[] = [
   { name: 'context', description: 'where the context window goes: system prompt, tools, AGENTS.md, messages, free' },
 ];
 
-/** Tells the editor the commands, once the session is its (after the answer that opened it). */
+/** Tells the editor the commands, and how its MCP servers started, once the session is its (after the answer that
+ *  opened it). */
 function offerCommands(session: AcpSession): void {
-  setImmediate(() => session.send({ sessionUpdate: 'available_commands_update', availableCommands: COMMANDS }));
+  setImmediate(() => {
+    session.send({ sessionUpdate: 'available_commands_update', availableCommands: COMMANDS });
+    for (const { text, failed } of session.mcp?.said ?? []) session.notice(text, failed ? 'warning' : 'info');
+  });
 }
 
 /** A command typed as the prompt: its answer is a message, and the turn ends `end_turn`, or `cancelled` when
@@ -414,9 +425,18 @@ function configOptionsOf(session: AcpSession): acp.SessionConfigOption[] {
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
   .version;
 
-/** The harness has no MCP client: servers the editor offers are named on stderr, not silently dropped. */
-function unusedServers(setup: AcpSetup, count: number): void {
-  if (count > 0) setup.log(`the editor offered ${count} MCP server(s); this agent has no MCP client, so none is used`);
+/** The MCP servers a session starts: those --mcp lists, then the stdio servers the editor gives (an HTTP or SSE one,
+ *  which initialize did not offer, is named on stderr and not used). Nothing a project's own files list starts. */
+function serversGiven(setup: AcpSetup, given: acp.McpServer[]): McpServerSpec[] {
+  const stdio = given.flatMap((server) => {
+    if ('type' in server && server.type !== undefined) {
+      setup.log(`MCP ${server.name}: an ${server.type} server, and this agent starts only stdio ones: not used`);
+      return [];
+    }
+    const env = Object.fromEntries(server.env.map(({ name, value }) => [name, value]));
+    return [{ name: server.name, command: server.command, args: server.args, env }];
+  });
+  return [...setup.mcpServers, ...stdio];
 }
 
 /** One editor session: a harness agent, its session file, and the updates sent to the editor. */
@@ -425,6 +445,10 @@ interface AcpSession {
   readonly agent: Agent;
   /** Its model, as the editor picked it. */
   readonly model: PickedModel;
+  /** Its MCP servers, if it has any. */
+  readonly mcp: McpServers | undefined;
+  /** Tells the editor something it should know: a notice, or a line on stderr where it takes none. */
+  readonly notice: (text: string, severity?: acp.NoticeSeverity) => void;
   /** The harness's events and the person's actions, told to the session file and the editor alike. */
   readonly tell: (event: SessionEvent) => void;
   /** Queues an update after those before it. */
@@ -452,9 +476,10 @@ interface CallView {
  *  (appending, for a loaded one), its events drawn as session updates and its approvals asked of the editor. */
 async function openSession(
   setup: AcpSetup,
-  { client, root, sessionId, notices }: { client: acp.AgentContext; root: string; sessionId: string; notices: boolean },
+  given: { client: acp.AgentContext; root: string; sessionId: string; notices: boolean; servers: McpServerSpec[] },
   loaded?: LoadedSession,
 ): Promise<AcpSession> {
+  const { client, root, sessionId, notices, servers } = given;
   const calls = new Map<string, CallView>();
   let requests = 0; // model calls so far: each reply is a message of its own
   let sent = Promise.resolve();
@@ -527,12 +552,16 @@ async function openSession(
   const askWindow = !setup.keyMissing;
   const model = new PickedModel(setup.model, refused, askWindow);
   const taskModel = setup.taskModel && new PickedModel(setup.taskModel, refused, askWindow);
-  const made = { root, model, taskModel, approve };
+  const mcp = servers.length === 0 ? undefined : await startMcpServers(servers, root);
+  const made = { root, model, taskModel, approve, mcp };
   const tell = (event: SessionEvent) => {
     record(event);
     view(event);
   };
-  const agent = await createAgent(configFromCli(setup.options, made, tell));
+  const agent = await createAgent(configFromCli(setup.options, made, tell)).catch(async (error: unknown) => {
+    await mcp?.close();
+    throw error;
+  });
   const approval = setup.options.yes ? 'yes' : 'ask';
   const header = sessionHeader(agent, recordedOptions(setup.options, approval, agent));
   // Opened once, never through a link; a file replaced or changed under it is told, and no longer written.
@@ -542,6 +571,8 @@ async function openSession(
     id: sessionId,
     agent,
     model,
+    mcp,
+    notice,
     tell,
     send,
     get sent() {
