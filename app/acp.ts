@@ -663,7 +663,8 @@ export function taskText(blocks: acp.ContentBlock[], root: string): string {
 function embedded(resource: acp.EmbeddedResource['resource'], root: string): string {
   const named = `@${linkedPath(resource.uri, root)}`;
   if (!('text' in resource)) return `${named} (a binary file the editor attached; its bytes are not shown)`;
-  return `${named} (the editor's copy, perhaps unsaved: the file on disk may differ):\n${fenced(resource.text.replace(/\n$/, ''))}\n`;
+  const copy = fenced(resource.text.replace(/\n$/, ''));
+  return `${named} (the editor's copy, perhaps unsaved: the file on disk may differ):\n${copy}\n`;
 }
 
 /** A file link's path from the project root; a link elsewhere stays as it came. */

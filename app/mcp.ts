@@ -102,7 +102,8 @@ export async function startMcpServers(
     const call = parsed.data;
     if (call.action === 'list') return `list the tools of the MCP server ${call.server}`;
     const changes = toolOf(call)?.readOnly ? 'read-only' : 'it may change things';
-    return `call ${call.tool} (${changes}) on the MCP server ${call.server}, with:\n${JSON.stringify(call.arguments ?? {}, null, 2)}`;
+    const args = JSON.stringify(call.arguments ?? {}, null, 2);
+    return `call ${call.tool} (${changes}) on the MCP server ${call.server}, with:\n${args}`;
   };
   return {
     tool: mcpTool(servers, byName, toolOf, previewOf),
@@ -289,7 +290,8 @@ function resultText(result: Awaited<ReturnType<Client['callTool']>>): string {
     const resource = part.resource as { uri?: unknown; text?: unknown } | undefined;
     if (part.type === 'resource' && typeof resource?.text === 'string') return resource.text;
     const where = typeof part.uri === 'string' ? part.uri : typeof resource?.uri === 'string' ? resource.uri : '';
-    return `[${String(part.type)}${typeof part.mimeType === 'string' ? ` ${part.mimeType}` : ''}${where && ` ${where}`}]`;
+    const mime = typeof part.mimeType === 'string' ? ` ${part.mimeType}` : '';
+    return `[${String(part.type)}${mime}${where && ` ${where}`}]`;
   });
   if (texts.length === 0 && result.structuredContent !== undefined) return JSON.stringify(result.structuredContent);
   return texts.join('\n');
