@@ -658,10 +658,12 @@ export function taskText(blocks: acp.ContentBlock[], root: string): string {
   return task;
 }
 
-/** A file the editor sent with the prompt, as the model reads it: its path, marked as the editor's copy (which may be
- *  unsaved, so the file on disk can differ), and its text fenced; a binary one only named. */
+/** A file the editor sent with the prompt, as the model reads it: its path (and the part of it, as `#L10:20`, when the
+ *  editor sent a selection), marked as the editor's copy (which may be unsaved, so the file on disk can differ), and
+ *  its text fenced; a binary one only named. */
 function embedded(resource: acp.EmbeddedResource['resource'], root: string): string {
-  const named = `@${linkedPath(resource.uri, root)}`;
+  const part = URL.canParse(resource.uri) ? new URL(resource.uri).hash : '';
+  const named = `@${linkedPath(resource.uri, root)}${resource.uri.startsWith('file:') ? part : ''}`;
   if (!('text' in resource)) return `${named} (a binary file the editor attached; its bytes are not shown)`;
   const copy = fenced(resource.text.replace(/\n$/, ''));
   return `${named} (the editor's copy, perhaps unsaved: the file on disk may differ):\n${copy}\n`;

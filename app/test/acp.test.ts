@@ -47,18 +47,20 @@ test('a prompt becomes the task as typed, a linked file its path in the project,
   assert.equal(taskText(prompt, ROOT), 'Fix @src/add.js so that @/elsewhere/spec.md, please');
 });
 
-test("a file the editor embeds reaches the model as its text, marked as the editor's copy, in a fence it cannot close", () => {
+test("a file the editor embeds reaches the model as its text, marked as the editor's copy, in a fence it cannot close; a selection names its lines", () => {
   const text = 'const add = (a, b) => a - b; // unsaved\n```\n';
   const prompt: acp.ContentBlock[] = [
     { type: 'text', text: 'Fix' },
     { type: 'resource', resource: { uri: `file://${path.join(ROOT, 'add.js')}`, text, mimeType: 'text/javascript' } },
     { type: 'resource', resource: { uri: `file://${path.join(ROOT, 'logo.png')}`, blob: 'AAAA' } },
+    { type: 'resource', resource: { uri: `file://${path.join(ROOT, 'sub.js')}#L3:4`, text: 'a\nb\n' } },
   ];
   assert.equal(
     taskText(prompt, ROOT),
     "Fix @add.js (the editor's copy, perhaps unsaved: the file on disk may differ):\n````\n" +
       text +
-      '````\n@logo.png (a binary file the editor attached; its bytes are not shown)',
+      '````\n@logo.png (a binary file the editor attached; its bytes are not shown)' +
+      " @sub.js#L3:4 (the editor's copy, perhaps unsaved: the file on disk may differ):\n```\na\nb\n```\n",
   );
 });
 
