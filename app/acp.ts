@@ -137,6 +137,7 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
         agentCapabilities: {
           loadSession: true,
           promptCapabilities: { embeddedContext: true },
+          mcpCapabilities: { http: true },
           sessionCapabilities: { list: {} },
         },
         agentInfo: { name: 'reference-harness', title: 'Reference harness', version: VERSION },
@@ -425,18 +426,18 @@ function configOptionsOf(session: AcpSession): acp.SessionConfigOption[] {
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
   .version;
 
-/** The MCP servers a session starts: those --mcp lists, then the stdio servers the editor gives (an HTTP or SSE one,
+/** The MCP servers a session starts: those --mcp lists, then the stdio and HTTP servers the editor gives (an SSE one,
  *  which initialize did not offer, is named on stderr and not used). Nothing a project's own files list starts. */
 function serversGiven(setup: AcpSetup, given: acp.McpServer[]): McpServerSpec[] {
-  const stdio = given.flatMap((server) => {
-    if ('type' in server && server.type !== undefined) {
-      setup.log(`MCP ${server.name}: an ${server.type} server, and this agent starts only stdio ones: not used`);
-      return [];
-    }
-    const env = Object.fromEntries(server.env.map(({ name, value }) => [name, value]));
-    return [{ name: server.name, command: server.command, args: server.args, env }];
+  const pairs = (list: { name: string; value: string }[]) => Object.fromEntries(list.map((p) => [p.name, p.value]));
+  const used = given.flatMap((server): McpServerSpec[] => {
+    if (!('type' in server) || server.type === undefined)
+      return [{ name: server.name, command: server.command, args: server.args, env: pairs(server.env) }];
+    if (server.type === 'http') return [{ name: server.name, url: server.url, headers: pairs(server.headers) }];
+    setup.log(`MCP ${server.name}: an ${server.type} server, and this agent takes stdio and HTTP ones: not used`);
+    return [];
   });
-  return [...setup.mcpServers, ...stdio];
+  return [...setup.mcpServers, ...used];
 }
 
 /** One editor session: a harness agent, its session file, and the updates sent to the editor. */

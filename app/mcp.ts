@@ -12,13 +12,11 @@ import { z } from 'zod';
 import { errorText, type Approver } from '../agent.ts';
 import { defineTool, describeArguments, issuesText, type Tool, ToolError } from '../tools.ts';
 
-/** A server to start: a command and its arguments, with environment variables added to a minimal environment. */
-export interface McpServerSpec {
-  name: string;
-  command: string;
-  args: string[];
-  env: Record<string, string>;
-}
+/** A server to start: a command and its arguments, with environment variables added to a minimal environment; or
+ *  one already running at a URL (streamable HTTP), sent these headers. */
+export type McpServerSpec =
+  | { name: string; command: string; args: string[]; env: Record<string, string> }
+  | { name: string; url: string; headers: Record<string, string> };
 
 /** How long a server may take to start and list its tools; editors' servers often start through npx. */
 export const MCP_START_TIMEOUT_MS = 30_000;
@@ -29,15 +27,23 @@ const ABOUT_CHARS = 120;
 /** Characters of a server's stderr kept, to say why it did not start. */
 const STDERR_CHARS = 2_000;
 
-const serverEntry = z.strictObject({
-  command: z.string().min(1),
-  args: z.array(z.string()).optional(),
-  env: z.record(z.string(), z.string()).optional(),
-});
+const serverEntry = z.union([
+  z.strictObject({
+    type: z.literal('stdio').optional(),
+    command: z.string().min(1),
+    args: z.array(z.string()).optional(),
+    env: z.record(z.string(), z.string()).optional(),
+  }),
+  z.strictObject({
+    type: z.literal('http').optional(),
+    url: z.url(),
+    headers: z.record(z.string(), z.string()).optional(),
+  }),
+]);
 const mcpFile = z.object({ mcpServers: z.record(z.string(), serverEntry) });
 
-/** The servers an `mcpServers` file lists (`{"mcpServers": {"name": {"command", "args", "env"}}}`); throws, saying
- *  what is wrong, for a file that is not one. Only stdio servers: an entry with a `url` is refused. */
+/** The servers an `mcpServers` file lists (`{"mcpServers": {"name": {"command", "args", "env"}}}`, or `{"url",
+ *  "headers"}` for one over HTTP); throws, saying what is wrong, for a file that is not one. */
 export async function readMcpFile(file: string): Promise<McpServerSpec[]> {
   const text = await readFile(file, 'utf8');
   let json: unknown;
@@ -48,12 +54,11 @@ export async function readMcpFile(file: string): Promise<McpServerSpec[]> {
   }
   const parsed = mcpFile.safeParse(json);
   if (!parsed.success) throw new Error(`${file} is not an mcpServers file: ${issuesText(parsed.error)}`);
-  return Object.entries(parsed.data.mcpServers).map(([name, entry]) => ({
-    name,
-    command: entry.command,
-    args: entry.args ?? [],
-    env: entry.env ?? {},
-  }));
+  return Object.entries(parsed.data.mcpServers).map(([name, entry]) =>
+    'url' in entry
+      ? { name, url: entry.url, headers: entry.headers ?? {} }
+      : { name, command: entry.command, args: entry.args ?? [], env: entry.env ?? {} },
+  );
 }
 
 /** One tool of a server, as listed, with the check of its arguments made from its input schema. */
@@ -125,13 +130,10 @@ export async function startMcpServers(
 /** Prevents a server that hangs or dies at start from holding the session up: it gets `timeoutMs` to start and list
  *  its tools, and is stopped (its process killed) if it does not. */
 async function startServer(spec: McpServerSpec, cwd: string, timeoutMs: number): Promise<Server> {
-  const [{ Client }, { StdioClientTransport }] = await Promise.all([
-    import('@modelcontextprotocol/sdk/client/index.js'),
-    import('@modelcontextprotocol/sdk/client/stdio.js'),
-  ]);
-  const transport = new StdioClientTransport({ ...spec, cwd, stderr: 'pipe' });
+  const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
   let stderr = '';
-  transport.stderr?.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString('utf8')).slice(-STDERR_CHARS)));
+  const keep = (chunk: Buffer) => (stderr = (stderr + chunk.toString('utf8')).slice(-STDERR_CHARS));
+  const transport = await transportOf(spec, cwd, keep);
   const client = new Client({ name: 'reference-harness', version: '1' });
   const timer = new AbortController();
   const timeout = setTimeout(() => timer.abort(), timeoutMs);
@@ -155,6 +157,18 @@ async function startServer(spec: McpServerSpec, cwd: string, timeoutMs: number):
   } finally {
     clearTimeout(timeout);
   }
+}
+
+/** How a server is reached: its process's stdio (its stderr kept), or its URL. */
+async function transportOf(spec: McpServerSpec, cwd: string, stderr: (chunk: Buffer) => void) {
+  if ('url' in spec) {
+    const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+    return new StreamableHTTPClientTransport(new URL(spec.url), { requestInit: { headers: spec.headers } });
+  }
+  const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
+  const transport = new StdioClientTransport({ ...spec, cwd, stderr: 'pipe' });
+  transport.stderr?.on('data', stderr);
+  return transport;
 }
 
 /** A server's words in one short line. */

@@ -6,9 +6,11 @@ import * as acp from '@agentclientprotocol/sdk';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { test } from 'node:test';
+import { type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { approveAll, type ApprovalRequest } from '../../agent.ts';
 import { reply, text, toolUse } from '../../scripted-model.ts';
@@ -16,17 +18,19 @@ import { schemaProblem, ToolError } from '../../tools.ts';
 import { tempProject, within } from '../../test/helpers.ts';
 import { readMcpFile, readsUnasked, startMcpServers, type McpServerSpec } from '../mcp.ts';
 import { agentTextOf, rawClient, startAcp, updatesIn } from './acp-wire.ts';
+import { calcServer } from './mcp-server.ts';
 import { processesNaming } from './helpers.ts';
 
 const SERVER = path.join(import.meta.dirname, 'mcp-server.ts');
 const TSX = import.meta.resolve('tsx');
 /** The test server, started for `root`: its command line names the folder, so the test can find its process. */
-const calc = (root: string, name = 'calc', ...args: string[]): McpServerSpec => ({
+const calc = (root: string, name = 'calc', ...args: string[]): Extract<McpServerSpec, { command: string }> => ({
   name,
   command: process.execPath,
   args: ['--import', TSX, SERVER, `--for=${root}`, ...args],
   env: {},
 });
+const bearer = (token: string) => ({ name: 'Authorization', value: `Bearer ${token}` });
 const serversOf = (root: string) => processesNaming(`--for=${root}`);
 
 test(
@@ -113,14 +117,59 @@ test(
 );
 
 test('an mcpServers file is read as the editors write it; one that is not is refused, saying why', async (t) => {
+  const web = { type: 'http', url: 'https://example.com/mcp', headers: { Authorization: 'Bearer t' } };
   const root = await tempProject(t, {
-    'mcp.json': JSON.stringify({ mcpServers: { calc: { command: 'node', args: ['s.js'], env: { A: '1' } } } }),
-    'bad.json': JSON.stringify({ mcpServers: { web: { url: 'https://example.com/mcp' } } }),
+    'mcp.json': JSON.stringify({ mcpServers: { calc: { command: 'node', args: ['s.js'], env: { A: '1' } }, web } }),
+    'bad.json': JSON.stringify({ mcpServers: { web: { url: 'not a url' } } }),
+    'worse.json': JSON.stringify({ servers: {} }),
   });
   assert.deepEqual(await readMcpFile(path.join(root, 'mcp.json')), [
     { name: 'calc', command: 'node', args: ['s.js'], env: { A: '1' } },
+    { name: 'web', url: 'https://example.com/mcp', headers: { Authorization: 'Bearer t' } },
   ]);
   await assert.rejects(readMcpFile(path.join(root, 'bad.json')), /not an mcpServers file: mcpServers\.web/);
+  await assert.rejects(readMcpFile(path.join(root, 'worse.json')), /not an mcpServers file: mcpServers: /);
+});
+
+/** The test server over streamable HTTP for the test's time, answering only `Authorization: Bearer right`: its URL. */
+async function httpCalc(t: TestContext, root: string): Promise<string> {
+  const { StreamableHTTPServerTransport } = await import('@modelcontextprotocol/sdk/server/streamableHttp.js');
+  const http = createServer((req, res) => {
+    if (req.headers.authorization !== 'Bearer right') return void res.writeHead(401).end();
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    res.on('close', () => void transport.close());
+    void calcServer(root)
+      .connect(transport)
+      .then(() => transport.handleRequest(req, res));
+  });
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  t.after(async () => {
+    http.closeAllConnections(); // a client's event stream stays open otherwise
+    await new Promise((resolve) => http.close(resolve));
+  });
+  return `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
+}
+
+test('a server over HTTP (streamable HTTP) is reached at its URL with the headers given, and one that refuses them is named as not started', async (t) => {
+  const root = await tempProject(t, {});
+  const url = await httpCalc(t, root);
+  const servers = await startMcpServers(
+    [
+      { name: 'web', url, headers: { Authorization: 'Bearer right' } },
+      { name: 'locked', url, headers: { Authorization: 'Bearer wrong' } },
+    ],
+    root,
+    5_000,
+  );
+  t.after(() => servers.close());
+  assert.deepEqual(
+    servers.said.map((said) => said.failed),
+    [false, true],
+  );
+  const ctx = { root, seen: new Map<string, string>() };
+  const call = { server: 'web', action: 'call', tool: 'add', arguments: { a: 20, b: 22 } };
+  assert.equal(await servers.tool.run(call, ctx), '42');
+  assert.match(servers.tool.description, /\n- locked: not started: /);
 });
 
 const listThenCall = (...more: object[]) =>
@@ -158,15 +207,21 @@ test(
     'program',
   async (t) => {
     const root = await tempProject(t, {
-      'script.json': listThenCall(reply(toolUse('mcp', { server: 'calc', action: 'call', tool: 'fail' }))),
+      'script.json': listThenCall(
+        reply(toolUse('mcp', { server: 'calc', action: 'call', tool: 'fail' })),
+        reply(toolUse('mcp', { server: 'web', action: 'call', tool: 'add', arguments: { a: 20, b: 22 } })),
+      ),
       'mcp.json': JSON.stringify({
         mcpServers: { broken: { command: process.execPath, args: ['-e', 'process.exit(3)'] } },
       }),
     });
     const agent = startAcp(t, root, ['--script', 'script.json', '--mcp', 'mcp.json']);
     const raw = rawClient(agent);
-    await raw.request('initialize', { protocolVersion: 1, clientCapabilities: {} });
-    const editors = [{ ...calc(root), env: [{ name: 'NOTE', value: 'given by the editor' }] }];
+    const init = await raw.request('initialize', { protocolVersion: 1, clientCapabilities: {} });
+    assert.deepEqual((init.result as acp.InitializeResponse).agentCapabilities?.mcpCapabilities, { http: true });
+    const web = { type: 'http', name: 'web', url: await httpCalc(t, root), headers: [bearer('right')] };
+    const sse = { type: 'sse', name: 'old', url: 'http://127.0.0.1:1/sse', headers: [] };
+    const editors = [{ ...calc(root), env: [{ name: 'NOTE', value: 'given by the editor' }] }, web, sse];
     const opened = await raw.request('session/new', { cwd: root, mcpServers: editors });
     const { sessionId } = opened.result as acp.NewSessionResponse;
     const questions: acp.RequestPermissionRequest[] = [];
@@ -190,15 +245,18 @@ test(
         'mcp calc: add a=2 b=3',
         'mcp calc: note text="from the model"',
         'mcp calc: fail',
+        'mcp web: add a=20 b=22',
       ],
     );
     const ended = (call: (typeof calls)[number]) =>
       updates.filter((u) => u.toolCallId === call.toolCallId && u.sessionUpdate === 'tool_call_update').at(-1)!;
     assert.deepEqual(
       calls.map((call) => ended(call).status),
-      ['completed', 'failed', 'completed', 'completed', 'failed'],
+      ['completed', 'failed', 'completed', 'completed', 'failed', 'completed'],
     );
     assert.match(JSON.stringify(ended(calls[2]!).content), /"text":"5"/);
+    assert.match(JSON.stringify(ended(calls[5]!).content), /"text":"42"/);
+    assert.match(agent.stderr(), /MCP old: an sse server, and this agent takes stdio and HTTP ones: not used/);
     // Asked: the tools the server does not mark read-only (note, fail); not the listing, nor add.
     assert.deepEqual(
       questions.map((question) => question.toolCall.title),
