@@ -27,10 +27,15 @@ import {
   type Halt,
   type LoadedSession,
   type Model,
+  type ModelCallOptions,
+  type ModelRequest,
+  type Price,
   resume,
 } from '../agent.ts';
 import { describeCall, safe_path, type Tool } from '../tools.ts';
 import { type CliOptions, configFromCli, recordedOptions } from './options.ts';
+import { type McpServers, type McpServerSpec, startMcpServers } from './mcp.ts';
+import { PRICED_MODELS } from './prices.ts';
 import {
   loadSession,
   openSessionFile,
@@ -53,6 +58,12 @@ export interface AcpSetup {
   secrets: string[];
   /** Where what is not the protocol goes: stderr. */
   log: (text: string) => void;
+  /** No API key (nor a local API, nor a script): every prompt is answered auth_required. */
+  keyMissing: boolean;
+  /** The model of that name, as the command line would make it: what picking it in the editor runs on. */
+  modelNamed: (name: string) => Promise<Model>;
+  /** The MCP servers --mcp lists: each session starts them, beside those the editor gives. */
+  mcpServers: McpServerSpec[];
 }
 
 /** Serves one editor on stdin and stdout until it closes the connection, or the program must end (`ending`: a
@@ -123,21 +134,31 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
       notices = params.clientCapabilities?.session?.notices != null;
       return {
         protocolVersion: acp.PROTOCOL_VERSION,
-        agentCapabilities: { loadSession: true, promptCapabilities: {}, sessionCapabilities: { list: {} } },
+        agentCapabilities: {
+          loadSession: true,
+          promptCapabilities: { embeddedContext: true },
+          mcpCapabilities: { http: true },
+          sessionCapabilities: { list: {} },
+        },
         agentInfo: { name: 'reference-harness', title: 'Reference harness', version: VERSION },
-        authMethods: [],
+        authMethods: [API_KEY],
       };
     })
+    .onRequest(acp.methods.agent.authenticate, ({ params }) => {
+      if (params.methodId !== API_KEY.id)
+        throw acp.RequestError.invalidParams(undefined, `no sign-in "${params.methodId}": ${API_KEY.id}`);
+      if (setup.keyMissing) throw acp.RequestError.authRequired(undefined, SIGN_IN);
+      return {};
+    })
     .onRequest(acp.methods.agent.session.new, async ({ params, client }) => {
-      unusedServers(setup, params.mcpServers.length);
       const root = await projectRoot(params.cwd);
-      const session = await openSession(setup, { client, root, sessionId: newSessionId(), notices });
+      const servers = serversGiven(setup, params.mcpServers);
+      const session = await openSession(setup, { client, root, sessionId: newSessionId(), notices, servers });
       sessions.set(session.id, session);
       offerCommands(session);
-      return { sessionId: session.id, modes: modesOf(session) };
+      return { sessionId: session.id, modes: modesOf(session), configOptions: configOptionsOf(session) };
     })
     .onRequest(acp.methods.agent.session.load, async ({ params, client }) => {
-      unusedServers(setup, params.mcpServers.length);
       const { sessionId } = params;
       if (sessions.get(sessionId)?.running) throw acp.RequestError.invalidRequest(undefined, RUNNING);
       const root = await projectRoot(params.cwd);
@@ -151,14 +172,16 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
         setup.log(`session/load ${sessionId}: ${changed}`);
         throw acp.RequestError.invalidRequest(undefined, changed);
       }
-      const session = await openSession(setup, { client, root, sessionId, notices }, loaded);
+      const servers = serversGiven(setup, params.mcpServers);
+      const session = await openSession(setup, { client, root, sessionId, notices, servers }, loaded);
       const where = { root, tools: session.agent.config.tools };
       for (const update of replayUpdates(loaded.messages, await personsWords(file), where)) session.send(update);
       resume(session.agent, loaded);
+      await sessions.get(sessionId)?.mcp?.close(); // the same session opened again: its servers start again
       sessions.set(sessionId, session);
       await session.sent; // the whole conversation, then the answer
       offerCommands(session);
-      return { modes: modesOf(session) };
+      return { modes: modesOf(session), configOptions: configOptionsOf(session) };
     })
     .onRequest(acp.methods.agent.session.list, async ({ params }) => {
       const roots = params.cwd ? [await projectRoot(params.cwd)] : [...new Set([...sessions.values()].map(rootOf))];
@@ -171,23 +194,36 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
       session.mode = params.modeId as ModeId;
       return {};
     })
+    .onRequest(acp.methods.agent.session.setConfigOption, async ({ params }) => {
+      const session = sessionOf(params.sessionId);
+      const [option] = configOptionsOf(session);
+      if (params.configId !== MODEL_OPTION)
+        throw acp.RequestError.invalidParams(undefined, `no option "${params.configId}": ${MODEL_OPTION}`);
+      const offered = option?.type === 'select' && option.options.some((o) => 'value' in o && o.value === params.value);
+      if (!offered) throw acp.RequestError.invalidParams(undefined, `no model "${String(params.value)}" is offered`);
+      session.model.pick(await setup.modelNamed(String(params.value)));
+      return { configOptions: configOptionsOf(session) };
+    })
     .onRequest(acp.methods.agent.session.prompt, async ({ params }) => {
       const session = sessionOf(params.sessionId);
       if (session.running) throw acp.RequestError.invalidRequest(undefined, RUNNING);
+      if (setup.keyMissing) throw acp.RequestError.authRequired(undefined, SIGN_IN);
       const task = taskText(params.prompt, session.agent.config.root);
       const stop = new AbortController();
       session.lastStop = null;
+      session.refusedKey = null;
       const command = COMMANDS.find((offered) => task.trim() === `/${offered.name}`);
       const ended = command
         ? runCommandOf(session, command.name, stop.signal)
-        : runGivenTask(session.agent, task, stop.signal, session.tell).then((halt) =>
-            stopReasonFor(halt, session.lastStop),
-          );
+        : runGivenTask(session.agent, task, stop.signal, session.tell).then((halt) => {
+            if (halt.kind === 'error' && session.refusedKey !== null)
+              throw acp.RequestError.authRequired(undefined, `${session.refusedKey}; ${SIGN_IN}`);
+            return stopReasonFor(halt, session.lastStop);
+          });
       session.running = { stop, ended };
       try {
-        const stopReason = await ended;
-        await session.sent; // every update of the turn goes before its answer
-        return { stopReason };
+        // Every update of the turn goes before its answer, a refused key's included.
+        return { stopReason: await ended.finally(() => session.sent) };
       } finally {
         session.running = null;
       }
@@ -196,7 +232,10 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
       const session = sessions.get(params.sessionId);
       if (session?.running) interrupt(session, session.running.stop);
     });
-  const stopAll = (signal?: EndingSignal) => stopRuns([...sessions.values()], signal);
+  const stopAll = async (signal?: EndingSignal) => {
+    await stopRuns([...sessions.values()], signal);
+    await Promise.allSettled([...sessions.values()].map((session) => session.mcp?.close()));
+  };
   return { connection: app.connect(stream), stopAll };
 }
 
@@ -207,9 +246,13 @@ const COMMANDS: acp.AvailableCommand[] = [
   { name: 'context', description: 'where the context window goes: system prompt, tools, AGENTS.md, messages, free' },
 ];
 
-/** Tells the editor the commands, once the session is its (after the answer that opened it). */
+/** Tells the editor the commands, and how its MCP servers started, once the session is its (after the answer that
+ *  opened it). */
 function offerCommands(session: AcpSession): void {
-  setImmediate(() => session.send({ sessionUpdate: 'available_commands_update', availableCommands: COMMANDS }));
+  setImmediate(() => {
+    session.send({ sessionUpdate: 'available_commands_update', availableCommands: COMMANDS });
+    for (const { text, failed } of session.mcp?.said ?? []) session.notice(text, failed ? 'warning' : 'info');
+  });
 }
 
 /** A command typed as the prompt: its answer is a message, and the turn ends `end_turn`, or `cancelled` when
@@ -314,18 +357,99 @@ async function stopRuns(sessions: AcpSession[], signal?: EndingSignal): Promise<
 
 const RUNNING = 'a prompt is already running in this session: wait for it, or cancel it';
 
+/** The one way to sign in: the API key in the environment the editor starts the agent with. */
+const API_KEY: acp.AuthMethod = {
+  id: 'anthropic-api-key',
+  name: 'Anthropic API key',
+  description: 'ANTHROPIC_API_KEY in the environment the editor starts this agent with (its "env" setting)',
+};
+const SIGN_IN =
+  'sign in by setting ANTHROPIC_API_KEY in the environment the editor starts this agent with (in Zed, the agent ' +
+  'server\'s "env"), then restart the agent';
+
+/** Whether a model call failed because the API refused the key: 401 (not signed in) or 403 (not allowed). */
+const refusedKey = (error: unknown): boolean =>
+  error instanceof Error && 'status' in error && (error.status === 401 || error.status === 403);
+
+/** A session's model: the one the editor picked last (the `model` config option), its name and price read at each
+ *  use, so the next request and its cost follow a pick. It prevents a refused key from ending the turn as a chat line
+ *  nobody can act on: it tells the session when the API refuses the key, and the prompt is answered auth_required so
+ *  the editor can ask for a sign-in. A sub-agent's model is watched the same way. */
+class PickedModel implements Model {
+  constructor(
+    private current: Model,
+    private readonly refused: (why: string) => void,
+    /** False with no key: nothing is asked of the API until there is one. */
+    private readonly askWindow: boolean,
+  ) {}
+  get name(): string {
+    return this.current.name;
+  }
+  get price(): Price | undefined {
+    return this.current.price;
+  }
+  pick(model: Model): void {
+    this.current = model;
+  }
+  async complete(request: ModelRequest, options: ModelCallOptions): Promise<Anthropic.Message> {
+    try {
+      return await this.current.complete(request, options);
+    } catch (error) {
+      if (refusedKey(error)) this.refused(errorText(error));
+      throw error;
+    }
+  }
+  async contextWindow(): Promise<number | null> {
+    return this.askWindow ? ((await this.current.contextWindow?.()) ?? null) : null;
+  }
+}
+
+/** The config option that picks the model. */
+const MODEL_OPTION = 'model';
+
+/** The session's config options: the model, among the current one and those the price table knows. */
+function configOptionsOf(session: AcpSession): acp.SessionConfigOption[] {
+  const current = session.model.name;
+  const choices = [...new Set([current, ...PRICED_MODELS])];
+  return [
+    {
+      id: MODEL_OPTION,
+      name: 'Model',
+      category: 'model',
+      type: 'select',
+      currentValue: current,
+      options: choices.map((value) => ({ value, name: value })),
+    },
+  ];
+}
+
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
   .version;
 
-/** The harness has no MCP client: servers the editor offers are named on stderr, not silently dropped. */
-function unusedServers(setup: AcpSetup, count: number): void {
-  if (count > 0) setup.log(`the editor offered ${count} MCP server(s); this agent has no MCP client, so none is used`);
+/** The MCP servers a session starts: those --mcp lists, then the stdio and HTTP servers the editor gives (an SSE one,
+ *  which initialize did not offer, is named on stderr and not used). Nothing a project's own files list starts. */
+function serversGiven(setup: AcpSetup, given: acp.McpServer[]): McpServerSpec[] {
+  const pairs = (list: { name: string; value: string }[]) => Object.fromEntries(list.map((p) => [p.name, p.value]));
+  const used = given.flatMap((server): McpServerSpec[] => {
+    if (!('type' in server) || server.type === undefined)
+      return [{ name: server.name, command: server.command, args: server.args, env: pairs(server.env) }];
+    if (server.type === 'http') return [{ name: server.name, url: server.url, headers: pairs(server.headers) }];
+    setup.log(`MCP ${server.name}: an ${server.type} server, and this agent takes stdio and HTTP ones: not used`);
+    return [];
+  });
+  return [...setup.mcpServers, ...used];
 }
 
 /** One editor session: a harness agent, its session file, and the updates sent to the editor. */
 interface AcpSession {
   readonly id: string;
   readonly agent: Agent;
+  /** Its model, as the editor picked it. */
+  readonly model: PickedModel;
+  /** Its MCP servers, if it has any. */
+  readonly mcp: McpServers | undefined;
+  /** Tells the editor something it should know: a notice, or a line on stderr where it takes none. */
+  readonly notice: (text: string, severity?: acp.NoticeSeverity) => void;
   /** The harness's events and the person's actions, told to the session file and the editor alike. */
   readonly tell: (event: SessionEvent) => void;
   /** Queues an update after those before it. */
@@ -338,6 +462,8 @@ interface AcpSession {
   lastStop: Anthropic.StopReason | null;
   /** How its changes are approved: asked, all allowed, or all refused. */
   mode: ModeId;
+  /** What the API said when it refused the key in this prompt turn, if it did. */
+  refusedKey: string | null;
 }
 
 /** What the editor is shown of one call in flight: the file it changes, and that file's text before (null: new). */
@@ -351,9 +477,10 @@ interface CallView {
  *  (appending, for a loaded one), its events drawn as session updates and its approvals asked of the editor. */
 async function openSession(
   setup: AcpSetup,
-  { client, root, sessionId, notices }: { client: acp.AgentContext; root: string; sessionId: string; notices: boolean },
+  given: { client: acp.AgentContext; root: string; sessionId: string; notices: boolean; servers: McpServerSpec[] },
   loaded?: LoadedSession,
 ): Promise<AcpSession> {
+  const { client, root, sessionId, notices, servers } = given;
   const calls = new Map<string, CallView>();
   let requests = 0; // model calls so far: each reply is a message of its own
   let sent = Promise.resolve();
@@ -377,22 +504,40 @@ async function openSession(
     const where = { root, tools: agent.config.tools, calls, window: agent.contextWindow, requests };
     for (const update of updatesFor(event, where)) send(update);
     showCheck(event);
+    if (event.type === 'halt') endOfTurn(event);
+  };
+  // The halt as an update; in words only where the prompt's answer cannot say it (a dollar or time budget, an error),
+  // as a notice, or a last message for an editor without notices. A refused key is said by auth_required.
+  const endOfTurn = ({ halt, turns }: Extract<AgentEvent, { type: 'halt' }>) => {
+    const said = `halt: ${describeHalt(halt)} after ${turns} turn(s)`;
+    const _meta = { [HALT_META]: { ...halt, turns, said } };
+    send({ sessionUpdate: 'session_info_update', updatedAt: new Date().toISOString(), _meta });
+    if (session.refusedKey !== null || halt.kind === 'accepted' || stopReasonFor(halt, session.lastStop) !== 'end_turn')
+      return;
+    if (notices) send({ sessionUpdate: 'notice', severity: halt.kind === 'error' ? 'error' : 'warning', title: said });
+    else send(agentText(`\n\n${said}\n\n`, `halt-${requests}`));
   };
   const showCheck = checkView(send);
   // The editor's answer about one call, recorded as the terminal records the person's, so a --replay gives it again.
+  // A change too large to show is offered no "allow": nobody approves lines they were not shown.
   const askEditor = (seen: CallView): Approver =>
     recordAnswers(async ({ preview, signal }) => {
+      const { toolCall, whole } = permissionCall(seen, { root, tools: agent.config.tools }, preview);
+      const options = whole ? PERMISSION_OPTIONS : REJECTING;
       const { outcome } = await client.request(
         acp.methods.client.session.requestPermission,
-        {
-          sessionId,
-          toolCall: permissionCall(seen, { root, tools: agent.config.tools }, preview),
-          options: PERMISSION_OPTIONS,
-        },
+        { sessionId, toolCall, options },
         { cancellationSignal: signal, stopWaitingOnCancel: true },
       );
       if (outcome.outcome === 'cancelled') return { approved: false, reason: 'the editor withdrew the question' };
-      return ANSWERS[outcome.optionId] ?? { approved: false, reason: `the editor answered "${outcome.optionId}"` };
+      const offered = options.some((option) => option.optionId === outcome.optionId);
+      const answer = offered ? ANSWERS[outcome.optionId] : undefined;
+      const mode = offered ? MODE_AFTER[outcome.optionId] : undefined;
+      if (mode !== undefined) {
+        session.mode = mode;
+        send({ sessionUpdate: 'current_mode_update', currentModeId: mode });
+      }
+      return answer ?? { approved: false, reason: `the editor answered "${outcome.optionId}"` };
     }, record);
   // The harness names the call each approval is about. Every change comes here, "always" and --yes included, so
   // that its file is read before it changes, for the diff the editor is shown after.
@@ -402,18 +547,22 @@ async function openSession(
     if (session.mode === 'read-only') return await recordAnswers(async () => READ_ONLY, record)(request);
     if (session.mode === 'accept-edits' && request.runsLater === null) return { approved: true };
     const answer = await askEditor(seen)(request);
-    if (answer.approved && answer.always === true) {
-      session.mode = 'accept-edits';
-      send({ sessionUpdate: 'current_mode_update', currentModeId: session.mode });
-    }
     return answer.approved ? { approved: true } : answer;
   };
-  const made = { root, model: setup.model, taskModel: setup.taskModel, approve };
+  const refused = (why: string) => (session.refusedKey = why);
+  const askWindow = !setup.keyMissing;
+  const model = new PickedModel(setup.model, refused, askWindow);
+  const taskModel = setup.taskModel && new PickedModel(setup.taskModel, refused, askWindow);
+  const mcp = servers.length === 0 ? undefined : await startMcpServers(servers, root);
+  const made = { root, model, taskModel, approve, mcp };
   const tell = (event: SessionEvent) => {
     record(event);
     view(event);
   };
-  const agent = await createAgent(configFromCli(setup.options, made, tell));
+  const agent = await createAgent(configFromCli(setup.options, made, tell)).catch(async (error: unknown) => {
+    await mcp?.close();
+    throw error;
+  });
   const approval = setup.options.yes ? 'yes' : 'ask';
   const header = sessionHeader(agent, recordedOptions(setup.options, approval, agent));
   // Opened once, never through a link; a file replaced or changed under it is told, and no longer written.
@@ -422,6 +571,9 @@ async function openSession(
   const session: AcpSession = {
     id: sessionId,
     agent,
+    model,
+    mcp,
+    notice,
     tell,
     send,
     get sent() {
@@ -430,17 +582,26 @@ async function openSession(
     running: null,
     lastStop: null,
     mode: setup.options.yes ? 'accept-edits' : 'ask',
+    refusedKey: null,
   };
   return session;
 }
 
+/** Where a session_info_update carries the halt that ended the turn: the halt, its turns, and it in words. */
+export const HALT_META = 'reference-harness/halt';
+
 const ALLOW = 'allow';
 const ALLOW_ALWAYS = 'allow-always';
 const REJECT = 'reject';
+const REJECT_ALWAYS = 'reject-always';
+const REJECTING: acp.PermissionOption[] = [
+  { optionId: REJECT, name: 'Reject', kind: 'reject_once' },
+  { optionId: REJECT_ALWAYS, name: 'Reject every change in this session', kind: 'reject_always' },
+];
 const PERMISSION_OPTIONS: acp.PermissionOption[] = [
   { optionId: ALLOW, name: 'Allow', kind: 'allow_once' },
   { optionId: ALLOW_ALWAYS, name: 'Allow every change in this session', kind: 'allow_always' },
-  { optionId: REJECT, name: 'Reject', kind: 'reject_once' },
+  ...REJECTING,
 ];
 /** The answer in read-only mode, recorded like the person's so a replay refuses the same call. */
 const READ_ONLY: ApprovalAnswer = { approved: false, reason: 'the session is read-only: no change is allowed' };
@@ -448,7 +609,10 @@ const ANSWERS: Record<string, ApprovalAnswer> = {
   [ALLOW]: { approved: true },
   [ALLOW_ALWAYS]: { approved: true, always: true },
   [REJECT]: { approved: false },
+  [REJECT_ALWAYS]: { approved: false, reason: 'the user refuses every change in this session' },
 };
+/** The mode an answer "for the rest of the session" switches to. */
+const MODE_AFTER: Record<string, ModeId> = { [ALLOW_ALWAYS]: 'accept-edits', [REJECT_ALWAYS]: 'read-only' };
 
 /** A session's id is its file's name: `session/load` of the same id continues the same file. */
 const newSessionId = () => `${new Date().toISOString().replace(/[:.]/g, '-')}-${randomBytes(3).toString('hex')}`;
@@ -471,22 +635,39 @@ async function projectRoot(cwd: string): Promise<string> {
   return root;
 }
 
-/** The person's prompt as the harness's task: text as written, a linked file as @ and its path in the project.
- *  Images, audio and embedded files were not offered at initialize, so a client sending one is told so. */
+/** The person's prompt as the harness's task: text as written, a linked file as @ and its path in the project, an
+ *  embedded one (an @-mention the editor sends with its text) as @ and its path, then its text in a fence marked as
+ *  the editor's copy. Images and audio were not offered at initialize, so a client sending one is told so. */
 export function taskText(blocks: acp.ContentBlock[], root: string): string {
   let task = '';
   let linked = false; // the part before was a link
   for (const block of blocks) {
-    if (block.type !== 'text' && block.type !== 'resource_link')
-      throw acp.RequestError.invalidParams(undefined, `a ${block.type} block: this agent takes text and file links`);
-    const part = block.type === 'text' ? block.text : `@${linkedPath(block.uri, root)}`;
-    // A link is a word of its own: spaced from a word it touches, not from punctuation.
-    const touching = (linked || block.type === 'resource_link') && /\S$/.test(task) && /^[\w@]/.test(part);
+    if (block.type === 'image' || block.type === 'audio')
+      throw acp.RequestError.invalidParams(undefined, `a ${block.type} block: this agent takes text and files`);
+    const part =
+      block.type === 'text'
+        ? block.text
+        : block.type === 'resource_link'
+          ? `@${linkedPath(block.uri, root)}`
+          : embedded(block.resource, root);
+    // A file is a word of its own: spaced from a word it touches, not from punctuation.
+    const touching = (linked || block.type !== 'text') && /\S$/.test(task) && /^[\w@]/.test(part);
     task += touching ? ` ${part}` : part;
-    linked = block.type === 'resource_link';
+    linked = block.type !== 'text';
   }
   if (task.trim() === '') throw acp.RequestError.invalidParams(undefined, 'the prompt has no text');
   return task;
+}
+
+/** A file the editor sent with the prompt, as the model reads it: its path (and the part of it, as `#L10:20`, when the
+ *  editor sent a selection), marked as the editor's copy (which may be unsaved, so the file on disk can differ), and
+ *  its text fenced; a binary one only named. */
+function embedded(resource: acp.EmbeddedResource['resource'], root: string): string {
+  const part = URL.canParse(resource.uri) ? new URL(resource.uri).hash : '';
+  const named = `@${linkedPath(resource.uri, root)}${resource.uri.startsWith('file:') ? part : ''}`;
+  if (!('text' in resource)) return `${named} (a binary file the editor attached; its bytes are not shown)`;
+  const copy = fenced(resource.text.replace(/\n$/, ''));
+  return `${named} (the editor's copy, perhaps unsaved: the file on disk may differ):\n${copy}\n`;
 }
 
 /** A file link's path from the project root; a link elsewhere stays as it came. */
@@ -573,8 +754,6 @@ function updatesFor(
       const cost = totals.costUsd === null ? {} : { cost: { amount: totals.costUsd, currency: 'USD' } };
       return [{ sessionUpdate: 'usage_update', used, size: where.window, ...cost }];
     }
-    case 'halt':
-      return [agentText(`\n\nhalt: ${describeHalt(event.halt)} after ${event.turns} turn(s)\n\n`, `halt-${requests}`)];
     default:
       return [];
   }
@@ -681,49 +860,55 @@ function diffAfter(seen: CallView): Hunks | null {
   }
 }
 
-/** A change as the editor is shown it, and the line of the file it starts at. */
+/** A change as the editor is shown it, and the line of the file it starts at; `whole` false when it was too large to
+ *  show, and only said so. */
 interface Hunks {
   content: acp.ToolCallContent[];
   line: number;
+  whole: boolean;
 }
 
 /** Lines of context around each change, as in a unified diff. */
 const DIFF_CONTEXT_LINES = 3;
-/** At most this many hunks are shown of one change; the rest are counted. */
-const DIFF_MAX_HUNKS = 4;
-/** Characters shown of one change, its hunks' texts before and after together. */
-const DIFF_MAX_CHARS = 8_000;
+/** Characters of one change the editor is shown at most, its hunks' texts before and after together: a message stays
+ *  under a client's 64 KiB line limit once escaped as JSON (a 107 KB file once made larger ones). */
+const SHOWN_CHANGE_CHARS = 20_000;
 
-/** Prevents a one-line edit to a large file from sending the whole file twice (a 107 KB file made messages over a
- *  client's 64 KiB line limit): the change goes as its hunks with a few lines of context, each a diff of its own, cut
- *  to a bounded size whatever the file's. */
+/** Prevents a one-line edit to a large file from sending the whole file twice, and a long change from being shown in
+ *  part: the change goes as all of its hunks with a few lines of context, each a diff of its own, or, past
+ *  SHOWN_CHANGE_CHARS, as a note that it is too large to show. */
 export function hunks(file: string, before: string | null, after: string): Hunks {
-  if (before === null)
-    return { content: [{ type: 'diff', path: file, oldText: null, newText: cut(after, DIFF_MAX_CHARS) }], line: 1 };
-  const found = structuredPatch(file, file, before, after, '', '', { context: DIFF_CONTEXT_LINES }).hunks;
-  const shown = found.slice(0, DIFF_MAX_HUNKS);
-  const share = Math.floor(DIFF_MAX_CHARS / 2 / Math.max(shown.length, 1));
+  const found =
+    before === null ? [] : structuredPatch(file, file, before, after, '', '', { context: DIFF_CONTEXT_LINES }).hunks;
   const side = (lines: string[], drop: string) =>
-    cut(
-      lines
-        .filter((l) => l[0] !== drop && l[0] !== '\\')
-        .map((l) => `${l.slice(1)}\n`)
-        .join(''),
-      share,
-    );
-  const content: acp.ToolCallContent[] = shown.map(({ lines }) => ({
-    type: 'diff',
-    path: file,
-    oldText: side(lines, '+'),
-    newText: side(lines, '-'),
-  }));
-  if (found.length > shown.length)
-    content.push(...textContent(`(${found.length - shown.length} more hunk(s) not shown)`));
+    lines
+      .filter((l) => l[0] !== drop && l[0] !== '\\')
+      .map((l) => `${l.slice(1)}\n`)
+      .join('');
+  const diffs: acp.Diff[] =
+    before === null
+      ? [{ path: file, oldText: null, newText: after }]
+      : found.map(({ lines }) => ({ path: file, oldText: side(lines, '+'), newText: side(lines, '-') }));
   const first = found[0];
   const changedAt = first ? first.lines.findIndex((l) => l[0] === '-' || l[0] === '+') : 0;
   const line = first ? first.newStart + first.lines.slice(0, changedAt).filter((l) => l[0] === ' ').length : 1;
-  return { content, line };
+  return shownWhole(diffs, line);
 }
+
+/** Diffs as the editor's content, or, past SHOWN_CHANGE_CHARS, a note saying how large the change is instead. */
+function shownWhole(diffs: acp.Diff[], line: number): Hunks {
+  const chars = diffs.reduce((sum, diff) => sum + (diff.oldText?.length ?? 0) + diff.newText.length, 0);
+  if (chars <= SHOWN_CHANGE_CHARS)
+    return { content: diffs.map((diff) => ({ type: 'diff', ...diff })), line, whole: true };
+  return { content: textContent(tooLargeToShow(chars, diffs.length)), line, whole: false };
+}
+
+const tooLargeToShow = (chars: number, parts?: number) =>
+  `this change is too large to show here (${chars} characters${parts === undefined ? '' : ` in ${parts} hunk(s)`})`;
+/** Said of a change too large to show, where "allow" would be asked for. */
+const UNSEEN =
+  'so it cannot be allowed unseen: reject it and ask for smaller edits, or choose the "Accept edits" mode to ' +
+  'allow changes without seeing them';
 
 /** A text cut to `chars`, saying how much was left out. */
 const cut = (text: string, chars: number) =>
@@ -731,14 +916,27 @@ const cut = (text: string, chars: number) =>
 
 /** The call an approval is about, with what it would change: for a call that replaces a snippet (an `old_str` and a
  *  `new_str`, as edit_file's) the hunks worked out from its arguments and the file, with the line they start at;
- *  otherwise (or if the snippet is not found once, as written) the tool's own preview. */
-function permissionCall(seen: CallView, where: { root: string; tools: Tools }, preview: string): acp.ToolCallUpdate {
+ *  otherwise (or if the snippet is not found once, as written) the tool's own preview. `whole` is false when the
+ *  change was too large to show. */
+function permissionCall(
+  seen: CallView,
+  where: { root: string; tools: Tools },
+  preview: string,
+): { toolCall: acp.ToolCallUpdate; whole: boolean } {
   const { call } = seen;
   const planned = plannedDiff(seen);
   const shown = callView(call, where);
-  const content = planned ? planned.content : textContent(preview);
+  const previewed =
+    preview.length <= SHOWN_CHANGE_CHARS
+      ? { content: textContent(preview), whole: true }
+      : { content: textContent(tooLargeToShow(preview.length)), whole: false };
+  const { whole, ...change } = planned ?? previewed;
+  const content = whole ? change.content : [...change.content, ...textContent(UNSEEN)];
   const locations = planned ? atLine(shown.locations, planned.line) : shown.locations;
-  return { toolCallId: call.id, status: 'pending', rawInput: call.input, ...shown, locations, content };
+  return {
+    toolCall: { toolCallId: call.id, status: 'pending', rawInput: call.input, ...shown, locations, content },
+    whole,
+  };
 }
 
 /** A call's locations, its file's at `line`. */
@@ -757,6 +955,15 @@ function plannedDiff({ call, file, before }: CallView): Hunks | null {
   return hunks(file, before, before.slice(0, at) + newStr + before.slice(at + oldStr.length));
 }
 
+/** What a recorded call that replaced a snippet (an `old_str` and a `new_str`, as edit_file's) changed, as the
+ *  snippet before and after: the file as it was then is not kept, so no lines around it. Null for any other call. */
+function snippetDiff(call: Pick<Anthropic.ToolUseBlock, 'input'>, root: string): Hunks | null {
+  const [requested, oldStr, newStr] = ['path', 'old_str', 'new_str'].map((name) => field(call.input, name));
+  if (typeof requested !== 'string' || typeof oldStr !== 'string' || typeof newStr !== 'string') return null;
+  const file = path.resolve(root, requested);
+  return shownWhole([{ path: file, oldText: oldStr === '' ? null : oldStr, newText: newStr }], 1);
+}
+
 /** The texts the person typed (tasks, and what steered a run), from a session file: in a replay they are the user's
  *  messages, and the other user-role texts (the gate's "not done yet", say) are the harness's. */
 async function personsWords(file: string): Promise<Set<string>> {
@@ -769,13 +976,14 @@ async function personsWords(file: string): Promise<Set<string>> {
 }
 
 /** A loaded session's transcript as the updates that would have shown it: what the person said, the agent's text
- *  and thinking, each call and its result. */
+ *  and thinking, each call and its result, a change that was made with its diff. */
 export function replayUpdates(
   messages: readonly Anthropic.MessageParam[],
   persons: Set<string>,
   where: { root: string; tools: Tools },
 ): acp.SessionUpdate[] {
   const updates: acp.SessionUpdate[] = [];
+  const calls = new Map<string, Anthropic.ToolUseBlockParam>();
   for (const [index, { role, content }] of messages.entries()) {
     const messageId = `replay-${index}`;
     for (const block of typeof content === 'string' ? [{ type: 'text' as const, text: content }] : content) {
@@ -787,6 +995,7 @@ export function replayUpdates(
         const thought = { type: 'text' as const, text: block.thinking };
         updates.push({ sessionUpdate: 'agent_thought_chunk', messageId, content: thought });
       } else if (block.type === 'tool_use') {
+        calls.set(block.id, block);
         updates.push({
           sessionUpdate: 'tool_call',
           toolCallId: block.id,
@@ -796,11 +1005,13 @@ export function replayUpdates(
       } else if (block.type === 'tool_result') {
         const text = typeof block.content === 'string' ? block.content : '';
         const status = block.is_error ? 'failed' : 'completed';
+        const call = calls.get(block.tool_use_id);
+        const made = block.is_error || call === undefined ? null : snippetDiff(call, where.root);
         updates.push({
           sessionUpdate: 'tool_call_update',
           toolCallId: block.tool_use_id,
           status,
-          content: textContent(text),
+          content: [...(made ? made.content : []), ...textContent(text)],
         });
       }
     }

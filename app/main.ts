@@ -32,6 +32,7 @@ import {
   sandboxPolicy,
   UsageError,
 } from './options.ts';
+import { readMcpFile, startMcpServers } from './mcp.ts';
 import { priced } from './prices.ts';
 import { replaySession } from './replay.ts';
 import {
@@ -207,6 +208,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
         ? undefined
         : priced(await chooseModel(options, env, options.taskModel));
     const secrets = [env.ANTHROPIC_API_KEY ?? ''];
+    const mcpServers = options.mcp === undefined ? [] : await mcpFile(options.mcp);
     if (options.acp) {
       // An editor is the interface (app/acp.ts); its library is loaded only then.
       const { serveAcp } = await import('./acp.ts');
@@ -215,7 +217,12 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       const ending = new AbortController();
       const stopListening = endOnSignals(ending, []);
       try {
-        return await serveAcp({ options, model, taskModel, secrets, log }, ending.signal);
+        const keyMissing = options.script === undefined && !env.ANTHROPIC_API_KEY && !env.ANTHROPIC_BASE_URL;
+        // A scripted model picked under another name is the same script: the name only prices it.
+        const modelNamed = async (name: string) =>
+          priced(options.script === undefined ? await chooseModel(options, env, name) : renamed(chosen, name));
+        const setup = { options, model, taskModel, secrets, log, keyMissing, modelNamed, mcpServers };
+        return await serveAcp(setup, ending.signal);
       } finally {
         stopListening();
       }
@@ -275,7 +282,9 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       record(event);
       printer(event);
     };
-    const agent = await createAgent(configFromCli(options, { root, model, taskModel, approve }, tell));
+    // Only the servers the command line names start: none that the project's own files list.
+    const mcp = mcpServers.length === 0 ? undefined : await startMcpServers(mcpServers, root);
+    const agent = await createAgent(configFromCli(options, { root, model, taskModel, approve, mcp }, tell));
     if (loaded) {
       const changed = await protectedChangedSince(loaded, root, agent.config.protect);
       if (changed !== null) throw new UsageError(`--resume: ${changed}`);
@@ -296,6 +305,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       ];
       notice(file.skipped ? `context: skipped ${shown}: ${file.skipped}` : `context: ${shown} (~${tokens} tokens)`);
     }
+    for (const { text } of mcp?.said ?? []) notice(text);
     tell({ type: 'context', breakdown: contextBreakdown(agent) });
     await tellSafety(options, notice);
     const changing = agent.config.tools.filter((tool) => !tool.readOnly).map((tool) => tool.name);
@@ -329,6 +339,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
           : await repl(agent, rl!, { interactive, switchSession, screen, tell, ending: ending.signal });
     } finally {
       stopListening();
+      await mcp?.close();
     }
     const { problem } = (ending.signal.reason ?? {}) as Ending;
     if (problem !== undefined)
@@ -354,6 +365,21 @@ function resultEvent(
   const { tasks, turns, last } = runs;
   return { type: 'result', exitCode: code, halt: last, tasks, turns, tokens, costUsd, durationMs: ms };
 }
+
+/** The servers an --mcp file lists, or a usage error saying what is wrong with it. */
+async function mcpFile(file: string) {
+  try {
+    return await readMcpFile(file);
+  } catch (error) {
+    throw new UsageError(`--mcp ${errorText(error)}`);
+  }
+}
+
+/** The same model under another name. */
+const renamed = (model: Model, name: string): Model => ({
+  name,
+  complete: (request, callOptions) => model.complete(request, callOptions),
+});
 
 /** The model by name, and what it costs when that is known. */
 function describeModel(model: Model): string {

@@ -19,6 +19,7 @@ import {
 } from '../agent.ts';
 import { loadScript, ScriptedModel } from '../scripted-model.ts';
 import { TOOLS } from '../tools.ts';
+import { type McpServers, readsUnasked } from './mcp.ts';
 import { priceOf } from './prices.ts';
 import type { RecordedOptions } from './session-file.ts';
 import { MAX_COLUMNS, wrap } from './terminal.ts';
@@ -59,6 +60,11 @@ export const OPTIONS = {
   'task-model': { type: 'string', arg: 'ID', help: 'model for sub-agents started by the task tool (default: --model)' },
   'context-window': { type: 'string', arg: 'N', help: `tokens, when the API does not say (default: 200,000)` },
   'no-context-files': { type: 'boolean', help: 'do not read AGENTS.md files into the system prompt' },
+  mcp: {
+    type: 'string',
+    arg: 'FILE',
+    help: 'start the MCP servers this file lists ({"mcpServers": ...}) and give the model one mcp tool for them',
+  },
   script: { type: 'string', arg: 'FILE', help: 'replay canned replies from a JSON file instead of calling an API' },
   session: { type: 'string', arg: 'FILE', help: 'where to append the session (default: .agent/sessions/<time>.jsonl)' },
   resume: { type: 'string', arg: 'FILE', help: 'continue a saved session (and keep appending to it)' },
@@ -132,6 +138,8 @@ export interface CliOptions {
   taskModel: string | undefined;
   contextWindow: number | undefined;
   contextFiles: boolean;
+  /** --mcp: an `mcpServers` file whose servers start with each session. */
+  mcp: string | undefined;
   script: string | undefined;
   session: string | undefined;
   resume: string | undefined;
@@ -184,6 +192,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
     taskModel: values['task-model'],
     contextWindow: positiveNumber('--context-window', values['context-window'], true),
     contextFiles: !(values['no-context-files'] ?? false),
+    mcp: values.mcp,
     script: values.script,
     session: values.session,
     resume: values.resume,
@@ -374,7 +383,8 @@ export async function chooseModel(
       throw new UsageError(`--script ${errorText(error)}`);
     }
   }
-  if (!env.ANTHROPIC_API_KEY && !env.ANTHROPIC_BASE_URL) {
+  // An editor is told to sign in instead (app/acp.ts): it starts the agent before anyone can give a key.
+  if (!options.acp && !env.ANTHROPIC_API_KEY && !env.ANTHROPIC_BASE_URL) {
     throw new UsageError('ANTHROPIC_API_KEY is not set; to run offline: --script FILE, or `npm start`');
   }
   // A local Anthropic-compatible server may need no key; the SDK still wants one to send.
@@ -387,30 +397,36 @@ export async function chooseModel(
 }
 
 /** Prevents a headless run from hanging on a question nobody can answer, and says truthfully why: with no terminal
- *  and no --yes, a call that would change something is refused, and nobody is said to have declined it. */
-const changesNeedATerminal: BeforeCallHook = {
-  name: 'no terminal',
-  check: ({ tool }) =>
-    tool.readOnly
-      ? { action: 'allow' }
-      : {
-          action: 'deny',
-          reason: 'not run: changes need approval, and there is no terminal to ask (--yes allows them)',
-        },
-};
+ *  and no --yes, a call that would change something is refused, and nobody is said to have declined it. A call of the
+ *  MCP tool that changes nothing (`mcp.readOnly`) goes on. */
+function changesNeedATerminal(mcp: McpServers | undefined): BeforeCallHook {
+  return {
+    name: 'no terminal',
+    check: ({ tool, input }) =>
+      tool.readOnly || (tool === mcp?.tool && mcp.readOnly(input))
+        ? { action: 'allow' }
+        : {
+            action: 'deny',
+            reason: 'not run: changes need approval, and there is no terminal to ask (--yes allows them)',
+          },
+  };
+}
 
-/** Where the command line builds the agent's configuration: a forker adds their own hooks or tools here. */
+/** Where the command line builds the agent's configuration: a forker adds their own hooks or tools here. The MCP
+ *  servers, if any, are one more tool, whose calls that change nothing are approved unasked. */
 export function configFromCli(
   options: CliOptions,
-  made: { root: string; model: Model; taskModel: Model | undefined; approve: Approver | null },
+  made: { root: string; model: Model; taskModel: Model | undefined; approve: Approver | null; mcp?: McpServers },
   onEvent: (event: AgentEvent) => void,
 ): AgentConfig {
+  const { mcp, ...given } = made;
   const nobodyToAsk = made.approve === null; // the hook refuses every change, so approval never sees one
+  const approve = made.approve ?? approveAll; // approving all, approval lets every call through: nothing to wrap
   return {
-    ...made,
-    approve: made.approve ?? approveAll,
-    beforeCall: nobodyToAsk ? [changesNeedATerminal] : [],
-    tools: TOOLS,
+    ...given,
+    approve: mcp && approve !== approveAll ? readsUnasked(mcp, approve) : approve,
+    beforeCall: nobodyToAsk ? [changesNeedATerminal(mcp)] : [],
+    tools: mcp ? [...TOOLS, mcp.tool] : TOOLS,
     verify: options.verify,
     verifyTimeoutMs: options.verifyTimeoutMs,
     budgets: options.budgets,

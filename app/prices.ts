@@ -35,6 +35,9 @@ const PRICES: Record<string, Price> = {
   'claude-haiku-4-5': { input: 1, output: 5 },
 };
 
+/** The models the table prices: what an editor is offered to pick from (app/acp.ts). */
+export const PRICED_MODELS = Object.keys(PRICES);
+
 /** The model's own price (--price), else the table's for its name (a dated name is priced as its family). */
 export function priceOf(model: Pick<Model, 'name' | 'price'>): Price | undefined {
   return model.price ?? PRICES[model.name.replace(/-\d{8}$/, '')];

@@ -4,6 +4,7 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import type { TestContext } from 'node:test';
 import { z } from 'zod';
@@ -103,3 +104,36 @@ export const agentTextOf = (updates: ReturnType<typeof updatesIn>) =>
     .filter((update) => update.sessionUpdate === 'agent_message_chunk')
     .map((update) => (update.content as { text: string }).text)
     .join('');
+
+/** A JSON-RPC client of a few lines: requests with ids, and the agent's own requests answered by method. */
+export function rawClient({ child, output }: ReturnType<typeof startAcp>) {
+  const waiting = new Map<number, (message: JsonRpcMessage) => void>();
+  const handlers = new Map<string, (params: unknown) => unknown>();
+  const asked: string[] = [];
+  let id = 0;
+  const send = (message: object) => child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`);
+  createInterface({ input: Readable.fromWeb(output as Parameters<typeof Readable.fromWeb>[0]) }).on('line', (line) => {
+    const message = JSON.parse(line) as JsonRpcMessage;
+    if (message.method !== undefined && message.id !== undefined) {
+      asked.push(message.method);
+      const handler = handlers.get(message.method);
+      send(
+        handler
+          ? { id: message.id, result: handler(message.params) }
+          : { id: message.id, error: { code: -32601, message: 'no' } },
+      );
+    } else if (typeof message.id === 'number') {
+      waiting.get(message.id)?.(message);
+    }
+  });
+  return {
+    asked,
+    notify: (method: string, params: object) => send({ method, params }),
+    request: (method: string, params: object) =>
+      new Promise<JsonRpcMessage>((resolve) => {
+        waiting.set(++id, resolve);
+        send({ id, method, params });
+      }),
+    onRequest: (method: string, handler: (params: unknown) => unknown) => handlers.set(method, handler),
+  };
+}

@@ -10,15 +10,15 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Readable, Writable } from 'node:stream';
+import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createInterface } from 'node:readline';
 import { reply, text, toolUse } from '../../scripted-model.ts';
-import { agentTextOf, type JsonRpcMessage, protocolSchema, startAcp, updatesIn } from './acp-wire.ts';
+import { agentTextOf, type JsonRpcMessage, protocolSchema, rawClient, startAcp, updatesIn } from './acp-wire.ts';
 import { tempProject, within } from '../../test/helpers.ts';
 import { RUN_WITHOUT_HALT } from '../session-file.ts';
 import { processesNaming } from './helpers.ts';
+import { HALT_META } from '../acp.ts';
 
 const CALC = 'exports.add = (a, b) => a - b;\nexports.sub = (a, b) => a + b;\n';
 const SUB_CHECK = 'if (sub(5, 3) !== 2) failures.push(`sub(5, 3) should be 2, got ${sub(5, 3)}`);\n';
@@ -194,7 +194,9 @@ test(
         /gate: `node test\.js`.* exited with code 1: not done[^\n]*\n\n```\nsub\(5, 3\) should be 2, got 8\n```/,
       );
       assert.match(said, /gate: `node test\.js`.* exited with code 0: pass/);
-      assert.match(said, /halt: accepted \(verified by `node test\.js`\) after 6 turn\(s\)/);
+      // The turn's end is an update, not a chat line.
+      assert.doesNotMatch(said, /halt:/);
+      assert.deepEqual(haltsIn(updates), ['halt: accepted (verified by `node test.js`) after 6 turn(s)']);
       assert.ok(updates.some((u) => u.sessionUpdate === 'usage_update' && u.size === 200_000));
 
       // A second session: its question is withdrawn by a cancel, and then a model call is.
@@ -235,7 +237,7 @@ test(
       await editor.notify(acp.methods.agent.session.cancel, { sessionId: second.sessionId });
       assert.equal((await within(slow, 'the cancelled model call', 10_000)).stopReason, 'cancelled');
       assert.ok(Date.now() - asked < 5_000, 'the cancel waited for the model');
-      assert.match(agentTextOf(updatesIn(agent.messages, from)), /halt: interrupted/);
+      assert.deepEqual(haltsIn(updatesIn(agent.messages, from)).at(-1), 'halt: interrupted after 0 turn(s)');
       assert.equal(answers.length, 0, 'a question was never asked');
 
       const loaded = await within(
@@ -272,6 +274,12 @@ test(
     assert.equal(agent.stderr().includes('Invalid message'), false, agent.stderr());
   },
 );
+
+/** The halts the session_info_updates among updates carry, in words. */
+const haltsIn = (updates: ReturnType<typeof updatesIn>) =>
+  updates
+    .filter((u) => u.sessionUpdate === 'session_info_update')
+    .map((u) => (u._meta as Record<string, { said: string }>)[HALT_META]!.said);
 
 /** A second run of the program in the same project, as after an editor restart: it loads the session (the editor
  *  is shown the conversation again), then takes a prompt that continues it. */
@@ -408,7 +416,8 @@ test('a reply the model ends as a refusal ends the prompt turn as refusal, not e
   const { sessionId } = opened.result as { sessionId: string };
   const done = await raw.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'do it' }] });
   assert.deepEqual(done.result, { stopReason: 'refusal' });
-  assert.match(agentTextOf(updatesIn(agent.messages)), /halt: error: the model refused/);
+  assert.doesNotMatch(agentTextOf(updatesIn(agent.messages)), /halt:/);
+  assert.match(haltsIn(updatesIn(agent.messages)).join(''), /^halt: error: the model refused/);
   assert.deepEqual(agent.problems, []);
 });
 
@@ -677,39 +686,6 @@ test('the bin answers initialize when started by its absolute path from another 
   const answer = JSON.parse(run.stdout.split('\n')[0]!) as JsonRpcMessage;
   assert.equal(protocolSchema('InitializeResponse').safeParse(answer.result).success, true, run.stdout);
 });
-
-/** A JSON-RPC client of a few lines: requests with ids, and the agent's own requests answered by method. */
-function rawClient({ child, output }: ReturnType<typeof startAcp>) {
-  const waiting = new Map<number, (message: JsonRpcMessage) => void>();
-  const handlers = new Map<string, (params: unknown) => unknown>();
-  const asked: string[] = [];
-  let id = 0;
-  const send = (message: object) => child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`);
-  createInterface({ input: Readable.fromWeb(output as Parameters<typeof Readable.fromWeb>[0]) }).on('line', (line) => {
-    const message = JSON.parse(line) as JsonRpcMessage;
-    if (message.method !== undefined && message.id !== undefined) {
-      asked.push(message.method);
-      const handler = handlers.get(message.method);
-      send(
-        handler
-          ? { id: message.id, result: handler(message.params) }
-          : { id: message.id, error: { code: -32601, message: 'no' } },
-      );
-    } else if (typeof message.id === 'number') {
-      waiting.get(message.id)?.(message);
-    }
-  });
-  return {
-    asked,
-    notify: (method: string, params: object) => send({ method, params }),
-    request: (method: string, params: object) =>
-      new Promise<JsonRpcMessage>((resolve) => {
-        waiting.set(++id, resolve);
-        send({ id, method, params });
-      }),
-    onRequest: (method: string, handler: (params: unknown) => unknown) => handlers.set(method, handler),
-  };
-}
 
 test('a console.log in --acp mode goes to stderr, so stdout stays the protocol', () => {
   const run = spawnSync(

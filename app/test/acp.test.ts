@@ -47,12 +47,29 @@ test('a prompt becomes the task as typed, a linked file its path in the project,
   assert.equal(taskText(prompt, ROOT), 'Fix @src/add.js so that @/elsewhere/spec.md, please');
 });
 
+test("a file the editor embeds reaches the model as its text, marked as the editor's copy, in a fence it cannot close; a selection names its lines", () => {
+  const text = 'const add = (a, b) => a - b; // unsaved\n```\n';
+  const prompt: acp.ContentBlock[] = [
+    { type: 'text', text: 'Fix' },
+    { type: 'resource', resource: { uri: `file://${path.join(ROOT, 'add.js')}`, text, mimeType: 'text/javascript' } },
+    { type: 'resource', resource: { uri: `file://${path.join(ROOT, 'logo.png')}`, blob: 'AAAA' } },
+    { type: 'resource', resource: { uri: `file://${path.join(ROOT, 'sub.js')}#L3:4`, text: 'a\nb\n' } },
+  ];
+  assert.equal(
+    taskText(prompt, ROOT),
+    "Fix @add.js (the editor's copy, perhaps unsaved: the file on disk may differ):\n````\n" +
+      text +
+      '````\n@logo.png (a binary file the editor attached; its bytes are not shown)' +
+      " @sub.js#L3:4 (the editor's copy, perhaps unsaved: the file on disk may differ):\n```\na\nb\n```\n",
+  );
+});
+
 test('a prompt with an image, or with no text, is refused as invalid params, not sent to the model', () => {
   const image: acp.ContentBlock = { type: 'image', data: 'AAAA', mimeType: 'image/png' };
   assert.throws(
     () => taskText([{ type: 'text', text: 'look' }, image], ROOT),
     (error: unknown) =>
-      error instanceof acp.RequestError && error.code === -32602 && /text and file links/.test(error.message),
+      error instanceof acp.RequestError && error.code === -32602 && /text and files/.test(error.message),
   );
   assert.throws(
     () => taskText([{ type: 'text', text: '  ' }], ROOT),
@@ -91,6 +108,13 @@ test("a loaded session is shown again as it happened: the person's words as thei
         content: [{ type: 'tool_result', tool_use_id: 'call_1', content: 'no such file', is_error: true }],
       },
       { role: 'user', content: [{ type: 'text', text: 'The task is not done yet: ...' }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'tool_use', id: 'call_2', name: 'edit_file', input: { path: 'add.js', old_str: '-', new_str: '+' } },
+        ],
+      },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_2', content: 'edited add.js' }] },
     ],
     new Set(['fix add']),
     { root: ROOT, tools: TOOLS },
@@ -104,6 +128,8 @@ test("a loaded session is shown again as it happened: the person's words as thei
       'tool_call',
       'tool_call_update',
       'agent_message_chunk',
+      'tool_call',
+      'tool_call_update',
     ],
   );
   assert.deepEqual(updates[3], {
@@ -115,6 +141,15 @@ test("a loaded session is shown again as it happened: the person's words as thei
     locations: [{ path: path.join(ROOT, 'add.js') }],
   });
   assert.equal((updates[4] as { status: string }).status, 'failed');
+  assert.deepEqual(updates[7], {
+    sessionUpdate: 'tool_call_update',
+    toolCallId: 'call_2',
+    status: 'completed',
+    content: [
+      { type: 'diff', path: path.join(ROOT, 'add.js'), oldText: '-', newText: '+' },
+      { type: 'content', content: { type: 'text', text: 'edited add.js' } },
+    ],
+  });
 });
 
 test('--acp refuses what the editor gives (a folder, a task, session files) and what would print on stdout', () => {
@@ -134,7 +169,7 @@ test('--acp refuses what the editor gives (a folder, a task, session files) and 
   assert.deepEqual([options.verify, options.protect, options.budgets.maxTurns], ['npm test', ['test/**'], 5]);
 });
 
-test('a one-line edit to a large file is shown as its hunk with three lines of context, at its line, not the file', () => {
+test('a one-line edit to a large file is shown as its hunk with three lines of context, at its line, not the file; a change in many places as every hunk; one too large to show says so, whole: false', () => {
   const lines = Array.from({ length: 4000 }, (_, i) => `const line${i} = ${i}; // some padding to make it long`);
   const before = `${lines.join('\n')}\n`;
   assert.ok(before.length > 100_000);
@@ -149,16 +184,25 @@ test('a one-line edit to a large file is shown as its hunk with three lines of c
       newText: `${lines.slice(1997, 2004).join('\n')}\n`.replace('2000 = 2000', '2000 = 2001'),
     },
   ]);
-  // One line of 200,000 characters (a minified file), and a change in many places: still a bounded message.
+  assert.equal(shown.whole, true);
+  // Nineteen changes far apart: nineteen hunks, every one shown, not four and a count.
+  const spread = before.replace(/= (\d+)00;/g, (match, n: string) => (Number(n) % 2 === 0 ? `= ${n}00 + 1;` : match));
+  const many = hunks('/p/big.js', before, spread);
+  assert.equal(many.whole, true);
+  assert.equal(many.content.length, 19);
+  assert.ok(many.content.every((part) => part.type === 'diff' && part.newText.includes(' + 1;')));
+  // One line of 200,000 characters (a minified file), a change on every tenth line, a large new file: each too large
+  // to show, said so in a message of a few hundred characters, never cut to a part.
   const minified = 'x'.repeat(200_000);
   for (const [old, changed] of [
     [minified, minified.replace('x', 'y')],
     [before, before.replace(/= (\d+)0;/g, '= $10 + 1;')],
     [null, minified],
   ] as const) {
-    const size = JSON.stringify(hunks('/p/big.js', old, changed).content).length;
-    assert.ok(size < 16_000, `${size} characters`);
+    const large = hunks('/p/big.js', old, changed);
+    assert.equal(large.whole, false);
+    assert.ok(JSON.stringify(large.content).length < 500, JSON.stringify(large.content));
+    assert.match(JSON.stringify(large.content), /too large to show here \(\d+ characters in \d+ hunk\(s\)\)/);
   }
-  assert.match(JSON.stringify(hunks('/p/big.js', before, before.replace(/= (\d+)0;/g, '= $10 + 1;'))), /more hunk/);
   assert.equal(hunks('/p/new.md', null, 'hi\n').line, 1);
 });
