@@ -297,13 +297,7 @@ export const plainDisk: Disk = {
     const entries = await filesUnder(ctx.root, dir, true);
     return { entries: entries.slice(0, cap), more: Math.max(entries.length - cap, 0), notes: [] };
   },
-  async read(file, offset) {
-    const whole = await readRegularFile(file);
-    const text = whole.toString('utf8');
-    const lines = text === '' ? [] : text.replace(/\n$/, '').split('\n');
-    const shown = lines.slice(offset - 1).map((line) => line.replace(/\r$/, ''));
-    return { lines: shown, toEnd: true, size: whole.length, total: lines.length, whole };
-  },
+  read: async (file, offset) => fileLines(await readRegularFile(file), offset),
   // Compares, then writes: a writer in between is lost (the guarded disk locks around both).
   async write(file, content, before, ctx) {
     const current = await readFile(file).catch(() => null);
@@ -333,6 +327,14 @@ export function changedFiles(before: Map<string, string>, after: Map<string, str
     ...changed,
     ...[...after.keys()].filter((file) => !before.has(file)).map((file) => `${file} (added)`),
   ];
+}
+
+/** A file read whole, as the disk gives it: its lines from `offset` on. */
+export function fileLines(whole: Buffer, offset: number): FileLines {
+  const text = whole.toString('utf8');
+  const lines = text === '' ? [] : text.replace(/\n$/, '').split('\n');
+  const shown = lines.slice(offset - 1).map((line) => line.replace(/\r$/, ''));
+  return { lines: shown, toEnd: true, size: whole.length, total: lines.length, whole };
 }
 
 /** Every entry under `dir`, sorted, relative to the root; with `folders`, folders too ("x/"). */

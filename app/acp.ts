@@ -47,7 +47,8 @@ import {
   sessionRecorder,
 } from './session-file.ts';
 import { type Ending, type EndingSignal, EXIT, outsideSandbox, runGivenTask, type SessionEvent } from './terminal.ts';
-import { pathOf } from '../tools.ts';
+import { changedOnDisk, type Disk, fileLines, pathOf } from '../tools.ts';
+import { GUARDED } from '../hardening/index.ts';
 
 /** What every session of the connection shares: the command line's options and the model(s) they chose. */
 export interface AcpSetup {
@@ -123,6 +124,7 @@ export function consoleToStderr(): void {
 function connectAcp(setup: AcpSetup, stream: acp.Stream) {
   const sessions = new Map<string, AcpSession>();
   let notices = false; // the editor shows `notice` updates; without them, notices go to stderr
+  let files: EditorFiles = { read: false, write: false }; // the editor's buffers, if it offers them
   const sessionOf = (sessionId: string) => {
     const session = sessions.get(sessionId);
     if (!session) throw acp.RequestError.sessionNotFound(sessionId);
@@ -132,6 +134,8 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
     .agent({ name: 'reference-harness' })
     .onRequest(acp.methods.agent.initialize, ({ params }) => {
       notices = params.clientCapabilities?.session?.notices != null;
+      const fs = params.clientCapabilities?.fs;
+      files = { read: fs?.readTextFile === true, write: fs?.writeTextFile === true };
       return {
         protocolVersion: acp.PROTOCOL_VERSION,
         agentCapabilities: {
@@ -153,7 +157,7 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
     .onRequest(acp.methods.agent.session.new, async ({ params, client }) => {
       const root = await projectRoot(params.cwd);
       const servers = serversGiven(setup, params.mcpServers);
-      const session = await openSession(setup, { client, root, sessionId: newSessionId(), notices, servers });
+      const session = await openSession(setup, { client, root, sessionId: newSessionId(), notices, servers, files });
       sessions.set(session.id, session);
       offerCommands(session);
       return { sessionId: session.id, modes: modesOf(session), configOptions: configOptionsOf(session) };
@@ -173,7 +177,7 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
         throw acp.RequestError.invalidRequest(undefined, changed);
       }
       const servers = serversGiven(setup, params.mcpServers);
-      const session = await openSession(setup, { client, root, sessionId, notices, servers }, loaded);
+      const session = await openSession(setup, { client, root, sessionId, notices, servers, files }, loaded);
       const where = { root, tools: session.agent.config.tools };
       for (const update of replayUpdates(loaded.messages, await personsWords(file), where)) session.send(update);
       resume(session.agent, loaded);
@@ -477,10 +481,17 @@ interface CallView {
  *  (appending, for a loaded one), its events drawn as session updates and its approvals asked of the editor. */
 async function openSession(
   setup: AcpSetup,
-  given: { client: acp.AgentContext; root: string; sessionId: string; notices: boolean; servers: McpServerSpec[] },
+  given: {
+    client: acp.AgentContext;
+    root: string;
+    sessionId: string;
+    notices: boolean;
+    servers: McpServerSpec[];
+    files: EditorFiles;
+  },
   loaded?: LoadedSession,
 ): Promise<AcpSession> {
-  const { client, root, sessionId, notices, servers } = given;
+  const { client, root, sessionId, notices, servers, files } = given;
   const calls = new Map<string, CallView>();
   let requests = 0; // model calls so far: each reply is a message of its own
   let sent = Promise.resolve();
@@ -559,7 +570,9 @@ async function openSession(
     record(event);
     view(event);
   };
-  const agent = await createAgent(configFromCli(setup.options, made, tell)).catch(async (error: unknown) => {
+  const config = configFromCli(setup.options, made, tell);
+  const disk = editorDisk(client, sessionId, files, GUARDED.disk);
+  const agent = await createAgent({ ...config, hardening: { ...GUARDED, disk } }).catch(async (error: unknown) => {
     await mcp?.close();
     throw error;
   });
@@ -1017,4 +1030,32 @@ export function replayUpdates(
     }
   }
   return updates;
+}
+
+/** Which of the editor's file methods (fs/read_text_file, fs/write_text_file) it offered at initialize. */
+interface EditorFiles {
+  read: boolean;
+  write: boolean;
+}
+
+/** The tools' disk seen through the editor: a file is read from its buffer (unsaved changes too), and
+ *  an edit written through it, so the editor tracks the change; listing and fingerprints stay on the
+ *  disk. safe_path, protected names, read-before-edit and approval apply as they do on disk: the tools
+ *  call them before the disk. An edit is a compare-and-swap against the buffer as it is now. */
+function editorDisk(client: acp.AgentContext, sessionId: string, files: EditorFiles, disk: Disk): Disk {
+  const buffer = async (file: string) => {
+    const { content } = await client.request(acp.methods.client.fs.readTextFile, { sessionId, path: file });
+    return Buffer.from(content);
+  };
+  return {
+    ...disk,
+    read: files.read ? async (file, offset) => fileLines(await buffer(file), offset) : disk.read,
+    write: !files.write
+      ? disk.write
+      : async (file, content, before, ctx) => {
+          const current = files.read ? await buffer(file).catch(() => null) : await readFile(file).catch(() => null);
+          if (current?.toString('utf8') !== (before ?? undefined)) throw changedOnDisk(file, current, ctx);
+          await client.request(acp.methods.client.fs.writeTextFile, { sessionId, path: file, content });
+        },
+  };
 }

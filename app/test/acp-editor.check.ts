@@ -11,7 +11,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { reply, text, toolUse } from '../../scripted-model.ts';
 import { tempProject, within } from '../../test/helpers.ts';
-import { fakeMessage, messageCalls, startFakeApi, textBlock } from '../../test/model/fake-api.ts';
+import { fakeMessage, messageCalls, startFakeApi, textBlock, toolUseBlock } from '../../test/model/fake-api.ts';
 import { HALT_META } from '../acp.ts';
 import { agentTextOf, protocolSchema, rawClient, startAcp, updatesIn } from './acp-wire.ts';
 
@@ -172,3 +172,44 @@ test(
     assert.deepEqual(agent.problems, []);
   },
 );
+
+test("the editor's buffers: a file is read from the editor's copy, unsaved changes too, and an edit goes to it through fs/write_text_file", async (t) => {
+  const onDisk = 'exports.add = (a, b) => a - b;\n';
+  const inBuffer = 'exports.add = (a, b) => a + b; // typed, not saved\n';
+  const api = await startFakeApi([
+    { kind: 'reply', message: fakeMessage([toolUseBlock('toolu_read', 'read_file', { path: 'add.js' })], 'tool_use') },
+    {
+      kind: 'reply',
+      message: fakeMessage(
+        [toolUseBlock('toolu_edit', 'edit_file', { path: 'add.js', old_str: ' // typed, not saved', new_str: '' })],
+        'tool_use',
+      ),
+    },
+    { kind: 'reply', message: fakeMessage([textBlock('Done.')]) },
+  ]);
+  t.after(() => api.close());
+  const root = await tempProject(t, { 'add.js': onDisk });
+  const agent = startAcp(t, root, ['--yes'], { ANTHROPIC_BASE_URL: api.baseURL, ANTHROPIC_API_KEY: 'sk-test' });
+  const raw = rawClient(agent);
+  const file = path.join(root, 'add.js');
+  const buffers = new Map([[file, inBuffer]]);
+  const written: { path: string; content: string }[] = [];
+  raw.onRequest('fs/read_text_file', (params) => ({ content: buffers.get((params as { path: string }).path) }));
+  raw.onRequest('fs/write_text_file', (params) => {
+    const { path: target, content } = params as { path: string; content: string };
+    written.push({ path: target, content });
+    buffers.set(target, content);
+    return {};
+  });
+  const fs = { readTextFile: true, writeTextFile: true };
+  await raw.request('initialize', { protocolVersion: 1, clientCapabilities: { fs } });
+  const opened = await raw.request('session/new', { cwd: root, mcpServers: [] });
+  const { sessionId } = opened.result as acp.NewSessionResponse;
+  const prompt = [{ type: 'text', text: 'Tidy add.js' }];
+  const answer = await within(raw.request('session/prompt', { sessionId, prompt }), 'the prompt', 20_000);
+  assert.deepEqual(answer.result, { stopReason: 'end_turn' });
+  const second = JSON.stringify((messageCalls(api)[1]!.body as { messages: unknown[] }).messages);
+  assert.ok(second.includes('typed, not saved'), "the model's request holds the buffer's text");
+  assert.deepEqual(written, [{ path: file, content: 'exports.add = (a, b) => a + b;\n' }]);
+  assert.equal(await readFile(file, 'utf8'), onDisk, "the disk is the editor's to save");
+});
