@@ -1221,11 +1221,15 @@ function addUsage(totals: UsageTotals, model: Model, usage: Anthropic.Usage): vo
   totals.costUsd = totals.costUsd === null || cost === null ? null : totals.costUsd + cost;
 }
 
+/** The tokens a call used, by kind, as the API's usage counts them. */
+export type TokenCounts = Pick<Anthropic.Usage, 'input_tokens' | 'output_tokens'> &
+  Partial<Pick<Anthropic.Usage, 'cache_creation_input_tokens' | 'cache_read_input_tokens'>>;
+
 /** Dollars per million tokens; cache writes and reads as multiples of input. */
 export type Price = { input: number; output: number; cacheWrite?: number; cacheRead?: number };
 
 /** Cache reads cost a tenth of input, writes a quarter more: why stable requests matter. */
-export function costOf(price: Price | undefined, usage: Anthropic.Usage): number | null {
+export function costOf(price: Price | undefined, usage: TokenCounts): number | null {
   if (!price) return null;
   const { cacheWrite = 1.25, cacheRead = 0.1 } = price;
   const written = cacheWrite * (usage.cache_creation_input_tokens ?? 0);

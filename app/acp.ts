@@ -17,22 +17,16 @@ import { fileURLToPath } from 'node:url';
 import {
   type Agent,
   type AgentEvent,
-  type ApprovalAnswer,
-  type Approver,
   compactNow,
   contextBreakdown,
   createAgent,
   describeHalt,
   errorText,
   type Halt,
-  type LoadedSession,
   type Model,
-  type ModelCallOptions,
-  type ModelRequest,
-  type Price,
   resume,
-} from '../agent.ts';
-import { describeCall, safe_path, type Tool } from '../tools.ts';
+} from 'reference-harness';
+import { describeCall, safe_path, type Tool } from 'reference-harness/tools';
 import { type CliOptions, configFromCli, recordedOptions } from './options.ts';
 import { type McpServers, type McpServerSpec, startMcpServers } from './mcp.ts';
 import { PRICED_MODELS } from './prices.ts';
@@ -47,8 +41,17 @@ import {
   sessionRecorder,
 } from './session-file.ts';
 import { type Ending, type EndingSignal, EXIT, outsideSandbox, runGivenTask, type SessionEvent } from './terminal.ts';
-import { changedOnDisk, type Disk, fileLines, pathOf } from '../tools.ts';
-import { GUARDED } from '../hardening/index.ts';
+import { changedOnDisk, fileLines } from 'reference-harness/tools';
+import { GUARDED } from 'reference-harness/hardening';
+import {
+  type ApprovalAnswer,
+  type Approver,
+  type Disk,
+  type LoadedSession,
+  type ModelCallOptions,
+  type ModelRequest,
+  type Price,
+} from './harness.ts';
 
 /** What every session of the connection shares: the command line's options and the model(s) they chose. */
 export interface AcpSetup {
@@ -848,6 +851,12 @@ function fenced(text: string): string {
   const fence = '`'.repeat(Math.max(2, ...[...text.matchAll(/`+/g)].map((run) => run[0].length)) + 1);
   return `${fence}\n${text}\n${fence}`;
 }
+
+/** A call's `path` argument, if it has one. */
+const pathOf = (input: unknown) => {
+  const given = field(input, 'path');
+  return typeof given === 'string' ? given : undefined;
+};
 
 /** The file a call that changes something names, and its text now (null: it does not exist yet); nothing for a call
  *  without a path, or one whose file cannot be read as text. */

@@ -19,7 +19,7 @@ import {
   type Halt,
   type Model,
   resume,
-} from '../agent.ts';
+} from 'reference-harness';
 
 import {
   chooseModel,
@@ -65,7 +65,7 @@ import {
   tracePrinter,
   visible,
 } from './terminal.ts';
-import { sandboxProblem } from '../hardening/index.ts';
+import { sandboxProblem } from 'reference-harness/hardening';
 
 /** One run, then exit. Ctrl-C stops it like in the REPL; a second one exits at once. So does the program's ending (a
  *  signal, a session file that can no longer be written), whose exit code it then is if the run was stopped. */

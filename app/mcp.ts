@@ -9,8 +9,9 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { errorText, type Approver } from '../agent.ts';
-import { defineTool, describeArguments, issuesText, type Tool, ToolError } from '../tools.ts';
+import { errorText } from 'reference-harness';
+import { defineTool, describeCall, type Tool } from 'reference-harness/tools';
+import { type Approver, issuesText } from './harness.ts';
 
 /** A server to start: a command and its arguments, with environment variables added to a minimal environment; or
  *  one already running at a URL (streamable HTTP), sent these headers. */
@@ -247,18 +248,18 @@ function mcpTool(
     describe: (call) =>
       call.action === 'list'
         ? `mcp ${call.server}: list`
-        : describeArguments(`mcp ${call.server}: ${call.tool ?? '?'}`, call.arguments ?? {}),
+        : describeCall(`mcp ${call.server}: ${call.tool ?? '?'}`, call.arguments ?? {}, []),
     preview: async (call) => previewOf(call),
     run: async (call, ctx) => {
       const server = byName.get(call.server);
-      if (!server?.started) throw new ToolError(`the MCP server ${call.server} is not running`);
+      if (!server?.started) throw new Error(`the MCP server ${call.server} is not running`);
       if (call.action === 'list') return listing(server.tools);
       const result = await server.client.callTool({ name: call.tool!, arguments: call.arguments ?? {} }, undefined, {
         timeout: MCP_CALL_TIMEOUT_MS,
         ...(ctx.signal && { signal: ctx.signal }),
       });
       const text = resultText(result);
-      if (result.isError === true) throw new ToolError(text === '' ? `${call.tool} failed` : text);
+      if (result.isError === true) throw new Error(text === '' ? `${call.tool} failed` : text);
       return text;
     },
   });

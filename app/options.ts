@@ -5,24 +5,20 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import {
   type Agent,
-  type AgentConfig,
   type AgentEvent,
   AnthropicModel,
-  type Approver,
   approveAll,
-  type BeforeCallHook,
-  type Budgets,
   DEFAULT_MODEL,
   errorText,
   type Model,
-  type Price,
-} from '../agent.ts';
-import { loadScript, ScriptedModel } from '../scripted-model.ts';
-import { TOOLS } from '../tools.ts';
+} from 'reference-harness';
+import { loadScript, ScriptedModel } from 'reference-harness/scripted-model';
+import { TOOLS } from 'reference-harness/tools';
 import { type McpServers, readsUnasked } from './mcp.ts';
 import { priceOf } from './prices.ts';
 import type { RecordedOptions } from './session-file.ts';
 import { MAX_COLUMNS, wrap } from './terminal.ts';
+import { type AgentConfig, type Approver, type BeforeCallHook, type Budgets, type Price } from './harness.ts';
 
 interface OptionSpec {
   type: 'string' | 'boolean';

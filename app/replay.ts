@@ -7,17 +7,14 @@ import path from 'node:path';
 import {
   type Agent,
   approveAll,
-  type Approver,
   createAgent,
   errorText,
   type Halt,
   type Model,
-  type ModelCallOptions,
-  type ModelRequest,
   runTask,
   steer,
-} from '../agent.ts';
-import { type Tool, TOOLS } from '../tools.ts';
+} from 'reference-harness';
+import { type Tool, TOOLS } from 'reference-harness/tools';
 import { type CliOptions, configFromCli, UsageError } from './options.ts';
 import { priced } from './prices.ts';
 import {
@@ -31,7 +28,8 @@ import {
   sessionLines,
 } from './session-file.ts';
 import { EXIT, MAX_COLUMNS, type Output, visible, wrap } from './terminal.ts';
-import { sandboxProblem } from '../hardening/index.ts';
+import { sandboxProblem } from 'reference-harness/hardening';
+import { type Approver, type ModelCallOptions, type ModelRequest } from './harness.ts';
 
 /** Everything a replay plays back: the tasks, each model reply in call order, and what the person did. */
 interface Recording {

@@ -19,21 +19,21 @@ import {
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
+import { type Agent, type Halt, errorText } from 'reference-harness';
+
+import type { ProgramEvent, SessionEvent } from './terminal.ts';
+import { minimatch } from 'minimatch';
+import { GUARDED, transcriptRepair } from 'reference-harness/hardening';
+import { MAX_INPUT_DEPTH, nestedDeeperThan } from 'reference-harness/hardening';
 import {
-  type Agent,
   type ApprovalAnswer,
   type Approver,
   type Budgets,
   type Compaction,
-  type Halt,
   type LoadedSession,
   type Price,
-  errorText,
-} from '../agent.ts';
-import { issuesText } from '../tools.ts';
-import type { ProgramEvent, SessionEvent } from './terminal.ts';
-import { globMatcher, hashProtected, transcriptRepair } from '../hardening/index.ts';
-import { MAX_INPUT_DEPTH, nestedDeeperThan } from '../hardening/index.ts';
+  issuesText,
+} from './harness.ts';
 
 /** Version 2 adds what a replay needs: the options, every reply as received, and what the person did. */
 export const SESSION_VERSION = 2;
@@ -492,10 +492,13 @@ export async function protectedChangedSince(
   globs: readonly string[],
 ): Promise<string | null> {
   if (loaded.protectedAtStart === null || globs.length === 0) return null;
-  const protectedNow = globMatcher(globs);
-  const recordedGlobs = loaded.header?.options?.protect ?? globs;
-  const recorded = recordedGlobs.length === 0 ? () => undefined : globMatcher(recordedGlobs);
-  const now = await hashProtected(root, globs);
+  const matcher = (list: readonly string[]) => (file: string) =>
+    list.find((glob) => minimatch(file, glob, { dot: true }));
+  const protectedNow = matcher(globs);
+  const recorded = matcher(loaded.header?.options?.protect ?? globs);
+  // As the agent fingerprints them: the guarded disk's fingerprints, on the disk as it is now.
+  const { disk, runner } = GUARDED;
+  const now = await disk.fingerprints(globs, { root, seen: new Map(), disk, runner });
   const changes: string[] = [];
   for (const [file, hash] of loaded.protectedAtStart) {
     if (protectedNow(file) === undefined || now.get(file) === hash) continue;

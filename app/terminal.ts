@@ -11,22 +11,18 @@ import { structuredPatch } from 'diff';
 import {
   type Agent,
   type AgentEvent,
-  type ApprovalAnswer,
-  type Approver,
   compactNow,
   contextBreakdown,
   costOf,
   describeHalt,
   errorText,
   type Halt,
-  type Price,
   runTask,
   steer,
-  textOfMessage,
-  type UsageTotals,
   withdrawSteering,
-} from '../agent.ts';
-import { describeCall, shownPath, type Tool, TOOLS } from '../tools.ts';
+} from 'reference-harness';
+import { describeCall, shownPath, type Tool, TOOLS } from 'reference-harness/tools';
+import { type ApprovalAnswer, type Approver, type Price, type UsageTotals } from './harness.ts';
 
 /** What the person did, which the harness never sees as an event: the program tells the session file, so a replay can
  *  do the same at the same point. */
@@ -696,7 +692,8 @@ export function tracePrinter(out: NodeJS.WritableStream = process.stdout, prefix
         if (event.message.role === 'assistant') return; // told with the reply, after what the model said
         const blocks = typeof event.message.content === 'string' ? [] : event.message.content;
         const results = blocks.filter((b) => b.type === 'tool_result').length;
-        const said = summarizeText(textOfMessage(event.message));
+        const text = blocks.map((b) => (b.type === 'text' ? b.text : '')).join('');
+        const said = summarizeText(typeof event.message.content === 'string' ? event.message.content : text);
         if (results > 0)
           return say('fold back', `appended ${results} tool result(s) in call order${said ? `, then "${said}"` : ''}`);
         if (running) return say('fold back', `appended a user message: "${said}"`);

@@ -14,9 +14,10 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import { minimatch } from 'minimatch';
 import { z } from 'zod';
-import { type AgentEvent, type UsageTotals } from '../../agent.ts';
-import { loadScript } from '../../scripted-model.ts';
-import { containedRunner, sandboxProblem, walk } from '../../hardening/index.ts';
+import { type AgentEvent } from 'reference-harness';
+import { loadScript } from 'reference-harness/scripted-model';
+import { GUARDED, sandboxProblem } from 'reference-harness/hardening';
+import { type UsageTotals } from '../harness.ts';
 
 // =============================================================================================
 // Tasks: a folder with task.json, project/ and (for scripted runs) trajectory.json
@@ -92,11 +93,17 @@ export function shardOf<T extends { name: string }>(tasks: readonly T[], index: 
   return [...tasks].sort((a, b) => (a.name < b.name ? -1 : 1)).filter((_, i) => i % count === index - 1);
 }
 
+/** Folders whose files are never a task's: git's data, installed packages, the session files. */
+const UNWALKED = new Set(['.git', 'node_modules', '.agent']);
+
 /** The project's files that match the globs, with their bytes; matched as the agent's --protect matches. */
 async function protectedFiles(root: string, globs: readonly string[]): Promise<Map<string, Buffer>> {
   const files = new Map<string, Buffer>();
-  for (const file of await walk(root)) {
-    if (!file.endsWith('/') && globs.some((glob) => minimatch(file, glob, { dot: true })))
+  const entries = await readdir(root, { recursive: true, withFileTypes: true });
+  for (const entry of entries.filter((found) => found.isFile())) {
+    const file = path.relative(root, path.join(entry.parentPath, entry.name)).split(path.sep).join('/');
+    if (file.split('/').some((name) => UNWALKED.has(name))) continue;
+    if (globs.some((glob) => minimatch(file, glob, { dot: true })))
       files.set(file, await readFile(path.join(root, file)));
   }
   return files;
@@ -116,7 +123,7 @@ async function protectedChanges(original: string, copy: string, globs: readonly 
  *  start without one, see main), since it runs code the agent wrote. */
 const runVerify = async (command: string, cwd: string) => {
   const sandbox = (await sandboxProblem()) === null;
-  return await containedRunner(command, {
+  return await GUARDED.runner(command, {
     cwd,
     timeoutMs: VERIFY_TIMEOUT_MS,
     signal: new AbortController().signal,

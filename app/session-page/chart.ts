@@ -6,11 +6,11 @@
 // chart stays the same size for any session. Each bar links to its request in the transcript, and carries its numbers
 // for the tooltip (`data-tip`, shown by the page's script) and for screen readers (`<title>`).
 
-import { costOf, type Price } from '../../agent.ts';
+import { costOf } from 'reference-harness';
 import { priceOf } from '../prices.ts';
-import { usageOf } from '../../scripted-model.ts';
 import { count, dollars, duration, type Fragment, html, type Html } from './html.ts';
 import type { Header, Request, SessionOutline, Tokens } from './read.ts';
+import { type Price } from '../harness.ts';
 
 export interface ChartOptions {
   contextWindow: number;
@@ -57,13 +57,12 @@ export const priceFor = (header: Header | null): Price | undefined =>
 
 /** A request's price in dollars; null when the model has no price. */
 export function requestCost(price: Price | undefined, tokens: Tokens): number | null {
-  const usage = usageOf({
+  return costOf(price, {
     input_tokens: tokens.uncached,
     cache_creation_input_tokens: tokens.cacheWrite,
     cache_read_input_tokens: tokens.cacheRead,
     output_tokens: tokens.output,
   });
-  return costOf(price, usage);
 }
 
 // =============================================================================================

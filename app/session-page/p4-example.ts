@@ -7,7 +7,7 @@ import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import * as agentTs from '../../agent.ts';
+import * as agentTs from 'reference-harness';
 import { SESSION_VERSION, sessionRecorder } from '../session-file.ts';
 import { playStory, STORIES } from '../../lessons/stories.ts';
 import { exportSession } from './export.ts';

@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { reply, text, toolUse } from '../../scripted-model.ts';
+import { reply, text, toolUse } from 'reference-harness/scripted-model';
 import { tempProject, within } from '../../test/helpers.ts';
 import { fakeMessage, messageCalls, startFakeApi, textBlock, toolUseBlock } from '../../test/model/fake-api.ts';
 import { HALT_META } from '../acp.ts';

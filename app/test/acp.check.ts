@@ -13,7 +13,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { reply, text, toolUse } from '../../scripted-model.ts';
+import { reply, text, toolUse } from 'reference-harness/scripted-model';
 import { agentTextOf, type JsonRpcMessage, protocolSchema, rawClient, startAcp, updatesIn } from './acp-wire.ts';
 import { tempProject, within } from '../../test/helpers.ts';
 import { RUN_WITHOUT_HALT } from '../session-file.ts';

@@ -6,8 +6,8 @@ import * as acp from '@agentclientprotocol/sdk';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { test } from 'node:test';
-import type { Halt } from '../../agent.ts';
-import { TOOLS } from '../../tools.ts';
+import type { Halt } from 'reference-harness';
+import { TOOLS } from 'reference-harness/tools';
 import { hunks, replayUpdates, sessionFile, stopReasonFor, taskText } from '../acp.ts';
 import { parseCli, UsageError } from '../options.ts';
 

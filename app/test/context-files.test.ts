@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { say } from '../../scripted-model.ts';
+import { say } from 'reference-harness/scripted-model';
 import { tempProject } from '../../test/helpers.ts';
 import { runCli } from './helpers.ts';
 

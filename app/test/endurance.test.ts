@@ -6,8 +6,8 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, test } from 'node:test';
-import { type AgentEvent, contextBreakdown, estimateTokens, resume, runTask } from '../../agent.ts';
-import { call, reply, say, ScriptedModel } from '../../scripted-model.ts';
+import { type AgentEvent, contextBreakdown, estimateTokens, resume, runTask } from 'reference-harness';
+import { call, reply, say, ScriptedModel } from 'reference-harness/scripted-model';
 import {
   childScript,
   FINAL,

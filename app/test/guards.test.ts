@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { runTask } from '../../agent.ts';
-import { call, say } from '../../scripted-model.ts';
+import { runTask } from 'reference-harness';
+import { call, say } from 'reference-harness/scripted-model';
 import { startDeepReplyApi } from '../../test/model/fake-api.ts';
 import { nested, scriptedAgent, tempProject, toolResults, unmarked, violationsOf } from '../../test/helpers.ts';
 import { loadSession, SESSION_VERSION, sessionRecorder } from '../session-file.ts';

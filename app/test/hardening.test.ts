@@ -6,12 +6,12 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, test } from 'node:test';
-import { type AgentEvent, runTask } from '../../agent.ts';
-import { call, reply, say, text } from '../../scripted-model.ts';
+import { type AgentEvent, runTask } from 'reference-harness';
+import { call, reply, say, text } from 'reference-harness/scripted-model';
 import { scriptedAgent, tempProject } from '../../test/helpers.ts';
 import { jsonPrinter } from '../terminal.ts';
 import { runCli } from './helpers.ts';
-import { TOOLS } from '../../tools.ts';
+import { TOOLS } from 'reference-harness/tools';
 
 /** The tools that change files, as the start-up notice names them. */
 const CHANGING = TOOLS.filter((tool) => !tool.readOnly)

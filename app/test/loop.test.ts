@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { cp } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import type { Halt } from '../../agent.ts';
+import type { Halt } from 'reference-harness';
 import { EXAMPLE_PROJECT } from '../../lessons/demo.ts';
 import { tempProject } from '../../test/helpers.ts';
 import { main } from '../main.ts';

@@ -14,7 +14,7 @@ import { describe, test, type TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadSession, RUN_WITHOUT_HALT } from '../session-file.ts';
 import { EXIT } from '../terminal.ts';
-import { call, say } from '../../scripted-model.ts';
+import { call, say } from 'reference-harness/scripted-model';
 import { alive, tempProject, violationsOf, within } from '../../test/helpers.ts';
 import { theProgramAbove, parentOf, slowCheck, withoutTime } from './helpers.ts';
 

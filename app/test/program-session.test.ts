@@ -16,7 +16,7 @@ import { main } from '../main.ts';
 import { parseCli, resumedOptions } from '../options.ts';
 import type { RecordedOptions } from '../session-file.ts';
 import { type Ending, EXIT, repl, type SessionEvent } from '../terminal.ts';
-import { call, say } from '../../scripted-model.ts';
+import { call, say } from 'reference-harness/scripted-model';
 import { scriptedAgent, tempProject, within } from '../../test/helpers.ts';
 import { runCli, slowCheck, withoutTime } from './helpers.ts';
 

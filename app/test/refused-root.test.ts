@@ -7,7 +7,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
-import { say } from '../../scripted-model.ts';
+import { say } from 'reference-harness/scripted-model';
 import { tempProject } from '../../test/helpers.ts';
 import { main } from '../main.ts';
 

@@ -8,18 +8,18 @@ import assert from 'node:assert/strict';
 import { cp, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
-import { AnthropicModel, type Approver, type Model, createAgent, runTask, steer } from '../../agent.ts';
+import { AnthropicModel, type Approver, type Model, createAgent, runTask, steer } from 'reference-harness';
 import type { SessionEvent } from '../terminal.ts';
 import { firstDifference, recordedTools } from '../replay.ts';
 import { recordAnswers, type RecordedOptions, SESSION_VERSION, sessionRecorder } from '../session-file.ts';
 import { EXIT } from '../terminal.ts';
-import { call, reply, say, ScriptedModel, toolUse, usageOf } from '../../scripted-model.ts';
-import { TOOLS } from '../../tools.ts';
+import { call, reply, say, ScriptedModel, toolUse, usageOf } from 'reference-harness/scripted-model';
+import { TOOLS } from 'reference-harness/tools';
 import { FORKED_TOOLS, SHIPPED_TOOLS } from '../../test/tools/fork-tools.ts';
 import { fakeMessage, startFakeApi } from '../../test/model/fake-api.ts';
 import { tempProject } from '../../test/helpers.ts';
 import { runCli } from './helpers.ts';
-import { sandboxProblem } from '../../hardening/index.ts';
+import { sandboxProblem } from 'reference-harness/hardening';
 
 const RECORDINGS = path.join(import.meta.dirname, 'recordings');
 

@@ -10,7 +10,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
-import { say } from '../../scripted-model.ts';
+import { say } from 'reference-harness/scripted-model';
 import { tempProject, within } from '../../test/helpers.ts';
 import { startAcp, updatesIn } from './acp-wire.ts';
 

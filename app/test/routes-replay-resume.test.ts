@@ -11,11 +11,11 @@ import path from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import type { SessionHeader } from '../session-file.ts';
 import { EXIT } from '../terminal.ts';
-import { call, say } from '../../scripted-model.ts';
+import { call, say } from 'reference-harness/scripted-model';
 import { tempProject } from '../../test/helpers.ts';
 import { editedRecording, runCli } from './helpers.ts';
-import { TOOLS } from '../../tools.ts';
-import { sandboxProblem } from '../../hardening/index.ts';
+import { TOOLS } from 'reference-harness/tools';
+import { sandboxProblem } from 'reference-harness/hardening';
 
 const noSandbox = await sandboxProblem();
 const skip = noSandbox === null ? false : `no OS sandbox here (${noSandbox}); CI installs bubblewrap`;

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { openSessionFile } from '../session-file.ts';
 import { EXIT } from '../terminal.ts';
-import { say } from '../../scripted-model.ts';
+import { say } from 'reference-harness/scripted-model';
 import { tempProject } from '../../test/helpers.ts';
 import { runCli } from './helpers.ts';
 

@@ -7,7 +7,7 @@ import { mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { call, say } from '../../scripted-model.ts';
+import { call, say } from 'reference-harness/scripted-model';
 import { sandboxPolicy } from '../options.ts';
 import { runCli } from './helpers.ts';
 

@@ -10,7 +10,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import fc from 'fast-check';
-import { AnthropicModel, type Compaction, type LoadedSession, resume, runTask } from '../../agent.ts';
+import { AnthropicModel, type Compaction, type LoadedSession, resume, runTask } from 'reference-harness';
 import { loadSession, RUN_WITHOUT_HALT, SESSION_VERSION, type SessionEntry, sessionRecorder } from '../session-file.ts';
 import { requestViolations } from '../../lessons/api-rules.ts';
 import { fakeMessage, startFakeApi } from '../../test/model/fake-api.ts';

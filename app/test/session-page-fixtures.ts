@@ -14,7 +14,7 @@ import {
   runTask,
   steer,
   type UsageTotals,
-} from '../../agent.ts';
+} from 'reference-harness';
 import {
   recordAnswers,
   SESSION_VERSION,
@@ -23,8 +23,8 @@ import {
   sessionRecorder,
 } from '../session-file.ts';
 import type { SessionEvent } from '../terminal.ts';
-import { call, reply, say, type ScriptEntry, ScriptedModel, text, toolUse } from '../../scripted-model.ts';
-import { defineTool } from '../../tools.ts';
+import { call, reply, say, type ScriptEntry, ScriptedModel, text, toolUse } from 'reference-harness/scripted-model';
+import { defineTool } from 'reference-harness/tools';
 import { scriptedAgent, tempProject, toolsWith } from '../../test/helpers.ts';
 
 export const HOSTILE = {

@@ -11,7 +11,7 @@ import type { SessionEvent } from '../terminal.ts';
 import { main } from '../main.ts';
 import { markdownRenderer } from '../markdown.ts';
 import { jsonPrinter, StatusLine, terminalPrinter, tracePrinter } from '../terminal.ts';
-import { describeCall } from '../../tools.ts';
+import { describeCall } from 'reference-harness/tools';
 import { type Emulator, emulator } from './emulator.ts';
 import { tempProject } from '../../test/helpers.ts';
 

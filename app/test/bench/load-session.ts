@@ -16,7 +16,7 @@ import {
   resume,
   runTask,
   textOfMessage,
-} from '../../../agent.ts';
+} from 'reference-harness';
 import { loadSession } from '../../session-file.ts';
 import { median } from '../../../test/bench/loop.ts';
 import { textReply } from '../../../test/bench/replay-model.ts';

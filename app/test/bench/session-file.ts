@@ -5,7 +5,7 @@ import { mkdtemp, open, realpath, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { SESSION_VERSION, type SessionEntry } from '../../session-file.ts';
-import { usageOf } from '../../../scripted-model.ts';
+import { usageOf } from 'reference-harness/scripted-model';
 
 export const SESSION_FILE_BYTES = 1000 ** 3;
 

@@ -4,7 +4,7 @@
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Writable } from 'node:stream';
-import type { AgentEvent } from '../../../agent.ts';
+import type { AgentEvent } from 'reference-harness';
 import {
   benchAgent,
   type Measurement,
@@ -18,7 +18,7 @@ import {
   withProject,
 } from '../../../test/bench/loop.ts';
 import { callsReply, ReplayModel, textReply } from '../../../test/bench/replay-model.ts';
-import { TOOLS } from '../../../tools.ts';
+import { TOOLS } from 'reference-harness/tools';
 import { SESSION_VERSION, sessionRecorder } from '../../session-file.ts';
 import { terminalPrinter } from '../../terminal.ts';
 

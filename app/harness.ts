@@ -1,0 +1,26 @@
+// The harness's types as the program names them, derived from what the harness exports
+// (`reference-harness` and its subpaths, package.json's `exports`), so the program imports the
+// harness's small public API and nothing of its internals (app/test/layout.test.ts counts it).
+
+import type { Agent, createAgent, Halt, Model, resume } from 'reference-harness';
+import type { Tool } from 'reference-harness/tools';
+import type { z } from 'zod';
+
+export type AgentConfig = Parameters<typeof createAgent>[0];
+export type Approver = NonNullable<AgentConfig['approve']>;
+export type ApprovalAnswer = Awaited<ReturnType<Approver>>;
+export type BeforeCallHook = NonNullable<AgentConfig['beforeCall']>[number];
+export type Budgets = NonNullable<AgentConfig['budgets']>;
+export type BudgetName = Extract<Halt, { kind: 'budget' }>['budget'];
+export type LoadedSession = Parameters<typeof resume>[1];
+export type Compaction = NonNullable<LoadedSession['compaction']>;
+export type ModelRequest = Parameters<Model['complete']>[0];
+export type ModelCallOptions = Parameters<Model['complete']>[1];
+export type Price = NonNullable<Model['price']>;
+export type UsageTotals = Agent['usage'];
+export type ToolContext = Parameters<Tool['run']>[1];
+export type Disk = ToolContext['disk'];
+
+/** A schema's refusal in one line: each issue's path and message. */
+export const issuesText = (error: z.ZodError) =>
+  error.issues.map((issue) => `${issue.path.join('.') || '(input)'}: ${issue.message}`).join('; ');
