@@ -1613,7 +1613,7 @@ const FIXES: { rule: RegExp; fix: string; see: BuildSection }[] = [
   },
   { rule: /non-empty content/, fix: 'Never append a message without content', see: 'p0' },
 ];
-const fixFor = (rule: string) =>
+export const fixFor = (rule: string) =>
   FIXES.find((f) => f.rule.test(rule)) ?? {
     fix: 'lessons/api-rules.ts lists what the API refuses',
     see: 'p1' as const,
