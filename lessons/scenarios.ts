@@ -489,17 +489,23 @@ function message(content: Anthropic.ContentBlock[], stop: Anthropic.StopReason):
   };
 }
 
-/** The replies a model gives over a scenario: the script, the loop (each call's arguments varied, so that no two calls
- *  in a row are the same), then a claim of "done"; after that, every call fails. */
+/** The replies a model gives over a scenario: the script, the loop (its reply every other turn, an echo between, so
+ *  that no call comes twice in a row), then a claim of "done"; after that, every call fails. */
 function expand(replies: readonly Reply[], loop: Scenario['loop'], last: string): Reply[] {
-  const looped = loop === null ? [] : Array.from({ length: loop.times }, (_, n) => varied(loop.reply, n));
+  const tick = (n: number): Reply => ({
+    blocks: [{ type: 'call', name: 'echo', input: { text: `tick ${n}` }, step: 'p1' }],
+    cut: false,
+    fails: false,
+  });
+  const looped =
+    loop === null ? [] : Array.from({ length: loop.times }, (_, n) => (n % 2 === 0 ? varied(loop.reply, n) : tick(n)));
   return [...replies, ...looped, { blocks: [{ type: 'text', text: last }], cut: false, fails: false }];
 }
 
 function varied(reply: Reply, n: number): Reply {
   const vary = (key: string, value: unknown) => {
     if (typeof value !== 'string') return value;
-    if (key === 'path' && n % 2 === 1) return value.startsWith('/') || value.startsWith('{') ? value : `./${value}`;
+    if (key === 'path' && n % 4 === 2) return value.startsWith('/') || value.startsWith('{') ? value : `./${value}`;
     return key === 'text' || key === 'line' ? `${value} ${n}` : value;
   };
   const blocks = reply.blocks.map((block) =>
@@ -950,7 +956,9 @@ export function scenarioLines(scenario: Scenario): string[] {
   };
   scenario.replies.forEach((reply, i) => lines.push(`reply ${i + 1}: ${replyText(reply)}`));
   if (scenario.loop !== null)
-    lines.push(`then ${scenario.loop.times} times: ${replyText(scenario.loop.reply)} (varied)`);
+    lines.push(
+      `then ${scenario.loop.times} times: ${replyText(scenario.loop.reply)} (every other turn, an echo between)`,
+    );
   lines.push(`then: ${JSON.stringify(DONE)}; after that every model call fails`);
   if (scenario.verify !== null) lines.push(`verify: ${VERIFY[scenario.verify]} (${scenario.verify})`);
   if (scenario.approvals !== null) lines.push(`config.approve answers: ${[...scenario.approvals, 'yes…'].join(', ')}`);
