@@ -88,7 +88,7 @@ const SUMMARY = 'SUMMARY-';
 const MARKERS = [SECRET, RULE, RULE_PAST_CAP, LINKED_RULE, CHECK_SAYS, HEAD, TAIL, SUB_ANSWER];
 
 const WINDOW = 20_000;
-const VERIFY_TIMEOUT_MS = 150;
+const VERIFY_TIMEOUT_MS = 80;
 const VERIFY: Record<Verify, string> = {
   passes: 'exit 0',
   fails: `echo ${CHECK_SAYS}; exit 1`,
@@ -371,7 +371,10 @@ function replyArb(stage: Lesson, calls: boolean): fc.Arbitrary<Reply> {
 /** The scenarios of one stage. */
 export function scenarioArb(stage: Lesson): fc.Arbitrary<Scenario> {
   const calls = at(stage, 'p1');
-  const loopedCall = callArb(stage).map((call): Reply => ({ blocks: [call], cut: false, fails: false }));
+  const loopedCall = fc.oneof(
+    callArb(stage).map((call): Reply => ({ blocks: [call], cut: false, fails: false })),
+    replyArb(stage, false),
+  );
   const loop = calls
     ? fc.option(fc.record({ reply: loopedCall, times: fc.integer({ min: 20, max: 28 }) }), { freq: 4 })
     : fc.constant(null);
@@ -383,7 +386,13 @@ export function scenarioArb(stage: Lesson): fc.Arbitrary<Scenario> {
     subReplies: at(stage, 'p4') ? fc.array(replyArb('p2', true), { maxLength: 3 }) : fc.constant([]),
     subLoop: at(stage, 'p4') ? fc.constantFrom(0, 0, 29, 30, 31) : fc.constant(0),
     verify: at(stage, 'p2')
-      ? fc.option(fc.constantFrom<Verify>(...(Object.keys(VERIFY) as Verify[])), { freq: 4 })
+      ? fc.option(
+          fc.oneof(
+            { arbitrary: fc.constantFrom<Verify>('passes', 'fails', 'passes-once-fixed', 'long-output'), weight: 4 },
+            { arbitrary: fc.constantFrom<Verify>('outlasts-its-time', 'killed'), weight: 1 },
+          ),
+          { freq: 4 },
+        )
       : fc.constant(null),
     approvals: at(stage, 'p3')
       ? fc.option(fc.array(fc.constantFrom<Approval>('yes', 'no', 'throws', 'never'), { maxLength: 4 }), { freq: 3 })
@@ -414,6 +423,8 @@ interface Seen {
   request: ModelRequest;
   turn: boolean;
   violation: string | null;
+  /** How many summaries the model had given before this request. */
+  summariesBefore: number;
 }
 
 /** The scripted model of a scenario: turns take the next reply; with a window, a request that does not end where
@@ -441,7 +452,12 @@ class ScenarioModel implements Model {
       (thinking, signature) => this.signatures.get(signature) === thinking,
     );
     const turn = this.isTurn(request);
-    this.seen.push({ request: structuredClone(request), turn, violation: violation ?? null });
+    this.seen.push({
+      request: structuredClone(request),
+      turn,
+      violation: violation ?? null,
+      summariesBefore: this.summaries,
+    });
     if (this.seen.length > 200) throw new Error('more than 200 model calls in one scenario');
     if (violation !== undefined) throw new Error(`400 invalid_request_error: ${violation}`);
     if (!turn)
@@ -623,6 +639,8 @@ async function observeIn(dir: string, harness: Harness, scenario: Scenario): Pro
       );
     const refused = sent.find((r) => !r.turn && r.violation !== null);
     if (refused !== undefined) fact(`${name}: a summary request by the API's rules`, validity(refused), 'p4');
+    const forgot = sent.find((r) => !r.turn && r.summariesBefore > 0 && !carriesSummary(r, r.summariesBefore));
+    if (forgot !== undefined) fact(`${name}: a summary request without the summary before it`, 'sent', 'p4');
     fact(`${name}: the calls that ran`, played.runs.slice(from.runs).join('; ') || 'none');
     if (scenario.approvals !== null)
       fact(
@@ -719,10 +737,20 @@ function requestFacts(
   }
   fact(`${name}: what it ends with`, normalized(request.messages, root, dir, true));
   const tokens = Math.ceil(JSON.stringify(request).length / 4);
-  fact(`${name}: within the window`, tokens <= scenario.contextWindow ? 'yes' : 'no', 'p4');
-  const secret = JSON.stringify(request.messages).includes(SECRET);
+  // A request that holds only a summary and the latest exchange cannot be cut further: what it sends is what it must.
+  const messages = request.messages;
+  const from = messages[0] !== undefined && JSON.stringify(messages[0]).includes(SUMMARY) ? 1 : 0;
+  const uncuttable = messages.slice(from + 1).every((m) => m.role !== 'assistant');
+  const within = tokens <= scenario.contextWindow || uncuttable;
+  fact(`${name}: within the window, or cut as far as it goes`, within ? 'yes' : 'no', 'p4');
+  const sent = JSON.stringify(request.messages);
+  const latest = seen.summariesBefore === 0 || carriesSummary(seen, seen.summariesBefore);
+  fact(`${name}: the latest summary in it, if there is one`, latest ? 'yes' : 'no', 'p4');
+  const secret = sent.includes(SECRET);
   fact(`${name}: the secret in it`, secret ? 'yes' : 'no', 'p2');
 }
+
+const carriesSummary = (seen: Seen, n: number) => JSON.stringify(seen.request.messages).includes(`${SUMMARY}${n}:`);
 
 function definesTool(sent: Anthropic.ToolUnion, tool: Tool): boolean {
   if (!('input_schema' in sent) || sent.name !== tool.name || sent.description !== tool.description) return false;
@@ -875,7 +903,7 @@ export function stepOf(scenario: Scenario): Lesson {
 
 export const SEED = 49;
 /** Scenarios per stage: enough to find every mistake of the checker's own test within a few seconds each. */
-export const RUNS: Record<Lesson, number> = { p0: 150, p1: 250, p2: 300, p3: 300, p4: 150 };
+export const RUNS: Record<Lesson, number> = { p0: 150, p1: 200, p2: 200, p3: 200, p4: 150 };
 /** A stage's check stops looking (and shrinking) after this long, well under a minute on two busy cores. */
 const STAGE_TIME_LIMIT_MS = 45_000;
 
