@@ -89,13 +89,16 @@ const MARKERS = [SECRET, RULE, RULE_PAST_CAP, LINKED_RULE, CHECK_SAYS, HEAD, TAI
 
 const WINDOW = 20_000;
 const VERIFY_TIMEOUT_MS = 80;
+/** The check's commands print their markers in two pieces, so that only their output, never the command itself (which
+ *  a "not done" message may quote), carries them. */
+const printed = (marker: string) => `echo ${marker.slice(0, 4)}""${marker.slice(4)}`;
 const VERIFY: Record<Verify, string> = {
   passes: 'exit 0',
-  fails: `echo ${CHECK_SAYS}; exit 1`,
-  'passes-once-fixed': `grep -q "a + b" add.js || { echo ${CHECK_SAYS}; exit 1; }`,
-  'long-output': `echo ${HEAD}; seq 1 9000; echo ${TAIL}; exit 1`,
+  fails: `${printed(CHECK_SAYS)}; exit 1`,
+  'passes-once-fixed': `grep -q "a + b" add.js || { ${printed(CHECK_SAYS)}; exit 1; }`,
+  'long-output': `${printed(HEAD)}; seq 1 9000; ${printed(TAIL)}; exit 1`,
   'outlasts-its-time': 'exec sleep 3',
-  killed: `echo ${CHECK_SAYS}; kill -9 $$`,
+  killed: `${printed(CHECK_SAYS)}; kill -9 $$`,
 };
 
 const ADD_JS = 'export function add(a, b) {\n  return a - b;\n}\n';
@@ -541,7 +544,7 @@ const SUB_LOOP: Reply = {
 };
 
 /** What a user would observe of `harness` playing `scenario`, in a fresh project. */
-async function observe(harness: Harness, scenario: Scenario): Promise<Fact[]> {
+export async function observe(harness: Harness, scenario: Scenario): Promise<Fact[]> {
   const dir = await realpath(await mkdtemp(path.join(os.tmpdir(), `scenario-${scenario.stage}-`)));
   try {
     return await observeIn(dir, harness, scenario);
