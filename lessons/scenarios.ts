@@ -627,10 +627,35 @@ async function observeIn(dir: string, harness: Harness, scenario: Scenario): Pro
     const returned = await settled(async () => harness.runTask(agent, text, signal), TASK_TIMEOUT_MS);
     task.abort();
     await sleep(2); // what a harness left running (a call it did not await) does its damage now, not in the next task
-    // With a window, when a summary is asked for is the harness's own estimate: only the turns are compared one by
-    // one, and the summary requests by whether the API would take them.
+    // First what a user sees happen (a request refused, the calls run, the files, the halt), then what the model was
+    // sent. With a window, when a summary is asked for is the harness's own estimate: only the turns are compared one
+    // by one, and the summary requests by whether the API would take them.
     const sent = model.seen.slice(from.requests);
-    for (const [i, seen] of sent.filter((r) => r.turn).entries())
+    const turns = sent.filter((r) => r.turn);
+    const refused = turns.findIndex((r) => r.violation !== null);
+    const rule = turns[refused]?.violation;
+    fact(
+      `${name}: the first request the API would refuse`,
+      rule == null ? 'none' : `request ${refused + 1}, ${validity(turns[refused]!)}`,
+      rule == null ? null : fixFor(rule).see,
+    );
+    fact(`${name}: the calls that ran`, played.runs.slice(from.runs).join('; ') || 'none');
+    const now = await diskOf(dir);
+    fact(`${name}: the files changed`, changes(disk, now));
+    disk = now;
+    if (scenario.approvals !== null)
+      fact(
+        `${name}: config.approve was asked about`,
+        played.approvalsAsked.slice(from.asked).join(', ') || 'nothing',
+        'p3',
+      );
+    fact(`${name}: the halt`, 'threw' in returned ? returned.threw : haltOf(returned.value, config));
+    const summaryRefused = sent.find((r) => !r.turn && r.violation !== null);
+    if (summaryRefused !== undefined)
+      fact(`${name}: a summary request by the API's rules`, validity(summaryRefused), 'p4');
+    const forgot = sent.find((r) => !r.turn && r.summariesBefore > 0 && !carriesSummary(r, r.summariesBefore));
+    if (forgot !== undefined) fact(`${name}: a summary request without the summary before it`, 'sent', 'p4');
+    for (const [i, seen] of turns.entries())
       requestFacts(
         fact,
         `${name}, request ${i + 1}${windowed ? ' (not counting summary requests)' : ''}`,
@@ -640,21 +665,6 @@ async function observeIn(dir: string, harness: Harness, scenario: Scenario): Pro
         root,
         dir,
       );
-    const refused = sent.find((r) => !r.turn && r.violation !== null);
-    if (refused !== undefined) fact(`${name}: a summary request by the API's rules`, validity(refused), 'p4');
-    const forgot = sent.find((r) => !r.turn && r.summariesBefore > 0 && !carriesSummary(r, r.summariesBefore));
-    if (forgot !== undefined) fact(`${name}: a summary request without the summary before it`, 'sent', 'p4');
-    fact(`${name}: the calls that ran`, played.runs.slice(from.runs).join('; ') || 'none');
-    if (scenario.approvals !== null)
-      fact(
-        `${name}: config.approve was asked about`,
-        played.approvalsAsked.slice(from.asked).join(', ') || 'nothing',
-        'p3',
-      );
-    const now = await diskOf(dir);
-    fact(`${name}: the files changed`, changes(disk, now));
-    disk = now;
-    fact(`${name}: the halt`, 'threw' in returned ? returned.threw : haltOf(returned.value, config));
     if ('threw' in returned && returned.threw.startsWith('did not return')) break;
   }
   const messages = transcript();
@@ -721,7 +731,6 @@ function requestFacts(
   dir: string,
 ): void {
   const { request } = seen;
-  fact(`${name}: by the API's rules`, validity(seen), seen.violation === null ? null : fixFor(seen.violation).see);
   const system =
     typeof request.system === 'string' ? request.system : (request.system ?? []).map((b) => b.text).join('');
   fact(`${name}: a system prompt`, system.trim() === '' ? 'none' : 'one', 'p0');
@@ -876,15 +885,16 @@ export async function difference(learner: Harness, scenario: Scenario): Promise<
     observe(REFERENCES[scenario.stage], scenario),
     observe(learner, scenario),
   ]);
-  const theirs = new Map(actual.map((fact) => [fact.what, fact.value]));
-  const ours = new Map(expected.map((fact) => [fact.what, fact.value]));
+  const theirs = new Map(actual.map((fact) => [fact.what, fact]));
+  const ours = new Map(expected.map((fact) => [fact.what, fact]));
   const order = [...expected, ...actual.filter((fact) => !ours.has(fact.what))];
-  for (const fact of order) {
-    const reference = ours.get(fact.what) ?? '(nothing)';
-    const learnt = theirs.get(fact.what) ?? '(nothing)';
-    if (reference === learnt) continue;
-    const see = fact.see ?? stepOf(scenario);
-    return { what: fact.what, reference, learner: learnt, see };
+  for (const { what } of order) {
+    const reference = ours.get(what);
+    const learnt = theirs.get(what);
+    if (reference?.value === learnt?.value) continue;
+    // The learner's side says where build.md teaches it (the rule its request broke), else the reference's.
+    const see = learnt?.see ?? reference?.see ?? stepOf(scenario);
+    return { what, reference: reference?.value ?? '(nothing)', learner: learnt?.value ?? '(nothing)', see };
   }
   return null;
 }
