@@ -29,6 +29,7 @@ import {
   type BuildSection,
   fixFor,
   type Harness,
+  mainViolation,
   type Lesson,
   LESSONS,
   writeFiles,
@@ -54,7 +55,8 @@ export interface Reply {
 }
 
 export type Approval = 'yes' | 'no' | 'throws' | 'never';
-export type Verify = 'passes' | 'fails' | 'passes-once-fixed' | 'long-output' | 'outlasts-its-time' | 'killed';
+export type Verify =
+  'passes' | 'fails' | 'passes-once-fixed' | 'long-output' | 'outlasts-its-time' | 'leaves-a-child-running' | 'killed';
 
 export interface Scenario {
   stage: Lesson;
@@ -84,8 +86,9 @@ const CHECK_SAYS = 'CHECK-FAILED-MARK';
 const HEAD = 'HEAD-MARK';
 const TAIL = 'TAIL-MARK';
 const SUB_ANSWER = 'SUB-ANSWER';
+const INNER = 'INNER-MARK';
 const SUMMARY = 'SUMMARY-';
-const MARKERS = [SECRET, RULE, RULE_PAST_CAP, LINKED_RULE, CHECK_SAYS, HEAD, TAIL, SUB_ANSWER];
+const MARKERS = [SECRET, RULE, RULE_PAST_CAP, LINKED_RULE, CHECK_SAYS, HEAD, TAIL, SUB_ANSWER, INNER];
 
 const WINDOW = 20_000;
 const VERIFY_TIMEOUT_MS = 80;
@@ -98,6 +101,8 @@ const VERIFY: Record<Verify, string> = {
   'passes-once-fixed': `grep -q "a + b" add.js || { ${printed(CHECK_SAYS)}; exit 1; }`,
   'long-output': `${printed(HEAD)}; seq 1 9000; ${printed(TAIL)}; exit 1`,
   'outlasts-its-time': 'exec sleep 3',
+  // Killing the shell alone leaves the subshell running, and it changes the project after the gate moved on.
+  'leaves-a-child-running': '( sleep 0.2; echo late > late.txt ); exit 1',
   killed: `${printed(CHECK_SAYS)}; kill -9 $$`,
 };
 
@@ -108,7 +113,7 @@ const PROJECT: Record<string, string> = {
   'test.js': "import { add } from './add.js';\nif (add(2, 3) !== 5) process.exit(1);\n",
   'notes.txt': 'one\ntwo\ntwo\n',
   'caf\u00e9.txt': 'NFC name\n',
-  'sub/inner.txt': 'inner\n',
+  'sub/inner.txt': `${INNER}: what the sub-agent reads\n`,
   'log.txt': '',
 };
 const CHUNKS: Record<string, string> = {
@@ -125,6 +130,7 @@ const LINKS: Record<string, string> = {
   'link-out': '../secret.txt',
   'link-in': 'add.js',
   'dir-out': '../project-private',
+  'link-to-test': 'test.js',
 };
 
 /** Paths a call may name, each with the step that teaches what happens to it. */
@@ -140,7 +146,7 @@ const OUTSIDE_PATHS = [
   '/etc/hostname',
   'a\u0000.txt',
 ];
-const PROTECTED_PATHS = ['test.js', './test.js', 'sub/../test.js', '{ROOT}/test.js'];
+const PROTECTED_PATHS = ['test.js', './test.js', 'sub/../test.js', '{ROOT}/test.js', 'link-to-test'];
 
 // --- The scenarios' tools: each run recorded, so what ran, and with what, is known whatever the harness says.
 
@@ -328,6 +334,7 @@ function callArb(stage: Lesson): fc.Arbitrary<Block> {
       'p3',
     ),
     call('stamp', fc.record({ path: fc.constantFrom('notes.txt', 'test.js') }), 'p3'),
+    call('write_file', fc.constantFrom({ path: 'new.txt' }, { path: 'test.js', content: 5 }, { content: 'x' }), 'p3'),
     call(
       'edit_file',
       fc.record({
@@ -351,6 +358,26 @@ function callArb(stage: Lesson): fc.Arbitrary<Block> {
 }
 
 const replyTexts = fc.constantFrom('Looking.', 'Done: add(2, 3) is 5.', 'I changed add.js.');
+
+/** A read of add.js, then its fix: in one reply, in the next, or after a claim of "done" (in the next task when the
+ *  first is accepted). What the tool context remembers, and the check after a real fix, need them in this order. */
+function readThenEdit(stage: Lesson): { arbitrary: fc.Arbitrary<Reply[]>; weight: number }[] {
+  if (!at(stage, 'p2')) return [];
+  const one = (...blocks: Block[]): Reply => ({ blocks, cut: false, fails: false });
+  const read: Block = { type: 'call', name: 'read_file', input: { path: 'add.js' }, step: 'p2' };
+  const fix: Block = {
+    type: 'call',
+    name: 'edit_file',
+    input: { path: 'add.js', old_str: 'return a - b;', new_str: 'return a + b;' },
+    step: 'p2',
+  };
+  const pairs = fc.constantFrom<Reply[]>(
+    [one(read, fix)],
+    [one(read), one(fix)],
+    [one(read), one({ type: 'text', text: 'Looking.' }), one(fix)],
+  );
+  return [{ arbitrary: pairs, weight: 1 }];
+}
 
 const sometimes = (weight: number) =>
   fc.oneof({ arbitrary: fc.constant(false), weight }, { arbitrary: fc.constant(true), weight: 1 });
@@ -384,7 +411,12 @@ export function scenarioArb(stage: Lesson): fc.Arbitrary<Scenario> {
   return fc.record({
     stage: fc.constant(stage),
     tasks: fc.array(fc.constantFrom(...TASKS), { minLength: 1, maxLength: 3 }),
-    replies: fc.array(replyArb(stage, calls), { minLength: 1, maxLength: 6 }),
+    replies: fc
+      .array(fc.oneof({ arbitrary: replyArb(stage, calls).map((r) => [r]), weight: 4 }, ...readThenEdit(stage)), {
+        minLength: 1,
+        maxLength: 6,
+      })
+      .map((chunks) => chunks.flat()),
     loop,
     subReplies: at(stage, 'p4') ? fc.array(replyArb('p2', true), { maxLength: 3 }) : fc.constant([]),
     subLoop: at(stage, 'p4') ? fc.constantFrom(0, 0, 29, 30, 31) : fc.constant(0),
@@ -392,7 +424,15 @@ export function scenarioArb(stage: Lesson): fc.Arbitrary<Scenario> {
       ? fc.option(
           fc.oneof(
             { arbitrary: fc.constantFrom<Verify>('passes', 'fails', 'passes-once-fixed', 'long-output'), weight: 4 },
-            { arbitrary: fc.constantFrom<Verify>('outlasts-its-time', 'killed'), weight: 1 },
+            {
+              // lessons/p2.ts runs its check with exec, as build.md's step 3 warns against; from P3 on, runCommand.
+              arbitrary: fc.constantFrom<Verify>(
+                'outlasts-its-time',
+                'killed',
+                ...(at(stage, 'p3') ? (['leaves-a-child-running'] as const) : []),
+              ),
+              weight: 1,
+            },
           ),
           { freq: 4 },
         )
@@ -450,9 +490,11 @@ class ScenarioModel implements Model {
   async complete(request: ModelRequest, { signal }: { signal: AbortSignal }): Promise<Anthropic.Message> {
     await nextTick();
     signal.throwIfAborted();
-    const [violation] = requestViolations(
-      { model: 'scenario', max_tokens: 1024, ...request },
-      (thinking, signature) => this.signatures.get(signature) === thinking,
+    const violation = mainViolation(
+      requestViolations(
+        { model: 'scenario', max_tokens: 1024, ...request },
+        (thinking, signature) => this.signatures.get(signature) === thinking,
+      ),
     );
     const turn = this.isTurn(request);
     this.seen.push({
@@ -605,7 +647,9 @@ async function observeIn(dir: string, harness: Harness, scenario: Scenario): Pro
     tools,
     ...(scenario.verify !== null && {
       verify: VERIFY[scenario.verify],
-      verifyTimeoutMs: scenario.verify === 'outlasts-its-time' ? VERIFY_TIMEOUT_MS : 10_000,
+      verifyTimeoutMs: ['outlasts-its-time', 'leaves-a-child-running'].includes(scenario.verify)
+        ? VERIFY_TIMEOUT_MS
+        : 10_000,
     }),
     ...(scenario.protect && { protect: ['test.js'] }),
     ...(scenario.approvals !== null && { approve }),
@@ -626,18 +670,22 @@ async function observeIn(dir: string, harness: Harness, scenario: Scenario): Pro
     const { signal } = task;
     const returned = await settled(async () => harness.runTask(agent, text, signal), TASK_TIMEOUT_MS);
     task.abort();
-    await sleep(2); // what a harness left running (a call it did not await) does its damage now, not in the next task
+    // What a harness left running (a call it did not await, a check's child it did not kill) does its damage now.
+    const last = t === scenario.tasks.length - 1;
+    await sleep(last && scenario.verify === 'leaves-a-child-running' ? 400 : 2);
     // First what a user sees happen (a request refused, the calls run, the files, the halt), then what the model was
     // sent. With a window, when a summary is asked for is the harness's own estimate: only the turns are compared one
     // by one, and the summary requests by whether the API would take them.
     const sent = model.seen.slice(from.requests);
     const turns = sent.filter((r) => r.turn);
     const refused = turns.findIndex((r) => r.violation !== null);
-    const rule = turns[refused]?.violation;
+    const first = turns[refused];
+    // A request that breaks a rule after a summary was made breaks it through the compaction.
+    const see = first?.violation == null ? null : first.summariesBefore > 0 ? 'p4' : fixFor(first.violation).see;
     fact(
       `${name}: the first request the API would refuse`,
-      rule == null ? 'none' : `request ${refused + 1}, ${validity(turns[refused]!)}`,
-      rule == null ? null : fixFor(rule).see,
+      first ? `request ${refused + 1}, ${validity(first)}` : 'none',
+      see,
     );
     fact(`${name}: the calls that ran`, played.runs.slice(from.runs).join('; ') || 'none');
     const now = await diskOf(dir);
@@ -668,7 +716,7 @@ async function observeIn(dir: string, harness: Harness, scenario: Scenario): Pro
     if ('threw' in returned && returned.threw.startsWith('did not return')) break;
   }
   const messages = transcript();
-  fact('the transcript', messages === null ? 'no messages array' : normalized(messages, root, dir), 'p0');
+  fact('the transcript', messages === null ? 'no messages array' : normalized(messages, root, dir));
   for (const [i, seen] of subModel.seen.entries()) {
     const parentSystem = model.seen[0]?.request.system;
     const own = isDeepStrictEqual(seen.request.system, parentSystem) ? "the parent's" : 'its own';
@@ -814,8 +862,14 @@ function normalized(messages: readonly Anthropic.MessageParam[], root: string, d
         return block.type;
     }
   };
+  // Beside results, the harness's own words that carry nothing (a "go on" after a cut-off reply's) are left out.
+  const items = (content: readonly Anthropic.ContentBlockParam[]) => {
+    const shown = content.map(item);
+    const beside = content.some((block) => block.type === 'tool_result');
+    return (beside ? shown.filter((text) => text !== 'note') : shown).join(' | ');
+  };
   const shown = messages.map(
-    (m) => `${m.role}(${typeof m.content === 'string' ? textItem(m.content) : m.content.map(item).join(' | ')})`,
+    (m) => `${m.role}(${typeof m.content === 'string' ? textItem(m.content) : items(m.content)})`,
   );
   return (lastOnly ? shown.slice(-1) : shown).join(' / ');
 }
@@ -916,9 +970,9 @@ export function stepOf(scenario: Scenario): Lesson {
 
 export const SEED = 49;
 /** Scenarios per stage: enough to find every mistake of the checker's own test within a few seconds each. */
-export const RUNS: Record<Lesson, number> = { p0: 150, p1: 200, p2: 200, p3: 200, p4: 150 };
+export const RUNS: Record<Lesson, number> = { p0: 150, p1: 200, p2: 200, p3: 160, p4: 110 };
 /** A stage's check stops looking (and shrinking) after this long, well under a minute on two busy cores. */
-const STAGE_TIME_LIMIT_MS = 45_000;
+const STAGE_TIME_LIMIT_MS = 50_000;
 
 export interface StageVerdict {
   stage: Lesson;

@@ -25,6 +25,8 @@ interface Mistake {
   /** Each `find` must occur exactly once; it becomes `replace`. */
   patches: [find: string, replace: string][];
   failsAt: Lesson;
+  /** The step of build.md that teaches the fix, when it is an earlier one than `failsAt`'s. */
+  teaches?: Lesson;
 }
 
 const P0_APPEND = "  if (content.length > 0) agent.messages.push({ role: 'assistant', content });";
@@ -532,10 +534,35 @@ const MISTAKES: Mistake[] = [
   {
     name: "a cut-off reply's calls unanswered",
     failsAt: 'p3',
+    teaches: 'p1', // every call gets a result: the API's rule, step 2's
     patches: [
       [
         P3_RESULTS,
         `    if (cutOff) {\n      agent.messages.push({ role: 'user', content: CONTINUE });\n      continue;\n    }\n${P3_RESULTS}`,
+      ],
+    ],
+  },
+  {
+    name: 'the check run with exec, its children left running',
+    failsAt: 'p3',
+    teaches: 'p2',
+    patches: [
+      [
+        "import { realpath } from 'node:fs/promises';",
+        "import { exec } from 'node:child_process';\nimport { realpath } from 'node:fs/promises';",
+      ],
+      [
+        '  const { exitCode, output } = await runCommand(verify, { cwd: root, timeoutMs: verifyTimeoutMs, signal });',
+        [
+          '  const { exitCode, output } = await new Promise<{ exitCode: number | null; output: string }>((resolve) =>',
+          '    exec(verify, { cwd: root, timeout: verifyTimeoutMs }, (error, stdout, stderr) => {',
+          '      const all = stdout + stderr;',
+          '      const output = all.length > 16_000 ? `${all.slice(0, 8_000)}\\n…\\n${all.slice(-8_000)}` : all;',
+          "      const code = error === null ? 0 : typeof error.code === 'number' && !error.killed ? error.code : null;",
+          '      resolve({ exitCode: code, output });',
+          '    }),',
+          '  );',
+        ].join('\n'),
       ],
     ],
   },
@@ -817,13 +844,15 @@ describe('the differential check catches learners’ mistakes, and passes correc
     const storiesMissed = MISTAKES.filter((mistake) => results.get(mistake.name)?.story === null);
     const blamedElsewhere = generated.flatMap((mistake) => {
       const see = results.get(mistake.name)?.verdict.failure?.difference.see;
-      return see === mistake.failsAt ? [] : [`${mistake.name}: blamed on ${see}`];
+      return see === (mistake.teaches ?? mistake.failsAt) ? [] : [`${mistake.name}: blamed on ${see}`];
     });
     t.diagnostic(
       `${MISTAKES.length} mistakes: the stories catch ${MISTAKES.length - storiesMissed.length}, the generated ` +
         `scenarios ${generated.length}, blamed on their own step ${generated.length - blamedElsewhere.length}`,
     );
     const missed = MISTAKES.filter((m) => !generated.includes(m)).map((m) => m.name);
+    t.diagnostic(`no generated scenario catches: ${missed.join('; ') || 'none'}`);
+    t.diagnostic(`blamed on another step: ${blamedElsewhere.join('; ') || 'none'}`);
     assert.ok(generated.length >= 0.95 * MISTAKES.length, `the generated scenarios miss:\n${missed.join('\n')}`);
     assert.ok(
       storiesMissed.every((m) => generated.includes(m)),
