@@ -879,10 +879,15 @@ function haltOf(halt: unknown, config: { verify?: string }): string {
   switch (halt.kind) {
     case 'accepted': {
       const by = 'verifiedBy' in halt ? halt.verifiedBy : undefined;
-      return `accepted, ${by === null ? 'unverified' : by === config.verify ? 'verified by config.verify' : `verifiedBy ${JSON.stringify(by)}`}`;
+      if (by === null) return 'accepted, unverified';
+      return by === config.verify
+        ? 'accepted, verified by config.verify'
+        : `accepted, verifiedBy ${JSON.stringify(by)}`;
     }
-    case 'budget':
-      return `budget: ${'budget' in halt ? String(halt.budget) : '?'}, limit ${'limit' in halt ? String(halt.limit) : '?'}`;
+    case 'budget': {
+      const { budget, limit } = halt as { budget?: unknown; limit?: unknown };
+      return `budget: ${String(budget)}, limit ${String(limit)}`;
+    }
     case 'error':
     case 'interrupted':
       return 'stopped (error or interrupted)';
