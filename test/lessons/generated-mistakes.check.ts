@@ -328,6 +328,7 @@ const MISTAKES: Mistake[] = [
   {
     name: 'an unknown tool answered as a success',
     failsAt: 'p2',
+    teaches: 'p1', // errors are results, unknown tools' too: step 2
     patches: [
       [
         '    return { content: `unknown tool "${call.name}"; the tools are: ${names}`, isError: true };',
