@@ -380,7 +380,10 @@ function readThenEdit(stage: Lesson): { arbitrary: fc.Arbitrary<Reply[]>; weight
 }
 
 const sometimes = (weight: number) =>
-  fc.oneof({ arbitrary: fc.constant(false), weight }, { arbitrary: fc.constant(true), weight: 1 });
+  fc.oneof(CROSS, { arbitrary: fc.constant(false), weight }, { arbitrary: fc.constant(true), weight: 1 });
+
+/** A value of a later choice may shrink to one of an earlier: a scenario shrinks to plain replies, then to text. */
+const CROSS = { withCrossShrink: true };
 
 function replyArb(stage: Lesson, calls: boolean): fc.Arbitrary<Reply> {
   const plain: fc.Arbitrary<Block>[] = [
@@ -389,7 +392,7 @@ function replyArb(stage: Lesson, calls: boolean): fc.Arbitrary<Reply> {
     fc.constant<Block>({ type: 'thinking' }),
   ];
   const block = calls
-    ? fc.oneof({ arbitrary: fc.oneof(...plain), weight: 1 }, { arbitrary: callArb(stage), weight: 2 })
+    ? fc.oneof(CROSS, { arbitrary: fc.oneof(...plain), weight: 1 }, { arbitrary: callArb(stage), weight: 2 })
     : fc.oneof(...plain);
   return fc.record({
     blocks: fc.array(block, { minLength: 1, maxLength: calls ? 4 : 3 }),
@@ -412,10 +415,13 @@ export function scenarioArb(stage: Lesson): fc.Arbitrary<Scenario> {
     stage: fc.constant(stage),
     tasks: fc.array(fc.constantFrom(...TASKS), { minLength: 1, maxLength: 3 }),
     replies: fc
-      .array(fc.oneof({ arbitrary: replyArb(stage, calls).map((r) => [r]), weight: 4 }, ...readThenEdit(stage)), {
-        minLength: 1,
-        maxLength: 6,
-      })
+      .array(
+        fc.oneof(CROSS, { arbitrary: replyArb(stage, calls).map((r) => [r]), weight: 4 }, ...readThenEdit(stage)),
+        {
+          minLength: 1,
+          maxLength: 6,
+        },
+      )
       .map((chunks) => chunks.flat()),
     loop,
     subReplies: at(stage, 'p4') ? fc.array(replyArb('p2', true), { maxLength: 3 }) : fc.constant([]),
@@ -953,9 +959,25 @@ export async function difference(learner: Harness, scenario: Scenario): Promise<
     if (reference?.value === learnt?.value) continue;
     // The learner's side says where build.md teaches it (the rule its request broke), else the reference's.
     const see = learnt?.see ?? reference?.see ?? stepOf(scenario);
-    return { what, reference: reference?.value ?? '(nothing)', learner: learnt?.value ?? '(nothing)', see };
+    const [referenceShown, learnerShown] = firstDifferingMessage(
+      reference?.value ?? '(nothing)',
+      learnt?.value ?? '(nothing)',
+    );
+    return { what, reference: referenceShown, learner: learnerShown, see };
   }
   return null;
+}
+
+/** Two transcripts as the first message on which they part, numbered; anything else as it is. */
+function firstDifferingMessage(reference: string, learner: string): [string, string] {
+  const ours = reference.split(' / ');
+  const theirs = learner.split(' / ');
+  if (ours.length === 1 && theirs.length === 1) return [reference, learner];
+  const at = ours.findIndex((message, i) => message !== theirs[i]);
+  const i = at < 0 ? ours.length : at;
+  const shown = (messages: string[]) =>
+    `message ${i + 1} of ${messages.length}: ${messages[i] ?? '(none: the messages end before it)'}`;
+  return [shown(ours), shown(theirs)];
 }
 
 /** The latest step whose feature the scenario uses: after shrinking, the step the difference belongs to. */
