@@ -151,7 +151,7 @@ const PROTECTED_PATHS = ['test.js', './test.js', 'sub/../test.js', '{ROOT}/test.
 // --- The scenarios' tools: each run recorded, so what ran, and with what, is known whatever the harness says.
 
 interface Played {
-  runs: string[];
+  runs: { call: string; readOnly: boolean }[];
   approvalsAsked: string[];
 }
 
@@ -160,7 +160,7 @@ function toolsFor(stage: Lesson, played: Played, root: () => string): Tool[] {
   const recorded = (tool: Tool): Tool => ({
     ...tool,
     run: async (input, context) => {
-      played.runs.push(`${tool.name} ${shownInput(input, root())}`);
+      played.runs.push({ call: `${tool.name} ${shownInput(input, root())}`, readOnly: tool.readOnly });
       return await tool.run(input, context);
     },
   });
@@ -411,7 +411,7 @@ export function scenarioArb(stage: Lesson): fc.Arbitrary<Scenario> {
   const loop = calls
     ? fc.option(fc.record({ reply: loopedCall, times: fc.integer({ min: 20, max: 28 }) }), { freq: 4 })
     : fc.constant(null);
-  return fc.record({
+  const scenarios: fc.Arbitrary<Scenario> = fc.record({
     stage: fc.constant(stage),
     tasks: fc.array(fc.constantFrom(...TASKS), { minLength: 1, maxLength: 3 }),
     replies: fc
@@ -453,6 +453,19 @@ export function scenarioArb(stage: Lesson): fc.Arbitrary<Scenario> {
       : fc.constant<Scenario['agentsMd']>('none'),
     rootThroughLink: calls ? sometimes(5) : fc.constant(false),
   });
+  return scenarios.filter(withinBuildMd);
+}
+
+/** What agent.ts does beyond build.md, and the scenarios leave to its own tests, so that agent.ts can be checked too:
+ *  a model that makes one call three times in a row is stuck, and its runaway guard stops it; and sub-agents of one
+ *  reply run side by side, which would share out the one scripted taskModel's replies in an order of their own. */
+function withinBuildMd(scenario: Scenario): boolean {
+  const calls = [...scenario.replies, ...scenario.subReplies].flatMap((reply) =>
+    reply.blocks.flatMap((block) => (block.type === 'call' ? [`${block.name} ${JSON.stringify(block.input)}`] : [])),
+  );
+  const thrice = calls.some((call, i) => i >= 2 && call === calls[i - 1] && call === calls[i - 2]);
+  const tasks = (reply: Reply) => reply.blocks.filter((block) => block.type === 'call' && block.name === 'task');
+  return !thrice && scenario.replies.every((reply) => tasks(reply).length <= 1);
 }
 
 // --- Playing a scenario: a fresh project, a model that answers from the script, and what a user would observe.
@@ -515,6 +528,7 @@ class ScenarioModel implements Model {
       return message(
         [{ type: 'text', text: `${SUMMARY}${++this.summaries}: the goal and the names.`, citations: null }],
         'end_turn',
+        request,
       );
     const turnNo = ++this.turns;
     const scripted = this.script[this.next++];
@@ -536,11 +550,16 @@ class ScenarioModel implements Model {
       }
     });
     const calls = content.some((block) => block.type === 'tool_use');
-    return message(content, scripted.cut ? 'max_tokens' : calls ? 'tool_use' : 'end_turn');
+    return message(content, scripted.cut ? 'max_tokens' : calls ? 'tool_use' : 'end_turn', request);
   }
 }
 
-function message(content: Anthropic.ContentBlock[], stop: Anthropic.StopReason): Anthropic.Message {
+/** A reply as the API sends it, its usage the request's size as the window is measured (a harness may read it). */
+function message(
+  content: Anthropic.ContentBlock[],
+  stop: Anthropic.StopReason,
+  request: ModelRequest,
+): Anthropic.Message {
   return {
     id: 'msg_scenario',
     type: 'message',
@@ -552,7 +571,10 @@ function message(content: Anthropic.ContentBlock[], stop: Anthropic.StopReason):
     stop_details: null,
     container: null,
     diagnostics: null,
-    usage: usageOf({ input_tokens: 10, output_tokens: 10 }),
+    usage: usageOf({
+      input_tokens: Math.ceil(JSON.stringify(request).length / 4),
+      output_tokens: Math.ceil(JSON.stringify(content).length / 4),
+    }),
   };
 }
 
@@ -693,7 +715,7 @@ async function observeIn(dir: string, harness: Harness, scenario: Scenario): Pro
       first ? `request ${refused + 1}, ${validity(first)}` : 'none',
       see,
     );
-    fact(`${name}: the calls that ran`, played.runs.slice(from.runs).join('; ') || 'none');
+    fact(`${name}: the calls that ran`, runsShown(played.runs.slice(from.runs), at(scenario.stage, 'p3')) || 'none');
     const now = await diskOf(dir);
     fact(`${name}: the files changed`, changes(disk, now));
     disk = now;
@@ -735,6 +757,18 @@ async function observeIn(dir: string, harness: Harness, scenario: Scenario): Pro
     );
   }
   return facts;
+}
+
+/** The calls that ran, in order; from P3 on, where read-only calls may run side by side (agent.ts runs them so, and
+ *  a sub-agent's calls with them), each run of consecutive read-only calls in an order of its own. */
+function runsShown(runs: readonly { call: string; readOnly: boolean }[], readsTogether: boolean): string {
+  const groups: string[][] = [];
+  for (const [i, run] of runs.entries()) {
+    const joins = readsTogether && run.readOnly && runs[i - 1]?.readOnly === true;
+    if (joins) groups.at(-1)!.push(run.call);
+    else groups.push([run.call]);
+  }
+  return groups.map((group) => (group.length > 1 ? `{${group.sort().join(', ')}}` : group[0])).join('; ');
 }
 
 function agentsMd(scenario: Scenario): Record<string, string> {
