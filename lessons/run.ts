@@ -1,12 +1,16 @@
 // npm run lesson -- pN              plays lesson N's stories through agent.ts, each step traced (--trace)
 // npm run lesson -- pN --check FILE  plays the stories of P0 to PN against your own harness, FILE, and says
-//                                    story by story whether it passes, and if not, what happened instead
+//                                    story by story whether it passes, and if not, what happened instead; once
+//                                    they all pass, generated scenarios compare FILE with each step's reference
+//   --seed N        other generated scenarios (a failure prints the seed that replays it)
+//   --stories-only  the stories alone
 
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import * as agentTs from '../agent.ts';
+import { checkStage, SEED, story } from './scenarios.ts';
 import { tracePrinter } from './trace.ts';
 import {
   BUILD_SECTIONS,
@@ -20,7 +24,7 @@ import {
   storiesUpTo,
 } from './stories.ts';
 
-const USAGE = `usage: npm run lesson -- <${LESSONS.join('|')}> [--check FILE]`;
+const USAGE = `usage: npm run lesson -- <${LESSONS.join('|')}> [--check FILE [--seed N] [--stories-only]]`;
 
 export async function runLesson(
   args: string[],
@@ -29,7 +33,11 @@ export async function runLesson(
 ): Promise<number> {
   let parsed;
   try {
-    parsed = parseArgs({ args, allowPositionals: true, options: { check: { type: 'string' } } });
+    parsed = parseArgs({
+      args,
+      allowPositionals: true,
+      options: { check: { type: 'string' }, seed: { type: 'string' }, 'stories-only': { type: 'boolean' } },
+    });
   } catch (error) {
     out.write(`${oneLine(error)}\n${USAGE}\n`);
     return 2;
@@ -39,8 +47,13 @@ export async function runLesson(
     out.write(`${USAGE}\n`);
     return 2;
   }
-  const file = parsed.values.check;
-  return file === undefined ? await play(lesson, out) : await check(lesson, file, out, timeoutMs);
+  const { check: file, seed = String(SEED), 'stories-only': storiesOnly = false } = parsed.values;
+  if (!/^\d+$/.test(seed) || (file === undefined && (parsed.values.seed !== undefined || storiesOnly))) {
+    out.write(`${USAGE}\n`);
+    return 2;
+  }
+  if (file === undefined) return await play(lesson, out);
+  return await check(lesson, file, out, { timeoutMs, seed: storiesOnly ? null : Number(seed) });
 }
 
 const isLesson = (name: string | undefined): name is Lesson => LESSONS.some((lesson) => lesson === name);
@@ -74,9 +87,14 @@ function startupTold(out: NodeJS.WritableStream): Harness<agentTs.AgentEvent> {
   };
 }
 
-/** Plays every story up to `lesson` against the harness in `file`. Exit code 0: all pass; 1: some
- *  fail; 2: the file cannot be used at all. */
-async function check(lesson: Lesson, file: string, out: NodeJS.WritableStream, timeoutMs: number): Promise<number> {
+/** Plays every story up to `lesson` against the harness in `file`, then (with a seed) each step's generated scenarios.
+ *  Exit code 0: all pass; 1: some fail; 2: the file cannot be used at all. */
+async function check(
+  lesson: Lesson,
+  file: string,
+  out: NodeJS.WritableStream,
+  { timeoutMs, seed }: { timeoutMs: number; seed: number | null },
+): Promise<number> {
   const harness = await loadHarness(file);
   if (typeof harness === 'string') {
     out.write(`${harness}\n`);
@@ -99,13 +117,34 @@ async function check(lesson: Lesson, file: string, out: NodeJS.WritableStream, t
   }
   const passed = stories.length - failing.length;
   const first = failing[0];
-  out.write(
-    first === undefined
-      ? `\nAll ${stories.length} stories pass: ${file} reaches ${lesson}.\n`
-      : `\n${passed} of ${stories.length} stories pass: ${file} does not reach ${first} yet ` +
-          `(lessons/build.md, "${BUILD_SECTIONS[first]}").\n`,
-  );
-  return first === undefined ? 0 : 1;
+  if (first !== undefined) {
+    out.write(
+      `\n${passed} of ${stories.length} stories pass: ${file} does not reach ${first} yet ` +
+        `(lessons/build.md, "${BUILD_SECTIONS[first]}").\n`,
+    );
+    return 1;
+  }
+  if (seed === null) {
+    out.write(`\nAll ${stories.length} stories pass: ${file} reaches ${lesson}.\n`);
+    return 0;
+  }
+  out.write(`\nAll ${stories.length} stories pass. Generated scenarios, each step's reference beside ${file}:\n\n`);
+  for (const stage of reached) {
+    const started = Date.now();
+    const verdict = await checkStage(harness, stage, { seed });
+    const took = `${((Date.now() - started) / 1000).toFixed(1)} s`;
+    if (verdict.failure !== null) {
+      out.write(
+        `${story(verdict, file)}\n\n${file} does not reach ${stage} yet: it differs from lessons/${stage}.ts.\n`,
+      );
+      return 1;
+    }
+    out.write(
+      `PASS  ${stage}  ${verdict.scenarios} generated scenarios as lessons/${stage}.ts (seed ${seed}, ${took})\n`,
+    );
+  }
+  out.write(`\nAll ${stories.length} stories and every generated scenario pass: ${file} reaches ${lesson}.\n`);
+  return 0;
 }
 
 /** Imports a harness file; a file that cannot be used is one line saying why, never a stack trace. */

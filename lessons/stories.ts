@@ -1613,7 +1613,15 @@ const FIXES: { rule: RegExp; fix: string; see: BuildSection }[] = [
   },
   { rule: /non-empty content/, fix: 'Never append a message without content', see: 'p0' },
 ];
-const fixFor = (rule: string) =>
+/** The violation of a request that names its cause best: the first in FIXES's order (a call left unanswered before
+ *  the empty message it leaves behind). */
+export const mainViolation = (violations: readonly string[]): string | undefined =>
+  [...violations].sort((a, b) => fixRank(a) - fixRank(b))[0];
+const fixRank = (rule: string) => {
+  const rank = FIXES.findIndex((f) => f.rule.test(rule));
+  return rank < 0 ? FIXES.length : rank;
+};
+export const fixFor = (rule: string) =>
   FIXES.find((f) => f.rule.test(rule)) ?? {
     fix: 'lessons/api-rules.ts lists what the API refuses',
     see: 'p1' as const,

@@ -10,10 +10,19 @@ const brief = (text: string) => {
   return flat.length > 90 ? `${flat.slice(0, 87)}...` : flat;
 };
 
+/** What the readout makes of a reply: calls to answer, a claim of "done", or a cut-off reply, which is neither. */
+function readout(calls: number, cutOff: boolean): string {
+  if (cutOff)
+    return calls === 0 ? 'cut off, no tool calls: not a claim of "done"' : `${calls} tool call(s), cut off: none runs`;
+  return calls === 0 ? 'no tool calls: a claim of "done"' : `${calls} tool call(s) parsed`;
+}
+
 /** Prints every event to `out` as `[turn] part  what`; a sub-agent's events are indented under its id. */
 export function tracePrinter(out: NodeJS.WritableStream, prefix = ''): (event: AgentEvent) => void {
   let turn = 0;
   const children = new Map<string, (event: AgentEvent) => void>();
+  /** The calls a hook decided on or let through: any other call's result was refused before the hooks. */
+  const gated = new Set<string>();
   const say = (part: string, what: string) => out.write(`${prefix}[${turn}] ${part.padEnd(14)} ${what}\n`);
   return (event) => {
     switch (event.type) {
@@ -21,19 +30,27 @@ export function tracePrinter(out: NodeJS.WritableStream, prefix = ''): (event: A
         turn = event.turn;
         say('state', `the model will see ${event.messages} message(s) of the transcript`);
         return say('prompt builder', `sends system prompt + tools + ${event.messages} message(s)`);
-      case 'reply':
+      case 'reply': {
         say('model', `replied (stop: ${event.stopReason})`);
-        say('readout', event.calls === 0 ? 'no tool calls: a claim of "done"' : `${event.calls} tool call(s) parsed`);
-        return say('fold back', "appended the model's reply, as received");
+        say('readout', readout(event.calls, event.stopReason === 'max_tokens'));
+        const kept = event.content.some((block) => block.type !== 'text' || block.text.trim() !== '');
+        return say(
+          'fold back',
+          kept ? "appended the model's reply, as received" : 'nothing to append: the reply was empty',
+        );
+      }
       case 'decision': {
         const { decision } = event;
         const why = decision.action === 'deny' ? `refused: ${brief(decision.reason)}` : decision.action;
+        gated.add(event.call.id);
         return say('gate', `${event.call.name}: ${event.hook} ${why}`);
       }
       case 'running':
+        gated.add(event.call.id);
         return say('gate', `${event.call.name}: allowed`);
       case 'result': {
         const content = typeof event.result.content === 'string' ? event.result.content : '';
+        if (!gated.has(event.call.id)) say('gate', `${event.call.name}: refused: ${brief(content)}`);
         const how = event.result.is_error ? 'failed' : 'ran';
         return say('environment', `${event.call.name} ${how}: ${brief(content.split('\n')[0] ?? '')}`);
       }

@@ -41,6 +41,7 @@ interface Agent {
   tools: readonly Tool[];
   definitions: Anthropic.Tool[];
   context: ToolContext;
+  maxTurns: number;
   /** The latest summary, standing in for every message before `from`. */
   summary: { text: string; from: number } | null;
 }
@@ -51,6 +52,7 @@ const SYSTEM = [
 ].join('\n');
 const SUB_AGENT_SYSTEM = 'You answer one research question about the project with read-only tools. Answer in full.';
 const MAX_TURNS = 25;
+const SUB_AGENT_TURNS = 30;
 
 export async function createAgent(config: Config): Promise<Agent> {
   return await newAgent(config, SYSTEM, config.tools, true);
@@ -66,6 +68,7 @@ async function newAgent(config: Config, system: string, given: readonly Tool[], 
     tools: given,
     definitions: [],
     context: { root, seen: new Map(), disk: plainDisk, runner: plainRunner },
+    maxTurns: canDelegate ? MAX_TURNS : SUB_AGENT_TURNS,
     summary: null,
   };
   if (canDelegate) agent.tools = [...given, taskTool(agent)];
@@ -76,7 +79,7 @@ async function newAgent(config: Config, system: string, given: readonly Tool[], 
 /** The project's AGENTS.md, through the same path check as the tools: a link out of the project is skipped. */
 async function projectRules(root: string): Promise<string> {
   try {
-    return await readFile(await safe_path(root, 'AGENTS.md'), 'utf8');
+    return (await readFile(await safe_path(root, 'AGENTS.md'), 'utf8')).slice(0, 32 * 1024);
   } catch {
     return '';
   }
@@ -89,7 +92,7 @@ function definitionOf(tool: Tool): Anthropic.Tool {
 
 export async function runTask(agent: Agent, task: string, signal = new AbortController().signal): Promise<Halt> {
   agent.messages.push({ role: 'user', content: task });
-  for (let turn = 1; turn <= MAX_TURNS; turn++) {
+  for (let turn = 1; turn <= agent.maxTurns; turn++) {
     let reply: Anthropic.Message;
     try {
       reply = await ask(agent, signal);
@@ -116,7 +119,7 @@ export async function runTask(agent: Agent, task: string, signal = new AbortCont
       agent.messages.push({ role: 'user', content: `Not done yet: \`${verify}\` ${how}. It printed:\n${output}` });
     }
   }
-  return { kind: 'budget', budget: 'turns', limit: MAX_TURNS };
+  return { kind: 'budget', budget: 'turns', limit: agent.maxTurns };
 }
 
 async function answer(

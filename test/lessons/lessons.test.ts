@@ -77,7 +77,10 @@ test('an unknown lesson or a stray argument is a usage error, not a crash', asyn
   for (const args of [['p9'], [], ['p1', 'p2'], ['p1', '--check'], ['p1', '--verbose']]) {
     const { code, output } = await lesson(args);
     assert.equal(code, 2, args.join(' '));
-    assert.match(output, /usage: npm run lesson -- <p0\|p1\|p2\|p3\|p4> \[--check FILE\]/);
+    assert.match(
+      output,
+      /usage: npm run lesson -- <p0\|p1\|p2\|p3\|p4> \[--check FILE \[--seed N\] \[--stories-only\]\]/,
+    );
   }
 });
 
