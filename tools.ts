@@ -710,12 +710,17 @@ export function spawnCommand(
     };
     child.stdout.on('data', collect);
     child.stderr.on('data', collect);
+    // A child that left its group may still hold the pipes open: they are closed with the kill.
     const kill = () => {
       try {
         if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
       } catch {
         // already gone
       }
+      setTimeout(
+        () => [child.stdout, child.stderr].forEach((pipe) => pipe.destroy()),
+        1_000,
+      ).unref();
     };
     let timedOut = false;
     const timer = setTimeout(() => {

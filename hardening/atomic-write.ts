@@ -199,7 +199,8 @@ async function clearedIfStranded(lock: string): Promise<boolean> {
     .then((text) => JSON.parse(text) as { pid: number; temp?: string })
     .catch(() => null);
   if (held === null || alive(held.pid)) return false;
-  if (held.temp !== undefined) await rm(held.temp, { force: true });
+  // Only a temporary file of ours: a lock planted by someone else names nothing else to remove.
+  if (held.temp?.endsWith('.harness-tmp') === true) await rm(held.temp, { force: true });
   await rm(lock, { force: true });
   return true;
 }
@@ -215,6 +216,12 @@ const alive = (pid: number) => {
 
 /** Removes what writes that died mid-way left: temporary files and their locks. At a start. */
 export async function sweepStrandedWrites(): Promise<void> {
+  const mine = await lstat(LOCKS).then(
+    (info) =>
+      info.isDirectory() && info.uid === (process.getuid?.() ?? 0) && (info.mode & 0o022) === 0,
+    () => false,
+  );
+  if (!mine) return; // a folder another user made: its locks are not ours to act on
   const locks = await readdir(LOCKS).catch(() => []);
   await Promise.all(locks.map((name) => clearedIfStranded(path.join(LOCKS, name))));
 }

@@ -64,7 +64,8 @@ export async function runsLaterReason(
 }
 
 /** The folder from `file`'s up to the root that git would take for a repository once `file` is
- *  written (a HEAD file, objects/ and refs/), relative to the root; null if none. */
+ *  written (a HEAD file with objects/ and refs/, or with a commondir file naming where they are,
+ *  as a worktree's is), relative to the root; null if none. */
 export async function repositoryAround(root: string, file: string): Promise<string | null> {
   for (let dir = path.dirname(file); isInside(root, dir); dir = path.dirname(dir)) {
     const has = async (name: string, folder: boolean) =>
@@ -73,7 +74,8 @@ export async function repositoryAround(root: string, file: string): Promise<stri
         (info) => info.isDirectory() === folder,
         () => false,
       ));
-    if ((await has('HEAD', false)) && (await has('objects', true)) && (await has('refs', true)))
+    const shared = (await has('objects', true)) && (await has('refs', true));
+    if ((await has('HEAD', false)) && (shared || (await has('commondir', false))))
       return path.relative(root, dir) || '.';
     if (dir === root) break;
   }

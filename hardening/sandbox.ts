@@ -101,10 +101,12 @@ function readOnlyBinding(file: string): string[] {
   }
 }
 
-/** Node's own install (its prefix), when it is not in the system folders: a check runs node. */
+/** Node's own binary, when it is not in the system folders: a check runs node. Only the binary:
+ *  the folder two levels above it may be a home (~/bin/node) or all of /opt. */
 function nodeInstall(): string[] {
-  const prefix = path.dirname(path.dirname(realpathSync(process.execPath)));
-  return SYSTEM_FOLDERS.some((folder) => isInside(folder, prefix)) ? [] : [prefix];
+  const binary = realpathSync(process.execPath);
+  const bound = [binary, process.execPath].filter((file, i, all) => all.indexOf(file) === i);
+  return SYSTEM_FOLDERS.some((folder) => isInside(folder, binary)) ? [] : bound;
 }
 
 /** The command line that runs `command` contained as `where` says. */
@@ -131,6 +133,10 @@ function containedArgs(command: string, where: Contained): string[] {
     ...ETC_ENTRIES.flatMap((entry) => readOnlyBinding(`/etc/${entry}`)),
     ...[...nodeInstall(), ...read].flatMap((file) => ['--ro-bind', file, file]),
     ...['--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'],
+    // The kernel's settings stay read-only: as root, /proc/sys/kernel/core_pattern would run a
+    // program on the host at the next crash.
+    ...['--ro-bind', '/proc/sys', '/proc/sys', '--ro-bind-try', '/proc/sysrq-trigger'],
+    '/proc/sysrq-trigger',
     ...['--dir', `${SCRATCH}/upper`, '--dir', `${SCRATCH}/work`, '--dir', SANDBOX_HOME],
     ...['--ro-bind', root, lower, '--dir', root],
     // Its own users, processes and network (loopback only); it dies with us, with no terminal.

@@ -43,7 +43,12 @@ test('the shares balance by measured time where there is one, and a file not yet
 
 test("the harness's own test files are all found, so none is left out of npm test", () => {
   const found = testFiles(import.meta.dirname).map((file) => path.relative(import.meta.dirname, file));
-  const parts = ['loop/guards.test.ts', 'loop/loop.test.ts', 'sandbox/protect-fingerprints.test.ts', 'lessons/acceptance.test.ts'];
+  const parts = [
+    'loop/guards.test.ts',
+    'loop/loop.test.ts',
+    'sandbox/protect-fingerprints.test.ts',
+    'lessons/acceptance.test.ts',
+  ];
   for (const file of ['suite.test.ts', ...parts]) assert.ok(found.includes(file), `${file} is not found`);
   const [first, second] = shares(testFiles(import.meta.dirname), 2);
   assert.ok(first!.length > 0 && second!.length > 0, 'both processes get files');

@@ -5,11 +5,24 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, lstat, mkdir, mkdtemp, readdir, readFile, readlink, realpath, rm, writeFile } from 'node:fs/promises';
+import {
+  chmod,
+  copyFile,
+  lstat,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  readlink,
+  realpath,
+  rm,
+  writeFile,
+} from 'node:fs/promises';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
+import { pathToFileURL } from 'node:url';
 import { type AgentConfig, type AgentEvent, createAgent, type Halt, runTask } from '../../agent.ts';
 import { say, ScriptedModel } from '../../scripted-model.ts';
 import { TOOLS } from '../../tools.ts';
@@ -248,4 +261,41 @@ test('roots that hold what the sandbox hides are refused before the loop: /, /tm
   } finally {
     await rm(inside, { recursive: true });
   }
+});
+
+test("the check cannot change the kernel's settings: /proc/sys is read-only inside, root or not (core_pattern would run a program on the host)", async (t) => {
+  if (!sandboxed(t)) return;
+  const root = await tempProject(t);
+  const write = (file: string) => `v=$(cat ${file}); echo "$v" > ${file} 2>/dev/null && echo WROTE ${file}; true`;
+  const probe = ['/proc/sys/kernel/core_pattern', '/proc/sys/kernel/hostname'].map(write).join('; ');
+  const run = await containedRunner(probe, contained(root));
+  assert.equal(run.exitCode, 0, run.output);
+  assert.doesNotMatch(run.output, /WROTE/);
+});
+
+test('the check gets node alone, not the folder two levels above it: a node under $HOME/bin does not bring $HOME in', async (t) => {
+  if (!sandboxed(t)) return;
+  // A home outside /tmp, which the sandbox replaces: node in its bin, a canary beside.
+  const home = await mkdtemp('/var/tmp/harness-home-');
+  t.after(() => rm(home, { recursive: true, force: true }));
+  await writeFile(path.join(home, 'canary-home.txt'), 'SECRET HOME\n');
+  await mkdir(path.join(home, 'bin'));
+  const node = path.join(home, 'bin', 'node');
+  await copyFile(process.execPath, node);
+  await chmod(node, 0o755);
+  const canary = JSON.stringify(path.join(home, 'canary-home.txt'));
+  const root = await tempProject(t, { 'test.js': `console.log(require('fs').existsSync(${canary}))\n` });
+  const sandbox = JSON.stringify(
+    pathToFileURL(path.join(import.meta.dirname, '..', '..', 'hardening', 'sandbox.ts')).href,
+  );
+  const options = `{ cwd: ${JSON.stringify(root)}, timeoutMs: 20000, signal: new AbortController().signal, sandbox: true }`;
+  const script = [
+    `const { containedRunner } = await import(${sandbox});`,
+    `const run = await containedRunner(${JSON.stringify(`${node} test.js`)}, ${options});`,
+    'console.log(run.output.trim());',
+  ].join('\n');
+  const out = execFileSync(node, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    cwd: path.join(import.meta.dirname, '..', '..'),
+  }).toString();
+  assert.equal(out.trim(), 'false', 'node ran inside, and the home beside it is not there');
 });

@@ -227,3 +227,20 @@ describe('what could run later asks a person every time: never covered by a blan
     assert.ok(existsSync(config));
   });
 });
+
+test('a folder git would open as a worktree-style repository (HEAD and a commondir naming where objects and refs are) is asked, and refused under a blanket yes', async (t) => {
+  const root = await tempProject(t, { 'store/objects/README': 'x\n', 'store/refs/README': 'x\n' });
+  const writes = [
+    reply(
+      toolUse('edit_file', { path: 'tools/HEAD', old_str: '', new_str: 'ref: refs/heads/main\n' }, 'toolu_head'),
+      toolUse('edit_file', { path: 'tools/commondir', old_str: '', new_str: '../store\n' }, 'toolu_common'),
+    ),
+    say('done'),
+  ];
+  const { agent } = await scriptedAgent(root, writes);
+  await runTask(agent, 'set up tools');
+  const [, common] = toolResults(agent.messages);
+  assert.equal(common?.is_error, true);
+  assert.match(String(common?.content), /tools\/commondir is inside tools, which git would open as a repository/);
+  assert.equal(existsSync(path.join(root, 'tools', 'commondir')), false);
+});
