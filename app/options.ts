@@ -1,6 +1,7 @@
 // The command line: one table of options, from which both --help and the parser are built, and the agent's
 // configuration made from them.
 
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import {
@@ -56,6 +57,7 @@ export const OPTIONS = {
   'task-model': { type: 'string', arg: 'ID', help: 'model for sub-agents started by the task tool (default: --model)' },
   'context-window': { type: 'string', arg: 'N', help: `tokens, when the API does not say (default: 200,000)` },
   'no-context-files': { type: 'boolean', help: 'do not read AGENTS.md files into the system prompt' },
+  'system-prompt': { type: 'string', arg: 'FILE', help: "the system prompt, read from FILE (default: the harness's)" },
   mcp: {
     type: 'string',
     arg: 'FILE',
@@ -134,6 +136,8 @@ export interface CliOptions {
   taskModel: string | undefined;
   contextWindow: number | undefined;
   contextFiles: boolean;
+  /** --system-prompt FILE: its text, in place of the harness's SYSTEM_PROMPT. */
+  systemPrompt: string | undefined;
   /** --mcp: an `mcpServers` file whose servers start with each session. */
   mcp: string | undefined;
   script: string | undefined;
@@ -188,6 +192,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
     taskModel: values['task-model'],
     contextWindow: positiveNumber('--context-window', values['context-window'], true),
     contextFiles: !(values['no-context-files'] ?? false),
+    systemPrompt: textOfFile('--system-prompt', values['system-prompt']),
     mcp: values.mcp,
     script: values.script,
     session: values.session,
@@ -410,6 +415,16 @@ function changesNeedATerminal(mcp: McpServers | undefined): BeforeCallHook {
 
 /** Where the command line builds the agent's configuration: a forker adds their own hooks or tools here. The MCP
  *  servers, if any, are one more tool, whose calls that change nothing are approved unasked. */
+/** A file's text for an option, or a one-line usage error. */
+function textOfFile(flag: string, file: string | undefined): string | undefined {
+  if (file === undefined) return undefined;
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new UsageError(`${flag} ${file}: ${errorText(error)}`);
+  }
+}
+
 export function configFromCli(
   options: CliOptions,
   made: { root: string; model: Model; taskModel: Model | undefined; approve: Approver | null; mcp?: McpServers },
@@ -429,6 +444,7 @@ export function configFromCli(
     protect: options.protect,
     contextWindow: options.contextWindow,
     contextFiles: options.contextFiles,
+    systemPrompt: options.systemPrompt,
     sandbox: sandboxPolicy(options),
     passEnv: options.passEnv,
     sandboxRead: options.sandboxRead,

@@ -10,13 +10,21 @@ import { describe, test } from 'node:test';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { type Agent, type AgentEvent, DEFAULT_MODEL, type ModelRequest, runTask, steer } from 'reference-harness';
+import {
+  type Agent,
+  type AgentEvent,
+  createAgent,
+  DEFAULT_MODEL,
+  type ModelRequest,
+  runTask,
+  steer,
+} from 'reference-harness';
 import type { SessionEvent } from '../terminal.ts';
 import { main } from '../main.ts';
-import { helpText, nearestOption, OPTIONS } from '../options.ts';
+import { configFromCli, helpText, nearestOption, OPTIONS, parseCli } from '../options.ts';
 import { PRICES_CHECKED, priceOf } from '../prices.ts';
 import { compactDiff, EXIT, MarkdownBlocks, repl, terminalPrinter, tracePrinter, wrap } from '../terminal.ts';
-import { call, say, type ScriptedReply } from 'reference-harness/scripted-model';
+import { call, say, type ScriptedReply, ScriptedModel } from 'reference-harness/scripted-model';
 import { describeCall } from 'reference-harness/tools';
 import { fakeMessage, startFakeApi } from '../../test/model/fake-api.ts';
 import { scriptedAgent, tempProject, textOf, violationsOf } from '../../test/helpers.ts';
@@ -662,4 +670,20 @@ describe('prices', () => {
     assert.equal(priceOf({ name: 'my-local-model' }), undefined);
     assert.match(PRICES_CHECKED, /^\d{4}-\d{2}-\d{2}$/);
   });
+});
+
+test('--system-prompt FILE replaces the harness system prompt, AGENTS.md still after it; a missing file is a one-line error', async (t) => {
+  const root = await tempProject(t, { 'prompt.md': 'You are a careful reviewer.\n', 'AGENTS.md': 'Use tabs.\n' });
+  const file = path.join(root, 'prompt.md');
+  const options = parseCli(['--root', root, '--system-prompt', file, '--script', 'x.json', 'go'], {});
+  assert.equal(options.systemPrompt, 'You are a careful reviewer.\n');
+  const model = new ScriptedModel([]);
+  const agent = await createAgent(
+    configFromCli(options, { root, model, taskModel: undefined, approve: null }, () => {}),
+  );
+  assert.match(agent.system[0]!.text, /^You are a careful reviewer\.\n[\s\S]*Use tabs\./);
+  assert.throws(
+    () => parseCli(['--system-prompt', path.join(root, 'none.md'), 'go'], {}),
+    (error: unknown) => error instanceof Error && /^--system-prompt \S+: ENOENT/.test(error.message),
+  );
 });
