@@ -1,7 +1,7 @@
 // Defends against: a model that retries a "not found" edit blind, guessing again and again at a
 // line it misremembers (whitespace, a renamed variable). An after-call hook: a failed edit's
 // answer gets the file's lines most like old_str's first line, so the next try copies them.
-// Tests: test/tools/tools.test.ts ("closest lines").
+// Tests: test/tools/tools-details.test.ts ("closest lines"), test/tools/tools.test.ts.
 
 import { edit_file, pathOf, safe_path, type Tool } from '../tools.ts';
 import type { HookAgent } from './runs-later.ts';

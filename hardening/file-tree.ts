@@ -3,7 +3,7 @@
 // listing reads .gitignore (and .git/info/exclude) as git does, all subfolders at once, stops
 // keeping entries at the cap, and never follows a link; git's data, installed packages and the
 // harness's own folder are never entered.
-// Tests: test/tools/tools-gitignore.test.ts, test/tools/routes-locked-folder.test.ts,
+// Tests: test/tools/tools-gitignore.test.ts, test/tools/routes-locked-folder.check.ts,
 // test/bench/file-tree.ts (the speed of a 100,000-file tree).
 
 import { constants, type Dirent } from 'node:fs';

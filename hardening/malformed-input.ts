@@ -2,7 +2,7 @@
 // input is not an object, or nests thousands of levels deep; JSON.stringify (the SDK's request,
 // the session file) overflows the stack on the second, so every later request would fail. Such an
 // input is replaced by a note (under UNUSABLE) that validation refuses, and the model is told.
-// Tests: test/tools/tools-inputs.test.ts ("absurd inputs"), test/loop/guards.test.ts.
+// Tests: test/loop/guards.test.ts ("absurd inputs"), test/tools/tools-inputs.test.ts.
 
 import type Anthropic from '@anthropic-ai/sdk';
 

@@ -6,8 +6,8 @@
 // gone when it ends), a private /tmp, an empty HOME, a minimal /dev, its own /proc, no network.
 // Nothing else of the machine exists for it. Bubblewrap on Linux; on macOS sandbox-exec, with the
 // project read-only and HOME unreadable. Its environment is an allowlist.
-// Tests: test/sandbox/routes-sandbox.test.ts (every route out, tried),
-// test/sandbox/sandbox.test.ts.
+// Tests: test/sandbox/routes-sandbox.check.ts (every route out, tried),
+// test/sandbox/sandbox.check.ts.
 
 import { existsSync, lstatSync, readlinkSync, realpathSync } from 'node:fs';
 import { mkdtemp, realpath, rm } from 'node:fs/promises';

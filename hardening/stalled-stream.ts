@@ -2,7 +2,7 @@
 // only the wait for the response's headers; once the stream has begun, nothing stops a silent
 // one. This watch aborts it after `idleMs` without an event, and says so; it is armed when the
 // answer arrives, so the SDK's waits between retries are no stall.
-// Tests: test/model/anthropic-model.test.ts ("stalled").
+// Tests: test/loop/sessions.test.ts ("a stream that stalls mid-reply").
 
 import type { MessageStream } from '@anthropic-ai/sdk/lib/MessageStream';
 
