@@ -1,7 +1,8 @@
 // Defends against: "old_str was not found" in a file whose line breaks differ from the model's
 // (it sees lines without \r) or from line to line, and a new line that breaks a CRLF file's style.
 // No regular expression: an old_str of thousands of lines is found by plain search.
-// Tests: test/tools/tools-inputs.test.ts ("mostly-CRLF"), test/tools/tools-details.test.ts ("CRLF"),
+// Tests: test/tools/tools-inputs.test.ts ("mostly-CRLF"),
+// test/tools/tools-details.test.ts ("CRLF"),
 // test/tools/routes-lost-update.test.ts (an old_str of thousands of lines).
 
 /** Prevents "not found" in a file whose line breaks differ from line to line (a\r\nb\nc\r\n): the
