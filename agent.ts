@@ -43,6 +43,8 @@ import {
   retryNotices,
   runReadOnly,
   stallWatch,
+  withinGrace,
+  withinHookTime,
   withinShare,
   withResendableInputs,
 } from './hardening/index.ts';
@@ -68,6 +70,8 @@ import {
   ToolError,
   TOOLS,
 } from './tools.ts';
+
+export { type LoadedSession, resume } from './hardening/index.ts';
 
 /** All the loop reports: printers, the session file and the page read this one stream. */
 export type AgentEvent =
@@ -242,7 +246,9 @@ export async function createAgent(config: AgentConfig): Promise<Agent> {
     repeats: { key: '', times: 0 },
     usage: noUsage(model),
     ledger: noUsage(model),
-    protectedAtStart: await protectedHashes(toolContext),
+    protectedAtStart: protect.length
+      ? await hardening.disk.fingerprints(protect, toolContext)
+      : new Map(),
     // P4
     contextWindow:
       (await model.contextWindow?.()) ?? settings.contextWindow ?? DEFAULT_CONTEXT_WINDOW,
@@ -497,27 +503,9 @@ async function execute(agent: Agent, run: Run, planned: PlannedCall): Promise<To
   return outcome;
 }
 
-const ABORT_GRACE_MS = 5_000;
 const ABANDONED = failed(
   'interrupted: the call was still running 5 s after the stop; its effects are unknown',
 );
-
-/** `work`, or `late` once ABORT_GRACE_MS have passed since `signal` aborted. */
-async function withinGrace<T>(work: Promise<T>, signal: AbortSignal, late: T): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  let start = () => {};
-  const grace = new Promise<T>((resolve) => {
-    start = () => void (timer = setTimeout(() => resolve(late), ABORT_GRACE_MS));
-  });
-  if (signal.aborted) start();
-  else signal.addEventListener('abort', start, { once: true });
-  try {
-    return await Promise.race([work, grace]);
-  } finally {
-    clearTimeout(timer);
-    signal.removeEventListener('abort', start);
-  }
-}
 
 // P2 — the gate: a reply without tool calls claims "done", and plain code checks the claim.
 
@@ -547,16 +535,14 @@ async function judgeFinalReply(agent: Agent, run: Run, reply: Anthropic.Message)
 async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   const { verify, verifyTimeoutMs, onEvent } = agent.config;
   const ctx = { ...agent.toolContext, signal: run.signal };
-  const changed = async () => changedFiles(agent.protectedAtStart, await protectedHashes(ctx));
-  const tampered = await changed();
-  if (tampered.length > 0) {
-    const output = tampered.join(', ');
+  const tampered = await protectedChanges(agent, ctx);
+  if (tampered) {
     const reason = 'protected files changed';
-    const failed = { passed: false, exitCode: null, sandboxed: false };
-    onEvent({ type: 'gate', command: verify ?? '(none)', reason, output, ...failed });
+    const gate = { passed: false, exitCode: null, output: tampered, sandboxed: false };
+    onEvent({ type: 'gate', command: verify ?? '(none)', reason, ...gate });
     const restore = 'Restore them; the task must be done without changing them.';
     return {
-      goOn: `The task is not done: ${reason} since the session started: ${output}. ${restore}`,
+      goOn: `The task is not done: ${reason} since the session started: ${tampered}. ${restore}`,
     };
   }
   if (verify === undefined) return { halt: { kind: 'accepted', verifiedBy: null } };
@@ -567,21 +553,25 @@ async function verifyGate(agent: Agent, run: Run): Promise<Verdict> {
   if (typeof ran === 'string') return { halt: errorHalt(`the check was not run: ${ran}`) };
   if (run.signal.aborted) return { halt: stoppedHalt(agent, run) };
   // A check that changed what judges it fails (uncontained, its writes are real).
-  const touched = await changed();
+  const touched = await protectedChanges(agent, ctx);
   const { exitCode, output, timedOut, contained: sandboxed } = ran;
-  const passed = exitCode === 0 && touched.length === 0;
   let reason = `exited with code ${exitCode}`;
   if (timedOut) reason = `did not finish within ${verifyTimeoutMs / 1000} s`;
-  if (touched.length > 0) reason = `changed protected files: ${touched.join(', ')}`;
+  if (touched) reason = `changed protected files: ${touched}`;
+  const passed = exitCode === 0 && !touched;
   onEvent({ type: 'gate', command: verify, exitCode, passed, reason, output, sandboxed });
   if (passed) return { halt: { kind: 'accepted', verifiedBy: verify } };
   const told = `Its output:\n\n${output}\n\nFix the cause, then say you are done.`;
   return { goOn: `The task is not done yet: the check \`${verify}\` ${reason}. ${told}` };
 }
 
-/** The protected files' fingerprints now (none without --protect). */
-const protectedHashes = async (ctx: ToolContext) =>
-  ctx.protect?.length ? await ctx.disk.fingerprints(ctx.protect, ctx) : new Map<string, string>();
+/** The protected files changed since the session started, in a line; null if none (or no
+ *  --protect). */
+async function protectedChanges(agent: Agent, ctx: ToolContext): Promise<string | null> {
+  if (!ctx.protect?.length) return null;
+  const now = await ctx.disk.fingerprints(ctx.protect, ctx);
+  return changedFiles(agent.protectedAtStart, now).join(', ') || null;
+}
 
 // P3 — guards: hooks around every call (failing closed), budgets, Ctrl-C and steering.
 
@@ -687,20 +677,6 @@ async function checkResult(
     agent.config.onEvent({ type: 'notice', text });
     return failed(`result withheld: the ${hook.name} check failed`);
   }
-}
-
-const HOOK_TIMEOUT_MS = 10_000;
-
-/** A hook's check, rejected if it throws or passes the hook's time limit. */
-async function withinHookTime<T>(hook: { timeoutMs?: number }, check: () => T | Promise<T>) {
-  const ms = hook.timeoutMs ?? HOOK_TIMEOUT_MS;
-  const checked = new Promise<T>((resolve) => resolve(check()));
-  if (!Number.isFinite(ms)) return await checked;
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(reject, ms, new Error(`no answer within ${ms / 1000} s`));
-  });
-  return await Promise.race([checked, late]).finally(() => clearTimeout(timer));
 }
 
 const ALLOW: Decision = { action: 'allow' };
@@ -919,8 +895,9 @@ async function contextView(
 
 const compactedViews = new WeakMap<Compaction, Anthropic.MessageParam[]>();
 
-/** [summary, ...messages.slice(keptFrom)]: built once per compaction, then only extended. */
-export function compactedView({ compaction }: Agent, messages: View): View {
+/** [summary, ...messages.slice(keptFrom)]: built once per compaction, then only extended, so no
+ *  request copies the transcript. */
+function compactedView({ compaction }: Agent, messages: View): View {
   if (!compaction) return messages;
   let view = compactedViews.get(compaction);
   if (view === undefined) {
@@ -1236,36 +1213,6 @@ export function costOf(price: Price | undefined, usage: TokenCounts): number | n
   const cached = written + cacheRead * (usage.cache_read_input_tokens ?? 0);
   const inputLike = usage.input_tokens + cached;
   return (inputLike * price.input + usage.output_tokens * price.output) / 1_000_000;
-}
-
-// --- Resume: a saved transcript (repaired by hardening/damaged-session.ts) goes on.
-
-/** A saved session, read through transcriptRepair. */
-export interface LoadedSession {
-  messages: Anthropic.MessageParam[];
-  compaction: Compaction | null;
-  subAgents: number;
-  repair: Anthropic.MessageParam | null;
-  protectedAtStart: Map<string, string> | null;
-  warnings: string[];
-}
-
-/** Continues a loaded session: its repaired messages are the transcript. */
-export function resume(agent: Agent, loaded: LoadedSession): void {
-  agent.messages.length = 0;
-  for (const message of loaded.messages)
-    agent.messages.push(withinShare(agent.contextWindow, message));
-  agent.toolContext.seen.clear(); // read again before editing
-  agent.compaction = loaded.compaction;
-  agent.subAgentsStarted = loaded.subAgents;
-  agent.lastRequest = null;
-  agent.repeats = { key: '', times: 0 }; // a new row: see countRepeats
-  // No laundering a protected file between two runs: the gate compares with the first start.
-  for (const [file, hash] of loaded.protectedAtStart ?? []) {
-    if (agent.protectedAtStart.has(file)) agent.protectedAtStart.set(file, hash);
-  }
-  for (const warning of loaded.warnings) agent.config.onEvent({ type: 'notice', text: warning });
-  if (loaded.repair) append(agent, loaded.repair);
 }
 
 // --- How a run ended, in words.

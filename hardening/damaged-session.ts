@@ -3,9 +3,11 @@
 // pair. Read line by line through transcriptRepair, the messages come out valid: a call with no
 // result is answered "result lost", a stray result dropped, a repeated call dropped, results moved
 // first. Messages are only added or changed at the end, so a compaction's cut keeps its meaning.
-// Tests: test/loop/sessions.test.ts, app/test/session-file.test.ts.
+// resume continues a session so read, and keeps the protected files' fingerprints from its first
+// start. Tests: test/loop/sessions.test.ts, app/test/session-file.test.ts.
 
 import type Anthropic from '@anthropic-ai/sdk';
+import { withinShare } from './huge-messages.ts';
 
 const userText = (text: string): Anthropic.MessageParam => ({
   role: 'user',
@@ -80,4 +82,63 @@ export function transcriptRepair(warn: (text: string) => void) {
       return { role: 'user', content: notRunResults(awaiting, notRun) };
     },
   };
+}
+
+/** The parts of a session (agent.ts's Agent) that resume sets; typed here, as agent.ts imports
+ *  this file. */
+interface ResumableAgent {
+  readonly messages: Anthropic.MessageParam[];
+  readonly toolContext: { readonly seen: Map<string, string> };
+  readonly contextWindow: number;
+  readonly protectedAtStart: Map<string, string>;
+  readonly config: { onEvent(event: SessionEvent): void };
+  compaction: Compaction | null;
+  subAgentsStarted: number;
+  lastRequest: unknown;
+  repeats: { key: string; times: number };
+}
+
+/** The events resume reports, as agent.ts's AgentEvent has them. */
+type SessionEvent =
+  { type: 'message'; message: Anthropic.MessageParam } | { type: 'notice'; text: string };
+
+/** The summary that stands in for messages before keptFrom (agent.ts's Compaction). */
+type Compaction = { summary: string; keptFrom: number };
+
+/** A saved session, read through transcriptRepair. */
+export interface LoadedSession {
+  messages: Anthropic.MessageParam[];
+  compaction: Compaction | null;
+  subAgents: number;
+  repair: Anthropic.MessageParam | null;
+  protectedAtStart: Map<string, string> | null;
+  warnings: string[];
+}
+
+/** Continues a loaded session: its repaired messages are the transcript, each within its share of
+ *  the window, and what the session knew of the disk is forgotten (read again before editing). */
+export function resume(agent: ResumableAgent, loaded: LoadedSession): void {
+  agent.messages.length = 0;
+  for (const message of loaded.messages)
+    agent.messages.push(withinShare(agent.contextWindow, message));
+  agent.toolContext.seen.clear();
+  agent.compaction = loaded.compaction;
+  agent.subAgentsStarted = loaded.subAgents;
+  agent.lastRequest = null;
+  agent.repeats = { key: '', times: 0 }; // a new row: see countRepeats in agent.ts
+  keepFirstFingerprints(agent, loaded.protectedAtStart);
+  for (const warning of loaded.warnings) agent.config.onEvent({ type: 'notice', text: warning });
+  if (loaded.repair) {
+    const message = withinShare(agent.contextWindow, loaded.repair);
+    agent.messages.push(message);
+    agent.config.onEvent({ type: 'message', message });
+  }
+}
+
+/** Prevents laundering a protected file between two runs: the gate compares with the session's
+ *  first start, not with this one. */
+function keepFirstFingerprints(agent: ResumableAgent, first: Map<string, string> | null): void {
+  for (const [file, hash] of first ?? []) {
+    if (agent.protectedAtStart.has(file)) agent.protectedAtStart.set(file, hash);
+  }
 }

@@ -22,6 +22,7 @@
 //   frozen-transcript.ts a message changed after the model saw it                the transcript
 //   line-endings.ts      "not found" in a file with other line breaks           edit_file
 //   hidden-characters.ts a call shown as something it is not                    every view
+//   hung-calls.ts        a hook or a tool that never answers                     the loop
 
 import type { Disk } from '../tools.ts';
 import { sweepStrandedWrites, writeAtomically } from './atomic-write.ts';
@@ -67,7 +68,7 @@ export {
   trustedProgram,
 } from './sandbox.ts';
 export { checkedFolder } from './atomic-write.ts';
-export { transcriptRepair } from './damaged-session.ts';
+export { type LoadedSession, resume, transcriptRepair } from './damaged-session.ts';
 export {
   deepFreeze,
   estimateMessages,
@@ -75,6 +76,7 @@ export {
   runReadOnly,
 } from './frozen-transcript.ts';
 export { capStrings, pieceEnd, withinShare } from './huge-messages.ts';
+export { withinGrace, withinHookTime } from './hung-calls.ts';
 export {
   MAX_INPUT_DEPTH,
   nestedDeeperThan,
