@@ -9,8 +9,8 @@
 // renamed over it; the lock names that temporary file, so one a crash strands is removed at the
 // next start (sweepStrandedWrites). On Linux the folders are opened one by one from the root
 // without following links, and the file is made in the last one.
-// Tests: test/tools/routes-lost-update.test.ts, test/tools/routes-write-race.test.ts,
-// test/tools/tools-details.test.ts (modes, crashes).
+// Tests: test/tools/routes-lost-update.test.ts and .check.ts, test/tools/tools-details.test.ts
+// (modes, crashes), test/tools/routes-write-race.check.ts.
 
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
@@ -135,8 +135,8 @@ async function openFolder(ctx: ToolContext, dir: string): Promise<WriteFolder> {
 /** Elsewhere (macOS), where no path names an open folder: the folder's real path is checked before
  *  the write and the written file's after it, and a file that landed outside is removed again. This
  *  narrows the race without closing it: forced on Linux under the flipping of
- *  test/tools/routes-write-race.test.ts, 1 to 8 files in 400 landed outside (22 to 30 with no check
- *  at all). Exported so that a test on Linux can try it. */
+ *  test/tools/routes-write-race.check.ts, 1 to 8 files in 400 landed outside (22 to 30 with no
+ *  check at all). Exported so that a test on Linux can try it. */
 export async function checkedFolder(ctx: ToolContext, dir: string): Promise<WriteFolder> {
   await mkdir(dir, { recursive: true }); // a new file may be in a new folder
   const where = async (file: string) => {

@@ -34,7 +34,7 @@ export const SECTIONS = {
       'test/tools/tools-*.test.ts',
       'test/tools/paths.test.ts',
       'test/tools/routes-git.test.ts',
-      'test/tools/routes-write-race.test.ts',
+      'test/tools/routes-write-race.check.ts',
       'test/loop/guards.test.ts',
       'test/tools/routes-locked-folder.check.ts', // list_files past a locked subfolder
     ],

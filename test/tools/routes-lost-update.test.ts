@@ -1,17 +1,15 @@
 // Lost updates, a crash mid-write, a read-only file, a huge old_str: edit_file against other writers
 // and faults (hardening/atomic-write.ts, tools.ts's changedOnDisk). Two sessions of one process, and
-// two harness processes, edit one file at the same moment: one edit lands, the other is refused with
-// the content as it is now; never both told "edited" with one edit gone.
+// two harness processes (routes-lost-update.check.ts, in test:sandbox: it starts processes), edit one
+// file at the same moment: one edit lands, the other is refused with the content as it is now; never
+// both told "edited" with one edit gone.
 
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { pathToFileURL } from 'node:url';
-import { promisify } from 'node:util';
 import { containedRunner, guardedDisk } from '../../hardening/index.ts';
 import { edit_file, read_file, type ToolContext } from '../../tools.ts';
 import { project } from './tools-project.ts';
@@ -41,39 +39,6 @@ describe('edits against another writer', () => {
       const now = await readFile(path.join(p.root, 'a.txt'), 'utf8');
       assert.ok(now === 'ALPHA\nbeta\n' || now === 'alpha\nBETA\n', `trial ${trial}: the file holds the one edit`);
       assert.match(String(refused[0]), new RegExp(now.split('\n')[0]!), 'the refusal shows the content as it is');
-    }
-  });
-
-  test('two harness processes edit one file at once: one edit lands, the other is refused, in every trial', async (t) => {
-    const p = await project(t, { 'a.txt': LINES });
-    const url = (file: string) => JSON.stringify(pathToFileURL(path.join(import.meta.dirname, '..', '..', file)).href);
-    // Each reads, says so with a file beside the project, and edits once both have read.
-    const script = (oldStr: string, trial: number) =>
-      [
-        `const { edit_file, read_file } = await import(${url('tools.ts')});`,
-        `const { guardedDisk } = await import(${url('hardening/index.ts')});`,
-        `const { existsSync, writeFileSync } = await import('node:fs');`,
-        `const ctx = { root: ${JSON.stringify(p.root)}, seen: new Map(), disk: guardedDisk };`,
-        `await read_file.run({ path: 'a.txt' }, ctx);`,
-        `writeFileSync(${JSON.stringify(path.join(p.outside, `read-${trial}-`))} + ${JSON.stringify(oldStr)}, '');`,
-        `const other = ${JSON.stringify(path.join(p.outside, `read-${trial}-`))} + ${JSON.stringify(oldStr === 'alpha' ? 'beta' : 'alpha')};`,
-        `while (!existsSync(other)) await new Promise((resolve) => setTimeout(resolve, 1));`,
-        `const edit = { path: 'a.txt', old_str: ${JSON.stringify(oldStr)}, new_str: 'X' };`,
-        `console.log(await edit_file.run(edit, ctx).then(() => 'edited', (e) => e.message.split(' Its current')[0]));`,
-      ].join('\n');
-    const run = promisify(execFile);
-    const cwd = path.join(import.meta.dirname, '..', '..');
-    for (let trial = 0; trial < 4; trial++) {
-      await writeFile(path.join(p.root, 'a.txt'), LINES);
-      const said = await Promise.all(
-        ['alpha', 'beta'].map(async (oldStr) => {
-          const args = ['--import', 'tsx', '--input-type=module', '-e', script(oldStr, trial)];
-          return (await run(process.execPath, args, { cwd })).stdout.trim();
-        }),
-      );
-      assert.deepEqual(said.sort(), ['a.txt changed on disk since you read it; nothing was edited.', 'edited'].sort());
-      const now = await readFile(path.join(p.root, 'a.txt'), 'utf8');
-      assert.ok(now === 'X\nbeta\n' || now === 'alpha\nX\n', `trial ${trial}: one edit, whole: ${JSON.stringify(now)}`);
     }
   });
 });
