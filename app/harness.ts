@@ -18,6 +18,7 @@ export type ModelRequest = Parameters<Model['complete']>[0];
 export type ModelCallOptions = Parameters<Model['complete']>[1];
 export type Price = NonNullable<Model['price']>;
 export type UsageTotals = Agent['usage'];
+export type { Tool };
 export type ToolContext = Parameters<Tool['run']>[1];
 export type Disk = ToolContext['disk'];
 

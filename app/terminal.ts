@@ -21,7 +21,8 @@ import {
   steer,
   withdrawSteering,
 } from 'reference-harness';
-import { describeCall, shownPath, type Tool, TOOLS } from 'reference-harness/tools';
+import { describeCall, shownPath, type Tool } from 'reference-harness/tools';
+import { PROGRAM_TOOLS } from './program-tools.ts';
 import { type ApprovalAnswer, type Approver, type Price, type UsageTotals } from './harness.ts';
 
 /** What the person did, which the harness never sees as an event: the program tells the session file, so a replay can
@@ -374,7 +375,7 @@ export interface PrinterOptions {
   session?: () => UsageTotals;
   /** Renders a finished block of the model's markdown for the terminal; without it, text prints as it streams. */
   markdown?: (block: string) => string;
-  /** The agent's tools (`task` included), whose calls the printer says in words; default TOOLS. */
+  /** The agent's tools (`task` included), whose calls the printer says in words; default PROGRAM_TOOLS. */
   tools?: () => readonly Tool[];
 }
 
@@ -383,7 +384,7 @@ export interface PrinterOptions {
  *  tools, the verify command and its latest line), and a footer per turn with that turn's tokens and cost. */
 export function terminalPrinter(
   out: Output = process.stdout,
-  { screen = new StatusLine(out), verify, price, session, markdown, tools = () => TOOLS }: PrinterOptions = {},
+  { screen = new StatusLine(out), verify, price, session, markdown, tools = () => PROGRAM_TOOLS }: PrinterOptions = {},
 ): (event: SessionEvent) => void {
   const width = widthOf(out);
   /** Text that may wrap: each line indented like the first, and by two more. */
