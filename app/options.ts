@@ -4,22 +4,23 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import {
-  type Agent,
-  type AgentEvent,
-  AnthropicModel,
-  approveAll,
-  DEFAULT_MODEL,
-  errorText,
-  type Model,
-} from 'reference-harness';
+import { AnthropicModel, approveAll, DEFAULT_MODEL, errorText } from 'reference-harness';
 import { loadScript, ScriptedModel } from 'reference-harness/scripted-model';
 import { type McpServers, readsUnasked } from './mcp.ts';
 import { priceOf } from './prices.ts';
 import { PROGRAM_TOOLS } from './program-tools.ts';
 import type { RecordedOptions } from './session-file.ts';
 import { MAX_COLUMNS, wrap } from './terminal.ts';
-import { type AgentConfig, type Approver, type BeforeCallHook, type Budgets, type Price } from './harness.ts';
+import {
+  type Agent,
+  type AgentConfig,
+  type AgentEvent,
+  type Approver,
+  type BeforeCallHook,
+  type Budgets,
+  type Model,
+  type Price,
+} from './harness.ts';
 
 interface OptionSpec {
   type: 'string' | 'boolean';

@@ -4,16 +4,7 @@ import type Anthropic from '@anthropic-ai/sdk';
 import { diffLines } from 'diff';
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
-import {
-  type Agent,
-  approveAll,
-  createAgent,
-  errorText,
-  type Halt,
-  type Model,
-  runTask,
-  steer,
-} from 'reference-harness';
+import { approveAll, createAgent, errorText, runTask, steer } from 'reference-harness';
 import { type CliOptions, configFromCli, UsageError } from './options.ts';
 import { priced } from './prices.ts';
 import { PROGRAM_TOOLS } from './program-tools.ts';
@@ -29,7 +20,15 @@ import {
 } from './session-file.ts';
 import { EXIT, MAX_COLUMNS, type Output, visible, wrap } from './terminal.ts';
 import { sandboxProblem } from 'reference-harness/hardening';
-import { type Approver, type ModelCallOptions, type ModelRequest, type Tool } from './harness.ts';
+import {
+  type Agent,
+  type Approver,
+  type Halt,
+  type Model,
+  type ModelCallOptions,
+  type ModelRequest,
+  type Tool,
+} from './harness.ts';
 
 /** Everything a replay plays back: the tasks, each model reply in call order, and what the person did. */
 interface Recording {

@@ -9,21 +9,27 @@ import { styleText } from 'node:util';
 import type Anthropic from '@anthropic-ai/sdk';
 import { structuredPatch } from 'diff';
 import {
-  type Agent,
-  type AgentEvent,
   compactNow,
   contextBreakdown,
   costOf,
   describeHalt,
   errorText,
-  type Halt,
   runTask,
   steer,
   withdrawSteering,
 } from 'reference-harness';
-import { describeCall, shownPath, type Tool } from 'reference-harness/tools';
+import { describeCall, shownPath } from 'reference-harness/tools';
 import { PROGRAM_TOOLS } from './program-tools.ts';
-import { type ApprovalAnswer, type Approver, type Price, type UsageTotals } from './harness.ts';
+import {
+  type Agent,
+  type AgentEvent,
+  type ApprovalAnswer,
+  type Approver,
+  type Halt,
+  type Price,
+  type Tool,
+  type UsageTotals,
+} from './harness.ts';
 
 /** What the person did, which the harness never sees as an event: the program tells the session file, so a replay can
  *  do the same at the same point. */
