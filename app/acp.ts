@@ -14,19 +14,8 @@ import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import {
-  type Agent,
-  type AgentEvent,
-  compactNow,
-  contextBreakdown,
-  createAgent,
-  describeHalt,
-  errorText,
-  type Halt,
-  type Model,
-  resume,
-} from 'reference-harness';
-import { describeCall, safe_path, type Tool } from 'reference-harness/tools';
+import { compactNow, contextBreakdown, createAgent, describeHalt, errorText, resume } from 'reference-harness';
+import { describeCall, safe_path } from 'reference-harness/tools';
 import { type CliOptions, configFromCli, recordedOptions } from './options.ts';
 import { type McpServers, type McpServerSpec, startMcpServers } from './mcp.ts';
 import { PRICED_MODELS } from './prices.ts';
@@ -44,13 +33,18 @@ import { type Ending, type EndingSignal, EXIT, outsideSandbox, runGivenTask, typ
 import { changedOnDisk, fileLines } from 'reference-harness/tools';
 import { GUARDED } from 'reference-harness/hardening';
 import {
+  type Agent,
+  type AgentEvent,
   type ApprovalAnswer,
   type Approver,
   type Disk,
+  type Halt,
   type LoadedSession,
+  type Model,
   type ModelCallOptions,
   type ModelRequest,
   type Price,
+  type Tool,
 } from './harness.ts';
 
 /** What every session of the connection shares: the command line's options and the model(s) they chose. */

@@ -2,11 +2,15 @@
 // (`reference-harness` and its subpaths, package.json's `exports`), so the program imports the
 // harness's small public API and nothing of its internals (app/test/layout.test.ts counts it).
 
-import type { Agent, createAgent, Halt, Model, resume } from 'reference-harness';
-import type { Tool } from 'reference-harness/tools';
+import type { createAgent, resume, runTask } from 'reference-harness';
 import type { z } from 'zod';
 
 export type AgentConfig = Parameters<typeof createAgent>[0];
+export type Agent = Awaited<ReturnType<typeof createAgent>>;
+export type AgentEvent = Parameters<NonNullable<AgentConfig['onEvent']>>[0];
+export type Halt = Awaited<ReturnType<typeof runTask>>;
+export type Model = AgentConfig['model'];
+export type Tool = NonNullable<AgentConfig['tools']>[number];
 export type Approver = NonNullable<AgentConfig['approve']>;
 export type ApprovalAnswer = Awaited<ReturnType<Approver>>;
 export type BeforeCallHook = NonNullable<AgentConfig['beforeCall']>[number];

@@ -10,8 +10,8 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { errorText } from 'reference-harness';
-import { defineTool, describeCall, type Tool } from 'reference-harness/tools';
-import { type Approver, issuesText } from './harness.ts';
+import { defineTool, describeCall } from 'reference-harness/tools';
+import { type Approver, issuesText, type Tool } from './harness.ts';
 
 /** A server to start: a command and its arguments, with environment variables added to a minimal environment; or
  *  one already running at a URL (streamable HTTP), sent these headers. */

@@ -4,22 +4,23 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import {
-  type Agent,
-  type AgentEvent,
-  AnthropicModel,
-  approveAll,
-  DEFAULT_MODEL,
-  errorText,
-  type Model,
-} from 'reference-harness';
+import { AnthropicModel, approveAll, DEFAULT_MODEL, errorText } from 'reference-harness';
 import { loadScript, ScriptedModel } from 'reference-harness/scripted-model';
-import { TOOLS } from 'reference-harness/tools';
 import { type McpServers, readsUnasked } from './mcp.ts';
 import { priceOf } from './prices.ts';
+import { PROGRAM_TOOLS } from './program-tools.ts';
 import type { RecordedOptions } from './session-file.ts';
 import { MAX_COLUMNS, wrap } from './terminal.ts';
-import { type AgentConfig, type Approver, type BeforeCallHook, type Budgets, type Price } from './harness.ts';
+import {
+  type Agent,
+  type AgentConfig,
+  type AgentEvent,
+  type Approver,
+  type BeforeCallHook,
+  type Budgets,
+  type Model,
+  type Price,
+} from './harness.ts';
 
 interface OptionSpec {
   type: 'string' | 'boolean';
@@ -413,8 +414,6 @@ function changesNeedATerminal(mcp: McpServers | undefined): BeforeCallHook {
   };
 }
 
-/** Where the command line builds the agent's configuration: a forker adds their own hooks or tools here. The MCP
- *  servers, if any, are one more tool, whose calls that change nothing are approved unasked. */
 /** A file's text for an option, or a one-line usage error. */
 function textOfFile(flag: string, file: string | undefined): string | undefined {
   if (file === undefined) return undefined;
@@ -425,6 +424,9 @@ function textOfFile(flag: string, file: string | undefined): string | undefined 
   }
 }
 
+/** Where the command line builds the agent's configuration: a forker adds their own hooks here (their tools go in
+ *  PROGRAM_TOOLS, app/program-tools.ts). The MCP servers, if any, are one more tool, whose calls that change nothing
+ *  are approved unasked. */
 export function configFromCli(
   options: CliOptions,
   made: { root: string; model: Model; taskModel: Model | undefined; approve: Approver | null; mcp?: McpServers },
@@ -437,7 +439,7 @@ export function configFromCli(
     ...given,
     approve: mcp && approve !== approveAll ? readsUnasked(mcp, approve) : approve,
     beforeCall: nobodyToAsk ? [changesNeedATerminal(mcp)] : [],
-    tools: mcp ? [...TOOLS, mcp.tool] : TOOLS,
+    tools: mcp ? [...PROGRAM_TOOLS, mcp.tool] : PROGRAM_TOOLS,
     verify: options.verify,
     verifyTimeoutMs: options.verifyTimeoutMs,
     budgets: options.budgets,

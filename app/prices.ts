@@ -1,8 +1,7 @@
 // What Anthropic's models cost, so a budget in dollars can be kept: the program gives each Model its price from here
 // (or from --price). The harness knows no price list; a model it is given without a price has an unknown cost.
 
-import type { Model } from 'reference-harness';
-import { type Price } from './harness.ts';
+import { type Model, type Price } from './harness.ts';
 
 /** When the table was last checked against Anthropic's own pages (the pricing page and each model's overview on
  *  platform.claude.com): every model listed there as available on the Claude API, legacy ones included. */

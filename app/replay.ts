@@ -4,19 +4,10 @@ import type Anthropic from '@anthropic-ai/sdk';
 import { diffLines } from 'diff';
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
-import {
-  type Agent,
-  approveAll,
-  createAgent,
-  errorText,
-  type Halt,
-  type Model,
-  runTask,
-  steer,
-} from 'reference-harness';
-import { type Tool, TOOLS } from 'reference-harness/tools';
+import { approveAll, createAgent, errorText, runTask, steer } from 'reference-harness';
 import { type CliOptions, configFromCli, UsageError } from './options.ts';
 import { priced } from './prices.ts';
+import { PROGRAM_TOOLS } from './program-tools.ts';
 import {
   previewHash,
   readEntry,
@@ -29,7 +20,15 @@ import {
 } from './session-file.ts';
 import { EXIT, MAX_COLUMNS, type Output, visible, wrap } from './terminal.ts';
 import { sandboxProblem } from 'reference-harness/hardening';
-import { type Approver, type ModelCallOptions, type ModelRequest } from './harness.ts';
+import {
+  type Agent,
+  type Approver,
+  type Halt,
+  type Model,
+  type ModelCallOptions,
+  type ModelRequest,
+  type Tool,
+} from './harness.ts';
 
 /** Everything a replay plays back: the tasks, each model reply in call order, and what the person did. */
 interface Recording {
@@ -323,8 +322,14 @@ function canonical(value: unknown): string {
 }
 
 /** --replay: runs the recorded tasks through this harness with the recorded replies and answers, and stops at the
- *  first message that differs from the recording. Exit 0: identical; 1: it differs; 2: it cannot be replayed. */
-export async function replaySession(file: string, options: CliOptions, out: Output): Promise<number> {
+ *  first message that differs from the recording. Exit 0: identical; 1: it differs; 2: it cannot be replayed. The
+ *  replay offers those of `tools` (the program's) that the recording names. */
+export async function replaySession(
+  file: string,
+  options: CliOptions,
+  out: Output,
+  tools: readonly Tool[] = PROGRAM_TOOLS,
+): Promise<number> {
   const tell = (text: string) => out.write(`${wrap(`replay: ${visible(text)}`, MAX_COLUMNS, '  ').join('\n')}\n`);
   const recording = await readRecording(path.resolve(file)).catch((error: unknown) => {
     throw new UsageError(`--replay: ${errorText(error)}`);
@@ -387,7 +392,7 @@ export async function replaySession(file: string, options: CliOptions, out: Outp
       }
     }),
     sandbox: replaySandbox(replayed),
-    tools: recordedTools(recorded),
+    tools: recordedTools(recorded, tools),
   });
   for (const [i, task] of recording.tasks.entries()) {
     [run, counted, pending] = [new AbortController(), 0, task.actions];
@@ -422,9 +427,9 @@ function replayApproval(options: CliOptions, recorded: RecordedOptions): Recorde
   return recorded.approval === 'ask' ? 'ask' : 'yes';
 }
 
-/** The tools the recorded session had, of this program's TOOLS: the header names them, so a tool added since is not
+/** The tools the recorded session had, of the program's `tools`: the header names them, so a tool added since is not
  *  offered to a model whose replies were recorded without it. (The agent adds its sub-agent tool itself.) */
-export const recordedTools = (recorded: Pick<RecordedOptions, 'tools'>, tools: readonly Tool[] = TOOLS) =>
+export const recordedTools = (recorded: Pick<RecordedOptions, 'tools'>, tools: readonly Tool[]) =>
   tools.filter((tool) => recorded.tools.includes(tool.name));
 
 /** Prevents a recording from running its check outside the sandbox: the replay's verify command runs in the OS

@@ -19,20 +19,22 @@ import {
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
-import { type Agent, type Halt, errorText } from 'reference-harness';
+import { errorText } from 'reference-harness';
 
 import type { ProgramEvent, SessionEvent } from './terminal.ts';
 import { minimatch } from 'minimatch';
 import { GUARDED, transcriptRepair } from 'reference-harness/hardening';
 import { MAX_INPUT_DEPTH, nestedDeeperThan } from 'reference-harness/hardening';
 import {
+  type Agent,
   type ApprovalAnswer,
   type Approver,
   type Budgets,
   type Compaction,
+  type Halt,
+  issuesText,
   type LoadedSession,
   type Price,
-  issuesText,
 } from './harness.ts';
 
 /** Version 2 adds what a replay needs: the options, every reply as received, and what the person did. */

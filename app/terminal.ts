@@ -9,20 +9,27 @@ import { styleText } from 'node:util';
 import type Anthropic from '@anthropic-ai/sdk';
 import { structuredPatch } from 'diff';
 import {
-  type Agent,
-  type AgentEvent,
   compactNow,
   contextBreakdown,
   costOf,
   describeHalt,
   errorText,
-  type Halt,
   runTask,
   steer,
   withdrawSteering,
 } from 'reference-harness';
-import { describeCall, shownPath, type Tool, TOOLS } from 'reference-harness/tools';
-import { type ApprovalAnswer, type Approver, type Price, type UsageTotals } from './harness.ts';
+import { describeCall, shownPath } from 'reference-harness/tools';
+import { PROGRAM_TOOLS } from './program-tools.ts';
+import {
+  type Agent,
+  type AgentEvent,
+  type ApprovalAnswer,
+  type Approver,
+  type Halt,
+  type Price,
+  type Tool,
+  type UsageTotals,
+} from './harness.ts';
 
 /** What the person did, which the harness never sees as an event: the program tells the session file, so a replay can
  *  do the same at the same point. */
@@ -374,7 +381,7 @@ export interface PrinterOptions {
   session?: () => UsageTotals;
   /** Renders a finished block of the model's markdown for the terminal; without it, text prints as it streams. */
   markdown?: (block: string) => string;
-  /** The agent's tools (`task` included), whose calls the printer says in words; default TOOLS. */
+  /** The agent's tools (`task` included), whose calls the printer says in words; default PROGRAM_TOOLS. */
   tools?: () => readonly Tool[];
 }
 
@@ -383,7 +390,7 @@ export interface PrinterOptions {
  *  tools, the verify command and its latest line), and a footer per turn with that turn's tokens and cost. */
 export function terminalPrinter(
   out: Output = process.stdout,
-  { screen = new StatusLine(out), verify, price, session, markdown, tools = () => TOOLS }: PrinterOptions = {},
+  { screen = new StatusLine(out), verify, price, session, markdown, tools = () => PROGRAM_TOOLS }: PrinterOptions = {},
 ): (event: SessionEvent) => void {
   const width = widthOf(out);
   /** Text that may wrap: each line indented like the first, and by two more. */

@@ -132,7 +132,7 @@ export class StoryFailure {
     readonly see: BuildSection,
   ) {}
 
-  /** A message built from a failure reads as what happened (`npm run page:p4` puts one in its error). */
+  /** A message built from a failure reads as what happened. */
   toString(): string {
     return this.happened;
   }
@@ -1283,7 +1283,7 @@ export const STORIES: Story[] = [
     },
   },
   {
-    // The first P4 story is the one `npm run page:p4` records and exports: keep its sub-agent first.
+    // `npm run page:p4` (app/session-page/p4-example.ts) plays this story's session again and exports its page.
     lesson: 'p4',
     name: 'endurance',
     expected:

@@ -14,10 +14,9 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import { minimatch } from 'minimatch';
 import { z } from 'zod';
-import { type AgentEvent } from 'reference-harness';
 import { loadScript } from 'reference-harness/scripted-model';
 import { GUARDED, sandboxProblem } from 'reference-harness/hardening';
-import { type UsageTotals } from '../harness.ts';
+import { type AgentEvent, type UsageTotals } from '../harness.ts';
 
 // =============================================================================================
 // Tasks: a folder with task.json, project/ and (for scripted runs) trajectory.json

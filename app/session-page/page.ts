@@ -14,7 +14,8 @@ import { type FileHandle, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { DEFAULT_CONTEXT_WINDOW, describeHalt } from 'reference-harness';
-import { type Tool, TOOLS } from 'reference-harness/tools';
+import { type Tool } from '../harness.ts';
+import { PROGRAM_TOOLS } from '../program-tools.ts';
 import { exitCodeFor } from '../terminal.ts';
 import { allTotals, ownTotals, priceFor, renderChart, subAgentTotals, type Totals } from './chart.ts';
 import { count, dollars, duration, type Fragment, html, type Html, safeId, trusted } from './html.ts';
@@ -55,7 +56,7 @@ export interface PageOptions {
   contextWindow?: number;
   /** The most bytes the page should take; default PAGE_MAX_BYTES. */
   maxBytes?: number;
-  /** The tools whose calls the page says in words and marks as approved; default TOOLS. */
+  /** The tools whose calls the page says in words and marks as approved; default the program's (PROGRAM_TOOLS). */
   tools?: readonly Tool[];
 }
 
@@ -75,7 +76,7 @@ export async function writePage(outline: SessionOutline, out: string, options: P
     const window = windowOf(outline, options);
     await page.write(pageTop(outline, window));
     const maxBytes = options.maxBytes ?? PAGE_MAX_BYTES;
-    const tools = options.tools ?? TOOLS;
+    const tools = options.tools ?? PROGRAM_TOOLS;
     const cut = await writeParts(outline, page, { contextWindow: window.tokens, maxBytes, tools });
     await page.write(pageBottom());
     await file.close();

@@ -11,8 +11,7 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import type { Halt } from 'reference-harness';
-import { type ApprovalAnswer, type BudgetName, type Price } from '../harness.ts';
+import { type ApprovalAnswer, type BudgetName, type Halt, type Price } from '../harness.ts';
 
 /** Format 1, and format 2, which adds entry types (reply, task, options, approval, steer) and timings. */
 export const READABLE_VERSIONS: readonly number[] = [1, 2];

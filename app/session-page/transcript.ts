@@ -8,8 +8,8 @@
 // one list of entries, with what it needs of the rest of the session in the context.
 
 import { structuredPatch } from 'diff';
-import { describeHalt, type Halt } from 'reference-harness';
-import { describeCall, type Tool } from 'reference-harness/tools';
+import { describeHalt } from 'reference-harness';
+import { describeCall } from 'reference-harness/tools';
 import { exitCodeFor } from '../terminal.ts';
 import { requestCost } from './chart.ts';
 import { clip, clock, count, dollars, duration, type Fragment, html, type Html, safeId } from './html.ts';
@@ -25,7 +25,7 @@ import {
   type SessionOutline,
   type SubAgentOutline,
 } from './read.ts';
-import { type Price } from '../harness.ts';
+import { type Halt, type Price, type Tool } from '../harness.ts';
 
 /** Everything a part of the transcript needs to know about the rest of the session. */
 export interface TranscriptContext {

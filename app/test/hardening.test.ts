@@ -11,10 +11,10 @@ import { call, reply, say, text } from 'reference-harness/scripted-model';
 import { scriptedAgent, tempProject } from '../../test/helpers.ts';
 import { jsonPrinter } from '../terminal.ts';
 import { runCli } from './helpers.ts';
-import { TOOLS } from 'reference-harness/tools';
+import { PROGRAM_TOOLS } from '../program-tools.ts';
 
-/** The tools that change files, as the start-up notice names them. */
-const CHANGING = TOOLS.filter((tool) => !tool.readOnly)
+/** The program's tools that change files, as the start-up notice names them. */
+const CHANGING = PROGRAM_TOOLS.filter((tool) => !tool.readOnly)
   .map((tool) => tool.name)
   .join(', ');
 

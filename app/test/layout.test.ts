@@ -22,8 +22,20 @@ async function filesUnder(folder: string): Promise<string[]> {
   return files;
 }
 
+/** The program's files: app/ without its tests. */
+const programFiles = async () => (await filesUnder('app')).filter((file) => !file.startsWith('app/test/'));
+
+/** Each `import … from '…'` (and `export … from`, and `import('…')`) of `source`: what it names, and from where. */
+const importsIn = (source: string) => [
+  ...[...source.matchAll(/^(?:import|export)\s+(?:type\s+)?([^;]*?)\s+from\s+'([^']+)'/gms)].map(([, what, from]) => ({
+    what: what!,
+    from: from!,
+  })),
+  ...[...source.matchAll(/\bimport\(\s*'([^']+)'\s*\)/g)].map(([, from]) => ({ what: 'import()', from: from! })),
+];
+
 test('no line of the program files is wider than 120 columns, so nothing wraps on a projector', async () => {
-  const files = (await filesUnder('app')).filter((file) => !file.startsWith('app/test/'));
+  const files = await programFiles();
   const wide: string[] = [];
   for (const file of files) {
     (await read(file)).split('\n').forEach((line, i) => line.length > 120 && wide.push(`${file}:${i + 1}`));
@@ -36,6 +48,31 @@ test('no import goes round in a circle through the program, type-only and dynami
   for (const file of await filesUnder('')) graph.set(file, importsOf(file, await read(file)));
   assert.equal(importCircle(graph), null);
   assert.ok(graph.has('app/main.ts') && graph.has('agent.ts'), 'the graph holds the program and the harness');
+});
+
+test('the program imports nothing outside app/ by path: the harness by its package name, never lessons/ or test/', async () => {
+  const outside: string[] = [];
+  for (const file of await programFiles()) {
+    for (const { from } of importsIn(await read(file))) {
+      const resolved = path.normalize(path.join(path.dirname(file), from));
+      if (from.startsWith('.') && !resolved.startsWith(`app${path.sep}`)) outside.push(`${file}: ${from}`);
+    }
+  }
+  assert.deepEqual(outside, []);
+});
+
+test("the program imports at most 30 of the harness's names, each by name, so its public API stays small", async () => {
+  const names = new Set<string>();
+  for (const file of await programFiles()) {
+    for (const { what, from } of importsIn(await read(file))) {
+      if (from !== 'reference-harness' && !from.startsWith('reference-harness/')) continue;
+      const listed = /^\{([^}]*)\}$/.exec(what.trim())?.[1];
+      assert.ok(listed !== undefined, `${file} imports ${what} from ${from}: name what it takes`);
+      for (const name of listed.split(',').map((n) => n.replace(/^type\s+/, '').trim()))
+        if (name !== '') names.add(`${from}: ${name.split(/\s+as\s+/)[0]}`);
+    }
+  }
+  assert.ok(names.size > 20 && names.size <= 30, `${names.size} names:\n${[...names].sort().join('\n')}`);
 });
 
 test('app/package.json names the program, so `npx harness` runs it', async () => {

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { AnthropicModel, type Approver, type Model, createAgent, runTask, steer } from 'reference-harness';
 import type { SessionEvent } from '../terminal.ts';
+import { PROGRAM_TOOLS } from '../program-tools.ts';
 import { firstDifference, recordedTools } from '../replay.ts';
 import { recordAnswers, type RecordedOptions, SESSION_VERSION, sessionRecorder } from '../session-file.ts';
 import { EXIT } from '../terminal.ts';
@@ -410,7 +411,7 @@ describe("a replay offers the model the tools the recording's header names, no o
       shipped,
     );
     assert.deepEqual(
-      recordedTools({ tools: ['read_file', 'task'] }).map((tool) => tool.name),
+      recordedTools({ tools: ['read_file', 'task'] }, PROGRAM_TOOLS).map((tool) => tool.name),
       ['read_file'],
     );
   });

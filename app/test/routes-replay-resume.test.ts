@@ -14,14 +14,14 @@ import { EXIT } from '../terminal.ts';
 import { call, say } from 'reference-harness/scripted-model';
 import { tempProject } from '../../test/helpers.ts';
 import { editedRecording, runCli } from './helpers.ts';
-import { TOOLS } from 'reference-harness/tools';
+import { PROGRAM_TOOLS } from '../program-tools.ts';
 import { sandboxProblem } from 'reference-harness/hardening';
 
 const noSandbox = await sandboxProblem();
 const skip = noSandbox === null ? false : `no OS sandbox here (${noSandbox}); CI installs bubblewrap`;
 
-/** The tools that change files, as the start-up notice names them. */
-const CHANGING = TOOLS.filter((tool) => !tool.readOnly)
+/** The program's tools that change files, as the start-up notice names them. */
+const CHANGING = PROGRAM_TOOLS.filter((tool) => !tool.readOnly)
   .map((tool) => tool.name)
   .join(', ');
 

@@ -23,7 +23,7 @@ const SHIPPED_SCRIPT = [
   say('Fixed.'),
 ];
 
-describe('two tools added to TOOLS the README way', () => {
+describe('two tools added the README way, `[...TOOLS, yours]`', () => {
   test('a run that uses only the shipped tools goes as it did: the same messages, the same default usage', async (t) => {
     const runs = [];
     for (const tools of [SHIPPED_TOOLS, FORKED_TOOLS]) {
@@ -51,7 +51,8 @@ describe('two tools added to TOOLS the README way', () => {
     });
     assert.equal((await runTask(agent, 'Count, then add a line.')).kind, 'accepted');
     const offered = model.requests[0]!.tools!.map((tool) => ('name' in tool ? tool.name : ''));
-    assert.deepEqual(offered, ['list_files', 'read_file', 'edit_file', 'word_count', 'append_line', 'task']);
+    assert.deepEqual(offered, [...FORKED_TOOLS.map((tool) => tool.name), 'task'], "the session's tools, in order");
+    assert.deepEqual(offered.slice(-3), ['word_count', 'append_line', 'task']);
     assert.deepEqual(
       asked.map(({ tool, preview }) => [tool, preview]),
       [
@@ -74,7 +75,9 @@ describe('two tools added to TOOLS the README way', () => {
     const { agent } = await scriptedAgent(await tempProject(t, FILES), parent, { tools: FORKED_TOOLS, taskModel });
     assert.equal((await runTask(agent, 'Ask a sub-agent.')).kind, 'accepted');
     const offered = taskModel.requests[0]!.tools!.map((tool) => ('name' in tool ? tool.name : ''));
-    assert.deepEqual(offered, ['list_files', 'read_file', 'word_count']);
+    const readOnly = FORKED_TOOLS.filter((tool) => tool.readOnly).map((tool) => tool.name);
+    assert.deepEqual(offered, readOnly, "the session's read-only tools, in order");
+    assert.ok(offered.includes('word_count') && !offered.includes('append_line'));
   });
 
   test('their calls read in words, and so does a call of a tool the program does not have, never as JSON', () => {

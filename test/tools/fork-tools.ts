@@ -1,4 +1,4 @@
-// Two tools added the README's way (defineTool, then a line in TOOLS), as a forker would write them: one read-only,
+// Two tools added the README's way (defineTool, then `[...TOOLS, yours]`), as a forker would write them: one read-only,
 // one that changes files and shows a preview. test/tools/fork-tools.test.ts runs the harness with them beside the shipped
 // tools; app/test/fork-views.test.ts shows that every view prints their calls in words.
 
