@@ -67,7 +67,7 @@ export {
   trustedProgram,
 } from './sandbox.ts';
 export { checkedFolder } from './atomic-write.ts';
-export { transcriptRepair } from './damaged-session.ts';
+export { type KnownOutcome, transcriptRepair } from './damaged-session.ts';
 export {
   deepFreeze,
   estimateMessages,
