@@ -5,7 +5,8 @@
 // first. Messages are only added or changed at the end, so a compaction's cut keeps its meaning.
 // A call the session ended in the middle of is answered "not run", or with what the program knows
 // of it (an edit recorded before it was written, checked against the disk: applied or not).
-// Tests: test/loop/sessions.test.ts, app/test/session-file.test.ts, app/test/crash.check.ts.
+// Tests: test/loop/sessions.test.ts, app/test/session-file.test.ts, app/test/edit-intents.test.ts,
+// app/test/crash.check.ts (real processes).
 
 import type Anthropic from '@anthropic-ai/sdk';
 
