@@ -80,7 +80,14 @@ async function resumed(t: TestContext, project: Project) {
   return loaded.messages;
 }
 
-const lines = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').length - 1 : 0);
+/** The whole lines of a session file, intents not counted: a harness that writes none gets as far in as many. */
+const linesIn = (file: string) =>
+  existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .split('\n')
+        .slice(0, -1)
+        .filter((line) => !line.includes('"type":"intent"')).length
+    : 0;
 const has = (file: string, text: string) => existsSync(file) && readFileSync(file, 'utf8').includes(text);
 
 /** Each call's result in a transcript, by call id. */
@@ -196,36 +203,36 @@ describe('a resume after a crash tells the model an edit that landed did not run
       i === 'twice' ? ['line 4 done\n', 'line 4 twice\n'] : [`line ${i}\n`, `line ${i} done\n`],
     ))
       states.push(states.at(-1)!.replace(from!, to!));
-    // A moment per few lines of the session file, from the first call to the last result (about 60 lines).
-    const moments = Array.from({ length: 16 }, (_, i) => 4 + i * 3);
+    type Moment = { what: string; n: number; lines: boolean };
+    // The moments: once the session file holds N lines (intents not counted, so a harness that writes none is
+    // killed at the same points), from the first call to the last result (line 43); and as soon as the Nth edit of
+    // f.txt is on disk, which is before its result is recorded only if the kill is quick enough.
+    const afterLines = [4, 9, 14, 19, 24, 29, 34, 39, 43].map((n): Moment => ({ what: `line ${n}`, n, lines: true }));
+    const afterEdits = [1, 2, 3, 4, 5, 6, 7].map((n): Moment => ({ what: `edit ${n} on disk`, n, lines: false }));
+    const moments = [...afterLines, ...afterEdits];
     const seen = { applied: 0, notApplied: 0, notRun: 0, madeBefore: 0 };
-    const trial = async (moment: number) => {
+    const trial = async ({ what: moment, n, lines }: Moment) => {
       const project = await crashProject(t, { 'f.txt': original });
-      await killedWhen(t, project, script, () => lines(project.session) >= moment);
+      const f = path.join(project.root, 'f.txt');
+      const reached = lines ? () => linesIn(project.session) >= n : () => states.indexOf(readFileSync(f, 'utf8')) >= n;
+      await killedWhen(t, project, script, reached);
       const messages = await resumed(t, project);
       const files = ['f.txt', 'new.txt', 'other.txt'];
-      assert.deepEqual(
-        harnessLeftovers(project, files),
-        [],
-        `killed at line ${moment}: nothing of the harness is left`,
-      );
+      assert.deepEqual(harnessLeftovers(project, files), [], `killed at ${moment}: nothing of the harness is left`);
       const content = (file: string) => {
         const at = path.join(project.root, file);
         return existsSync(at) ? readFileSync(at, 'utf8') : null;
       };
-      assert.ok(
-        states.includes(content('f.txt')!),
-        `killed at line ${moment}: f.txt is old or new: ${content('f.txt')}`,
-      );
-      assert.ok([null, 'made\n'].includes(content('new.txt')), `killed at line ${moment}: new.txt`);
-      assert.ok([null, 'other\n'].includes(content('other.txt')), `killed at line ${moment}: other.txt`);
+      assert.ok(states.includes(content('f.txt')!), `killed at ${moment}: f.txt is old or new: ${content('f.txt')}`);
+      assert.ok([null, 'made\n'].includes(content('new.txt')), `killed at ${moment}: new.txt`);
+      assert.ok([null, 'other\n'].includes(content('other.txt')), `killed at ${moment}: other.txt`);
       for (const [id, result] of resultsOf(messages)) {
         const effect = effects[id];
         if (effect === undefined) continue; // a read
         const said = String(result.content);
         const made = /^(edited|created|applied)\b/.test(said);
         const [file, text] = effect;
-        assert.equal(has(path.join(project.root, file), text), made, `killed at line ${moment}: ${id} says "${said}"`);
+        assert.equal(has(path.join(project.root, file), text), made, `killed at ${moment}: ${id} says "${said}"`);
         assert.doesNotMatch(said, /^unknown/, 'nothing else wrote the files');
         if (said.startsWith('applied')) seen.applied++;
         else if (said.startsWith('not applied')) seen.notApplied++;
