@@ -86,7 +86,7 @@ export function transcriptRepair(warn: (text: string) => void) {
       if (awaiting.length === 0) return null;
       const died = `${awaiting.length} call(s) had no result (the process died mid-call)`;
       const told = awaiting.filter((id) => known.has(id)).length;
-      const others = `${told} answered with what the disk shows, the others "not run"`;
+      const others = `${told} answered with what is known of them, the others "not run"`;
       warn(`${died}; ${told === 0 ? 'they are answered "not run"' : others}`);
       const notRun = {
         content: 'not run: the session ended before this call finished',

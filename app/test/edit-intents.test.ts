@@ -90,7 +90,7 @@ describe('a resume after a crash tells the model an edit that landed did not run
       ['e4', 'not applied: the session ended before the edit of d.txt was written; the file is as it was', true],
       ['e5', 'not run: the session ended before this call finished', true],
     ]);
-    assert.match(loaded.warnings.at(-1)!, /5 call\(s\) had no result .*; 4 answered with what the disk shows/);
+    assert.match(loaded.warnings.at(-1)!, /5 call\(s\) had no result .*; 4 answered with what is known of them/);
     assert.deepEqual(violationsOf({ messages: [...loaded.messages, loaded.repair!] }), []);
   });
 
