@@ -489,7 +489,7 @@ async function decide(agent: Agent, run: Run, call: Anthropic.ToolUseBlock): Pro
 /** Prevents a tool failure from crashing the loop, and Ctrl-C from waiting on a tool over 5 s. */
 async function execute(agent: Agent, run: Run, planned: PlannedCall): Promise<ToolOutcome> {
   agent.config.onEvent({ type: 'running', call: planned.call });
-  const context = { ...agent.toolContext, signal: run.signal };
+  const context = { ...agent.toolContext, signal: run.signal, callId: planned.call.id };
   // A tool that throws before it returns a promise fails like any other; it starts at once.
   const running = new Promise<string>((resolve) =>
     resolve(planned.tool.run(planned.input, context)),

@@ -43,6 +43,9 @@ export interface ToolContext {
   readonly runner: Runner;
   /** Aborted when the run stops (Ctrl-C, time budget): a long-running tool should stop too. */
   readonly signal?: AbortSignal;
+  /** The id of the tool_use being run, so a disk can tie a write to its call (a session file's
+   *  record of an edit); unset outside a call. */
+  readonly callId?: string;
   /** Globs of files the model may not change (--protect): a command-running tool honours them. */
   readonly protect?: readonly string[];
   /** Writes that could run later are asked every time, and repository data is never read;

@@ -19,6 +19,7 @@ import { describeCall, safe_path } from 'reference-harness/tools';
 import { type CliOptions, configFromCli, recordedOptions } from './options.ts';
 import { type McpServers, type McpServerSpec, startMcpServers } from './mcp.ts';
 import { PRICED_MODELS } from './prices.ts';
+import { intentRecorded } from './edit-intents.ts';
 import {
   loadSession,
   openSessionFile,
@@ -164,7 +165,7 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
       if (sessions.get(sessionId)?.running) throw acp.RequestError.invalidRequest(undefined, RUNNING);
       const root = await projectRoot(params.cwd);
       const file = sessionFile(root, sessionId);
-      const loaded = await loadSession(file).catch((error: unknown) => {
+      const loaded = await loadSession(file, root).catch((error: unknown) => {
         setup.log(`session/load ${sessionId}: ${errorText(error)}`);
         throw acp.RequestError.sessionNotFound(sessionId);
       });
@@ -568,7 +569,13 @@ async function openSession(
     view(event);
   };
   const config = configFromCli(setup.options, made, tell);
-  const disk = editorDisk(client, sessionId, files, GUARDED.disk);
+  // An edit written to the disk is said in the session file first (one the editor writes is the editor's to keep).
+  const disk = editorDisk(
+    client,
+    sessionId,
+    files,
+    intentRecorded(GUARDED.disk, (intent) => record.intend(intent)),
+  );
   const agent = await createAgent({ ...config, hardening: { ...GUARDED, disk } }).catch(async (error: unknown) => {
     await mcp?.close();
     throw error;

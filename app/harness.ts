@@ -3,6 +3,7 @@
 // harness's small public API and nothing of its internals (app/test/layout.test.ts counts it).
 
 import type { createAgent, resume, runTask } from 'reference-harness';
+import type { transcriptRepair } from 'reference-harness/hardening';
 import type { z } from 'zod';
 
 export type AgentConfig = Parameters<typeof createAgent>[0];
@@ -24,6 +25,9 @@ export type Price = NonNullable<Model['price']>;
 export type UsageTotals = Agent['usage'];
 export type ToolContext = Parameters<Tool['run']>[1];
 export type Disk = ToolContext['disk'];
+/** What the program knows of a call a session ended in the middle of (an edit's intent). */
+export type KnownOutcome =
+  Parameters<ReturnType<typeof transcriptRepair>['finish']>[0] extends ReadonlyMap<string, infer Known> ? Known : never;
 
 /** A schema's refusal in one line: each issue's path and message. */
 export const issuesText = (error: z.ZodError) =>

@@ -24,6 +24,7 @@ import {
 } from './options.ts';
 import { readMcpFile, startMcpServers } from './mcp.ts';
 import { priced } from './prices.ts';
+import { intentRecorded } from './edit-intents.ts';
 import { replaySession } from './replay.ts';
 import {
   loadSession,
@@ -55,7 +56,7 @@ import {
   tracePrinter,
   visible,
 } from './terminal.ts';
-import { sandboxProblem } from 'reference-harness/hardening';
+import { GUARDED, sandboxProblem } from 'reference-harness/hardening';
 import { type Agent, type Halt, type Model } from './harness.ts';
 
 /** One run, then exit. Ctrl-C stops it like in the REPL; a second one exits at once. So does the program's ending (a
@@ -183,7 +184,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     let opened: SessionFile | undefined;
     if (options.resume !== undefined) {
       opened = opening();
-      loaded = await loadSession(sessionFile).catch((error: unknown) => {
+      loaded = await loadSession(sessionFile, root).catch((error: unknown) => {
         throw new UsageError(`--resume: ${errorText(error)}`);
       });
       ({ options, said: optionsSaid } = resumedOptions(options, loaded.header));
@@ -275,7 +276,10 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     };
     // Only the servers the command line names start: none that the project's own files list.
     const mcp = mcpServers.length === 0 ? undefined : await startMcpServers(mcpServers, root);
-    const agent = await createAgent(configFromCli(options, { root, model, taskModel, approve, mcp }, tell));
+    // Each edit is said in the session file before it is made, so a resume after a crash knows whether it landed.
+    const disk = intentRecorded(GUARDED.disk, (intent) => record.intend(intent));
+    const config = configFromCli(options, { root, model, taskModel, approve, mcp }, tell);
+    const agent = await createAgent({ ...config, hardening: { ...GUARDED, disk } });
     if (loaded) {
       const changed = await protectedChangedSince(loaded, root, agent.config.protect);
       if (changed !== null) throw new UsageError(`--resume: ${changed}`);
@@ -304,7 +308,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       notice(`no terminal and no --yes: every change (${changing.join(', ')}) will be denied`);
     const switchSession = async (file: string) => {
       const next = openSessionFile(path.resolve(file), 'resume', root);
-      const read = await loadSession(file).catch((error: unknown) => {
+      const read = await loadSession(file, root).catch((error: unknown) => {
         closeSync(next.fd);
         throw error;
       });

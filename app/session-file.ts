@@ -7,6 +7,7 @@ import {
   closeSync,
   constants,
   createReadStream,
+  fdatasyncSync,
   fstatSync,
   lstatSync,
   mkdirSync,
@@ -21,10 +22,10 @@ import { createInterface } from 'node:readline';
 import { z } from 'zod';
 import { errorText } from 'reference-harness';
 
+import { type EditIntent, intentOutcomes } from './edit-intents.ts';
 import type { ProgramEvent, SessionEvent } from './terminal.ts';
 import { minimatch } from 'minimatch';
-import { GUARDED, transcriptRepair } from 'reference-harness/hardening';
-import { MAX_INPUT_DEPTH, nestedDeeperThan } from 'reference-harness/hardening';
+import { GUARDED, MAX_INPUT_DEPTH, nestedDeeperThan, transcriptRepair } from 'reference-harness/hardening';
 import {
   type Agent,
   type ApprovalAnswer,
@@ -33,6 +34,7 @@ import {
   type Compaction,
   type Halt,
   issuesText,
+  type KnownOutcome,
   type LoadedSession,
   type Price,
 } from './harness.ts';
@@ -60,7 +62,8 @@ export type SessionEntry =
   | Timed<{ type: 'task'; text: string }>
   | Timed<{ type: 'approval'; tool: string; preview: string; answer: ApprovalAnswer; callId?: string }>
   | Timed<{ type: 'steer'; text: string; afterEvents: number }>
-  | Timed<{ type: 'interrupt'; afterEvents: number }>;
+  | Timed<{ type: 'interrupt'; afterEvents: number }>
+  | Timed<{ type: 'intent' } & EditIntent>;
 
 /** Since the page shows durations, each entry after the header says when it was written (an ISO time). Optional, so
  *  older files still load; nothing but the page reads the timings:
@@ -239,7 +242,14 @@ function changedUnder(file: SessionFile, last: Written): string | null {
 }
 
 /** The function that records a session's events, and closes its file (and its sub-agents') when it is done with. */
-export type SessionRecorder = ((event: SessionEvent) => void) & { close: () => void };
+export type SessionRecorder = SubAgentRecorder & {
+  /** Records an edit's intent and flushes it to the disk (fdatasync) before the edit is made; throws if it cannot,
+   *  so no edit is made that the session does not say. */
+  intend: (intent: EditIntent) => void;
+};
+
+/** A sub-agent's recorder: sub-agents do not edit. */
+type SubAgentRecorder = ((event: SessionEvent) => void) & { close: () => void };
 
 /** Writes each event worth keeping as it happens, synchronously, through the one handle opened at the start (a
  *  path is opened as `append`), so a crash loses nothing appended.
@@ -281,7 +291,7 @@ export function sessionRecorder(
       );
     }
   };
-  const children = new Map<string, SessionRecorder>();
+  const children = new Map<string, SubAgentRecorder>();
   const clock = stopwatch();
   let events = 0; // of the current task, counted as a replay counts them
   let unanswered = false; // a request went out and neither a reply nor a halt came back: the API refused it
@@ -330,7 +340,12 @@ export function sessionRecorder(
     for (const child of children.values()) child.close();
     closeSync(file.fd);
   };
-  return Object.assign(record, { close });
+  const intend = (intent: EditIntent) => {
+    write({ type: 'intent', ...intent });
+    if (broken) throw new Error(`the session file ${file.path} can no longer be written; nothing was edited`);
+    fdatasyncSync(file.fd);
+  };
+  return Object.assign(record, { close, intend });
 }
 
 /** Writes all of `text` through the handle: one write may take only part of it. */
@@ -431,8 +446,12 @@ export const RUN_WITHOUT_HALT =
 
 /** Rebuilds a transcript from a session file of any size, streamed line by line. Each entry is checked against the
  *  schema of its type; a bad line is dropped with a warning naming it (a torn last line: the process died while
- *  writing it; any other: corrupted), and the messages are repaired into a transcript the API accepts. */
-export async function loadSession(file: string): Promise<LoadedSession & { header: SessionHeader | null }> {
+ *  writing it; any other: corrupted), and the messages are repaired into a transcript the API accepts. An edit the
+ *  session ended in the middle of is answered with what the disk under `root` (default: the header's) shows of it. */
+export async function loadSession(
+  file: string,
+  root?: string,
+): Promise<LoadedSession & { header: SessionHeader | null }> {
   const warnings = warningList();
   let header: SessionHeader | null = null; // the first: what the session was started with
   const transcript = transcriptRepair(warnings.add);
@@ -441,6 +460,7 @@ export async function loadSession(file: string): Promise<LoadedSession & { heade
   let protectedAtStart: Map<string, string> | null = null;
   const unknownTypes = new Map<string, { first: number; count: number }>();
   let taskWithoutHalt: number | null = null; // the line of the last task, until its halt is read
+  const intents = new Map<string, EditIntent>(); // since the last message: the edits its calls were making
   for await (const { number, text, last } of sessionLines(file)) {
     const at = `${file}:${number}`;
     const read = readEntry(text);
@@ -459,6 +479,10 @@ export async function loadSession(file: string): Promise<LoadedSession & { heade
       unknownTypes.set(read.unknown, { ...seen, count: seen.count + 1 });
     } else if (read.entry.type === 'message') {
       transcript.add(read.entry.message, at);
+      intents.clear();
+    } else if (read.entry.type === 'intent') {
+      const { callId, path: edited, before, after } = read.entry;
+      intents.set(callId, { callId, path: edited, before, after });
     } else if (read.entry.type === 'compaction') {
       const { summary, keptFrom } = read.entry;
       if (transcript.startsReply(keptFrom)) compaction = { summary, keptFrom };
@@ -478,7 +502,9 @@ export async function loadSession(file: string): Promise<LoadedSession & { heade
   if (taskWithoutHalt !== null) warnings.add(`${file}:${taskWithoutHalt}: ${RUN_WITHOUT_HALT}`);
   for (const [type, { first, count }] of unknownTypes)
     warnings.add(`${file}:${first}: ${count} entries of type "${type}", unknown to this version, were skipped`);
-  const repair = transcript.finish();
+  const on = root ?? header?.root;
+  const known = on === undefined ? new Map<string, KnownOutcome>() : await intentOutcomes([...intents.values()], on);
+  const repair = transcript.finish(known);
   const { messages } = transcript;
   return { messages, compaction, subAgents, repair, protectedAtStart, warnings: warnings.list(), header };
 }
@@ -684,6 +710,12 @@ const ENTRY_SCHEMAS = {
   approval: z.object({ tool: z.string(), preview: z.string(), answer: z.object({ approved: z.boolean() }) }),
   steer: z.object({ text: z.string(), afterEvents: z.number().int().min(0) }),
   interrupt: z.object({ afterEvents: z.number().int().min(0) }),
+  intent: z.object({
+    callId: z.string().min(1),
+    path: z.string().min(1),
+    before: z.string().nullable(),
+    after: z.string(),
+  }),
 } satisfies Record<SessionEntry['type'], z.ZodType>;
 
 /** A short fingerprint of an approval's preview: a replay gives each recorded answer to the same question. */

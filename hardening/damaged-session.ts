@@ -3,8 +3,11 @@
 // pair. Read line by line through transcriptRepair, the messages come out valid: a call with no
 // result is answered "result lost", a stray result dropped, a repeated call dropped, results moved
 // first. Messages are only added or changed at the end, so a compaction's cut keeps its meaning.
-// resume continues a session so read, and keeps the protected files' fingerprints from its first
-// start. Tests: test/loop/sessions.test.ts, app/test/session-file.test.ts.
+// A call the session ended in the middle of is answered "not run", or with what the program knows
+// of it (an edit recorded before it was written, checked against the disk: applied or not). resume
+// continues a session so read, and keeps the protected files' fingerprints from its first start.
+// Tests: test/loop/sessions.test.ts, app/test/session-file.test.ts, app/test/edit-intents.test.ts,
+// app/test/crash.check.ts (real processes).
 
 import type Anthropic from '@anthropic-ai/sdk';
 import { withinShare } from './huge-messages.ts';
@@ -20,6 +23,12 @@ const LOST_RESULT =
 
 const notRunResults = (ids: string[], content: string): Anthropic.ToolResultBlockParam[] =>
   ids.map((id) => ({ type: 'tool_result', tool_use_id: id, content, is_error: true }));
+
+/** What a program knows of a call the session ended in the middle of: the result to give it. */
+export interface KnownOutcome {
+  content: string;
+  isError: boolean;
+}
 
 /** Prevents a damaged session file from making a session that can never resume. */
 export function transcriptRepair(warn: (text: string) => void) {
@@ -73,13 +82,28 @@ export function transcriptRepair(warn: (text: string) => void) {
     add,
     /** Whether a compaction may cut here (see chooseCut). */
     startsReply: (index: number) => messages[index]?.role === 'assistant',
-    /** Answers the calls the session ended in the middle of; resume appends it. */
-    finish: (): Anthropic.MessageParam | null => {
+    /** Answers the calls the session ended in the middle of, with what `known` says of a call (by
+     *  id), else "not run"; resume appends it. */
+    finish: (known: ReadonlyMap<string, KnownOutcome>): Anthropic.MessageParam | null => {
       if (awaiting.length === 0) return null;
       const died = `${awaiting.length} call(s) had no result (the process died mid-call)`;
-      warn(`${died}; they are answered "not run"`);
-      const notRun = 'not run: the session ended before this call finished';
-      return { role: 'user', content: notRunResults(awaiting, notRun) };
+      const told = awaiting.filter((id) => known.has(id)).length;
+      const others = `${told} answered with what is known of them, the others "not run"`;
+      warn(`${died}; ${told === 0 ? 'they are answered "not run"' : others}`);
+      const notRun = {
+        content: 'not run: the session ended before this call finished',
+        isError: true,
+      };
+      const results = awaiting.map((id): Anthropic.ToolResultBlockParam => {
+        const { content, isError } = known.get(id) ?? notRun;
+        return {
+          type: 'tool_result',
+          tool_use_id: id,
+          content,
+          ...(isError && { is_error: true }),
+        };
+      });
+      return { role: 'user', content: results };
     },
   };
 }

@@ -68,7 +68,12 @@ export {
   trustedProgram,
 } from './sandbox.ts';
 export { checkedFolder } from './atomic-write.ts';
-export { type LoadedSession, resume, transcriptRepair } from './damaged-session.ts';
+export {
+  type KnownOutcome,
+  type LoadedSession,
+  resume,
+  transcriptRepair,
+} from './damaged-session.ts';
 export {
   deepFreeze,
   estimateMessages,

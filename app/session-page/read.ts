@@ -240,6 +240,7 @@ function toEntry(value: Json, state: ReadState): Entry | string | null {
     case 'interrupt':
       return { type: 'interrupt', at };
     case 'reply': // the same usage again, with the reply's blocks (the message entries show them)
+    case 'intent': // an edit about to be made: its call's result shows what came of it
       return null;
     default:
       return 'unknown type';

@@ -405,6 +405,31 @@ test('an editor that closes the connection mid-run leaves the session file endin
   assert.equal(entries.at(-1)!.halt!.kind, 'interrupted');
 });
 
+test('an edit written to the disk (an editor that does not take writes) is said in the session file before it is made, by its call', async (t) => {
+  const root = await tempProject(t, {
+    'a.txt': 'old\n',
+    'script.json': script(
+      reply(toolUse('read_file', { path: 'a.txt' })),
+      reply(toolUse('edit_file', { path: 'a.txt', old_str: 'old', new_str: 'new' })),
+      reply(text('Done.')),
+    ),
+  });
+  const agent = startAcp(t, root, ['--script', 'script.json', '--yes']);
+  const raw = rawClient(agent);
+  await raw.request('initialize', { protocolVersion: 1 });
+  const opened = await raw.request('session/new', { cwd: root, mcpServers: [] });
+  const { sessionId } = opened.result as { sessionId: string };
+  await raw.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'edit a.txt' }] });
+  assert.equal(await readFile(path.join(root, 'a.txt'), 'utf8'), 'new\n');
+  const entries = (await readFile(path.join(root, '.agent', 'sessions', `${sessionId}.jsonl`), 'utf8'))
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as { type: string; callId?: string; path?: string; message?: unknown });
+  const intent = entries.findIndex((entry) => entry.type === 'intent');
+  assert.deepEqual([entries[intent]?.callId, entries[intent]?.path], ['toolu_s2_0', 'a.txt']);
+  assert.match(JSON.stringify(entries[intent + 1]?.message), /"tool_use_id":"toolu_s2_0".*edited a\.txt/);
+});
+
 test('a reply the model ends as a refusal ends the prompt turn as refusal, not end_turn', async (t) => {
   const root = await tempProject(t, {
     'script.json': script({ content: [text('I cannot help with that.')], stop_reason: 'refusal' }),

@@ -68,7 +68,7 @@ test("the program imports at most 30 of the harness's names, each by name, so it
       if (from !== 'reference-harness' && !from.startsWith('reference-harness/')) continue;
       const listed = /^\{([^}]*)\}$/.exec(what.trim())?.[1];
       assert.ok(listed !== undefined, `${file} imports ${what} from ${from}: name what it takes`);
-      for (const name of listed.split(',').map((n) => n.replace(/^type\s+/, '').trim()))
+      for (const name of listed.split(',').map((n) => n.trim().replace(/^type\s+/, '')))
         if (name !== '') names.add(`${from}: ${name.split(/\s+as\s+/)[0]}`);
     }
   }

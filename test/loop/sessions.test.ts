@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { AnthropicModel, MAX_PARALLEL_READS, resume, runTask } from '../../agent.ts';
 import { call, reply, say, type ScriptEntry, toolUse } from '../../scripted-model.ts';
 import { defineTool, type Tool } from '../../tools.ts';
+import { transcriptRepair } from '../../hardening/damaged-session.ts';
 import { fakeApiClient, fakeMessage, messageCalls, textBlock, toolUseBlock } from '../model/fake-api.ts';
 import { deferred, scriptedAgent, tempProject, textOf, toolsWith, unmarked, violationsOf, within } from '../helpers.ts';
 
@@ -396,6 +397,33 @@ describe('API faults through the real SDK', () => {
 // 5. SIGKILL mid-call, then --resume: one real child process
 
 describe('resume', () => {
+  test('a call the process died in is answered with what the program knows of it (an edit that landed), not "not run"; the others "not run"', () => {
+    const repair = transcriptRepair(() => {});
+    repair.add({ role: 'user', content: 'edit' }, 'line 1');
+    const calls = ['e1', 'e2'].map((id) => toolUseBlock(id, 'edit_file', {}));
+    repair.add({ role: 'assistant', content: calls }, 'line 2');
+    const known = new Map([['e1', { content: 'applied: the edit landed', isError: false }]]);
+    assert.deepEqual(resultsOf([repair.finish(known)!]), [
+      ['e1', 'applied: the edit landed', false],
+      ['e2', 'not run: the session ended before this call finished', true],
+    ]);
+  });
+
+  test('a disk can tie a write to its call: the tool context names the call being run (a session file records an edit by it)', async (t) => {
+    const ids: (string | undefined)[] = [];
+    const probe = defineTool({
+      name: 'probe',
+      description: 'Says which call it is.',
+      input: z.strictObject({}),
+      readOnly: true,
+      run: async (_input, ctx) => (ids.push(ctx.callId), 'ok'),
+    });
+    const script = [reply(toolUse('probe', {}), toolUse('probe', {})), say('done')];
+    const { agent } = await scriptedAgent(await tempProject(t), script, { tools: toolsWith(probe) });
+    await runTask(agent, 'probe');
+    assert.deepEqual(ids.sort(), ['toolu_s1_0', 'toolu_s1_1']);
+  });
+
   test('resuming 300,000 messages does not overflow the argument limit (no push(...all))', async (t) => {
     const root = await tempProject(t);
     const messages: Anthropic.MessageParam[] = Array.from({ length: 300_000 }, (_, i) => ({
