@@ -5,11 +5,21 @@
 // install read-only, a few /etc entries, the project on a copy-on-write overlay (its writes are
 // gone when it ends), a private /tmp, an empty HOME, a minimal /dev, its own /proc, no network.
 // Nothing else of the machine exists for it. Bubblewrap on Linux; on macOS sandbox-exec, with the
-// project read-only and HOME unreadable. Its environment is an allowlist.
+// project read-only and HOME unreadable. Its environment is an allowlist; of the harness's
+// descriptors it gets stdin, stdout and stderr alone.
 // Tests: test/sandbox/routes-sandbox.check.ts (every route out, tried),
 // test/sandbox/sandbox.check.ts.
 
-import { existsSync, lstatSync, readlinkSync, realpathSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  lstatSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+} from 'node:fs';
 import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -19,7 +29,9 @@ import { isInside, type Runner, spawnCommand } from '../tools.ts';
 export const containedRunner: Runner = async (command, options) => {
   const problem = await sandboxProblem();
   if (options.sandbox === false || (problem !== null && options.sandbox === undefined))
-    return await spawnCommand(['/bin/sh', '-c', command], process.env, options);
+    return await withoutInherited((more) =>
+      spawnCommand(['/bin/sh', '-c', command], process.env, options, more),
+    );
   // Prevents code the model wrote from running unconfined when the sandbox was asked for and this
   // machine has none: not run, saying what to install.
   if (problem !== null) throw new Error(problem);
@@ -27,9 +39,48 @@ export const containedRunner: Runner = async (command, options) => {
   const planted = SANDBOX_PROGRAMS.map(sandboxProgram).find((file) => isInside(root, file ?? '/'));
   if (planted) throw new Error(`the sandbox's own ${planted} is inside the project; not run`);
   const where = { root, passEnv: options.passEnv ?? [], read: options.sandboxRead ?? [] };
-  const ran = await spawnCommand(containedArgs(command, where), containedEnv(where), options);
+  const args = containedArgs(command, where);
+  const ran = await withoutInherited((more) =>
+    spawnCommand(args, containedEnv(where), options, more),
+  );
   return { ...ran, contained: true };
 };
+
+/** Linux's O_CLOEXEC, as /proc/self/fdinfo shows a descriptor's flags (octal). */
+const CLOSE_ON_EXEC = 0o2000000;
+
+/** Prevents a descriptor the harness inherited without close-on-exec (an editor's extra pipe, a
+ *  shell's `exec 40<secret`) from reaching the command: libuv's spawn passes on every descriptor
+ *  not marked close-on-exec, and bubblewrap passes them into the sandbox. The command gets
+ *  /dev/null at each such number. On macOS libuv's posix_spawn closes them already. */
+async function withoutInherited<T>(run: (more: (number | 'ignore')[]) => Promise<T>): Promise<T> {
+  const inherited = process.platform === 'linux' ? inheritedDescriptors() : [];
+  if (inherited.length === 0) return await run([]);
+  const empty = openSync('/dev/null', 'r');
+  try {
+    const last = Math.max(...inherited);
+    const more = Array.from({ length: last - 2 }, (_, i) =>
+      inherited.includes(i + 3) ? empty : ('ignore' as const),
+    );
+    return await run(more);
+  } finally {
+    closeSync(empty);
+  }
+}
+
+/** The harness's descriptors past stderr that a program it starts would get. */
+function inheritedDescriptors(): number[] {
+  const flags = (fd: number) => {
+    try {
+      const info = readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8');
+      return parseInt(/^flags:\s*([0-7]+)/m.exec(info)?.[1] ?? '0', 8);
+    } catch {
+      return CLOSE_ON_EXEC; // gone since the listing (the listing's own)
+    }
+  };
+  const open = readdirSync('/proc/self/fd').map(Number);
+  return open.filter((fd) => fd > 2 && (flags(fd) & CLOSE_ON_EXEC) === 0);
+}
 
 /** What a contained command is given of the machine beside the system folders. */
 export interface Contained {

@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { closeSync, existsSync, openSync } from 'node:fs';
 import {
   chmod,
   copyFile,
@@ -298,4 +298,45 @@ test('the check gets node alone, not the folder two levels above it: a node unde
     cwd: path.join(import.meta.dirname, '..', '..'),
   }).toString();
   assert.equal(out.trim(), 'false', 'node ran inside, and the home beside it is not there');
+});
+
+test('a file descriptor the harness inherited without close-on-exec reaches the check: contained or not, it never does', async (t) => {
+  if (!sandboxed(t)) return;
+  // The harness started by a program that left a descriptor open on a secret (an editor's extra pipe, a shell's
+  // `exec 40<secret`): number 40, above the few that node marks close-on-exec itself at start.
+  const secret = path.join(await tempProject(t, { secret: 'SECRET-FD\n' }), 'secret');
+  const root = await tempProject(t);
+  const hardening = JSON.stringify(
+    pathToFileURL(path.join(import.meta.dirname, '..', '..', 'hardening', 'index.ts')).href,
+  );
+  const read = 'cat /proc/self/fd/40 /dev/fd/40; echo end';
+  const options = (sandbox: boolean) =>
+    `{ cwd: ${JSON.stringify(root)}, timeoutMs: 20000, signal: new AbortController().signal, sandbox: ${sandbox} }`;
+  const script = [
+    `const { containedRunner } = await import(${hardening});`,
+    `const { spawnSync } = await import('node:child_process');`,
+    `const plain = spawnSync('/bin/sh', ['-c', ${JSON.stringify(read)}]).stdout.toString();`,
+    `const contained = (await containedRunner(${JSON.stringify(read)}, ${options(true)})).output;`,
+    `const uncontained = (await containedRunner(${JSON.stringify(read)}, ${options(false)})).output;`,
+    'console.log(JSON.stringify({ plain, contained, uncontained }));',
+  ].join('\n');
+  const fd = openSync(secret, 'r');
+  t.after(() => closeSync(fd));
+  const stdio: ('ignore' | 'pipe' | 'inherit' | number)[] = [
+    'ignore',
+    'pipe',
+    'inherit',
+    ...Array<'ignore'>(37).fill('ignore'),
+    fd,
+  ];
+  const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    cwd: path.join(import.meta.dirname, '..', '..'),
+    stdio,
+  }).toString();
+  const runs = JSON.parse(out) as Record<'plain' | 'contained' | 'uncontained', string>;
+  assert.match(runs.plain, /SECRET-FD/, 'the attack is real: a plain spawn passes the descriptor on');
+  for (const run of [runs.contained, runs.uncontained]) {
+    assert.match(run, /end/, 'the probe ran to the end');
+    assert.doesNotMatch(run, /SECRET-FD/);
+  }
 });
