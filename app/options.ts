@@ -46,7 +46,7 @@ export const OPTIONS = {
     type: 'string',
     arg: 'PATH',
     multiple: true,
-    help: 'let the sandboxed check read this path too (read-only)',
+    help: "let the sandboxed check read this path too (read-only), the project's .git included",
   },
   'max-turns': { type: 'string', arg: 'N', help: 'model calls per task (default: 25)' },
   'max-tokens': { type: 'string', arg: 'N', help: 'input + output tokens per task, sub-agents included' },

@@ -8,9 +8,7 @@
 import path from 'node:path';
 import { pathOf, safe_path, type Tool, type ToolContext, ToolError } from '../tools.ts';
 import { ALLOW, type HookAgent, type HookDecision, repositoryAround } from './runs-later.ts';
-
-/** Where the names come from: git's own folder (or file), and app/session-file.ts's folder. */
-const UNREADABLE_NAMES: readonly string[] = ['.git', '.agent'];
+import { REPOSITORY_DATA } from './sandbox.ts';
 
 /** Prevents any read-only tool's `path` from reaching repository data. */
 export const repositoryDataCheck = {
@@ -34,7 +32,7 @@ export async function readablePath(ctx: ToolContext, requested: string): Promise
     path.relative(ctx.root, real),
   ];
   const segments = relatives.flatMap((relative) => relative.toLowerCase().split(/[\\/]/));
-  const name = UNREADABLE_NAMES.find((unreadable) => segments.includes(unreadable));
+  const name = REPOSITORY_DATA.find((unreadable) => segments.includes(unreadable));
   const repository = name ?? (await repositoryAround(ctx.root, real));
   if (repository !== null)
     throw new ToolError(

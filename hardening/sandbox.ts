@@ -3,10 +3,10 @@
 // cover what a command does; the kernel can. Contained, a command's world is built from what it
 // needs, not from a list of what to hide: the system's program and library folders and node's own
 // install read-only, a few /etc entries, the project on a copy-on-write overlay (its writes are
-// gone when it ends), a private /tmp, an empty HOME, a minimal /dev, its own /proc, no network.
-// Nothing else of the machine exists for it. Bubblewrap on Linux; on macOS sandbox-exec, with the
-// project read-only and HOME unreadable. Its environment is an allowlist; of the harness's
-// descriptors it gets stdin, stdout and stderr alone.
+// gone when it ends) with its .git and .agent empty, a private /tmp, an empty HOME, a minimal
+// /dev, its own /proc, no network. Nothing else of the machine exists for it. Bubblewrap on Linux;
+// on macOS sandbox-exec, with the project read-only and HOME, .git and .agent unreadable. Its
+// environment is an allowlist; of the harness's descriptors it gets stdin, stdout and stderr.
 // Tests: test/sandbox/routes-sandbox.check.ts (every route out, tried),
 // test/sandbox/sandbox.check.ts.
 
@@ -176,13 +176,17 @@ function containedArgs(command: string, where: Contained): string[] {
       : [unshare, '--user', `--map-user=${uid}`, `--map-group=${gid}`];
   const overlay = `lowerdir=${lower},upperdir=${SCRATCH}/upper,workdir=${SCRATCH}/work,userxattr`;
   const mounted = `"$0" -n -t overlay overlay -o ${overlay} "$1"`;
-  const script = `${mounted} && cd "$1" && shift && exec "$@"`;
+  const script = [mounted, ...hiddenFromCheck(where), 'cd "$1" && shift && exec "$@"'].join(' && ');
   return [
     bwrap!,
     ...['--tmpfs', '/'], // nothing of the machine but what follows
     ...SYSTEM_FOLDERS.flatMap(readOnlyBinding),
     ...ETC_ENTRIES.flatMap((entry) => readOnlyBinding(`/etc/${entry}`)),
-    ...[...nodeInstall(), ...read].flatMap((file) => ['--ro-bind', file, file]),
+    ...[...nodeInstall(), ...read.filter((file) => !isInside(root, file))].flatMap((file) => [
+      '--ro-bind',
+      file,
+      file,
+    ]),
     ...['--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'],
     // The kernel's settings stay read-only: as root, /proc/sys/kernel/core_pattern would run a
     // program on the host at the next crash.
@@ -199,13 +203,43 @@ function containedArgs(command: string, where: Contained): string[] {
   ].filter((arg): arg is string => arg !== undefined);
 }
 
+/** The names the tools never read (repository-data.ts): git's folder, or its file in a worktree,
+ *  and the session files' folder (app/session-file.ts). */
+export const REPOSITORY_DATA: readonly string[] = ['.git', '.agent'];
+
+/** Prevents the check's output from showing the model what its tools never read: the project's
+ *  git data (.git/config can keep a token in a remote URL) and its session files. Mounted over
+ *  each, inside the sandbox: an empty read-only folder, or /dev/null over a file. A path that
+ *  --sandbox-read names stays (`git diff --exit-code` needs .git); a link is left, as its target
+ *  outside the project is not in the sandbox. Shell commands for the script in containedArgs. */
+function hiddenFromCheck({ root, read }: Contained): string[] {
+  const real = (file: string) => (existsSync(file) ? realpathSync(file) : file);
+  const kept = new Set(read.map(real));
+  return REPOSITORY_DATA.flatMap((name) => {
+    const file = path.join(root, name);
+    const info = lstatSync(file, { throwIfNoEntry: false });
+    if (info === undefined || info.isSymbolicLink() || kept.has(file)) return [];
+    return info.isDirectory()
+      ? [`"$0" -n -t tmpfs -o ro,mode=555 hidden "$1/${name}"`]
+      : [`"$0" -n --bind /dev/null "$1/${name}"`];
+  });
+}
+
 /** sandbox-exec's command line (macOS): everything readable but HOME (the project and the extra
- *  paths excepted), writes only to a private temporary folder. Exported so that a test on any
- *  machine can read it. */
+ *  paths excepted) and the project's repository data, writes only to a private temporary folder.
+ *  Exported so that a test on any machine can read it. */
 export function seatbeltArgs(command: string, { root, read }: Contained): string[] {
   const readable = [root, ...read];
-  const params = readable.flatMap((p, i) => ['-D', `READ${i}=${p}`]);
-  const rules = readable.map((_, i) => `\n(allow file-read* (subpath (param "READ${i}")))`);
+  const hidden = REPOSITORY_DATA.map((name) => path.join(root, name));
+  const unread = hidden.filter((file) => !read.includes(file)); // as hiddenFromCheck on Linux
+  const params = [
+    ...readable.flatMap((p, i) => ['-D', `READ${i}=${p}`]),
+    ...unread.flatMap((p, i) => ['-D', `HIDE${i}=${p}`]),
+  ];
+  const rules = [
+    ...readable.map((_, i) => `\n(allow file-read* (subpath (param "READ${i}")))`),
+    ...unread.map((_, i) => `\n(deny file-read* (subpath (param "HIDE${i}")))`),
+  ];
   const profile = SEATBELT_PROFILE + rules.join('');
   const home = ['-D', `HOME=${homedir()}`];
   return ['/usr/bin/sandbox-exec', '-p', profile, ...home, ...params, '/bin/sh', '-c', command];

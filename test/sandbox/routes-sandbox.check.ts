@@ -97,7 +97,8 @@ test("the check's writes survive it: after one that writes, makes folders, plant
     'ln -s /etc/passwd link && chmod 000 locked && chmod +x test.js && rm src/a.js',
     'test -f new.txt', // the check sees its own writes
   ].join(' && ');
-  const { halt, gates } = await checkedDone(root, plant);
+  // With .git given back (--sandbox-read), so that the check can write into it too.
+  const { halt, gates } = await checkedDone(root, plant, { sandboxRead: [path.join(root, '.git')] });
   assert.equal(halt.kind, 'accepted', JSON.stringify(gates));
   assert.deepEqual(await treeOf(root), before);
   git(root, 'status', '--short');
@@ -339,4 +340,27 @@ test('a file descriptor the harness inherited without close-on-exec reaches the 
     assert.match(run, /end/, 'the probe ran to the end');
     assert.doesNotMatch(run, /SECRET-FD/);
   }
+});
+
+test("the check's output can show .git and the session folder: a check that prints them shows neither, unless --sandbox-read names .git", async (t) => {
+  if (!sandboxed(t)) return;
+  const root = await tempProject(t, {
+    'test.js': 'ok\n',
+    '.agent/sessions/old.jsonl': '{"type":"user","text":"SECRET-SESSION"}\n',
+  });
+  git(root, 'init', '-q');
+  git(root, 'remote', 'add', 'origin', 'https://x:SECRET-TOKEN@example.com/r.git');
+  git(root, 'add', 'test.js');
+  git(root, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qm', 'one');
+  const leak = 'cat .git/config .agent/sessions/old.jsonl; ls -a .git .agent; git remote -v; grep -r SECRET .; exit 1';
+  const { gates, told } = await checkedDone(root, leak);
+  assert.match(gates[0]?.output ?? '', /not a git repository/, 'the check ran, and git found no repository');
+  assert.deepEqual(told.match(/SECRET-[A-Z]+/g) ?? [], []);
+  // A check that needs git: --sandbox-read gives it the project's .git, and nothing else of what is hidden.
+  const sees = { sandboxRead: [path.join(root, '.git')] };
+  const diff = await checkedDone(root, 'git diff --exit-code && git remote -v && ls .agent', sees);
+  assert.match(diff.gates[0]?.output ?? '', /SECRET-TOKEN/);
+  assert.doesNotMatch(diff.gates[0]?.output ?? '', /sessions/, '.agent stays hidden');
+  const clean = await checkedDone(root, 'git diff --exit-code', sees);
+  assert.equal(clean.halt.kind, 'accepted', JSON.stringify(clean.gates));
 });
