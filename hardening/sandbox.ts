@@ -68,18 +68,21 @@ async function withoutInherited<T>(run: (more: (number | 'ignore')[]) => Promise
   }
 }
 
-/** The harness's descriptors past stderr that a program it starts would get. */
+/** The descriptors past stderr a program the harness starts would get, as found at its first
+ *  command: node opens all of its own close-on-exec, so later there are only fewer. */
+let inheritedAtStart: number[] | undefined;
 function inheritedDescriptors(): number[] {
   const flags = (fd: number) => {
     try {
       const info = readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8');
       return parseInt(/^flags:\s*([0-7]+)/m.exec(info)?.[1] ?? '0', 8);
     } catch {
-      return CLOSE_ON_EXEC; // gone since the listing (the listing's own)
+      return CLOSE_ON_EXEC; // closed since (the listing's own)
     }
   };
-  const open = readdirSync('/proc/self/fd').map(Number);
-  return open.filter((fd) => fd > 2 && (flags(fd) & CLOSE_ON_EXEC) === 0);
+  const passedOn = (fd: number) => fd > 2 && (flags(fd) & CLOSE_ON_EXEC) === 0;
+  inheritedAtStart ??= readdirSync('/proc/self/fd').map(Number).filter(passedOn);
+  return inheritedAtStart.filter(passedOn);
 }
 
 /** What a contained command is given of the machine beside the system folders. */
