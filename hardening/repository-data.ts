@@ -2,7 +2,8 @@
 // a remote URL) or the harness's own session files, by any spelling or link. Never read or listed:
 // a folder git would open as a repository (a HEAD with objects/ and refs/, whatever its name), and
 // by name `.git` (also a file pointing elsewhere, in worktrees) and `.agent` (the session files).
-// `defaultProtection: false` lifts it.
+// `defaultProtection: false` lifts it. The check sees the same two names empty unless
+// --sandbox-read names them (sandbox.ts's hiddenFromCheck), so its output cannot show them.
 // Tests: test/tools/tools.test.ts ("never read"), test/tools/routes-read-swap.test.ts.
 
 import path from 'node:path';
