@@ -106,11 +106,17 @@ const INSTALL_SCRIPTS = [
 ];
 
 /** Why a write to package.json changes what `npm install` runs, or null. A write this cannot
- *  work out (another tool's, an old_str not there exactly once) counts as a change. */
+ *  work out (another tool's, an old_str not there exactly once, a file not regular) counts as a
+ *  change. */
 async function installScriptChange(input: unknown, real: string): Promise<string | null> {
   if (path.basename(real) !== 'package.json') return null;
-  const before = await readFile(real, 'utf8').catch(() => '');
-  const after = editedText(input, before);
+  // Never opened unless a regular file: a named pipe would block the read.
+  const regular = await stat(real).then(
+    (info) => info.isFile(),
+    () => null,
+  );
+  const before = regular ? await readFile(real, 'utf8') : '';
+  const after = regular === false ? null : editedText(input, before);
   const [was, will] = [installScripts(before), after === null ? null : installScripts(after)];
   const same = (name: string) => JSON.stringify(was[name]) === JSON.stringify(will?.[name]);
   const changed = INSTALL_SCRIPTS.filter((name) => will === null || !same(name));

@@ -104,7 +104,8 @@ describe('what could run later asks a person every time: never covered by a blan
   test('runs later knows its classes, not every loader: installed packages, a virtual environment and npm install scripts are refused unasked; source, a Makefile and a test script pass', async (t) => {
     const { root } = await repository(t);
     const manifest = '{\n  "name": "p",\n  "scripts": {\n    "test": "node test.js"\n  }\n}\n';
-    for (const folder of ['deep', 'env']) await mkdir(path.join(root, folder));
+    for (const folder of ['deep', 'env', 'pipe']) await mkdir(path.join(root, folder));
+    execFileSync('mkfifo', [path.join(root, 'pipe', 'package.json')]);
     writeFileSync(path.join(root, 'package.json'), manifest);
     writeFileSync(path.join(root, 'deep', 'package.json'), manifest);
     writeFileSync(path.join(root, 'env', 'pyvenv.cfg'), 'home = /usr/bin\n');
@@ -114,6 +115,7 @@ describe('what could run later asks a person every time: never covered by a blan
       { path: 'env/bin/activate', old_str: '', new_str: 'touch pwned\n' },
       { path: 'package.json', old_str: '"test": "node test.js"', new_str: '"postinstall": "touch pwned"' },
       { path: 'deep/package.json', old_str: '"test"', new_str: '"prepare"' }, // a workspace's own runs too
+      { path: 'pipe/package.json', old_str: '"test"', new_str: '"prepare"' }, // a named pipe: not read, refused
     ];
     const passed = [
       { path: 'src/x.js', old_str: '', new_str: 'module.exports = 1;\n' },
@@ -128,6 +130,8 @@ describe('what could run later asks a person every time: never covered by a blan
       'inside env, a Python virtual environment (pyvenv.cfg)',
       "npm's manifest, with a script npm install runs on its own (postinstall)",
       "npm's manifest, with a script npm install runs on its own (prepare)",
+      "npm's manifest, with a script npm install runs on its own (preinstall, install, postinstall, prepublish, " +
+        'preprepare, prepare, postprepare, dependencies)',
       'ok',
       'ok',
       'ok',
