@@ -685,11 +685,12 @@ const OUTPUT_TAIL = 8 * 1024;
 
 /** Runs `argv` in `options.cwd` with `env`; keeps the start and the end of its output. At the
  *  timeout or on a stop its whole process group is killed, so a test runner's children cannot
- *  outlive it. */
+ *  outlive it. `more` is what it gets past stderr, by number (see hardening/sandbox.ts). */
 export function spawnCommand(
   argv: readonly string[],
   env: NodeJS.ProcessEnv,
   { cwd, timeoutMs, signal, onOutput }: CommandOptions,
+  more: readonly (number | 'ignore')[] = [],
 ): Promise<CommandRun> {
   return new Promise((resolve) => {
     const [file, ...args] = argv;
@@ -697,7 +698,7 @@ export function spawnCommand(
       cwd,
       env,
       detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['ignore', 'pipe', 'pipe', ...more],
     });
     let head = '';
     let tail = '';
@@ -711,8 +712,8 @@ export function spawnCommand(
       dropped += Math.max(tail.length - OUTPUT_TAIL, 0);
       tail = tail.slice(-OUTPUT_TAIL);
     };
-    child.stdout.on('data', collect);
-    child.stderr.on('data', collect);
+    const pipes = [child.stdout!, child.stderr!]; // made by stdio's 'pipe', whatever `more` adds
+    pipes.forEach((pipe) => pipe.on('data', collect));
     // A child that left its group may still hold the pipes open: they are closed with the kill.
     const kill = () => {
       try {
@@ -720,10 +721,7 @@ export function spawnCommand(
       } catch {
         // already gone
       }
-      setTimeout(
-        () => [child.stdout, child.stderr].forEach((pipe) => pipe.destroy()),
-        1_000,
-      ).unref();
+      setTimeout(() => pipes.forEach((pipe) => pipe.destroy()), 1_000).unref();
     };
     let timedOut = false;
     const timer = setTimeout(() => {

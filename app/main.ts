@@ -27,6 +27,7 @@ import { priced } from './prices.ts';
 import { intentRecorded } from './edit-intents.ts';
 import { replaySession } from './replay.ts';
 import {
+  confirmRecordedGate,
   loadSession,
   openSessionFile,
   protectedChangedSince,
@@ -187,7 +188,13 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       loaded = await loadSession(sessionFile, root).catch((error: unknown) => {
         throw new UsageError(`--resume: ${errorText(error)}`);
       });
-      ({ options, said: optionsSaid } = resumedOptions(options, loaded.header));
+      let gate: string[];
+      ({ options, said: optionsSaid, gate } = resumedOptions(options, loaded.header));
+      await confirmRecordedGate(sessionFile, root, gate, process.stdin.isTTY ? askAtStart(out) : null).catch(
+        (error: unknown) => {
+          throw new UsageError(`--resume: ${errorText(error)}`);
+        },
+      );
     }
     // Markdown is drawn only where colour is: piped, or with NO_COLOR, the model's text stays as it wrote it. Its
     // renderer takes a moment to load, so it loads while the model is set up.
@@ -377,6 +384,18 @@ const renamed = (model: Model, name: string): Model => ({
 });
 
 /** The model by name, and what it costs when that is known. */
+/** A question at the terminal before the run starts (no status line yet), its bytes shown, never obeyed. */
+function askAtStart(out: Output): (question: string) => Promise<string> {
+  return async (question) => {
+    const rl = createInterface({ input: process.stdin, output: out });
+    try {
+      return await rl.question(visible(question));
+    } finally {
+      rl.close();
+    }
+  };
+}
+
 function describeModel(model: Model): string {
   if (model.price === undefined) return `${model.name} (no price known: costs are not counted)`;
   return `${model.name} ($${model.price.input} in, $${model.price.output} out per million tokens)`;

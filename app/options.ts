@@ -47,7 +47,7 @@ export const OPTIONS = {
     type: 'string',
     arg: 'PATH',
     multiple: true,
-    help: 'let the sandboxed check read this path too (read-only)',
+    help: "let the sandboxed check read this path too (read-only), the project's .git included",
   },
   'max-turns': { type: 'string', arg: 'N', help: 'model calls per task (default: 25)' },
   'max-tokens': { type: 'string', arg: 'N', help: 'input + output tokens per task, sub-agents included' },
@@ -227,13 +227,15 @@ function pricedForBudget(options: CliOptions): CliOptions {
 }
 
 /** What a --resume runs with: each option the session recorded, unless the command line gives it, and one line
- *  saying which came from where. A version 1 session recorded none. */
+ *  saying which came from where; `gate`, the gate's flags (--verify, --protect) taken from the session. A version 1
+ *  session recorded none. */
 export function resumedOptions(
   options: CliOptions,
   recorded: { model: string; options?: RecordedOptions } | null,
-): { options: CliOptions; said: string } {
+): { options: CliOptions; said: string; gate: string[] } {
   if (recorded?.options === undefined) {
-    return { options, said: 'options: the session recorded none (format 1), so the command line gives them all' };
+    const said = 'options: the session recorded none (format 1), so the command line gives them all';
+    return { options, said, gate: [] };
   }
   const saved = recorded.options;
   const fromSession: string[] = [];
@@ -295,7 +297,9 @@ export function resumedOptions(
     fromSession.length > 0 && `from the session ${fromSession.join(' ')}`,
     fromCommandLine.length > 0 && `from the command line ${fromCommandLine.join(' ')}`,
   ].filter((part) => part !== false);
-  return { options: pricedForBudget(resumed), said: `options: ${parts.join('; ') || 'the defaults, as recorded'}` };
+  const said = `options: ${parts.join('; ') || 'the defaults, as recorded'}`;
+  const gate = fromSession.filter((flag) => /^--(verify|protect)( |$)/.test(flag));
+  return { options: pricedForBudget(resumed), said, gate };
 }
 
 /** What --acp leaves to the editor: the folder (each session's), the tasks, the session files, and stdout. */

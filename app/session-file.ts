@@ -13,6 +13,7 @@ import {
   mkdirSync,
   openSync,
   readSync,
+  realpathSync,
   type Stats,
   statSync,
   writeSync,
@@ -537,6 +538,24 @@ export async function protectedChangedSince(
   if (changes.length === 0) return null;
   const restore = 'restore them, or start a new session';
   return `protected files changed since the session started: ${changes.join(', ')}; ${restore}`;
+}
+
+/** Prevents a session file the model could have edited from setting the gate at --resume. Inside the project and
+ *  outside its .agent/ folder (which the tools never read, and write only with a person's yes each time), edit_file
+ *  under a blanket yes can rewrite the header's --verify and --protect; so `gate`, the flags the resume would take from
+ *  it, is taken only if a person says yes (`ask`, in a terminal). With nobody to ask, throws one line naming them. */
+export async function confirmRecordedGate(
+  file: string,
+  root: string,
+  gate: readonly string[],
+  ask: ((question: string) => Promise<string>) | null,
+): Promise<void> {
+  const below = path.relative(root, realpathSync(file)).split(path.sep);
+  const outOfReach = below[0] === '..' || path.isAbsolute(below.join(path.sep)) || below[0]?.toLowerCase() === '.agent';
+  if (gate.length === 0 || outOfReach) return;
+  const said = `${file} is inside the project, where the model can edit it, and sets ${gate.join(' ')}`;
+  if (ask !== null && /^y(es)?$/i.test((await ask(`${said}. Take them? [y/N] `)).trim())) return;
+  throw new Error(`${said}: give them on the command line (or keep session files in .agent/ or outside the project)`);
 }
 
 /** What a resume may run with: the options a session header recorded, checked; any that are not valid are left out,

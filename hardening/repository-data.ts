@@ -2,15 +2,14 @@
 // a remote URL) or the harness's own session files, by any spelling or link. Never read or listed:
 // a folder git would open as a repository (a HEAD with objects/ and refs/, whatever its name), and
 // by name `.git` (also a file pointing elsewhere, in worktrees) and `.agent` (the session files).
-// `defaultProtection: false` lifts it.
+// `defaultProtection: false` lifts it. The check sees the same two names empty unless
+// --sandbox-read names them (sandbox.ts's hiddenFromCheck), so its output cannot show them.
 // Tests: test/tools/tools.test.ts ("never read"), test/tools/routes-read-swap.test.ts.
 
 import path from 'node:path';
 import { pathOf, safe_path, type Tool, type ToolContext, ToolError } from '../tools.ts';
 import { ALLOW, type HookAgent, type HookDecision, repositoryAround } from './runs-later.ts';
-
-/** Where the names come from: git's own folder (or file), and app/session-file.ts's folder. */
-const UNREADABLE_NAMES: readonly string[] = ['.git', '.agent'];
+import { REPOSITORY_DATA } from './sandbox.ts';
 
 /** Prevents any read-only tool's `path` from reaching repository data. */
 export const repositoryDataCheck = {
@@ -34,7 +33,7 @@ export async function readablePath(ctx: ToolContext, requested: string): Promise
     path.relative(ctx.root, real),
   ];
   const segments = relatives.flatMap((relative) => relative.toLowerCase().split(/[\\/]/));
-  const name = UNREADABLE_NAMES.find((unreadable) => segments.includes(unreadable));
+  const name = REPOSITORY_DATA.find((unreadable) => segments.includes(unreadable));
   const repository = name ?? (await repositoryAround(ctx.root, real));
   if (repository !== null)
     throw new ToolError(

@@ -4,13 +4,17 @@
 // name (git's .git and .gitmodules, editors' .vscode and .idea, dev containers, direnv's .envrc,
 // other agents' folders all hide so); a folder git would open as a repository (git's discovery: a
 // HEAD with objects/ and refs/, whatever the folder is called); the folder core.hooksPath names; a
-// file that is executable. Such a write is asked of a person every time (see agent.ts's approval).
-// Tests: test/tools/routes-git.test.ts.
+// file that is executable; installed packages, which programs load by name (Node's node_modules,
+// Python's site-packages and virtual environments); a package.json change to a script npm runs on
+// its own at `npm install`. Such a write is asked of a person every time (see agent.ts's
+// approval). The project's own source, a Makefile or a test script included, is the task: the
+// person runs it by name. Tests: test/tools/routes-git.test.ts.
 
 import { execFile } from 'node:child_process';
-import { stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { isInside, pathOf, safe_path, type Tool, type ToolContext } from '../tools.ts';
+import { z } from 'zod';
+import { exists, isInside, pathOf, safe_path, type Tool, type ToolContext } from '../tools.ts';
 import { trustedProgram } from './sandbox.ts';
 
 /** Prevents a write that could run later from passing without a person's yes: it is asked every
@@ -24,7 +28,7 @@ export const runsLaterCheck = {
     const requested = pathOf(input);
     if (tool.readOnly || requested === undefined || ctx.defaultProtection === false)
       return { action: 'allow' };
-    const why = await runsLaterReason(ctx, requested, await safe_path(ctx.root, requested));
+    const why = await runsLaterReason(ctx, input, requested, await safe_path(ctx.root, requested));
     return why === null ? ALLOW : { action: 'ask', reason: why };
   },
 };
@@ -39,9 +43,11 @@ export const ALLOW: HookDecision = { action: 'allow' };
  *  mise loads mise.toml on `cd`. From those tools' documentation; everything else hides. */
 const OPENED_ON_LOAD = [/\.code-workspace$/, /^mise(\.[\w-]+)?\.toml$/];
 
-/** Why the write to `real` (as safe_path resolved `requested`) could run later, or null. */
+/** Why the write `input` asks for, to `real` (as safe_path resolved `requested`), could run
+ *  later, or null. */
 export async function runsLaterReason(
   ctx: ToolContext,
+  input: unknown,
   requested: string,
   real: string,
 ): Promise<string | null> {
@@ -51,6 +57,12 @@ export async function runsLaterReason(
   if (hidden !== undefined) return `a hidden name ("${hidden}"), which tools load on their own`;
   if (OPENED_ON_LOAD.some((pattern) => pattern.test(path.basename(real))))
     return 'a file its tool loads when the folder is opened';
+  const installed = segments.find((name) => INSTALLED_PACKAGES.includes(name.toLowerCase()));
+  if (installed !== undefined)
+    return `inside ${installed}, where programs load installed packages from`;
+  const environment = await virtualEnvironmentAround(ctx.root, real);
+  if (environment !== null)
+    return `inside ${environment}, a Python virtual environment (pyvenv.cfg)`;
   const repository = await repositoryAround(ctx.root, real);
   if (repository !== null) return `inside ${repository}, which git would open as a repository`;
   const hooks = await hooksPath(ctx.root);
@@ -60,7 +72,81 @@ export async function runsLaterReason(
     (info) => info.mode,
     () => 0,
   );
-  return (mode & 0o111) !== 0 ? 'an executable file' : null;
+  return (mode & 0o111) !== 0 ? 'an executable file' : await installScriptChange(input, real);
+}
+
+/** Where programs load installed packages from by name, never the project's own source (which
+ *  git shows; these it mostly ignores): Node's module resolution looks into every node_modules
+ *  folder up the tree, Python's `site` into site-packages (dist-packages on Debian), whose .pth
+ *  files it runs at every start. */
+const INSTALLED_PACKAGES = ['node_modules', 'site-packages', 'dist-packages'];
+
+/** The folder from `file`'s up to the root that is a Python virtual environment (PEP 405: its
+ *  root holds pyvenv.cfg; its bin/ is sourced and run by name), relative to the root; or null. */
+async function virtualEnvironmentAround(root: string, file: string): Promise<string | null> {
+  for (let dir = path.dirname(file); isInside(root, dir); dir = path.dirname(dir)) {
+    if (await exists(path.join(dir, 'pyvenv.cfg'))) return path.relative(root, dir) || '.';
+    if (dir === root) break;
+  }
+  return null;
+}
+
+/** The scripts npm runs on its own during `npm install` and `npm ci`, from npm's "Life Cycle
+ *  Operation Order" (docs.npmjs.com/cli/using-npm/scripts), in any package.json (a workspace's
+ *  run too). The others run when the person names them (`npm test` runs "test"). */
+const INSTALL_SCRIPTS = [
+  'preinstall',
+  'install',
+  'postinstall',
+  'prepublish',
+  'preprepare',
+  'prepare',
+  'postprepare',
+  'dependencies',
+];
+
+/** Why a write to package.json changes what `npm install` runs, or null. A write this cannot
+ *  work out (another tool's, an old_str not there exactly once, a file not regular) counts as a
+ *  change. */
+async function installScriptChange(input: unknown, real: string): Promise<string | null> {
+  if (path.basename(real) !== 'package.json') return null;
+  // Never opened unless a regular file: a named pipe would block the read.
+  const regular = await stat(real).then(
+    (info) => info.isFile(),
+    () => null,
+  );
+  const before = regular ? await readFile(real, 'utf8') : '';
+  const after = regular === false ? null : editedText(input, before);
+  const [was, will] = [installScripts(before), after === null ? null : installScripts(after)];
+  const same = (name: string) => JSON.stringify(was[name]) === JSON.stringify(will?.[name]);
+  const changed = INSTALL_SCRIPTS.filter((name) => will === null || !same(name));
+  if (changed.length === 0) return null;
+  return `npm's manifest, with a script npm install runs on its own (${changed.join(', ')})`;
+}
+
+const EDIT = z.object({ old_str: z.string(), new_str: z.string() });
+
+/** The text edit_file's `input` makes of `before`; null if not its input, or if old_str is not
+ *  there exactly once (edit_file then refuses, or its line-ending guard matches otherwise). */
+function editedText(input: unknown, before: string): string | null {
+  const edit = EDIT.safeParse(input);
+  if (!edit.success) return null;
+  const { old_str, new_str } = edit.data;
+  if (old_str === '') return new_str;
+  const pieces = before.split(old_str);
+  return pieces.length === 2 ? pieces.join(new_str) : null;
+}
+
+const MANIFEST = z.object({ scripts: z.record(z.string(), z.unknown()) });
+
+/** A package.json text's scripts as npm reads them: none if it does not parse. */
+function installScripts(text: string): Record<string, unknown> {
+  try {
+    const manifest = MANIFEST.safeParse(JSON.parse(text.replace(/^\uFEFF/, '')));
+    return manifest.success ? manifest.data.scripts : {};
+  } catch {
+    return {};
+  }
 }
 
 /** The folder from `file`'s up to the root that git would take for a repository once `file` is

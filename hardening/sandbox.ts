@@ -3,13 +3,23 @@
 // cover what a command does; the kernel can. Contained, a command's world is built from what it
 // needs, not from a list of what to hide: the system's program and library folders and node's own
 // install read-only, a few /etc entries, the project on a copy-on-write overlay (its writes are
-// gone when it ends), a private /tmp, an empty HOME, a minimal /dev, its own /proc, no network.
-// Nothing else of the machine exists for it. Bubblewrap on Linux; on macOS sandbox-exec, with the
-// project read-only and HOME unreadable. Its environment is an allowlist.
+// gone when it ends) with its .git and .agent empty, a private /tmp, an empty HOME, a minimal
+// /dev, its own /proc, no network. Nothing else of the machine exists for it. Bubblewrap on Linux;
+// on macOS sandbox-exec, with the project read-only and HOME, .git and .agent unreadable. Its
+// environment is an allowlist; of the harness's descriptors it gets stdin, stdout and stderr.
 // Tests: test/sandbox/routes-sandbox.check.ts (every route out, tried),
 // test/sandbox/sandbox.check.ts.
 
-import { existsSync, lstatSync, readlinkSync, realpathSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  lstatSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+} from 'node:fs';
 import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -19,7 +29,9 @@ import { isInside, type Runner, spawnCommand } from '../tools.ts';
 export const containedRunner: Runner = async (command, options) => {
   const problem = await sandboxProblem();
   if (options.sandbox === false || (problem !== null && options.sandbox === undefined))
-    return await spawnCommand(['/bin/sh', '-c', command], process.env, options);
+    return await withoutInherited((more) =>
+      spawnCommand(['/bin/sh', '-c', command], process.env, options, more),
+    );
   // Prevents code the model wrote from running unconfined when the sandbox was asked for and this
   // machine has none: not run, saying what to install.
   if (problem !== null) throw new Error(problem);
@@ -27,9 +39,51 @@ export const containedRunner: Runner = async (command, options) => {
   const planted = SANDBOX_PROGRAMS.map(sandboxProgram).find((file) => isInside(root, file ?? '/'));
   if (planted) throw new Error(`the sandbox's own ${planted} is inside the project; not run`);
   const where = { root, passEnv: options.passEnv ?? [], read: options.sandboxRead ?? [] };
-  const ran = await spawnCommand(containedArgs(command, where), containedEnv(where), options);
+  const args = containedArgs(command, where);
+  const ran = await withoutInherited((more) =>
+    spawnCommand(args, containedEnv(where), options, more),
+  );
   return { ...ran, contained: true };
 };
+
+/** Linux's O_CLOEXEC, as /proc/self/fdinfo shows a descriptor's flags (octal). */
+const CLOSE_ON_EXEC = 0o2000000;
+
+/** Prevents a descriptor the harness inherited without close-on-exec (an editor's extra pipe, a
+ *  shell's `exec 40<secret`) from reaching the command: libuv's spawn passes on every descriptor
+ *  not marked close-on-exec, and bubblewrap passes them into the sandbox. The command gets
+ *  /dev/null at each such number. On macOS libuv's posix_spawn closes them already. */
+async function withoutInherited<T>(run: (more: (number | 'ignore')[]) => Promise<T>): Promise<T> {
+  const inherited = process.platform === 'linux' ? inheritedDescriptors() : [];
+  if (inherited.length === 0) return await run([]);
+  const empty = openSync('/dev/null', 'r');
+  try {
+    const last = Math.max(...inherited);
+    const more = Array.from({ length: last - 2 }, (_, i) =>
+      inherited.includes(i + 3) ? empty : ('ignore' as const),
+    );
+    return await run(more);
+  } finally {
+    closeSync(empty);
+  }
+}
+
+/** The descriptors past stderr a program the harness starts would get, as found at its first
+ *  command: node opens all of its own close-on-exec, so later there are only fewer. */
+let inheritedAtStart: number[] | undefined;
+function inheritedDescriptors(): number[] {
+  const flags = (fd: number) => {
+    try {
+      const info = readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8');
+      return parseInt(/^flags:\s*([0-7]+)/m.exec(info)?.[1] ?? '0', 8);
+    } catch {
+      return CLOSE_ON_EXEC; // closed since (the listing's own)
+    }
+  };
+  const passedOn = (fd: number) => fd > 2 && (flags(fd) & CLOSE_ON_EXEC) === 0;
+  inheritedAtStart ??= readdirSync('/proc/self/fd').map(Number).filter(passedOn);
+  return inheritedAtStart.filter(passedOn);
+}
 
 /** What a contained command is given of the machine beside the system folders. */
 export interface Contained {
@@ -125,13 +179,17 @@ function containedArgs(command: string, where: Contained): string[] {
       : [unshare, '--user', `--map-user=${uid}`, `--map-group=${gid}`];
   const overlay = `lowerdir=${lower},upperdir=${SCRATCH}/upper,workdir=${SCRATCH}/work,userxattr`;
   const mounted = `"$0" -n -t overlay overlay -o ${overlay} "$1"`;
-  const script = `${mounted} && cd "$1" && shift && exec "$@"`;
+  const script = [mounted, ...hiddenFromCheck(where), 'cd "$1" && shift && exec "$@"'].join(' && ');
   return [
     bwrap!,
     ...['--tmpfs', '/'], // nothing of the machine but what follows
     ...SYSTEM_FOLDERS.flatMap(readOnlyBinding),
     ...ETC_ENTRIES.flatMap((entry) => readOnlyBinding(`/etc/${entry}`)),
-    ...[...nodeInstall(), ...read].flatMap((file) => ['--ro-bind', file, file]),
+    ...[...nodeInstall(), ...read.filter((file) => !isInside(root, file))].flatMap((file) => [
+      '--ro-bind',
+      file,
+      file,
+    ]),
     ...['--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'],
     // The kernel's settings stay read-only: as root, /proc/sys/kernel/core_pattern would run a
     // program on the host at the next crash.
@@ -148,13 +206,43 @@ function containedArgs(command: string, where: Contained): string[] {
   ].filter((arg): arg is string => arg !== undefined);
 }
 
+/** The names the tools never read (repository-data.ts): git's folder, or its file in a worktree,
+ *  and the session files' folder (app/session-file.ts). */
+export const REPOSITORY_DATA: readonly string[] = ['.git', '.agent'];
+
+/** Prevents the check's output from showing the model what its tools never read: the project's
+ *  git data (.git/config can keep a token in a remote URL) and its session files. Mounted over
+ *  each, inside the sandbox: an empty read-only folder, or /dev/null over a file. A path that
+ *  --sandbox-read names stays (`git diff --exit-code` needs .git); a link is left, as its target
+ *  outside the project is not in the sandbox. Shell commands for the script in containedArgs. */
+function hiddenFromCheck({ root, read }: Contained): string[] {
+  const real = (file: string) => (existsSync(file) ? realpathSync(file) : file);
+  const kept = new Set(read.map(real));
+  return REPOSITORY_DATA.flatMap((name) => {
+    const file = path.join(root, name);
+    const info = lstatSync(file, { throwIfNoEntry: false });
+    if (info === undefined || info.isSymbolicLink() || kept.has(file)) return [];
+    return info.isDirectory()
+      ? [`"$0" -n -t tmpfs -o ro,mode=555 hidden "$1/${name}"`]
+      : [`"$0" -n --bind /dev/null "$1/${name}"`];
+  });
+}
+
 /** sandbox-exec's command line (macOS): everything readable but HOME (the project and the extra
- *  paths excepted), writes only to a private temporary folder. Exported so that a test on any
- *  machine can read it. */
+ *  paths excepted) and the project's repository data, writes only to a private temporary folder.
+ *  Exported so that a test on any machine can read it. */
 export function seatbeltArgs(command: string, { root, read }: Contained): string[] {
   const readable = [root, ...read];
-  const params = readable.flatMap((p, i) => ['-D', `READ${i}=${p}`]);
-  const rules = readable.map((_, i) => `\n(allow file-read* (subpath (param "READ${i}")))`);
+  const hidden = REPOSITORY_DATA.map((name) => path.join(root, name));
+  const unread = hidden.filter((file) => !read.includes(file)); // as hiddenFromCheck on Linux
+  const params = [
+    ...readable.flatMap((p, i) => ['-D', `READ${i}=${p}`]),
+    ...unread.flatMap((p, i) => ['-D', `HIDE${i}=${p}`]),
+  ];
+  const rules = [
+    ...readable.map((_, i) => `\n(allow file-read* (subpath (param "READ${i}")))`),
+    ...unread.map((_, i) => `\n(deny file-read* (subpath (param "HIDE${i}")))`),
+  ];
   const profile = SEATBELT_PROFILE + rules.join('');
   const home = ['-D', `HOME=${homedir()}`];
   return ['/usr/bin/sandbox-exec', '-p', profile, ...home, ...params, '/bin/sh', '-c', command];

@@ -45,7 +45,8 @@ const entries = async (file: string) =>
 describe('--resume runs with the options the session recorded', () => {
   test('a session started with --verify resumes with it, instead of accepting "done" unverified, and says where each option came from', async (t) => {
     const root = await project(t, { 'first.json': [say('Done.')], 'second.json': [say('Done now.')] });
-    const file = path.join(root, 'session.jsonl');
+    // Where the program keeps sessions, out of the model's reach: one elsewhere in the project sets no gate unasked.
+    const file = path.join(root, '.agent', 'sessions', 'session.jsonl');
     const started = ['--root', root, '--yes', '--session', file, '--script', path.join(root, 'first.json')];
     const first = await runCli([
       ...started,
@@ -74,7 +75,7 @@ describe('--resume runs with the options the session recorded', () => {
   test('an option given with --resume replaces the recorded one, the rest are the recorded ones (--protect among them)', async (t) => {
     const edit = call('edit_file', { path: 'test.txt', old_str: 'the test', new_str: 'no test' });
     const root = await project(t, { 'first.json': [say('Done.')], 'second.json': [edit, say('Done.')] });
-    const file = path.join(root, 'session.jsonl');
+    const file = path.join(root, '.agent', 'sessions', 'session.jsonl');
     const first = ['--root', root, '--yes', '--session', file, '--script', path.join(root, 'first.json')];
     await runCli([...first, '--verify', 'exit 3', '--protect', 'test.txt', '--max-turns', '1', 'fix']);
 

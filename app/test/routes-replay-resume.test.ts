@@ -1,15 +1,16 @@
 // Route 2 of issue 28: nothing loosens safety from a file. A recording's header may have been edited (it sits in the
 // project), so --replay and --resume take the sandbox and the approval mode from their own command line only, the
 // recorded check runs sandboxed unless this command line says --no-sandbox, and --resume refuses protected files
-// that no longer hash as the header says, rather than trusting the header's hashes. Run for real: bubblewrap runs
+// that no longer hash as the header says, rather than trusting the header's hashes; a session file the model could edit
+// (in the project, outside .agent/) sets --verify and --protect only with a person's yes. Run for real: bubblewrap runs
 // the replayed check, and the edited recordings are replayed and resumed through the program.
 
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
-import type { SessionHeader } from '../session-file.ts';
+import { confirmRecordedGate, type SessionHeader } from '../session-file.ts';
 import { EXIT } from '../terminal.ts';
 import { call, say } from 'reference-harness/scripted-model';
 import { tempProject } from '../../test/helpers.ts';
@@ -104,7 +105,9 @@ describe('--resume takes the sandbox and the approval mode from its own command 
     ];
     const first = await runCli([...args, '--yes', '--verify', 'exit 3', '--max-turns', '1', ...extra, 'fix']);
     assert.equal(first.status, EXIT.notAccepted, first.stdout);
-    return { root, file, resume: ['--root', root, '--resume', file, '--script', path.join(root, 'second.json')] };
+    const resume = ['--root', root, '--resume', file, '--script', path.join(root, 'second.json')];
+    // The gate as the first run had it: a session file in the project sets none of it (see the test below).
+    return { root, file, resume, gate: ['--verify', 'exit 3', '--protect', 'test.txt'] };
   }
 
   /** Rewrites the session's header in place, as a check that can write the project could. */
@@ -117,12 +120,12 @@ describe('--resume takes the sandbox and the approval mode from its own command 
     'a header edited to say noSandbox and approval "yes" resumes sandboxed, and with no terminal and no --yes every change is refused',
     { skip },
     async (t) => {
-      const { root, file, resume } = await firstRun(t);
+      const { root, file, resume, gate } = await firstRun(t);
       await rewriteHeader(file, (header) => ({
         ...header,
         options: { ...header.options!, noSandbox: true, approval: 'yes', verify: 'exit 0' },
       }));
-      const { stdout } = await runCli([...resume, '--json', '--max-turns', '3', 'keep going']);
+      const { stdout } = await runCli([...resume, ...gate, '--json', '--max-turns', '3', 'keep going']);
       const events = stdout
         .split('\n')
         .flatMap((line) => (line.startsWith('{') ? [JSON.parse(line) as Record<string, unknown>] : []));
@@ -142,11 +145,60 @@ describe('--resume takes the sandbox and the approval mode from its own command 
     },
   );
 
-  test('rewritten protected-file hashes in the header are refused at --resume, naming the file, before anything runs', async (t) => {
+  test('a session file inside the project (outside .agent/) can be edited by the model, and --resume takes --verify and --protect from it: with nobody to ask it is refused, naming them', async (t) => {
     const { root, file, resume } = await firstRun(t);
+    await rewriteHeader(file, (header) => ({
+      ...header,
+      options: { ...header.options!, verify: 'exit 0', protect: [] },
+    }));
+    const said = t.mock.method(console, 'error', () => {});
+    assert.equal((await runCli([...resume, '--yes', '--max-turns', '3', 'keep going'])).status, EXIT.usage);
+    assert.match(
+      unwrapped(String(said.mock.calls[0]?.arguments[0])),
+      /^harness: --resume: \S+session\.jsonl is inside the project, where the model can edit it, and sets --verify "exit 0": give them on the command line/,
+    );
+    assert.equal(await readFile(path.join(root, 'a.txt'), 'utf8'), 'alpha\n', 'nothing ran');
+    // The command line's own flags resume it, and its gate is theirs.
+    const flagged = await runCli([...resume, '--yes', '--verify', 'exit 3', '--max-turns', '3', 'keep going']);
+    assert.equal(flagged.status, EXIT.notAccepted, flagged.stdout);
+    // In .agent/, which the model cannot write unasked, the recording's flags are taken as before.
+    const kept = path.join(root, '.agent', 'sessions', 'kept.jsonl');
+    await mkdir(path.dirname(kept), { recursive: true });
+    await rename(file, kept);
+    const inAgent = await runCli([
+      ...resume.map((arg) => (arg === file ? kept : arg)),
+      '--yes',
+      '--max-turns',
+      '3',
+      'go',
+    ]);
+    assert.match(unwrapped(inAgent.stdout), /options: from the session --verify "exit 0"/);
+    assert.equal(inAgent.status, EXIT.accepted, inAgent.stdout);
+  });
+
+  test('a person at a terminal is asked before a session file the model could edit sets the gate: yes takes it, anything else refuses', async (t) => {
+    const root = await tempProject(t, { 's.jsonl': '', '.agent/sessions/t.jsonl': '' });
+    const file = path.join(root, 's.jsonl');
+    const gate = ['--verify "exit 0"'];
+    const questions: string[] = [];
+    const answer = (text: string) => async (question: string) => (questions.push(question), text);
+    await confirmRecordedGate(file, root, gate, answer('y'));
+    await assert.rejects(confirmRecordedGate(file, root, gate, answer('')), /give them on the command line/);
+    await assert.rejects(confirmRecordedGate(file, root, gate, null), /sets --verify "exit 0": give them/);
+    assert.match(
+      questions[0] ?? '',
+      /s\.jsonl is inside the project, where the model can edit it, and sets --verify "exit 0"\. Take them\? \[y\/N\] $/,
+    );
+    await confirmRecordedGate(path.join(root, '.agent', 'sessions', 't.jsonl'), root, gate, null);
+    await confirmRecordedGate(file, root, [], null);
+    assert.equal(questions.length, 2, 'only a gate from within reach is asked about');
+  });
+
+  test('rewritten protected-file hashes in the header are refused at --resume, naming the file, before anything runs', async (t) => {
+    const { root, file, resume, gate } = await firstRun(t);
     await rewriteHeader(file, (header) => ({ ...header, protected: { 'test.txt': '0'.repeat(64) } }));
     const said = t.mock.method(console, 'error', () => {});
-    const { status } = await runCli([...resume, '--yes', 'keep going']);
+    const { status } = await runCli([...resume, ...gate, '--yes', 'keep going']);
     assert.equal(status, EXIT.usage);
     assert.match(
       String(said.mock.calls[0]?.arguments[0]).replace(/\n {2}/g, ' '),
@@ -156,10 +208,10 @@ describe('--resume takes the sandbox and the approval mode from its own command 
   });
 
   test('a protected file deleted between runs is refused the same way: the header can refuse a resume, never vouch for one', async (t) => {
-    const { root, resume } = await firstRun(t);
+    const { root, resume, gate } = await firstRun(t);
     await rm(path.join(root, 'test.txt'));
     const said = t.mock.method(console, 'error', () => {});
-    assert.equal((await runCli([...resume, '--yes', 'keep going'])).status, EXIT.usage);
+    assert.equal((await runCli([...resume, ...gate, '--yes', 'keep going'])).status, EXIT.usage);
     assert.match(String(said.mock.calls[0]?.arguments[0]), /test\.txt \(deleted\)/);
   });
 
@@ -167,6 +219,8 @@ describe('--resume takes the sandbox and the approval mode from its own command 
     const { root, resume } = await firstRun(t);
     const { status, stdout } = await runCli([
       ...resume,
+      '--protect',
+      'test.txt',
       '--yes',
       '--verify',
       'exit 0',

@@ -406,3 +406,31 @@ test(
     ]);
   },
 );
+
+test(
+  'a session file the model could edit sets the gate at --resume only with a yes at the terminal: Enter refuses, naming the flags',
+  { skip },
+  async (t) => {
+    const options = {
+      ...{ verify: 'exit 3', verifyTimeoutMs: 120_000, protect: ['test.txt'], approval: 'yes', tools: [] },
+      ...{ budgets: { maxTurns: 1 }, contextWindow: undefined, contextFiles: true, taskModel: undefined },
+    };
+    const header = { type: 'session', version: 2, model: 'scripted', startedAt: '2026-12-01T00:00:00.000Z', options };
+    const root = await tempProject(t, { 'test.txt': 'the test\n', 'script.json': JSON.stringify([{ content: [] }]) });
+    await writeFile(path.join(root, 's.jsonl'), `${JSON.stringify({ ...header, root })}\n`);
+    const args = ['--resume', 's.jsonl', '--script', 'script.json', '--yes', 'go on'];
+    const asked =
+      /s\.jsonl is inside the project, where the model can edit it, and sets --verify "exit 3" --protect "test\.txt"\. Take them\? \[y\/N\]/;
+    const refusing = started(t, startInTerminal(args, { cwd: root }));
+    await refusing.waitFor(asked);
+    refusing.type('\r');
+    await refusing.waitFor(/harness: --resume: [\s\S]*give them on the\s+command line/);
+    assert.equal(await refusing.exited, 2);
+    const taking = started(t, startInTerminal(args, { cwd: root }));
+    await taking.waitFor(asked);
+    taking.type('y\r');
+    await taking.waitFor(/options: from the session --verify "exit 3"/);
+    await taking.waitFor(/halt: /);
+    assert.notEqual(await taking.exited, 2);
+  },
+);

@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { closeSync, existsSync, openSync } from 'node:fs';
 import {
   chmod,
   copyFile,
@@ -97,7 +97,8 @@ test("the check's writes survive it: after one that writes, makes folders, plant
     'ln -s /etc/passwd link && chmod 000 locked && chmod +x test.js && rm src/a.js',
     'test -f new.txt', // the check sees its own writes
   ].join(' && ');
-  const { halt, gates } = await checkedDone(root, plant);
+  // With .git given back (--sandbox-read), so that the check can write into it too.
+  const { halt, gates } = await checkedDone(root, plant, { sandboxRead: [path.join(root, '.git')] });
   assert.equal(halt.kind, 'accepted', JSON.stringify(gates));
   assert.deepEqual(await treeOf(root), before);
   git(root, 'status', '--short');
@@ -298,4 +299,68 @@ test('the check gets node alone, not the folder two levels above it: a node unde
     cwd: path.join(import.meta.dirname, '..', '..'),
   }).toString();
   assert.equal(out.trim(), 'false', 'node ran inside, and the home beside it is not there');
+});
+
+test('a file descriptor the harness inherited without close-on-exec reaches the check: contained or not, it never does', async (t) => {
+  if (!sandboxed(t)) return;
+  // The harness started by a program that left a descriptor open on a secret (an editor's extra pipe, a shell's
+  // `exec 40<secret`): number 40, above the few that node marks close-on-exec itself at start.
+  const secret = path.join(await tempProject(t, { secret: 'SECRET-FD\n' }), 'secret');
+  const root = await tempProject(t);
+  const hardening = JSON.stringify(
+    pathToFileURL(path.join(import.meta.dirname, '..', '..', 'hardening', 'index.ts')).href,
+  );
+  const read = 'cat /proc/self/fd/40 /dev/fd/40; echo end';
+  const options = (sandbox: boolean) =>
+    `{ cwd: ${JSON.stringify(root)}, timeoutMs: 20000, signal: new AbortController().signal, sandbox: ${sandbox} }`;
+  const script = [
+    `const { containedRunner } = await import(${hardening});`,
+    `const { spawnSync } = await import('node:child_process');`,
+    `const plain = spawnSync('/bin/sh', ['-c', ${JSON.stringify(read)}]).stdout.toString();`,
+    `const contained = (await containedRunner(${JSON.stringify(read)}, ${options(true)})).output;`,
+    `const uncontained = (await containedRunner(${JSON.stringify(read)}, ${options(false)})).output;`,
+    'console.log(JSON.stringify({ plain, contained, uncontained }));',
+  ].join('\n');
+  const fd = openSync(secret, 'r');
+  t.after(() => closeSync(fd));
+  const stdio: ('ignore' | 'pipe' | 'inherit' | number)[] = [
+    'ignore',
+    'pipe',
+    'inherit',
+    ...Array<'ignore'>(37).fill('ignore'),
+    fd,
+  ];
+  const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    cwd: path.join(import.meta.dirname, '..', '..'),
+    stdio,
+  }).toString();
+  const runs = JSON.parse(out) as Record<'plain' | 'contained' | 'uncontained', string>;
+  assert.match(runs.plain, /SECRET-FD/, 'the attack is real: a plain spawn passes the descriptor on');
+  for (const run of [runs.contained, runs.uncontained]) {
+    assert.match(run, /end/, 'the probe ran to the end');
+    assert.doesNotMatch(run, /SECRET-FD/);
+  }
+});
+
+test("the check's output can show .git and the session folder: a check that prints them shows neither, unless --sandbox-read names .git", async (t) => {
+  if (!sandboxed(t)) return;
+  const root = await tempProject(t, {
+    'test.js': 'ok\n',
+    '.agent/sessions/old.jsonl': '{"type":"user","text":"SECRET-SESSION"}\n',
+  });
+  git(root, 'init', '-q');
+  git(root, 'remote', 'add', 'origin', 'https://x:SECRET-TOKEN@example.com/r.git');
+  git(root, 'add', 'test.js');
+  git(root, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qm', 'one');
+  const leak = 'cat .git/config .agent/sessions/old.jsonl; ls -a .git .agent; git remote -v; grep -r SECRET .; exit 1';
+  const { gates, told } = await checkedDone(root, leak);
+  assert.match(gates[0]?.output ?? '', /not a git repository/, 'the check ran, and git found no repository');
+  assert.deepEqual(told.match(/SECRET-[A-Z]+/g) ?? [], []);
+  // A check that needs git: --sandbox-read gives it the project's .git, and nothing else of what is hidden.
+  const sees = { sandboxRead: [path.join(root, '.git')] };
+  const diff = await checkedDone(root, 'git diff --exit-code && git remote -v && ls .agent', sees);
+  assert.match(diff.gates[0]?.output ?? '', /SECRET-TOKEN/);
+  assert.doesNotMatch(diff.gates[0]?.output ?? '', /sessions/, '.agent stays hidden');
+  const clean = await checkedDone(root, 'git diff --exit-code', sees);
+  assert.equal(clean.halt.kind, 'accepted', JSON.stringify(clean.gates));
 });

@@ -282,7 +282,7 @@ test('the root / is refused as the whole file system, and a $HOME that does not 
   assert.equal(await sandboxableRoot(project), project);
 });
 
-test('on macOS the profile denies every write but the temporary folders, and reads of HOME but the project and --sandbox-read paths', () => {
+test("on macOS the profile denies every write but the temporary folders, and reads of HOME but the project and --sandbox-read paths, and of the project's .git and .agent", () => {
   const where = { root: '/Users/me/p', read: ['/opt/sdk'], passEnv: [] };
   const [tool, flag, profile = '', ...rest] = seatbeltArgs('make test', where);
   assert.deepEqual(
@@ -291,6 +291,7 @@ test('on macOS the profile denies every write but the temporary folders, and rea
       '/usr/bin/sandbox-exec',
       '-p',
       ...['-D', `HOME=${os.homedir()}`, '-D', 'READ0=/Users/me/p', '-D', 'READ1=/opt/sdk'],
+      ...['-D', 'HIDE0=/Users/me/p/.git', '-D', 'HIDE1=/Users/me/p/.agent'],
       ...['/bin/sh', '-c', 'make test'],
     ],
   );
@@ -300,6 +301,14 @@ test('on macOS the profile denies every write but the temporary folders, and rea
     '(deny file-read* (subpath (param "HOME")))',
     '(allow file-read* (subpath (param "READ0")))',
     '(allow file-read* (subpath (param "READ1")))',
+    '(deny file-read* (subpath (param "HIDE0")))',
+    '(deny file-read* (subpath (param "HIDE1")))',
   ];
   assert.ok(profile.endsWith(`\n${rules.join('\n')}`), profile);
+  const git = seatbeltArgs('git diff', { ...where, read: ['/Users/me/p/.git'] });
+  assert.deepEqual(
+    git.filter((arg) => arg.startsWith('HIDE')),
+    ['HIDE0=/Users/me/p/.agent'],
+    '--sandbox-read gives .git back',
+  );
 });

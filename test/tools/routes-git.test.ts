@@ -101,6 +101,48 @@ describe('what could run later asks a person every time: never covered by a blan
     assert.equal(readFileSync(path.join(root, 'run.sh'), 'utf8'), 'echo hi\n');
   });
 
+  test('runs later knows its classes, not every loader: installed packages, a virtual environment and npm install scripts are refused unasked; source, a Makefile and a test script pass', async (t) => {
+    const { root } = await repository(t);
+    const manifest = '{\n  "name": "p",\n  "scripts": {\n    "test": "node test.js"\n  }\n}\n';
+    for (const folder of ['deep', 'env', 'pipe']) await mkdir(path.join(root, folder));
+    execFileSync('mkfifo', [path.join(root, 'pipe', 'package.json')]);
+    writeFileSync(path.join(root, 'package.json'), manifest);
+    writeFileSync(path.join(root, 'deep', 'package.json'), manifest);
+    writeFileSync(path.join(root, 'env', 'pyvenv.cfg'), 'home = /usr/bin\n');
+    const refused = [
+      { path: 'node_modules/left-pad/index.js', old_str: '', new_str: 'require("child_process");\n' },
+      { path: 'lib/python3.11/site-packages/evil.pth', old_str: '', new_str: 'import os\n' },
+      { path: 'env/bin/activate', old_str: '', new_str: 'touch pwned\n' },
+      { path: 'package.json', old_str: '"test": "node test.js"', new_str: '"postinstall": "touch pwned"' },
+      { path: 'deep/package.json', old_str: '"test"', new_str: '"prepare"' }, // a workspace's own runs too
+      { path: 'pipe/package.json', old_str: '"test"', new_str: '"prepare"' }, // a named pipe: not read, refused
+    ];
+    const passed = [
+      { path: 'src/x.js', old_str: '', new_str: 'module.exports = 1;\n' },
+      { path: 'Makefile', old_str: '', new_str: 'test:\n\tnode test.js\n' },
+      { path: 'tools/package.json', old_str: '', new_str: manifest.replace('node test.js', 'node --test') },
+    ];
+    const { results } = await edits(root, [...refused, ...passed]);
+    const reasons = results.map((result) => / is (.*); nobody was asked/.exec(String(result.content))?.[1] ?? 'ok');
+    assert.deepEqual(reasons, [
+      'inside node_modules, where programs load installed packages from',
+      'inside site-packages, where programs load installed packages from',
+      'inside env, a Python virtual environment (pyvenv.cfg)',
+      "npm's manifest, with a script npm install runs on its own (postinstall)",
+      "npm's manifest, with a script npm install runs on its own (prepare)",
+      "npm's manifest, with a script npm install runs on its own (preinstall, install, postinstall, prepublish, " +
+        'preprepare, prepare, postprepare, dependencies)',
+      'ok',
+      'ok',
+      'ok',
+    ]);
+    assert.deepEqual(
+      results.slice(refused.length).map((result) => result.is_error),
+      [undefined, undefined, undefined],
+    );
+    assert.equal(readFileSync(path.join(root, 'package.json'), 'utf8'), manifest);
+  });
+
   test('a person is asked about each such write, told why, and "always" does not cover the next one', async (t) => {
     const root = await tempProject(t);
     const always: Approver = async () => ({ approved: true, always: true });
