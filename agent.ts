@@ -278,10 +278,13 @@ async function withDefaults(config: AgentConfig): Promise<Settings> {
   };
 }
 
-/** User text as a block, as sessions record it. */
-const userText = (text: string): Anthropic.MessageParam => ({
+/** What the person asks: text, or text and images (an editor's pasted screenshot). */
+export type Task = string | (Anthropic.TextBlockParam | Anthropic.ImageBlockParam)[];
+
+/** The task as the first user message: text as a block, as sessions record it. */
+const userMessage = (task: Task): Anthropic.MessageParam => ({
   role: 'user',
-  content: [{ type: 'text', text }],
+  content: typeof task === 'string' ? [{ type: 'text', text: task }] : task,
 });
 
 /** Appends to the transcript, and tells the session file. */
@@ -296,12 +299,12 @@ function append(agent: Agent, given: Anthropic.MessageParam): void {
 /** Runs one task to a halt; a sub-agent's run spends from its parent's ledger. */
 export async function runTask(
   agent: Agent,
-  task: string,
+  task: Task,
   userSignal?: AbortSignal,
   ledger?: UsageTotals,
 ): Promise<Halt> {
   const run = startRun(agent, userSignal, ledger);
-  append(agent, userText(task));
+  append(agent, userMessage(task));
   for (let turn = 1; ; turn++) {
     const called = await callModel(agent, run, turn);
     if ('halt' in called) return halt(agent, called.halt, turn - 1); // no reply this turn

@@ -25,6 +25,7 @@ import {
   type Halt,
   type Model,
   resume,
+  type Task,
 } from 'reference-harness';
 import { describeCall, safe_path, type Tool } from 'reference-harness/tools';
 import { type CliOptions, configFromCli, recordedOptions } from './options.ts';
@@ -143,7 +144,7 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
         protocolVersion: acp.PROTOCOL_VERSION,
         agentCapabilities: {
           loadSession: true,
-          promptCapabilities: { embeddedContext: true },
+          promptCapabilities: { embeddedContext: true, image: true },
           mcpCapabilities: { http: true },
           sessionCapabilities: { list: {} },
         },
@@ -215,11 +216,11 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
       const session = sessionOf(params.sessionId);
       if (session.running) throw acp.RequestError.invalidRequest(undefined, RUNNING);
       if (setup.keyMissing) throw acp.RequestError.authRequired(undefined, SIGN_IN);
-      const task = taskText(params.prompt, session.agent.config.root);
+      const task = promptTask(params.prompt, session.agent.config.root);
       const stop = new AbortController();
       session.lastStop = null;
       session.refusedKey = null;
-      const command = COMMANDS.find((offered) => task.trim() === `/${offered.name}`);
+      const command = COMMANDS.find((offered) => typeof task === 'string' && task.trim() === `/${offered.name}`);
       const ended = command
         ? runCommandOf(session, command.name, stop.signal)
         : runGivenTask(session.agent, task, stop.signal, session.tell).then((halt) => {
@@ -653,13 +654,24 @@ async function projectRoot(cwd: string): Promise<string> {
 
 /** The person's prompt as the harness's task: text as written, a linked file as @ and its path in the project, an
  *  embedded one (an @-mention the editor sends with its text) as @ and its path, then its text in a fence marked as
- *  the editor's copy. Images and audio were not offered at initialize, so a client sending one is told so. */
-export function taskText(blocks: acp.ContentBlock[], root: string): string {
+ *  the editor's copy; an image as an image block, between the text before and after it. Audio was not offered at
+ *  initialize, so a client sending it is told so. */
+export function promptTask(blocks: acp.ContentBlock[], root: string): Task {
+  const content: Exclude<Task, string> = [];
   let task = '';
   let linked = false; // the part before was a link
+  const endText = () => {
+    if (task.trim() !== '') content.push({ type: 'text', text: task });
+    [task, linked] = ['', false];
+  };
   for (const block of blocks) {
-    if (block.type === 'image' || block.type === 'audio')
-      throw acp.RequestError.invalidParams(undefined, `a ${block.type} block: this agent takes text and files`);
+    if (block.type === 'audio')
+      throw acp.RequestError.invalidParams(undefined, 'an audio block: this agent takes text, files and images');
+    if (block.type === 'image') {
+      endText();
+      content.push(imageOf(block));
+      continue;
+    }
     const part =
       block.type === 'text'
         ? block.text
@@ -671,8 +683,24 @@ export function taskText(blocks: acp.ContentBlock[], root: string): string {
     task += touching ? ` ${part}` : part;
     linked = block.type !== 'text';
   }
-  if (task.trim() === '') throw acp.RequestError.invalidParams(undefined, 'the prompt has no text');
-  return task;
+  if (content.length === 0 && task.trim() === '')
+    throw acp.RequestError.invalidParams(undefined, 'the prompt has no text');
+  if (content.length === 0) return task;
+  endText();
+  return content;
+}
+
+/** The types of image the model reads (the Messages API's list). */
+const IMAGE_TYPES = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'] as const;
+
+/** Prevents a prompt the API refuses: an image of a type the model cannot read is refused here, by name. */
+function imageOf(block: acp.ImageContent): Anthropic.ImageBlockParam {
+  const type = IMAGE_TYPES.find((known) => known === block.mimeType);
+  if (type === undefined) {
+    const known = IMAGE_TYPES.join(', ');
+    throw acp.RequestError.invalidParams(undefined, `an image of type ${block.mimeType}: the model reads ${known}`);
+  }
+  return { type: 'image', source: { type: 'base64', media_type: type, data: block.data } };
 }
 
 /** A file the editor sent with the prompt, as the model reads it: its path (and the part of it, as `#L10:20`, when the

@@ -13,6 +13,7 @@ import {
   type Model,
   runTask,
   steer,
+  type Task,
 } from 'reference-harness';
 import { type Tool, TOOLS } from 'reference-harness/tools';
 import { type CliOptions, configFromCli, UsageError } from './options.ts';
@@ -34,7 +35,7 @@ import { type Approver, type ModelCallOptions, type ModelRequest } from './harne
 /** Everything a replay plays back: the tasks, each model reply in call order, and what the person did. */
 interface Recording {
   header: SessionHeader & { options: RecordedOptions };
-  tasks: { text: string; actions: RecordedAction[] }[];
+  tasks: { task: Task; actions: RecordedAction[] }[];
   /** The parent's model calls in order, compaction summaries and requests the API refused included. */
   replies: RecordedCall[];
   /** Each sub-agent's calls. */
@@ -79,7 +80,7 @@ async function readRecording(file: string): Promise<Recording> {
   for (const entry of entries) {
     if (entry.type === 'message') recording.messages.push(entry.message);
     if (entry.type === 'reply' || entry.type === 'compaction') recording.replies.push(...recordedCalls(entry));
-    if (entry.type === 'task') recording.tasks.push({ text: entry.text, actions: [] });
+    if (entry.type === 'task') recording.tasks.push({ task: entry.content ?? entry.text, actions: [] });
     if (entry.type === 'steer' || entry.type === 'interrupt') recording.tasks.at(-1)?.actions.push(entry);
     if (entry.type === 'approval') recording.approvals.push(entry);
     if (entry.type === 'halt') recording.halts.push(entry.halt);
@@ -391,7 +392,7 @@ export async function replaySession(file: string, options: CliOptions, out: Outp
   });
   for (const [i, task] of recording.tasks.entries()) {
     [run, counted, pending] = [new AbortController(), 0, task.actions];
-    const halt = await runTask(agent, task.text, run.signal);
+    const halt = await runTask(agent, task.task, run.signal);
     if (difference === null && canonical(halt) !== canonical(recording.halts[i])) {
       difference = `the halt of task ${i + 1}: expected ${canonical(recording.halts[i])}, got ${canonical(halt)}`;
     }

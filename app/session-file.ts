@@ -19,7 +19,7 @@ import {
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
-import { type Agent, type Halt, errorText } from 'reference-harness';
+import { type Agent, type Halt, errorText, type Task } from 'reference-harness';
 
 import type { ProgramEvent, SessionEvent } from './terminal.ts';
 import { minimatch } from 'minimatch';
@@ -55,7 +55,7 @@ export type SessionEntry =
   | Timed<CompactionEntry>
   | Timed<{ type: 'subagent'; id: string; description: string; file: string }>
   | Timed<{ type: 'halt'; halt: Halt }>
-  | Timed<{ type: 'task'; text: string }>
+  | Timed<{ type: 'task'; text: string; content?: Exclude<Task, string> }>
   | Timed<{ type: 'approval'; tool: string; preview: string; answer: ApprovalAnswer; callId?: string }>
   | Timed<{ type: 'steer'; text: string; afterEvents: number }>
   | Timed<{ type: 'interrupt'; afterEvents: number }>;
@@ -678,7 +678,7 @@ const ENTRY_SCHEMAS = {
     content: z.array(z.looseObject({ type: z.string() })),
     usage: usageSchema,
   }),
-  task: z.object({ text: z.string() }),
+  task: z.object({ text: z.string(), content: z.array(z.looseObject({ type: z.enum(['text', 'image']) })).optional() }),
   approval: z.object({ tool: z.string(), preview: z.string(), answer: z.object({ approved: z.boolean() }) }),
   steer: z.object({ text: z.string(), afterEvents: z.number().int().min(0) }),
   interrupt: z.object({ afterEvents: z.number().int().min(0) }),

@@ -19,6 +19,7 @@ import {
   type Halt,
   runTask,
   steer,
+  type Task,
   withdrawSteering,
 } from 'reference-harness';
 import { describeCall, shownPath, type Tool, TOOLS } from 'reference-harness/tools';
@@ -27,7 +28,8 @@ import { type ApprovalAnswer, type Approver, type Price, type UsageTotals } from
 /** What the person did, which the harness never sees as an event: the program tells the session file, so a replay can
  *  do the same at the same point. */
 export type ProgramEvent =
-  | { type: 'task'; text: string }
+  /** content: the task's blocks, when it has more than text (an editor's image) */
+  | { type: 'task'; text: string; content?: Exclude<Task, string> }
   | { type: 'approval'; tool: string; preview: string; answer: ApprovalAnswer; callId: string }
   | { type: 'steer'; text: string }
   /** Ctrl-C; or SIGTERM, SIGHUP, which stop the run the same way and then end the program. */
@@ -998,11 +1000,17 @@ const REPL_HELP = [
 /** Runs a task typed or given on the command line, telling the session file first (a replay gives it again). */
 export function runGivenTask(
   agent: Agent,
-  task: string,
+  task: Task,
   signal: AbortSignal,
   tell: (event: ProgramEvent) => void,
 ): Promise<Halt> {
-  tell({ type: 'task', text: task });
+  if (typeof task === 'string') tell({ type: 'task', text: task });
+  else
+    tell({
+      type: 'task',
+      text: task.map((block) => (block.type === 'text' ? block.text : '')).join(''),
+      content: task,
+    });
   return runTask(agent, task, signal);
 }
 

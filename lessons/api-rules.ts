@@ -14,6 +14,7 @@ const MAX_CACHE_CONTROL = 4;
 // The SDK's MessageParam also allows role "system"; the API we target accepts only these two.
 const ROLES: readonly unknown[] = ['user', 'assistant'] satisfies Anthropic.MessageParam['role'][];
 const ASSISTANT_ONLY: readonly unknown[] = ['thinking', 'redacted_thinking', 'tool_use'];
+const IMAGE_TYPES: readonly unknown[] = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'];
 
 export function requestViolations(
   body: unknown,
@@ -128,6 +129,9 @@ function checkMessages(
       if (ASSISTANT_ONLY.includes(block.type) && role !== 'assistant') {
         violations.push(`${path}: ${block.type} blocks may only appear in assistant messages`);
       }
+      if (block.type === 'image' && role !== 'user') {
+        violations.push(`${path}: image blocks may only appear in user messages`);
+      }
 
       switch (block.type) {
         case 'text':
@@ -143,6 +147,9 @@ function checkMessages(
           }
           break;
         }
+        case 'image':
+          checkImage(block.source, `${path}.source`, violations);
+          break;
         case 'redacted_thinking':
           if (typeof block.data !== 'string')
             violations.push(`${path}.data: redacted_thinking blocks need a string "data"`);
@@ -185,6 +192,26 @@ function checkMessages(
     if (missing.length) violations.push(unansweredToolUse(i - 1, missing));
   }
   if (awaiting.length) violations.push(unansweredToolUse(messages.length - 1, awaiting));
+}
+
+/** An image as the API takes it: base64 bytes of one of four types, or a URL. */
+function checkImage(source: unknown, at: string, violations: string[]): void {
+  if (isRecord(source) && source.type === 'url') {
+    if (typeof source.url !== 'string' || source.url === '') violations.push(`${at}.url: must be a non-empty string`);
+    return;
+  }
+  if (!isRecord(source) || source.type !== 'base64') {
+    violations.push(`${at}: must be a base64 or url image source`);
+    return;
+  }
+  if (!IMAGE_TYPES.includes(source.media_type)) {
+    const types = IMAGE_TYPES.map((type) => `'${String(type)}'`).join(', ');
+    violations.push(`${at}.base64.media_type: Input should be one of ${types}`);
+  }
+  const { data } = source;
+  if (typeof data !== 'string' || data === '' || !/^[A-Za-z0-9+/]*={0,2}$/.test(data) || data.length % 4 !== 0) {
+    violations.push(`${at}.base64.data: must be non-empty base64 (the image's bytes)`);
+  }
 }
 
 const unansweredToolUse = (index: number, ids: string[]): string =>

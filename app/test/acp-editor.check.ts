@@ -6,7 +6,7 @@
 import type * as acp from '@agentclientprotocol/sdk';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { reply, text, toolUse } from 'reference-harness/scripted-model';
@@ -14,6 +14,7 @@ import { tempProject, within } from '../../test/helpers.ts';
 import { fakeMessage, messageCalls, startFakeApi, textBlock, toolUseBlock } from '../../test/model/fake-api.ts';
 import { HALT_META } from '../acp.ts';
 import { agentTextOf, protocolSchema, rawClient, startAcp, updatesIn } from './acp-wire.ts';
+import { runCli } from './helpers.ts';
 
 const AUTH_REQUIRED = -32000;
 
@@ -104,6 +105,36 @@ test('with no API key, initialize still answers and a prompt is answered auth_re
   assert.match(answer.error!.message + JSON.stringify(answer.error!.data), /ANTHROPIC_API_KEY/);
   assert.deepEqual(updates, []);
   assert.deepEqual(agent.problems, []);
+});
+
+/** A 1×1 red PNG, as an editor sends a pasted screenshot: base64 bytes and their type. */
+const RED_DOT = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
+
+test('an image the editor pastes reaches the model as an image block, and the session file replays it', async (t) => {
+  const api = await startFakeApi([{ kind: 'reply', message: fakeMessage([textBlock('A red dot.')]) }]);
+  t.after(() => api.close());
+  const root = await tempProject(t, {});
+  const agent = startAcp(t, root, ['--no-sandbox'], { ANTHROPIC_BASE_URL: api.baseURL, ANTHROPIC_API_KEY: 'sk-test' });
+  const { init, prompt } = await openSession(agent, root);
+  assert.equal(init.agentCapabilities?.promptCapabilities?.image, true);
+  const { answer } = await prompt([
+    { type: 'text', text: 'What is in' },
+    { type: 'image', data: RED_DOT, mimeType: 'image/png' },
+    { type: 'text', text: '?' },
+  ]);
+  assert.deepEqual(answer.result, { stopReason: 'end_turn' });
+  const [first] = (messageCalls(api)[0]!.body as { messages: { content: unknown }[] }).messages;
+  assert.deepEqual(first?.content, [
+    { type: 'text', text: 'What is in' },
+    { type: 'image', source: { type: 'base64', media_type: 'image/png', data: RED_DOT } },
+    { type: 'text', text: '?' },
+  ]);
+  assert.deepEqual(agent.problems, []);
+
+  const sessions = path.join(root, '.agent', 'sessions');
+  const [file = ''] = await readdir(sessions);
+  const replayed = await runCli(['--replay', path.join(sessions, file), '--root', root, '--yes', '--no-sandbox']);
+  assert.match(replayed.stdout, /identical: 2 messages, 1 task\(s\), 1 model replies/);
 });
 
 const LINES = Array.from({ length: 80 }, (_, i) => `exports.n${i} = ${i};`);

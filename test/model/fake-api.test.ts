@@ -414,6 +414,27 @@ test('requestViolations names each broken rule', () => {
   }
 });
 
+test('requestViolations takes an image as the API does: base64 jpeg, png, gif or webp, or a URL, in a user message', () => {
+  const data = Buffer.from('not really a png').toString('base64');
+  const image = (source: Record<string, unknown>) => ({ type: 'image', source });
+  const asked = (...content: unknown[]) => ({ model: MODEL, max_tokens: 10, messages: [{ role: 'user', content }] });
+  for (const media_type of ['image/jpeg', 'image/png', 'image/gif', 'image/webp']) {
+    const body = asked({ type: 'text', text: 'what is this?' }, image({ type: 'base64', media_type, data }));
+    assert.deepEqual(requestViolations(body), [], media_type);
+  }
+  assert.deepEqual(requestViolations(asked(image({ type: 'url', url: 'https://example.com/a.png' }))), []);
+  const refused: [unknown, RegExp][] = [
+    [image({ type: 'base64', media_type: 'image/bmp', data }), /media_type: Input should be one of 'image\/jpeg'/],
+    [image({ type: 'base64', media_type: 'image/png', data: '' }), /data: must be non-empty base64/],
+    [image({ type: 'base64', media_type: 'image/png', data: 'not base64!' }), /data: must be non-empty base64/],
+    [image({ type: 'file', file_id: 'f' }), /must be a base64 or url image source/],
+  ];
+  for (const [block, pattern] of refused) assert.match(requestViolations(asked(block)).join('\n'), pattern);
+  const answered = { ...asked({ type: 'text', text: 'hi' }) };
+  answered.messages.push({ role: 'assistant', content: [image({ type: 'base64', media_type: 'image/png', data })] });
+  assert.match(requestViolations(answered).join('\n'), /image blocks may only appear in user messages/);
+});
+
 test('requestViolations checks thinking signatures when given a verifier', () => {
   const violations = requestViolations(validBody(), () => false);
   assert.deepEqual(violations, [
