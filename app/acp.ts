@@ -789,6 +789,14 @@ function updatesFor(
         : [];
     case 'text':
       return [agentText(event.delta, `reply-${requests}`)];
+    case 'thinking':
+      return [
+        {
+          sessionUpdate: 'agent_thought_chunk',
+          messageId: `thought-${requests}`,
+          content: { type: 'text', text: event.delta },
+        },
+      ];
     case 'gate':
       return [agentText(gateText(event), `gate-${requests}`)];
     case 'reply': {

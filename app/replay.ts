@@ -135,13 +135,16 @@ class RecordedModel implements Model {
     private readonly next: (request: ModelRequest) => RecordedCall | undefined,
   ) {}
 
-  async complete(request: ModelRequest, { signal, onText }: ModelCallOptions): Promise<Anthropic.Message> {
+  async complete(request: ModelRequest, { signal, onText, onThinking }: ModelCallOptions): Promise<Anthropic.Message> {
     signal.throwIfAborted(); // an aborted call takes no reply: the next call gets it, as in the recorded run
     const recorded = this.next(request);
     if (recorded === undefined) throw new Error(`the recording has no reply for this model call (${this.name})`);
     if (recorded === 'refused as too long') refusedAsTooLong();
     const content = structuredClone(recorded.content);
-    for (const block of content) if (block.type === 'text') onText(block.text);
+    for (const block of content) {
+      if (block.type === 'text') onText(block.text);
+      if (block.type === 'thinking') onThinking?.(block.thinking);
+    }
     return {
       id: `msg_replay_${++this.calls}`,
       type: 'message',

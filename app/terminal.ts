@@ -407,11 +407,21 @@ export function terminalPrinter(
   const changesFiles = (name: string) => tools().some((tool) => tool.name === name && !tool.readOnly);
   let diffShown = false; // the person was asked about this edit and saw its diff then
   let checkOutput = '';
+  let thinking = false; // the model's thinking is being drawn, dimmed
+  /** The thinking ends on a line of its own, before the reply's text or anything else. */
+  const endThinking = () => {
+    if (thinking) screen.text('\n');
+    thinking = false;
+  };
   return (event) => {
+    if (event.type !== 'thinking') endThinking();
     switch (event.type) {
       case 'request':
         screen.wait('waiting for the model');
         return screen.spending(spent());
+      case 'thinking':
+        thinking = true;
+        return screen.text(colour('dim', visible(event.delta), out));
       case 'text': {
         if (!markdown) return screen.text(visible(event.delta));
         const done = blocks.add(visible(event.delta));

@@ -137,6 +137,36 @@ test('an image the editor pastes reaches the model as an image block, and the se
   assert.match(replayed.stdout, /identical: 2 messages, 1 task\(s\), 1 model replies/);
 });
 
+test("with --thinking the model's thinking streams as agent_thought_chunk, and goes back to the API as received across a tool turn", async (t) => {
+  const thought = (thinking: string) => ({ type: 'thinking' as const, thinking, signature: 'the-fake-signs' });
+  const api = await startFakeApi([
+    {
+      kind: 'reply',
+      message: fakeMessage(
+        [thought('Read it first.'), toolUseBlock('toolu_1', 'read_file', { path: 'a.txt' })],
+        'tool_use',
+      ),
+    },
+    { kind: 'reply', message: fakeMessage([thought('It says a.'), textBlock('It says a.')]) },
+  ]);
+  t.after(() => api.close());
+  const root = await tempProject(t, { 'a.txt': 'a\n' });
+  const env = { ANTHROPIC_BASE_URL: api.baseURL, ANTHROPIC_API_KEY: 'sk-test' };
+  const agent = startAcp(t, root, ['--thinking', '2048', '--no-sandbox'], env);
+  const { prompt } = await openSession(agent, root);
+  const { answer, updates } = await prompt([{ type: 'text', text: 'What does a.txt say?' }]);
+  assert.deepEqual(answer.result, { stopReason: 'end_turn' }, 'the fake API accepted the thinking sent back');
+  const thoughts = updates
+    .filter((update) => update.sessionUpdate === 'agent_thought_chunk')
+    .map((update) => (update.content as { text: string }).text);
+  assert.equal(thoughts.join(''), 'Read it first.It says a.');
+  const [first, second] = messageCalls(api).map((call) => call.body as { thinking: unknown; messages: unknown[] });
+  assert.deepEqual(first?.thinking, { type: 'enabled', budget_tokens: 2048 });
+  const kept = (second?.messages[1] as { content: { type: string; thinking?: string }[] }).content[0];
+  assert.equal(kept?.type === 'thinking' && kept.thinking, 'Read it first.');
+  assert.deepEqual(agent.problems, []);
+});
+
 const LINES = Array.from({ length: 80 }, (_, i) => `exports.n${i} = ${i};`);
 const NUMBERS = `${LINES.join('\n')}\n`;
 /** A change on every tenth line of NUMBERS: seven hunks. */
