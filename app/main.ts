@@ -34,7 +34,6 @@ import {
 } from './options.ts';
 import { readMcpFile, startMcpServers } from './mcp.ts';
 import { priced } from './prices.ts';
-import { replaySession } from './replay.ts';
 import {
   loadSession,
   openSessionFile,
@@ -174,7 +173,10 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     const root = await realpath(options.root).catch(() => {
       throw new UsageError(`--root ${options.root}: no such folder`);
     });
-    if (options.replay !== undefined) return await replaySession(options.replay, { ...options, root }, out);
+    if (options.replay !== undefined) {
+      const { replaySession } = await import('./replay.ts'); // loaded only for a replay: every start waits for a load
+      return await replaySession(options.replay, { ...options, root }, out);
+    }
     const newSession = path.join(root, '.agent', 'sessions', `${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`);
     let sessionFile = path.resolve(options.resume ?? options.session ?? newSession);
     const flag = options.resume !== undefined ? '--resume' : options.session !== undefined ? '--session' : 'session';
