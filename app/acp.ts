@@ -1028,7 +1028,11 @@ async function personsWords(file: string): Promise<Set<string>> {
   const words = new Set<string>();
   for await (const { text } of sessionLines(file)) {
     const read = readEntry(text);
-    if ('entry' in read && (read.entry.type === 'task' || read.entry.type === 'steer')) words.add(read.entry.text);
+    if (!('entry' in read) || (read.entry.type !== 'task' && read.entry.type !== 'steer')) continue;
+    words.add(read.entry.text);
+    // A task with images is its blocks: each text between them is the person's too.
+    for (const block of read.entry.type === 'task' ? (read.entry.content ?? []) : [])
+      if (block.type === 'text') words.add(block.text);
   }
   return words;
 }
@@ -1049,6 +1053,9 @@ export function replayUpdates(
         const said = role === 'user' && persons.has(block.text);
         const chunk = { messageId, content: { type: 'text' as const, text: block.text } };
         updates.push(said ? { sessionUpdate: 'user_message_chunk', ...chunk } : agentText(block.text, messageId));
+      } else if (block.type === 'image' && role === 'user' && block.source.type === 'base64') {
+        const image = { type: 'image' as const, data: block.source.data, mimeType: block.source.media_type };
+        updates.push({ sessionUpdate: 'user_message_chunk', messageId, content: image }); // only a person sends one
       } else if (block.type === 'thinking') {
         const thought = { type: 'text' as const, text: block.thinking };
         updates.push({ sessionUpdate: 'agent_thought_chunk', messageId, content: thought });

@@ -110,12 +110,12 @@ test('with no API key, initialize still answers and a prompt is answered auth_re
 /** A 1×1 red PNG, as an editor sends a pasted screenshot: base64 bytes and their type. */
 const RED_DOT = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
 
-test('an image the editor pastes reaches the model as an image block, and the session file replays it', async (t) => {
+test("an image the editor pastes reaches the model as an image block; the session file replays it, and session/load shows it as the person's", async (t) => {
   const api = await startFakeApi([{ kind: 'reply', message: fakeMessage([textBlock('A red dot.')]) }]);
   t.after(() => api.close());
   const root = await tempProject(t, {});
   const agent = startAcp(t, root, ['--no-sandbox'], { ANTHROPIC_BASE_URL: api.baseURL, ANTHROPIC_API_KEY: 'sk-test' });
-  const { init, prompt } = await openSession(agent, root);
+  const { init, opened, prompt } = await openSession(agent, root);
   assert.equal(init.agentCapabilities?.promptCapabilities?.image, true);
   const { answer } = await prompt([
     { type: 'text', text: 'What is in' },
@@ -135,6 +135,22 @@ test('an image the editor pastes reaches the model as an image block, and the se
   const [file = ''] = await readdir(sessions);
   const replayed = await runCli(['--replay', path.join(sessions, file), '--root', root, '--yes', '--no-sandbox']);
   assert.match(replayed.stdout, /identical: 2 messages, 1 task\(s\), 1 model replies/);
+
+  const later = startAcp(t, root, ['--no-sandbox'], { ANTHROPIC_BASE_URL: api.baseURL, ANTHROPIC_API_KEY: 'sk-test' });
+  const again = rawClient(later);
+  await again.request('initialize', { protocolVersion: 1, clientCapabilities: {} });
+  const loaded = await again.request('session/load', { sessionId: opened.sessionId, cwd: root, mcpServers: [] });
+  assert.equal(loaded.error, undefined, JSON.stringify(loaded));
+  const persons = updatesIn(later.messages).filter((update) => update.sessionUpdate === 'user_message_chunk');
+  assert.deepEqual(
+    persons.map((update) => update.content),
+    [
+      { type: 'text', text: 'What is in' },
+      { type: 'image', data: RED_DOT, mimeType: 'image/png' },
+      { type: 'text', text: '?' },
+    ],
+  );
+  assert.deepEqual(later.problems, []);
 });
 
 test("with --thinking the model's thinking streams as agent_thought_chunk, and goes back to the API as received across a tool turn", async (t) => {
