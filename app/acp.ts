@@ -65,8 +65,9 @@ export interface AcpSetup {
   log: (text: string) => void;
   /** No API key (nor a local API, nor a script): every prompt is answered auth_required. */
   keyMissing: boolean;
-  /** The model of that name, as the command line would make it: what picking it in the editor runs on. */
-  modelNamed: (name: string) => Promise<Model>;
+  /** The model of that name with that thinking budget, as the command line would make it: what picking it in the
+   *  editor runs on. */
+  modelNamed: (name: string, thinking: number | undefined) => Promise<Model>;
   /** The MCP servers --mcp lists: each session starts them, beside those the editor gives. */
   mcpServers: McpServerSpec[];
 }
@@ -204,12 +205,18 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
     })
     .onRequest(acp.methods.agent.session.setConfigOption, async ({ params }) => {
       const session = sessionOf(params.sessionId);
-      const [option] = configOptionsOf(session);
-      if (params.configId !== MODEL_OPTION)
-        throw acp.RequestError.invalidParams(undefined, `no option "${params.configId}": ${MODEL_OPTION}`);
-      const offered = option?.type === 'select' && option.options.some((o) => 'value' in o && o.value === params.value);
-      if (!offered) throw acp.RequestError.invalidParams(undefined, `no model "${String(params.value)}" is offered`);
-      session.model.pick(await setup.modelNamed(String(params.value)));
+      const option = configOptionsOf(session).find((offered) => offered.id === params.configId);
+      if (option === undefined) {
+        const ids = configOptionsOf(session).map((offered) => offered.id);
+        throw acp.RequestError.invalidParams(undefined, `no option "${params.configId}": ${ids.join(', ')}`);
+      }
+      const offered = option.type === 'select' && option.options.some((o) => 'value' in o && o.value === params.value);
+      if (!offered)
+        throw acp.RequestError.invalidParams(undefined, `no ${option.id} "${String(params.value)}" is offered`);
+      let name = session.model.name;
+      if (option.id === MODEL_OPTION) name = String(params.value);
+      else session.thinking = params.value === NO_THINKING ? undefined : Number(params.value);
+      session.model.pick(await setup.modelNamed(name, session.thinking));
       return { configOptions: configOptionsOf(session) };
     })
     .onRequest(acp.methods.agent.session.prompt, async ({ params }) => {
@@ -415,10 +422,28 @@ class PickedModel implements Model {
 /** The config option that picks the model. */
 const MODEL_OPTION = 'model';
 
-/** The session's config options: the model, among the current one and those the price table knows. */
+/** The config option that sets the thinking budget, its value for none, and the budgets it offers (in tokens). */
+const THINKING_OPTION = 'thinking';
+const NO_THINKING = 'off';
+const THINKING_BUDGETS = [4_096, 16_384, 32_000];
+
+/** The session's config options: the model, among the current one and those the price table knows; its thinking
+ *  budget, none or one of a few (and --thinking's). A scripted model does not think: it has no thinking option. */
 function configOptionsOf(session: AcpSession): acp.SessionConfigOption[] {
   const current = session.model.name;
   const choices = [...new Set([current, ...PRICED_MODELS])];
+  const budgets = [...new Set([...(session.thinking ? [session.thinking] : []), ...THINKING_BUDGETS])];
+  const thinking: acp.SessionConfigOption = {
+    id: THINKING_OPTION,
+    name: 'Thinking',
+    category: 'thought_level',
+    type: 'select',
+    currentValue: session.thinking === undefined ? NO_THINKING : String(session.thinking),
+    options: [
+      { value: NO_THINKING, name: 'Off' },
+      ...budgets.sort((a, b) => a - b).map((budget) => ({ value: String(budget), name: `${budget} tokens` })),
+    ],
+  };
   return [
     {
       id: MODEL_OPTION,
@@ -428,6 +453,7 @@ function configOptionsOf(session: AcpSession): acp.SessionConfigOption[] {
       currentValue: current,
       options: choices.map((value) => ({ value, name: value })),
     },
+    ...(session.canThink ? [thinking] : []),
   ];
 }
 
@@ -454,6 +480,10 @@ interface AcpSession {
   readonly agent: Agent;
   /** Its model, as the editor picked it. */
   readonly model: PickedModel;
+  /** The model's thinking budget in tokens, as --thinking or the editor set it; undefined: no thinking. */
+  thinking: number | undefined;
+  /** False for a scripted model, which has no budget to set. */
+  readonly canThink: boolean;
   /** Its MCP servers, if it has any. */
   readonly mcp: McpServers | undefined;
   /** Tells the editor something it should know: a notice, or a line on stderr where it takes none. */
@@ -589,6 +619,8 @@ async function openSession(
     id: sessionId,
     agent,
     model,
+    thinking: setup.options.thinking,
+    canThink: setup.options.script === undefined,
     mcp,
     notice,
     tell,

@@ -221,8 +221,12 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       try {
         const keyMissing = options.script === undefined && !env.ANTHROPIC_API_KEY && !env.ANTHROPIC_BASE_URL;
         // A scripted model picked under another name is the same script: the name only prices it.
-        const modelNamed = async (name: string) =>
-          priced(options.script === undefined ? await chooseModel(options, env, name) : renamed(chosen, name));
+        const modelNamed = async (name: string, thinking: number | undefined) =>
+          priced(
+            options.script === undefined
+              ? await chooseModel({ ...options, thinking }, env, name)
+              : renamed(chosen, name),
+          );
         const setup = { options, model, taskModel, secrets, log, keyMissing, modelNamed, mcpServers };
         return await serveAcp(setup, ending.signal);
       } finally {

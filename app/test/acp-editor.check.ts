@@ -164,12 +164,17 @@ test("with --thinking the model's thinking streams as agent_thought_chunk, and g
       ),
     },
     { kind: 'reply', message: fakeMessage([thought('It says a.'), textBlock('It says a.')]) },
+    { kind: 'reply', message: fakeMessage([textBlock('Still a.')]) },
   ]);
   t.after(() => api.close());
   const root = await tempProject(t, { 'a.txt': 'a\n' });
   const env = { ANTHROPIC_BASE_URL: api.baseURL, ANTHROPIC_API_KEY: 'sk-test' };
   const agent = startAcp(t, root, ['--thinking', '2048', '--no-sandbox'], env);
-  const { prompt } = await openSession(agent, root);
+  const { raw, opened, prompt } = await openSession(agent, root);
+  const thinkingOf = (options: acp.SessionConfigOption[] | null | undefined) =>
+    options?.find((option) => option.id === 'thinking');
+  const offered = thinkingOf(opened.configOptions);
+  assert.equal(offered?.type === 'select' && offered.currentValue, '2048');
   const { answer, updates } = await prompt([{ type: 'text', text: 'What does a.txt say?' }]);
   assert.deepEqual(answer.result, { stopReason: 'end_turn' }, 'the fake API accepted the thinking sent back');
   const thoughts = updates
@@ -180,6 +185,18 @@ test("with --thinking the model's thinking streams as agent_thought_chunk, and g
   assert.deepEqual(first?.thinking, { type: 'enabled', budget_tokens: 2048 });
   const kept = (second?.messages[1] as { content: { type: string; thinking?: string }[] }).content[0];
   assert.equal(kept?.type === 'thinking' && kept.thinking, 'Read it first.');
+
+  // The editor turns thinking off: the status says so, and the next request asks for none.
+  const { sessionId } = opened;
+  const bad = await raw.request('session/set_config_option', { sessionId, configId: 'thinking', value: '7' });
+  assert.equal(bad.error?.code, -32602);
+  const off = await raw.request('session/set_config_option', { sessionId, configId: 'thinking', value: 'off' });
+  assert.equal(protocolSchema('SetSessionConfigOptionResponse').safeParse(off.result).success, true);
+  const now = thinkingOf((off.result as acp.SetSessionConfigOptionResponse).configOptions);
+  assert.equal(now?.type === 'select' && now.currentValue, 'off');
+  assert.deepEqual((await prompt([{ type: 'text', text: 'And now?' }])).answer.result, { stopReason: 'end_turn' });
+  const third = messageCalls(api)[2]?.body as { thinking?: unknown; max_tokens: number };
+  assert.equal(third.thinking, undefined);
   assert.deepEqual(agent.problems, []);
 });
 
