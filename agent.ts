@@ -81,6 +81,8 @@ export type AgentEvent =
   | { type: 'request'; turn: number; messages: number; estimatedTokens: number }
   // a piece of the reply's text streamed in
   | { type: 'text'; delta: string }
+  // a piece of the model's thinking streamed in (with a thinking budget)
+  | { type: 'thinking'; delta: string }
   // something the user should know (a retry, a repair on resume)
   | { type: 'notice'; text: string }
   // the reply came in, content as received, with the session's totals
@@ -143,8 +145,13 @@ export interface Model {
   contextWindow?(): Promise<number | null>; // in tokens, if the provider says
 }
 
-/** onText hears the reply's text as it streams; onNotice the rest ("retrying"). */
-export type ModelCallOptions = { signal: AbortSignal; onText: Listener; onNotice: Listener };
+/** onText hears the reply's text as it streams, onThinking its thinking; onNotice the rest. */
+export type ModelCallOptions = {
+  signal: AbortSignal;
+  onText: Listener;
+  onThinking?: Listener;
+  onNotice: Listener;
+};
 type Listener = (text: string) => void;
 
 /** `{ root, model }` is enough: the other options have defaults. */
@@ -284,10 +291,13 @@ async function withDefaults(config: AgentConfig): Promise<Settings> {
   };
 }
 
-/** User text as a block, as sessions record it. */
-const userText = (text: string): Anthropic.MessageParam => ({
+/** What the person asks: text, or text and images (an editor's pasted screenshot). */
+export type Task = string | (Anthropic.TextBlockParam | Anthropic.ImageBlockParam)[];
+
+/** The task as the first user message: text as a block, as sessions record it. */
+const userMessage = (task: Task): Anthropic.MessageParam => ({
   role: 'user',
-  content: [{ type: 'text', text }],
+  content: typeof task === 'string' ? [{ type: 'text', text: task }] : task,
 });
 
 /** Appends to the transcript, and tells the session file. */
@@ -302,12 +312,12 @@ function append(agent: Agent, given: Anthropic.MessageParam): void {
 /** Runs one task to a halt; a sub-agent's run spends from its parent's ledger. */
 export async function runTask(
   agent: Agent,
-  task: string,
+  task: Task,
   userSignal?: AbortSignal,
   ledger?: UsageTotals,
 ): Promise<Halt> {
   const run = startRun(agent, userSignal, ledger);
-  append(agent, userText(task));
+  append(agent, userMessage(task));
   for (let turn = 1; ; turn++) {
     const called = await callModel(agent, run, turn);
     if ('halt' in called) return halt(agent, called.halt, turn - 1); // no reply this turn
@@ -354,6 +364,7 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Called> 
   const options = {
     signal: run.signal,
     onText: (delta: string) => config.onEvent({ type: 'text', delta }),
+    onThinking: (delta: string) => config.onEvent({ type: 'thinking', delta }),
     onNotice: (text: string) => config.onEvent({ type: 'notice', text }),
   };
   for (let attempt = 1; ; attempt++) {
@@ -1072,28 +1083,38 @@ function taskTool(parent: Agent): Tool {
 // 5xx itself, with backoff and retry-after; the two hardening helpers say so, and end a stall.
 
 export const DEFAULT_MODEL = 'claude-sonnet-5-5';
-const MAX_OUTPUT_TOKENS = 32_000;
+const MAX_OUTPUT_TOKENS = 32_000; // the reply's own, above any thinking budget
 /** The SDK's timeout covers only the headers; a stream silent this long is stalled. */
 const STREAM_IDLE_MS = 90_000;
 
-/** The real model, its text shown as it arrives. */
+/** thinkingBudget: the tokens the model may think for before each reply (at least 1,024). */
+export type AnthropicOptions = { idleMs?: number; thinkingBudget?: number };
+
+/** The real model, its text (and thinking) shown as it arrives. */
 export class AnthropicModel implements Model {
   constructor(
     readonly name: string,
     private readonly client: Anthropic,
-    private readonly idleMs = STREAM_IDLE_MS,
+    private readonly options: AnthropicOptions = {},
   ) {}
 
-  async complete(request: ModelRequest, { signal, onText, onNotice }: ModelCallOptions) {
-    const stall = stallWatch(this.idleMs);
+  async complete(
+    request: ModelRequest,
+    { signal, onText, onThinking, onNotice }: ModelCallOptions,
+  ) {
+    const stall = stallWatch(this.options.idleMs ?? STREAM_IDLE_MS);
+    const budget = this.options.thinkingBudget ?? 0;
+    const thinking =
+      budget > 0 ? { thinking: { type: 'enabled' as const, budget_tokens: budget } } : {};
     const stream = this.client.messages.stream(
-      { model: this.name, max_tokens: MAX_OUTPUT_TOKENS, ...request },
+      { model: this.name, max_tokens: MAX_OUTPUT_TOKENS + budget, ...thinking, ...request },
       {
         signal: AbortSignal.any([signal, stall.signal]),
         middleware: [retryNotices(this.client.maxRetries, signal, onNotice)],
       },
     );
     stream.on('text', onText);
+    if (onThinking) stream.on('thinking', onThinking);
     return await stall.watch(stream);
   }
 

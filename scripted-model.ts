@@ -57,7 +57,7 @@ export class ScriptedModel implements Model {
 
   async complete(
     request: ModelRequest,
-    { signal, onText }: ModelCallOptions,
+    { signal, onText, onThinking }: ModelCallOptions,
   ): Promise<Anthropic.Message> {
     signal.throwIfAborted();
     this.requests.push(structuredClone(request));
@@ -79,7 +79,10 @@ export class ScriptedModel implements Model {
     if (scripted.delayMs !== undefined) await sleep(scripted.delayMs, undefined, { signal });
     this.answered++;
     const message = toMessage(scripted, turn, request);
-    for (const block of message.content) if (block.type === 'text') onText(block.text);
+    for (const block of message.content) {
+      if (block.type === 'text') onText(block.text);
+      if (block.type === 'thinking') onThinking?.(block.thinking);
+    }
     return message;
   }
 }

@@ -46,6 +46,7 @@ import {
   type ModelRequest,
   type Price,
   type Tool,
+  type Task,
 } from './harness.ts';
 
 /** What every session of the connection shares: the command line's options and the model(s) they chose. */
@@ -59,8 +60,9 @@ export interface AcpSetup {
   log: (text: string) => void;
   /** No API key (nor a local API, nor a script): every prompt is answered auth_required. */
   keyMissing: boolean;
-  /** The model of that name, as the command line would make it: what picking it in the editor runs on. */
-  modelNamed: (name: string) => Promise<Model>;
+  /** The model of that name with that thinking budget, as the command line would make it: what picking it in the
+   *  editor runs on. */
+  modelNamed: (name: string, thinking: number | undefined) => Promise<Model>;
   /** The MCP servers --mcp lists: each session starts them, beside those the editor gives. */
   mcpServers: McpServerSpec[];
 }
@@ -138,7 +140,7 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
         protocolVersion: acp.PROTOCOL_VERSION,
         agentCapabilities: {
           loadSession: true,
-          promptCapabilities: { embeddedContext: true },
+          promptCapabilities: { embeddedContext: true, image: true },
           mcpCapabilities: { http: true },
           sessionCapabilities: { list: {} },
         },
@@ -198,23 +200,29 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
     })
     .onRequest(acp.methods.agent.session.setConfigOption, async ({ params }) => {
       const session = sessionOf(params.sessionId);
-      const [option] = configOptionsOf(session);
-      if (params.configId !== MODEL_OPTION)
-        throw acp.RequestError.invalidParams(undefined, `no option "${params.configId}": ${MODEL_OPTION}`);
-      const offered = option?.type === 'select' && option.options.some((o) => 'value' in o && o.value === params.value);
-      if (!offered) throw acp.RequestError.invalidParams(undefined, `no model "${String(params.value)}" is offered`);
-      session.model.pick(await setup.modelNamed(String(params.value)));
+      const option = configOptionsOf(session).find((offered) => offered.id === params.configId);
+      if (option === undefined) {
+        const ids = configOptionsOf(session).map((offered) => offered.id);
+        throw acp.RequestError.invalidParams(undefined, `no option "${params.configId}": ${ids.join(', ')}`);
+      }
+      const offered = option.type === 'select' && option.options.some((o) => 'value' in o && o.value === params.value);
+      if (!offered)
+        throw acp.RequestError.invalidParams(undefined, `no ${option.id} "${String(params.value)}" is offered`);
+      let name = session.model.name;
+      if (option.id === MODEL_OPTION) name = String(params.value);
+      else session.thinking = params.value === NO_THINKING ? undefined : Number(params.value);
+      session.model.pick(await setup.modelNamed(name, session.thinking));
       return { configOptions: configOptionsOf(session) };
     })
     .onRequest(acp.methods.agent.session.prompt, async ({ params }) => {
       const session = sessionOf(params.sessionId);
       if (session.running) throw acp.RequestError.invalidRequest(undefined, RUNNING);
       if (setup.keyMissing) throw acp.RequestError.authRequired(undefined, SIGN_IN);
-      const task = taskText(params.prompt, session.agent.config.root);
+      const task = promptTask(params.prompt, session.agent.config.root);
       const stop = new AbortController();
       session.lastStop = null;
       session.refusedKey = null;
-      const command = COMMANDS.find((offered) => task.trim() === `/${offered.name}`);
+      const command = COMMANDS.find((offered) => typeof task === 'string' && task.trim() === `/${offered.name}`);
       const ended = command
         ? runCommandOf(session, command.name, stop.signal)
         : runGivenTask(session.agent, task, stop.signal, session.tell).then((halt) => {
@@ -409,10 +417,28 @@ class PickedModel implements Model {
 /** The config option that picks the model. */
 const MODEL_OPTION = 'model';
 
-/** The session's config options: the model, among the current one and those the price table knows. */
+/** The config option that sets the thinking budget, its value for none, and the budgets it offers (in tokens). */
+const THINKING_OPTION = 'thinking';
+const NO_THINKING = 'off';
+const THINKING_BUDGETS = [4_096, 16_384, 32_000];
+
+/** The session's config options: the model, among the current one and those the price table knows; its thinking
+ *  budget, none or one of a few (and --thinking's). A scripted model does not think: it has no thinking option. */
 function configOptionsOf(session: AcpSession): acp.SessionConfigOption[] {
   const current = session.model.name;
   const choices = [...new Set([current, ...PRICED_MODELS])];
+  const budgets = [...new Set([...(session.thinking ? [session.thinking] : []), ...THINKING_BUDGETS])];
+  const thinking: acp.SessionConfigOption = {
+    id: THINKING_OPTION,
+    name: 'Thinking',
+    category: 'thought_level',
+    type: 'select',
+    currentValue: session.thinking === undefined ? NO_THINKING : String(session.thinking),
+    options: [
+      { value: NO_THINKING, name: 'Off' },
+      ...budgets.sort((a, b) => a - b).map((budget) => ({ value: String(budget), name: `${budget} tokens` })),
+    ],
+  };
   return [
     {
       id: MODEL_OPTION,
@@ -422,6 +448,7 @@ function configOptionsOf(session: AcpSession): acp.SessionConfigOption[] {
       currentValue: current,
       options: choices.map((value) => ({ value, name: value })),
     },
+    ...(session.canThink ? [thinking] : []),
   ];
 }
 
@@ -448,6 +475,10 @@ interface AcpSession {
   readonly agent: Agent;
   /** Its model, as the editor picked it. */
   readonly model: PickedModel;
+  /** The model's thinking budget in tokens, as --thinking or the editor set it; undefined: no thinking. */
+  thinking: number | undefined;
+  /** False for a scripted model, which has no budget to set. */
+  readonly canThink: boolean;
   /** Its MCP servers, if it has any. */
   readonly mcp: McpServers | undefined;
   /** Tells the editor something it should know: a notice, or a line on stderr where it takes none. */
@@ -589,6 +620,8 @@ async function openSession(
     id: sessionId,
     agent,
     model,
+    thinking: setup.options.thinking,
+    canThink: setup.options.script === undefined,
     mcp,
     notice,
     tell,
@@ -654,13 +687,24 @@ async function projectRoot(cwd: string): Promise<string> {
 
 /** The person's prompt as the harness's task: text as written, a linked file as @ and its path in the project, an
  *  embedded one (an @-mention the editor sends with its text) as @ and its path, then its text in a fence marked as
- *  the editor's copy. Images and audio were not offered at initialize, so a client sending one is told so. */
-export function taskText(blocks: acp.ContentBlock[], root: string): string {
+ *  the editor's copy; an image as an image block, between the text before and after it. Audio was not offered at
+ *  initialize, so a client sending it is told so. */
+export function promptTask(blocks: acp.ContentBlock[], root: string): Task {
+  const content: Exclude<Task, string> = [];
   let task = '';
   let linked = false; // the part before was a link
+  const endText = () => {
+    if (task.trim() !== '') content.push({ type: 'text', text: task });
+    [task, linked] = ['', false];
+  };
   for (const block of blocks) {
-    if (block.type === 'image' || block.type === 'audio')
-      throw acp.RequestError.invalidParams(undefined, `a ${block.type} block: this agent takes text and files`);
+    if (block.type === 'audio')
+      throw acp.RequestError.invalidParams(undefined, 'an audio block: this agent takes text, files and images');
+    if (block.type === 'image') {
+      endText();
+      content.push(imageOf(block));
+      continue;
+    }
     const part =
       block.type === 'text'
         ? block.text
@@ -672,8 +716,24 @@ export function taskText(blocks: acp.ContentBlock[], root: string): string {
     task += touching ? ` ${part}` : part;
     linked = block.type !== 'text';
   }
-  if (task.trim() === '') throw acp.RequestError.invalidParams(undefined, 'the prompt has no text');
-  return task;
+  if (content.length === 0 && task.trim() === '')
+    throw acp.RequestError.invalidParams(undefined, 'the prompt has no text');
+  if (content.length === 0) return task;
+  endText();
+  return content;
+}
+
+/** The types of image the model reads (the Messages API's list). */
+const IMAGE_TYPES = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'] as const;
+
+/** Prevents a prompt the API refuses: an image of a type the model cannot read is refused here, by name. */
+function imageOf(block: acp.ImageContent): Anthropic.ImageBlockParam {
+  const type = IMAGE_TYPES.find((known) => known === block.mimeType);
+  if (type === undefined) {
+    const known = IMAGE_TYPES.join(', ');
+    throw acp.RequestError.invalidParams(undefined, `an image of type ${block.mimeType}: the model reads ${known}`);
+  }
+  return { type: 'image', source: { type: 'base64', media_type: type, data: block.data } };
 }
 
 /** A file the editor sent with the prompt, as the model reads it: its path (and the part of it, as `#L10:20`, when the
@@ -762,6 +822,14 @@ function updatesFor(
         : [];
     case 'text':
       return [agentText(event.delta, `reply-${requests}`)];
+    case 'thinking':
+      return [
+        {
+          sessionUpdate: 'agent_thought_chunk',
+          messageId: `thought-${requests}`,
+          content: { type: 'text', text: event.delta },
+        },
+      ];
     case 'gate':
       return [agentText(gateText(event), `gate-${requests}`)];
     case 'reply': {
@@ -993,7 +1061,11 @@ async function personsWords(file: string): Promise<Set<string>> {
   const words = new Set<string>();
   for await (const { text } of sessionLines(file)) {
     const read = readEntry(text);
-    if ('entry' in read && (read.entry.type === 'task' || read.entry.type === 'steer')) words.add(read.entry.text);
+    if (!('entry' in read) || (read.entry.type !== 'task' && read.entry.type !== 'steer')) continue;
+    words.add(read.entry.text);
+    // A task with images is its blocks: each text between them is the person's too.
+    for (const block of read.entry.type === 'task' ? (read.entry.content ?? []) : [])
+      if (block.type === 'text') words.add(block.text);
   }
   return words;
 }
@@ -1014,6 +1086,9 @@ export function replayUpdates(
         const said = role === 'user' && persons.has(block.text);
         const chunk = { messageId, content: { type: 'text' as const, text: block.text } };
         updates.push(said ? { sessionUpdate: 'user_message_chunk', ...chunk } : agentText(block.text, messageId));
+      } else if (block.type === 'image' && role === 'user' && block.source.type === 'base64') {
+        const image = { type: 'image' as const, data: block.source.data, mimeType: block.source.media_type };
+        updates.push({ sessionUpdate: 'user_message_chunk', messageId, content: image }); // only a person sends one
       } else if (block.type === 'thinking') {
         const thought = { type: 'text' as const, text: block.thinking };
         updates.push({ sessionUpdate: 'agent_thought_chunk', messageId, content: thought });

@@ -12,6 +12,13 @@ const args = process.argv.slice(2);
 if (args.length === 1 && (args[0] === '--help' || args[0] === '-h')) {
   process.stdout.write(readFileSync(new URL('./help.txt', import.meta.url)));
 } else {
+  // The JavaScript packages the start needs, loaded before tsx's hooks are: through them each of their modules (the
+  // SDK alone has ~270) is a round trip to the hooks' thread, which made the first model request leave seconds after
+  // the start (`npm run bench:app -- first`). A later import of the same package finds it loaded. Only speed
+  // depends on this list: a package left out loads through the hooks, as any other.
+  const has = (flag) => args.some((arg) => arg === flag || arg.startsWith(`${flag}=`));
+  const needed = ['zod', 'diff', 'minimatch', 'ignore', ...(has('--script') ? [] : ['@anthropic-ai/sdk'])];
+  await Promise.all([...needed, ...(has('--acp') ? ['@agentclientprotocol/sdk'] : [])].map((name) => import(name)));
   const { register } = await import('tsx/esm/api');
   // Prevents the project from steering the program's own code: tsx would read the tsconfig.json found from the
   // current folder upward (its "paths" can send `import 'zod'` to a file the model wrote). It reads none.

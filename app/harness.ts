@@ -10,6 +10,7 @@ export type AgentConfig = Parameters<typeof createAgent>[0];
 export type Agent = Awaited<ReturnType<typeof createAgent>>;
 export type AgentEvent = Parameters<NonNullable<AgentConfig['onEvent']>>[0];
 export type Halt = Awaited<ReturnType<typeof runTask>>;
+export type Task = Parameters<typeof runTask>[1];
 export type Model = AgentConfig['model'];
 export type Tool = NonNullable<AgentConfig['tools']>[number];
 export type Approver = NonNullable<AgentConfig['approve']>;

@@ -25,7 +25,6 @@ import {
 import { readMcpFile, startMcpServers } from './mcp.ts';
 import { priced } from './prices.ts';
 import { intentRecorded } from './edit-intents.ts';
-import { replaySession } from './replay.ts';
 import {
   confirmRecordedGate,
   loadSession,
@@ -167,7 +166,10 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
     const root = await realpath(options.root).catch(() => {
       throw new UsageError(`--root ${options.root}: no such folder`);
     });
-    if (options.replay !== undefined) return await replaySession(options.replay, { ...options, root }, out);
+    if (options.replay !== undefined) {
+      const { replaySession } = await import('./replay.ts'); // loaded only for a replay: every start waits for a load
+      return await replaySession(options.replay, { ...options, root }, out);
+    }
     const newSession = path.join(root, '.agent', 'sessions', `${new Date().toISOString().replace(/[:.]/g, '-')}.jsonl`);
     let sessionFile = path.resolve(options.resume ?? options.session ?? newSession);
     const flag = options.resume !== undefined ? '--resume' : options.session !== undefined ? '--session' : 'session';
@@ -218,8 +220,12 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv, out: Output =
       try {
         const keyMissing = options.script === undefined && !env.ANTHROPIC_API_KEY && !env.ANTHROPIC_BASE_URL;
         // A scripted model picked under another name is the same script: the name only prices it.
-        const modelNamed = async (name: string) =>
-          priced(options.script === undefined ? await chooseModel(options, env, name) : renamed(chosen, name));
+        const modelNamed = async (name: string, thinking: number | undefined) =>
+          priced(
+            options.script === undefined
+              ? await chooseModel({ ...options, thinking }, env, name)
+              : renamed(chosen, name),
+          );
         const setup = { options, model, taskModel, secrets, log, keyMissing, modelNamed, mcpServers };
         return await serveAcp(setup, ending.signal);
       } finally {

@@ -56,6 +56,7 @@ export const OPTIONS = {
   timeout: { type: 'string', arg: 'S', help: 'wall-clock seconds per task' },
   model: { type: 'string', arg: 'ID', help: `model to use (default: $ANTHROPIC_MODEL or ${DEFAULT_MODEL})` },
   'task-model': { type: 'string', arg: 'ID', help: 'model for sub-agents started by the task tool (default: --model)' },
+  thinking: { type: 'string', arg: 'N', help: 'let the model think for up to N tokens before each reply (N >= 1024)' },
   'context-window': { type: 'string', arg: 'N', help: `tokens, when the API does not say (default: 200,000)` },
   'no-context-files': { type: 'boolean', help: 'do not read AGENTS.md files into the system prompt' },
   'system-prompt': { type: 'string', arg: 'FILE', help: "the system prompt, read from FILE (default: the harness's)" },
@@ -135,6 +136,8 @@ export interface CliOptions {
   /** Undefined: the default model, or "scripted" for --script. */
   model: string | undefined;
   taskModel: string | undefined;
+  /** --thinking N: the real model's thinking budget, in tokens; undefined: no thinking. */
+  thinking: number | undefined;
   contextWindow: number | undefined;
   contextFiles: boolean;
   /** --system-prompt FILE: its text, in place of the harness's SYSTEM_PROMPT. */
@@ -191,6 +194,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
     price,
     model,
     taskModel: values['task-model'],
+    thinking: thinkingBudget(values.thinking),
     contextWindow: positiveNumber('--context-window', values['context-window'], true),
     contextFiles: !(values['no-context-files'] ?? false),
     systemPrompt: textOfFile('--system-prompt', values['system-prompt']),
@@ -367,6 +371,14 @@ function parsePrice(value: string | undefined): Price | undefined {
   return { input: parts[0]!, output: parts[1]! };
 }
 
+/** Prevents a request the API refuses on every turn: a thinking budget under its minimum of 1,024 tokens. */
+function thinkingBudget(value: string | undefined): number | undefined {
+  const budget = positiveNumber('--thinking', value, true);
+  if (budget !== undefined && budget < 1024)
+    throw new UsageError(`--thinking needs at least 1024 tokens (the API's minimum), got ${budget}`);
+  return budget;
+}
+
 /** Prevents a budget of NaN or -1 from silently switching a limit off: a bad number is a usage error. */
 function positiveNumber(flag: string, value: string | undefined, whole = false): number | undefined {
   if (value === undefined) return undefined;
@@ -399,7 +411,7 @@ export async function chooseModel(
     apiKey: env.ANTHROPIC_API_KEY || 'no-key',
     baseURL: env.ANTHROPIC_BASE_URL || undefined,
   });
-  return new AnthropicModel(name ?? DEFAULT_MODEL, client);
+  return new AnthropicModel(name ?? DEFAULT_MODEL, client, { thinkingBudget: options.thinking });
 }
 
 /** Prevents a headless run from hanging on a question nobody can answer, and says truthfully why: with no terminal

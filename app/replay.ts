@@ -28,12 +28,13 @@ import {
   type ModelCallOptions,
   type ModelRequest,
   type Tool,
+  type Task,
 } from './harness.ts';
 
 /** Everything a replay plays back: the tasks, each model reply in call order, and what the person did. */
 interface Recording {
   header: SessionHeader & { options: RecordedOptions };
-  tasks: { text: string; actions: RecordedAction[] }[];
+  tasks: { task: Task; actions: RecordedAction[] }[];
   /** The parent's model calls in order, compaction summaries and requests the API refused included. */
   replies: RecordedCall[];
   /** Each sub-agent's calls. */
@@ -78,7 +79,7 @@ async function readRecording(file: string): Promise<Recording> {
   for (const entry of entries) {
     if (entry.type === 'message') recording.messages.push(entry.message);
     if (entry.type === 'reply' || entry.type === 'compaction') recording.replies.push(...recordedCalls(entry));
-    if (entry.type === 'task') recording.tasks.push({ text: entry.text, actions: [] });
+    if (entry.type === 'task') recording.tasks.push({ task: entry.content ?? entry.text, actions: [] });
     if (entry.type === 'steer' || entry.type === 'interrupt') recording.tasks.at(-1)?.actions.push(entry);
     if (entry.type === 'approval') recording.approvals.push(entry);
     if (entry.type === 'halt') recording.halts.push(entry.halt);
@@ -133,13 +134,16 @@ class RecordedModel implements Model {
     private readonly next: (request: ModelRequest) => RecordedCall | undefined,
   ) {}
 
-  async complete(request: ModelRequest, { signal, onText }: ModelCallOptions): Promise<Anthropic.Message> {
+  async complete(request: ModelRequest, { signal, onText, onThinking }: ModelCallOptions): Promise<Anthropic.Message> {
     signal.throwIfAborted(); // an aborted call takes no reply: the next call gets it, as in the recorded run
     const recorded = this.next(request);
     if (recorded === undefined) throw new Error(`the recording has no reply for this model call (${this.name})`);
     if (recorded === 'refused as too long') refusedAsTooLong();
     const content = structuredClone(recorded.content);
-    for (const block of content) if (block.type === 'text') onText(block.text);
+    for (const block of content) {
+      if (block.type === 'text') onText(block.text);
+      if (block.type === 'thinking') onThinking?.(block.thinking);
+    }
     return {
       id: `msg_replay_${++this.calls}`,
       type: 'message',
@@ -396,7 +400,7 @@ export async function replaySession(
   });
   for (const [i, task] of recording.tasks.entries()) {
     [run, counted, pending] = [new AbortController(), 0, task.actions];
-    const halt = await runTask(agent, task.text, run.signal);
+    const halt = await runTask(agent, task.task, run.signal);
     if (difference === null && canonical(halt) !== canonical(recording.halts[i])) {
       difference = `the halt of task ${i + 1}: expected ${canonical(recording.halts[i])}, got ${canonical(halt)}`;
     }

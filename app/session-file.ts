@@ -38,6 +38,7 @@ import {
   type KnownOutcome,
   type LoadedSession,
   type Price,
+  type Task,
 } from './harness.ts';
 
 /** Version 2 adds what a replay needs: the options, every reply as received, and what the person did. */
@@ -60,7 +61,7 @@ export type SessionEntry =
   | Timed<CompactionEntry>
   | Timed<{ type: 'subagent'; id: string; description: string; file: string }>
   | Timed<{ type: 'halt'; halt: Halt }>
-  | Timed<{ type: 'task'; text: string }>
+  | Timed<{ type: 'task'; text: string; content?: Exclude<Task, string> }>
   | Timed<{ type: 'approval'; tool: string; preview: string; answer: ApprovalAnswer; callId?: string }>
   | Timed<{ type: 'steer'; text: string; afterEvents: number }>
   | Timed<{ type: 'interrupt'; afterEvents: number }>
@@ -725,7 +726,7 @@ const ENTRY_SCHEMAS = {
     content: z.array(z.looseObject({ type: z.string() })),
     usage: usageSchema,
   }),
-  task: z.object({ text: z.string() }),
+  task: z.object({ text: z.string(), content: z.array(z.looseObject({ type: z.enum(['text', 'image']) })).optional() }),
   approval: z.object({ tool: z.string(), preview: z.string(), answer: z.object({ approved: z.boolean() }) }),
   steer: z.object({ text: z.string(), afterEvents: z.number().int().min(0) }),
   interrupt: z.object({ afterEvents: z.number().int().min(0) }),

@@ -16,6 +16,7 @@ import {
   errorText,
   runTask,
   steer,
+  type Task,
   withdrawSteering,
 } from 'reference-harness';
 import { describeCall, shownPath } from 'reference-harness/tools';
@@ -34,7 +35,8 @@ import {
 /** What the person did, which the harness never sees as an event: the program tells the session file, so a replay can
  *  do the same at the same point. */
 export type ProgramEvent =
-  | { type: 'task'; text: string }
+  /** content: the task's blocks, when it has more than text (an editor's image) */
+  | { type: 'task'; text: string; content?: Exclude<Task, string> }
   | { type: 'approval'; tool: string; preview: string; answer: ApprovalAnswer; callId: string }
   | { type: 'steer'; text: string }
   /** Ctrl-C; or SIGTERM, SIGHUP, which stop the run the same way and then end the program. */
@@ -412,11 +414,21 @@ export function terminalPrinter(
   const changesFiles = (name: string) => tools().some((tool) => tool.name === name && !tool.readOnly);
   let diffShown = false; // the person was asked about this edit and saw its diff then
   let checkOutput = '';
+  let thinking = false; // the model's thinking is being drawn, dimmed
+  /** The thinking ends on a line of its own, before the reply's text or anything else. */
+  const endThinking = () => {
+    if (thinking) screen.text('\n');
+    thinking = false;
+  };
   return (event) => {
+    if (event.type !== 'thinking') endThinking();
     switch (event.type) {
       case 'request':
         screen.wait('waiting for the model');
         return screen.spending(spent());
+      case 'thinking':
+        thinking = true;
+        return screen.text(colour('dim', visible(event.delta), out));
       case 'text': {
         if (!markdown) return screen.text(visible(event.delta));
         const done = blocks.add(visible(event.delta));
@@ -1005,11 +1017,17 @@ const REPL_HELP = [
 /** Runs a task typed or given on the command line, telling the session file first (a replay gives it again). */
 export function runGivenTask(
   agent: Agent,
-  task: string,
+  task: Task,
   signal: AbortSignal,
   tell: (event: ProgramEvent) => void,
 ): Promise<Halt> {
-  tell({ type: 'task', text: task });
+  if (typeof task === 'string') tell({ type: 'task', text: task });
+  else
+    tell({
+      type: 'task',
+      text: task.map((block) => (block.type === 'text' ? block.text : '')).join(''),
+      content: task,
+    });
   return runTask(agent, task, signal);
 }
 

@@ -6,6 +6,7 @@
 // Tests: test/loop/endurance.test.ts ("cannot corrupt the transcript", "measured once").
 
 import type Anthropic from '@anthropic-ai/sdk';
+import { measuredLength } from './pasted-images.ts';
 
 type View = readonly Anthropic.MessageParam[];
 
@@ -16,7 +17,7 @@ export function estimateMessages(messages: View): number {
   let chars = messages.length === 0 ? 2 : messages.length + 1; // brackets and commas
   for (const message of messages) {
     let length = measuredChars.get(message);
-    if (length === undefined) measuredChars.set(message, (length = JSON.stringify(message).length));
+    if (length === undefined) measuredChars.set(message, (length = measuredLength(message)));
     chars += length;
   }
   return Math.ceil(chars / 3.5);

@@ -6,17 +6,20 @@
 
 import type Anthropic from '@anthropic-ai/sdk';
 import { estimateMessages } from './frozen-transcript.ts';
+import { isImage } from './pasted-images.ts';
 
 type Messages = readonly Anthropic.MessageParam[];
 
 /** `value` (a message, say) with every string longer than `chars` cut to its head and tail and a
- *  note of how much was left out; thinking blocks stay whole: the API refuses altered ones. */
+ *  note of how much was left out; thinking blocks stay whole (the API refuses altered ones), and
+ *  so do images. */
 export function capStrings<T>(value: T, chars: number): T {
   const cut = (item: unknown): unknown => {
     if (typeof item === 'string') return item.length <= chars ? item : keepEnds(item, chars);
     if (typeof item !== 'object' || item === null) return item;
     if ('type' in item && (item.type === 'thinking' || item.type === 'redacted_thinking'))
       return item;
+    if (isImage(item)) return item; // cut base64 is no image
     if (Array.isArray(item)) return item.map(cut);
     return Object.fromEntries(Object.entries(item).map(([key, inner]) => [key, cut(inner)]));
   };

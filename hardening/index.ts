@@ -20,6 +20,7 @@
 //   malformed-input.ts   a call input that breaks every later request            the loop
 //   huge-messages.ts     one huge message breaks the session                     the transcript
 //   frozen-transcript.ts a message changed after the model saw it                the transcript
+//   pasted-images.ts     a screenshot counted by its bytes, or cut into garbage  the transcript
 //   line-endings.ts      "not found" in a file with other line breaks           edit_file
 //   hidden-characters.ts a call shown as something it is not                    every view
 //   hung-calls.ts        a hook or a tool that never answers                     the loop

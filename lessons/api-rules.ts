@@ -14,6 +14,7 @@ const MAX_CACHE_CONTROL = 4;
 // The SDK's MessageParam also allows role "system"; the API we target accepts only these two.
 const ROLES: readonly unknown[] = ['user', 'assistant'] satisfies Anthropic.MessageParam['role'][];
 const ASSISTANT_ONLY: readonly unknown[] = ['thinking', 'redacted_thinking', 'tool_use'];
+const IMAGE_TYPES: readonly unknown[] = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'];
 
 export function requestViolations(
   body: unknown,
@@ -28,9 +29,11 @@ export function requestViolations(
   }
   checkTools(body.tools, violations);
   checkSystem(body.system, violations);
+  const thinking = checkThinking(body.thinking, max_tokens, violations);
   const messages = asArray(body.messages);
   if (!messages?.length) violations.push('messages: must be a non-empty array');
   else checkMessages(messages, violations, signatureOk);
+  if (thinking && messages?.length) checkThinkingKept(messages, violations);
   const marks = countCacheControl(body);
   if (marks > MAX_CACHE_CONTROL) {
     violations.push(`A maximum of ${MAX_CACHE_CONTROL} blocks with cache_control may be provided. Found ${marks}.`);
@@ -64,6 +67,40 @@ function checkTools(tools: unknown, violations: string[]): void {
       violations.push(`tools.${i}.input_schema: must be an object with type "object"`);
     }
   }
+}
+
+/** Whether the request lets the model think: `{ type: 'enabled', budget_tokens }` below max_tokens. */
+function checkThinking(thinking: unknown, maxTokens: unknown, violations: string[]): boolean {
+  if (thinking === undefined || (isRecord(thinking) && thinking.type === 'disabled')) return false;
+  if (!isRecord(thinking) || (thinking.type !== 'enabled' && thinking.type !== 'adaptive')) {
+    violations.push('thinking: must be {"type": "enabled", "budget_tokens": N}, "adaptive" or "disabled"');
+    return false;
+  }
+  if (thinking.type === 'adaptive') return true;
+  const budget = thinking.budget_tokens;
+  if (typeof budget !== 'number' || !Number.isInteger(budget) || budget < 1024) {
+    violations.push('thinking.enabled.budget_tokens: Input should be greater than or equal to 1024');
+  } else if (typeof maxTokens === 'number' && maxTokens <= budget) {
+    violations.push('`max_tokens` must be greater than `thinking.budget_tokens`');
+  }
+  return true;
+}
+
+/** With thinking on, the API needs the thinking of the model's last tool-use turn sent back: the
+ *  last assistant message, when it called tools, starts with its thinking (a changed one fails its
+ *  signature instead). */
+function checkThinkingKept(messages: unknown[], violations: string[]): void {
+  const at = messages.findLastIndex((message) => isRecord(message) && message.role === 'assistant');
+  const content = at === -1 ? undefined : asArray((messages[at] as Json).content);
+  const first = content?.[0];
+  const calls = content?.some((block) => isRecord(block) && block.type === 'tool_use');
+  if (!calls || (isRecord(first) && (first.type === 'thinking' || first.type === 'redacted_thinking'))) return;
+  const found = isRecord(first) ? String(first.type) : typeof first;
+  violations.push(
+    `messages.${at}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found \`${found}\`. ` +
+      'When `thinking` is enabled, a final `assistant` message must start with a thinking block ' +
+      '(preceeding the lastmost set of `tool_use` and `tool_result` blocks).',
+  );
 }
 
 function checkSystem(system: unknown, violations: string[]): void {
@@ -128,6 +165,9 @@ function checkMessages(
       if (ASSISTANT_ONLY.includes(block.type) && role !== 'assistant') {
         violations.push(`${path}: ${block.type} blocks may only appear in assistant messages`);
       }
+      if (block.type === 'image' && role !== 'user') {
+        violations.push(`${path}: image blocks may only appear in user messages`);
+      }
 
       switch (block.type) {
         case 'text':
@@ -143,6 +183,9 @@ function checkMessages(
           }
           break;
         }
+        case 'image':
+          checkImage(block.source, `${path}.source`, violations);
+          break;
         case 'redacted_thinking':
           if (typeof block.data !== 'string')
             violations.push(`${path}.data: redacted_thinking blocks need a string "data"`);
@@ -185,6 +228,26 @@ function checkMessages(
     if (missing.length) violations.push(unansweredToolUse(i - 1, missing));
   }
   if (awaiting.length) violations.push(unansweredToolUse(messages.length - 1, awaiting));
+}
+
+/** An image as the API takes it: base64 bytes of one of four types, or a URL. */
+function checkImage(source: unknown, at: string, violations: string[]): void {
+  if (isRecord(source) && source.type === 'url') {
+    if (typeof source.url !== 'string' || source.url === '') violations.push(`${at}.url: must be a non-empty string`);
+    return;
+  }
+  if (!isRecord(source) || source.type !== 'base64') {
+    violations.push(`${at}: must be a base64 or url image source`);
+    return;
+  }
+  if (!IMAGE_TYPES.includes(source.media_type)) {
+    const types = IMAGE_TYPES.map((type) => `'${String(type)}'`).join(', ');
+    violations.push(`${at}.base64.media_type: Input should be one of ${types}`);
+  }
+  const { data } = source;
+  if (typeof data !== 'string' || data === '' || !/^[A-Za-z0-9+/]*={0,2}$/.test(data) || data.length % 4 !== 0) {
+    violations.push(`${at}.base64.data: must be non-empty base64 (the image's bytes)`);
+  }
 }
 
 const unansweredToolUse = (index: number, ids: string[]): string =>

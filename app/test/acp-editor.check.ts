@@ -6,7 +6,7 @@
 import type * as acp from '@agentclientprotocol/sdk';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { reply, text, toolUse } from 'reference-harness/scripted-model';
@@ -14,6 +14,7 @@ import { tempProject, within } from '../../test/helpers.ts';
 import { fakeMessage, messageCalls, startFakeApi, textBlock, toolUseBlock } from '../../test/model/fake-api.ts';
 import { HALT_META } from '../acp.ts';
 import { agentTextOf, protocolSchema, rawClient, startAcp, updatesIn } from './acp-wire.ts';
+import { runCli } from './helpers.ts';
 
 const AUTH_REQUIRED = -32000;
 
@@ -103,6 +104,99 @@ test('with no API key, initialize still answers and a prompt is answered auth_re
   assert.equal(answer.error?.code, AUTH_REQUIRED);
   assert.match(answer.error!.message + JSON.stringify(answer.error!.data), /ANTHROPIC_API_KEY/);
   assert.deepEqual(updates, []);
+  assert.deepEqual(agent.problems, []);
+});
+
+/** A 1×1 red PNG, as an editor sends a pasted screenshot: base64 bytes and their type. */
+const RED_DOT = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
+
+test("an image the editor pastes reaches the model as an image block; the session file replays it, and session/load shows it as the person's", async (t) => {
+  const api = await startFakeApi([{ kind: 'reply', message: fakeMessage([textBlock('A red dot.')]) }]);
+  t.after(() => api.close());
+  const root = await tempProject(t, {});
+  const agent = startAcp(t, root, ['--no-sandbox'], { ANTHROPIC_BASE_URL: api.baseURL, ANTHROPIC_API_KEY: 'sk-test' });
+  const { init, opened, prompt } = await openSession(agent, root);
+  assert.equal(init.agentCapabilities?.promptCapabilities?.image, true);
+  const { answer } = await prompt([
+    { type: 'text', text: 'What is in' },
+    { type: 'image', data: RED_DOT, mimeType: 'image/png' },
+    { type: 'text', text: '?' },
+  ]);
+  assert.deepEqual(answer.result, { stopReason: 'end_turn' });
+  const [first] = (messageCalls(api)[0]!.body as { messages: { content: unknown }[] }).messages;
+  assert.deepEqual(first?.content, [
+    { type: 'text', text: 'What is in' },
+    { type: 'image', source: { type: 'base64', media_type: 'image/png', data: RED_DOT } },
+    { type: 'text', text: '?' },
+  ]);
+  assert.deepEqual(agent.problems, []);
+
+  const sessions = path.join(root, '.agent', 'sessions');
+  const [file = ''] = await readdir(sessions);
+  const replayed = await runCli(['--replay', path.join(sessions, file), '--root', root, '--yes', '--no-sandbox']);
+  assert.match(replayed.stdout, /identical: 2 messages, 1 task\(s\), 1 model replies/);
+
+  const later = startAcp(t, root, ['--no-sandbox'], { ANTHROPIC_BASE_URL: api.baseURL, ANTHROPIC_API_KEY: 'sk-test' });
+  const again = rawClient(later);
+  await again.request('initialize', { protocolVersion: 1, clientCapabilities: {} });
+  const loaded = await again.request('session/load', { sessionId: opened.sessionId, cwd: root, mcpServers: [] });
+  assert.equal(loaded.error, undefined, JSON.stringify(loaded));
+  const persons = updatesIn(later.messages).filter((update) => update.sessionUpdate === 'user_message_chunk');
+  assert.deepEqual(
+    persons.map((update) => update.content),
+    [
+      { type: 'text', text: 'What is in' },
+      { type: 'image', data: RED_DOT, mimeType: 'image/png' },
+      { type: 'text', text: '?' },
+    ],
+  );
+  assert.deepEqual(later.problems, []);
+});
+
+test("with --thinking the model's thinking streams as agent_thought_chunk, and goes back to the API as received across a tool turn", async (t) => {
+  const thought = (thinking: string) => ({ type: 'thinking' as const, thinking, signature: 'the-fake-signs' });
+  const api = await startFakeApi([
+    {
+      kind: 'reply',
+      message: fakeMessage(
+        [thought('Read it first.'), toolUseBlock('toolu_1', 'read_file', { path: 'a.txt' })],
+        'tool_use',
+      ),
+    },
+    { kind: 'reply', message: fakeMessage([thought('It says a.'), textBlock('It says a.')]) },
+    { kind: 'reply', message: fakeMessage([textBlock('Still a.')]) },
+  ]);
+  t.after(() => api.close());
+  const root = await tempProject(t, { 'a.txt': 'a\n' });
+  const env = { ANTHROPIC_BASE_URL: api.baseURL, ANTHROPIC_API_KEY: 'sk-test' };
+  const agent = startAcp(t, root, ['--thinking', '2048', '--no-sandbox'], env);
+  const { raw, opened, prompt } = await openSession(agent, root);
+  const thinkingOf = (options: acp.SessionConfigOption[] | null | undefined) =>
+    options?.find((option) => option.id === 'thinking');
+  const offered = thinkingOf(opened.configOptions);
+  assert.equal(offered?.type === 'select' && offered.currentValue, '2048');
+  const { answer, updates } = await prompt([{ type: 'text', text: 'What does a.txt say?' }]);
+  assert.deepEqual(answer.result, { stopReason: 'end_turn' }, 'the fake API accepted the thinking sent back');
+  const thoughts = updates
+    .filter((update) => update.sessionUpdate === 'agent_thought_chunk')
+    .map((update) => (update.content as { text: string }).text);
+  assert.equal(thoughts.join(''), 'Read it first.It says a.');
+  const [first, second] = messageCalls(api).map((call) => call.body as { thinking: unknown; messages: unknown[] });
+  assert.deepEqual(first?.thinking, { type: 'enabled', budget_tokens: 2048 });
+  const kept = (second?.messages[1] as { content: { type: string; thinking?: string }[] }).content[0];
+  assert.equal(kept?.type === 'thinking' && kept.thinking, 'Read it first.');
+
+  // The editor turns thinking off: the status says so, and the next request asks for none.
+  const { sessionId } = opened;
+  const bad = await raw.request('session/set_config_option', { sessionId, configId: 'thinking', value: '7' });
+  assert.equal(bad.error?.code, -32602);
+  const off = await raw.request('session/set_config_option', { sessionId, configId: 'thinking', value: 'off' });
+  assert.equal(protocolSchema('SetSessionConfigOptionResponse').safeParse(off.result).success, true);
+  const now = thinkingOf((off.result as acp.SetSessionConfigOptionResponse).configOptions);
+  assert.equal(now?.type === 'select' && now.currentValue, 'off');
+  assert.deepEqual((await prompt([{ type: 'text', text: 'And now?' }])).answer.result, { stopReason: 'end_turn' });
+  const third = messageCalls(api)[2]?.body as { thinking?: unknown; max_tokens: number };
+  assert.equal(third.thinking, undefined);
   assert.deepEqual(agent.problems, []);
 });
 

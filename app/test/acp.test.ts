@@ -8,7 +8,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import type { Halt } from 'reference-harness';
 import { TOOLS } from 'reference-harness/tools';
-import { hunks, replayUpdates, sessionFile, stopReasonFor, taskText } from '../acp.ts';
+import { hunks, promptTask, replayUpdates, sessionFile, stopReasonFor } from '../acp.ts';
 import { parseCli, UsageError } from '../options.ts';
 
 const ROOT = path.join(path.sep, 'work', 'project');
@@ -44,7 +44,7 @@ test('a prompt becomes the task as typed, a linked file its path in the project,
     link('/elsewhere/spec.md'),
     { type: 'text', text: ', please' },
   ];
-  assert.equal(taskText(prompt, ROOT), 'Fix @src/add.js so that @/elsewhere/spec.md, please');
+  assert.equal(promptTask(prompt, ROOT), 'Fix @src/add.js so that @/elsewhere/spec.md, please');
 });
 
 test("a file the editor embeds reaches the model as its text, marked as the editor's copy, in a fence it cannot close; a selection names its lines", () => {
@@ -56,7 +56,7 @@ test("a file the editor embeds reaches the model as its text, marked as the edit
     { type: 'resource', resource: { uri: `file://${path.join(ROOT, 'sub.js')}#L3:4`, text: 'a\nb\n' } },
   ];
   assert.equal(
-    taskText(prompt, ROOT),
+    promptTask(prompt, ROOT),
     "Fix @add.js (the editor's copy, perhaps unsaved: the file on disk may differ):\n````\n" +
       text +
       '````\n@logo.png (a binary file the editor attached; its bytes are not shown)' +
@@ -64,17 +64,29 @@ test("a file the editor embeds reaches the model as its text, marked as the edit
   );
 });
 
-test('a prompt with an image, or with no text, is refused as invalid params, not sent to the model', () => {
+test('a pasted image becomes an image block between the text around it; a prompt of text alone stays a string', () => {
   const image: acp.ContentBlock = { type: 'image', data: 'AAAA', mimeType: 'image/png' };
+  const asBlock = { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } };
+  assert.deepEqual(promptTask([{ type: 'text', text: 'look' }, image, { type: 'text', text: ' and fix it' }], ROOT), [
+    { type: 'text', text: 'look' },
+    asBlock,
+    { type: 'text', text: ' and fix it' },
+  ]);
+  assert.deepEqual(promptTask([image, { type: 'text', text: '  ' }], ROOT), [asBlock]);
+  assert.equal(promptTask([{ type: 'text', text: 'look' }], ROOT), 'look');
+});
+
+test('an image of a type the model cannot read, audio, or a prompt with no text is refused as invalid params, not sent to the model', () => {
+  const invalid = (pattern: RegExp) => (error: unknown) =>
+    error instanceof acp.RequestError && error.code === -32602 && pattern.test(error.message);
+  const tiff: acp.ContentBlock = { type: 'image', data: 'AAAA', mimeType: 'image/tiff' };
   assert.throws(
-    () => taskText([{ type: 'text', text: 'look' }, image], ROOT),
-    (error: unknown) =>
-      error instanceof acp.RequestError && error.code === -32602 && /text and files/.test(error.message),
+    () => promptTask([{ type: 'text', text: 'look' }, tiff], ROOT),
+    invalid(/image\/tiff: the model reads/),
   );
-  assert.throws(
-    () => taskText([{ type: 'text', text: '  ' }], ROOT),
-    (error: unknown) => error instanceof acp.RequestError && /no text/.test(error.message),
-  );
+  const audio: acp.ContentBlock = { type: 'audio', data: 'AAAA', mimeType: 'audio/wav' };
+  assert.throws(() => promptTask([{ type: 'text', text: 'hear' }, audio], ROOT), invalid(/text, files and images/));
+  assert.throws(() => promptTask([{ type: 'text', text: '  ' }], ROOT), invalid(/no text/));
 });
 
 test('a session id that would name a file outside the sessions folder is refused', () => {

@@ -7,6 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { createInterface } from 'node:readline/promises';
 import { PassThrough, Writable } from 'node:stream';
 import { describe, test } from 'node:test';
+import { styleText } from 'node:util';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -21,9 +22,9 @@ import {
 } from 'reference-harness';
 import type { SessionEvent } from '../terminal.ts';
 import { main } from '../main.ts';
-import { configFromCli, helpText, nearestOption, OPTIONS, parseCli } from '../options.ts';
+import { configFromCli, helpText, nearestOption, OPTIONS, parseCli, UsageError } from '../options.ts';
 import { PRICES_CHECKED, priceOf } from '../prices.ts';
-import { compactDiff, EXIT, MarkdownBlocks, repl, terminalPrinter, tracePrinter, wrap } from '../terminal.ts';
+import { colourOn, compactDiff, EXIT, MarkdownBlocks, repl, terminalPrinter, tracePrinter, wrap } from '../terminal.ts';
 import { call, say, type ScriptedReply, ScriptedModel } from 'reference-harness/scripted-model';
 import { describeCall } from 'reference-harness/tools';
 import { fakeMessage, startFakeApi } from '../../test/model/fake-api.ts';
@@ -310,6 +311,16 @@ describe('the terminal printer', () => {
     t.mock.timers.tick(5_000);
     print({ type: 'halt', halt: { kind: 'interrupted' }, turns: 1 });
     assert.equal(text(), '  [turn 1 · in 10 (0% cached) · out 5 · cost unknown]\nhalt: interrupted after 1 turn(s)\n');
+  });
+
+  test("the model's thinking is shown dimmed as it streams, on lines of its own before the reply's text", () => {
+    const { out, text } = screen(true);
+    const print = terminalPrinter(out);
+    print({ type: 'thinking', delta: 'The sum is ' });
+    print({ type: 'thinking', delta: 'wrong.' });
+    print({ type: 'text', delta: 'Fixed.' });
+    const dim = (thought: string) => (colourOn(out) ? styleText('dim', thought) : thought);
+    assert.ok(text().includes(`${dim('The sum is ')}${dim('wrong.')}\nFixed.`), JSON.stringify(text()));
   });
 
   test('the view says what happened: a reply cut off at max_tokens, and what an edit changed (not its size)', () => {
@@ -686,4 +697,15 @@ test('--system-prompt FILE replaces the harness system prompt, AGENTS.md still a
     () => parseCli(['--system-prompt', path.join(root, 'none.md'), 'go'], {}),
     (error: unknown) => error instanceof Error && /^--system-prompt \S+: ENOENT/.test(error.message),
   );
+});
+
+test('--thinking N gives the real model a thinking budget; under the API minimum of 1024 it is a usage error, not a 400 every turn', async () => {
+  assert.equal(parseCli(['--thinking', '4096', 'go'], {}).thinking, 4096);
+  assert.equal(parseCli(['go'], {}).thinking, undefined);
+  for (const bad of ['1000', '0', 'lots', '2048.5'])
+    assert.throws(
+      () => parseCli(['--thinking', bad, 'go'], {}),
+      (error: unknown) => error instanceof UsageError && /^--thinking needs/.test(error.message),
+      bad,
+    );
 });

@@ -520,6 +520,38 @@ describe('a trip costs the same at any length', () => {
     contextBreakdown(agent);
     assert.equal(measured, 1);
   });
+
+  test('a pasted screenshot of 1 MB reaches the model whole and counts as the ~1,600 tokens it costs, not as its bytes', async (t) => {
+    const root = await tempProject(t);
+    const data = Buffer.alloc(768 * 1024, 7).toString('base64'); // a screenshot's size, ~1 MB as base64
+    const image: Anthropic.ImageBlockParam = {
+      type: 'image',
+      source: { type: 'base64', media_type: 'image/png', data },
+    };
+    const { agent, model, events } = await scriptedAgent(root, [say('A grey square.')], { contextWindow: 200_000 });
+    const halt = await runTask(agent, [{ type: 'text', text: 'What is this?' }, image]);
+    assert.equal(halt.kind, 'accepted', describeHalt(halt));
+    const [sent] = model.requests[0]!.messages;
+    assert.deepEqual(unmarked([sent!])[0]!.content, [{ type: 'text', text: 'What is this?' }, image]);
+    const request = events.find((event) => event.type === 'request');
+    assert.ok(request && request.estimatedTokens < 5_000, JSON.stringify(request));
+  });
+
+  test('a pasted screenshot in the part a summary covers reaches the summary request whole, not cut into bytes the API refuses', async (t) => {
+    const root = await tempProject(t);
+    const data = Buffer.alloc(3_000, 7).toString('base64');
+    const image: Anthropic.ImageBlockParam = {
+      type: 'image',
+      source: { type: 'base64', media_type: 'image/png', data },
+    };
+    const script = [say('A grey square.'), say('Noted.'), say('Summary: the person showed a grey square.')];
+    const { agent, model } = await scriptedAgent(root, script);
+    await runTask(agent, [{ type: 'text', text: 'What is this?' }, image]);
+    await runTask(agent, 'Remember it.');
+    assert.equal(await compact(agent, new AbortController().signal), 'done');
+    const summarised = model.requests[2]!.messages[0]!;
+    assert.deepEqual(summarised.content, [{ type: 'text', text: 'What is this?' }, image]);
+  });
 });
 
 describe('the context window', () => {

@@ -39,6 +39,18 @@ describe('P1 loop guards', () => {
     assert.deepEqual(blocks(model.requests[1]!.messages[1]!)[0], thinking);
   });
 
+  test("the model's thinking reaches the views as thinking events, apart from its text", async (t) => {
+    const root = await tempProject(t);
+    const thinking = { type: 'thinking', thinking: 'Say ok.', signature: 'sig-1' } as const;
+    const { agent, events } = await scriptedAgent(root, [reply(thinking, text('ok'))]);
+    await runTask(agent, 'think, then answer');
+    const streamed = events.filter((event) => event.type === 'thinking' || event.type === 'text');
+    assert.deepEqual(streamed, [
+      { type: 'thinking', delta: 'Say ok.' },
+      { type: 'text', delta: 'ok' },
+    ]);
+  });
+
   test('a model call that fails is not counted as a turn: the halt says how many replies came back', async (t) => {
     const root = await tempProject(t);
     const overloaded = () => {

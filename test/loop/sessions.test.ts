@@ -363,7 +363,9 @@ describe('API faults through the real SDK', () => {
       );
       const { api, client } = await fakeApiClient(t, [{ kind: 'stall', message, afterEvents: 3 }]);
       const root = await tempProject(t);
-      const { agent } = await scriptedAgent(root, [], { model: new AnthropicModel('claude-test', client, 200) });
+      const { agent } = await scriptedAgent(root, [], {
+        model: new AnthropicModel('claude-test', client, { idleMs: 200 }),
+      });
       const halt = await runTask(agent, 'write x.txt');
       assert.equal(halt.kind, 'error');
       assert.match(halt.kind === 'error' ? halt.message : '', /stalled/);
@@ -387,7 +389,9 @@ describe('API faults through the real SDK', () => {
     };
     const client = direct.withOptions({ fetch: askToWait });
     const root = await tempProject(t);
-    const { agent } = await scriptedAgent(root, [], { model: new AnthropicModel('claude-test', client, 200) });
+    const { agent } = await scriptedAgent(root, [], {
+      model: new AnthropicModel('claude-test', client, { idleMs: 200 }),
+    });
     assert.deepEqual(await runTask(agent, 'hi'), { kind: 'accepted', verifiedBy: null });
     assert.equal(messageCalls(api).length, 2);
   });

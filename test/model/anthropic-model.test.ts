@@ -48,6 +48,49 @@ test('a streamed reply with thinking, text and a tool call is assembled, execute
   assert.match(String(results.content[0].content), /hello/);
 });
 
+test('with a thinking budget the request lets the model think, its thinking streams as events, and every thinking block goes back as received, signature included, across tool turns', async (t) => {
+  const thought = (thinking: string): Anthropic.ThinkingBlock => ({
+    type: 'thinking',
+    thinking,
+    signature: 'the-fake-signs',
+  });
+  const { api, client } = await fakeApiClient(t, [
+    {
+      kind: 'reply',
+      message: fakeMessage(
+        [thought('Read a first.'), toolUseBlock('toolu_1', 'read_file', { path: 'a.txt' })],
+        'tool_use',
+      ),
+    },
+    {
+      kind: 'reply',
+      message: fakeMessage([thought('Now b.'), toolUseBlock('toolu_2', 'read_file', { path: 'b.txt' })], 'tool_use'),
+    },
+    { kind: 'reply', message: fakeMessage([thought('Both read.'), textBlock('a and b.')]) },
+  ]);
+  const root = await tempProject(t, { 'a.txt': 'a\n', 'b.txt': 'b\n' });
+  const model = new AnthropicModel('claude-test', client, { thinkingBudget: 2048 });
+  const { agent, events } = await scriptedAgent(root, [], { model });
+  const halt = await runTask(agent, 'what do a.txt and b.txt say?');
+  assert.deepEqual(halt, { kind: 'accepted', verifiedBy: null }, 'the fake accepted every request');
+  const bodies = messageCalls(api).map((call) => call.body as Anthropic.MessageCreateParams);
+  assert.equal(bodies.length, 3);
+  for (const body of bodies) {
+    assert.deepEqual(body.thinking, { type: 'enabled', budget_tokens: 2048 });
+    assert.ok(body.max_tokens > 2048);
+  }
+  const received = agent.messages
+    .filter((m) => m.role === 'assistant')
+    .map((m) => (m.content as Anthropic.ContentBlockParam[])[0]);
+  assert.equal(received.length, 3);
+  assert.ok(received.every((block) => block?.type === 'thinking' && block.signature !== 'the-fake-signs'));
+  assert.deepEqual((bodies[2]!.messages[1]!.content as Anthropic.ContentBlockParam[])[0], received[0]);
+  assert.deepEqual((bodies[2]!.messages[3]!.content as Anthropic.ContentBlockParam[])[0], received[1]);
+  const thinking = events.flatMap((e) => (e.type === 'thinking' ? [e.delta] : [])).join('');
+  assert.equal(thinking, 'Read a first.Now b.Both read.');
+  assert.equal(agent.usage.output, 60, "thinking is output: the replies' 20 tokens each are counted");
+});
+
 // The fake asks the SDK to wait 1 ms before a retry (retry-after-ms), which keeps these tests fast.
 const notices = (events: AgentEvent[]) => events.flatMap((e) => (e.type === 'notice' ? [e.text] : []));
 

@@ -165,6 +165,26 @@ test('thinking blocks must come back unmodified', async () => {
   });
 });
 
+test('with thinking on, a tool-use turn sent back without its thinking is refused, as the API refuses it', async () => {
+  await withFake([{ kind: 'reply', message: scripted }, textReply('done')], async (client) => {
+    const thinking = { thinking: { type: 'enabled', budget_tokens: 1024 } } as const;
+    const first = await client.messages.stream({ ...params([ask]), ...thinking, max_tokens: 2048 }).finalMessage();
+    const answer: Anthropic.MessageParam = { role: 'user', content: [toolResult('toolu_01')] };
+    const dropped = first.content.filter((block) => block.type !== 'thinking');
+    const sent = (content: Anthropic.ContentBlockParam[]) => ({
+      ...params([ask, { role: 'assistant', content }, answer]),
+      ...thinking,
+      max_tokens: 2048,
+    });
+    await rejectsWith400(
+      client.messages.create(sent(dropped)),
+      /Expected `thinking` or `redacted_thinking`, but found `text`. When `thinking` is enabled/,
+    );
+    const ok = await client.messages.create(sent(first.content));
+    assert.equal(ok.stop_reason, 'end_turn');
+  });
+});
+
 test('a 529 is retried by the SDK itself and then succeeds', async () => {
   await withFake([{ kind: 'status', status: 529 }, textReply('recovered')], async (client, fake) => {
     const started = Date.now();
@@ -412,6 +432,47 @@ test('requestViolations names each broken rule', () => {
       `${name}: expected ${pattern}, got ${JSON.stringify(violations)}`,
     );
   }
+});
+
+test('requestViolations takes an image as the API does: base64 jpeg, png, gif or webp, or a URL, in a user message', () => {
+  const data = Buffer.from('not really a png').toString('base64');
+  const image = (source: Record<string, unknown>) => ({ type: 'image', source });
+  const asked = (...content: unknown[]) => ({ model: MODEL, max_tokens: 10, messages: [{ role: 'user', content }] });
+  for (const media_type of ['image/jpeg', 'image/png', 'image/gif', 'image/webp']) {
+    const body = asked({ type: 'text', text: 'what is this?' }, image({ type: 'base64', media_type, data }));
+    assert.deepEqual(requestViolations(body), [], media_type);
+  }
+  assert.deepEqual(requestViolations(asked(image({ type: 'url', url: 'https://example.com/a.png' }))), []);
+  const refused: [unknown, RegExp][] = [
+    [image({ type: 'base64', media_type: 'image/bmp', data }), /media_type: Input should be one of 'image\/jpeg'/],
+    [image({ type: 'base64', media_type: 'image/png', data: '' }), /data: must be non-empty base64/],
+    [image({ type: 'base64', media_type: 'image/png', data: 'not base64!' }), /data: must be non-empty base64/],
+    [image({ type: 'file', file_id: 'f' }), /must be a base64 or url image source/],
+  ];
+  for (const [block, pattern] of refused) assert.match(requestViolations(asked(block)).join('\n'), pattern);
+  const answered = { ...asked({ type: 'text', text: 'hi' }) };
+  answered.messages.push({ role: 'assistant', content: [image({ type: 'base64', media_type: 'image/png', data })] });
+  assert.match(requestViolations(answered).join('\n'), /image blocks may only appear in user messages/);
+});
+
+test('requestViolations takes a thinking budget of at least 1,024 tokens, below max_tokens', () => {
+  const asked = (thinking: unknown, max_tokens = 4096) => ({
+    model: MODEL,
+    max_tokens,
+    thinking,
+    messages: [{ role: 'user', content: 'think' }],
+  });
+  assert.deepEqual(requestViolations(asked({ type: 'enabled', budget_tokens: 1024 })), []);
+  assert.deepEqual(requestViolations(asked({ type: 'disabled' })), []);
+  assert.match(
+    requestViolations(asked({ type: 'enabled', budget_tokens: 1000 })).join(),
+    /greater than or equal to 1024/,
+  );
+  assert.match(
+    requestViolations(asked({ type: 'enabled', budget_tokens: 4096 })).join(),
+    /`max_tokens` must be greater/,
+  );
+  assert.match(requestViolations(asked({ type: 'on' })).join(), /thinking: must be/);
 });
 
 test('requestViolations checks thinking signatures when given a verifier', () => {

@@ -1,11 +1,12 @@
-// npm run bench:app: the program's rows of the bench (the harness's: test/bench/run.ts), in the same table: a trip
-// with the session file and the printer, the session page at scale, and resuming a 1 GB session file.
+// npm run bench:app: the program's rows of the bench (the harness's: test/bench/run.ts), in the same table: how soon
+// the first model request leaves, a trip with the session file and the printer, the session page at scale, and resuming a 1 GB session file.
 // `npm run bench:app -- WORDS` runs only the rows whose name contains WORDS.
 
 import path from 'node:path';
 import type { Measurement } from '../../../test/bench/loop.ts';
 import { lastLine, MB, ms, type Row, runBench, spawnCaptured } from '../../../test/bench/table.ts';
 import { SESSION_FILE_BYTES, withSessionFile } from './session-file.ts';
+import { firstRequestAgainstNode } from './first-request.ts';
 import { helpAgainstClaudeCode } from './help.ts';
 import { exportTime, pageAtScale, pageRows } from './session-page.ts';
 import { realisticTrip } from './trip.ts';
@@ -20,6 +21,12 @@ const ROWS: Row[] = [
     target: { op: '<=', limit: 1 },
     how: 'helpAgainstClaudeCode() in app/test/bench/help.ts: `node app/bin.mjs --help` and `claude --help`',
     measure: helpAgainstClaudeCode,
+  },
+  {
+    name: 'start to the first model request, --acp / bare node, paired',
+    unit: '×',
+    how: 'firstRequestAgainstNode() in app/test/bench/first-request.ts: `node app/bin.mjs --acp` and `node -e "fetch(…)"`',
+    measure: firstRequestAgainstNode,
   },
   {
     name: 'realistic trip: read_file + session file + printer',
