@@ -6,9 +6,8 @@ import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
 import path from 'node:path';
-import type { KnownOutcome } from './harness.ts';
-
-import type { Disk } from './harness.ts';
+import { safe_path } from 'reference-harness/tools';
+import type { Disk, KnownOutcome } from './harness.ts';
 
 /** A write about to be made: by which call, to which file (relative to the root), from what to what (sha256 of the
  *  content; `before` null: the file did not exist). */
@@ -40,7 +39,8 @@ export function intentRecorded(disk: Disk, intend: (intent: EditIntent) => void)
 /** What the disk shows of each edit whose result the session never recorded (the calls of one reply, in the order
  *  they ran): its file now holds the new content (applied), the old one (not applied), or neither (changed since:
  *  read it again). An edit that a later one of the same file was made on top of landed if that one did. */
-export async function intentOutcomes(intents: EditIntent[], root: string): Promise<Map<string, KnownOutcome>> {
+export async function intentOutcomes(given: EditIntent[], root: string): Promise<Map<string, KnownOutcome>> {
+  const intents = await insideProject(given, root);
   const now = new Map<string, string | null>();
   for (const { path: edited } of intents)
     if (!now.has(edited)) now.set(edited, await hashNow(path.resolve(root, edited)));
@@ -51,6 +51,21 @@ export async function intentOutcomes(intents: EditIntent[], root: string): Promi
     return next !== -1 && landed(next);
   };
   return new Map(intents.map((intent, at) => [intent.callId, outcome(intent, landed(at), now.get(intent.path)!)]));
+}
+
+/** Prevents a session file the model could write from making the resume an oracle for files outside the project
+ *  (an intent naming `../secret` and a guessed hash would be told "applied"): an intent whose path leads outside is
+ *  dropped, and its call answered "not run" like any other. */
+async function insideProject(intents: EditIntent[], root: string): Promise<EditIntent[]> {
+  const inside = await Promise.all(
+    intents.map((intent) =>
+      safe_path(root, intent.path).then(
+        () => true,
+        () => false,
+      ),
+    ),
+  );
+  return intents.filter((_, at) => inside[at]);
 }
 
 function outcome(intent: EditIntent, landed: boolean, now: string | null): KnownOutcome {

@@ -94,6 +94,25 @@ describe('a resume after a crash tells the model an edit that landed did not run
     assert.deepEqual(violationsOf({ messages: [...loaded.messages, loaded.repair!] }), []);
   });
 
+  test('a session file that names a file outside the project gets no answer about it: the resume is no oracle for what lies beside the project', async (t) => {
+    const { root, file } = await killedSession(t, {}, [edit('e1', '../beside.txt'), edit('e2', '/etc/hostname')], []);
+    const beside = path.join(root, '..', 'beside.txt');
+    await writeFile(beside, 'new\n');
+    t.after(() => writeFile(beside, '').catch(() => {}));
+    const forged = (callId: string, edited: string, content: string) =>
+      JSON.stringify({ type: 'intent', callId, path: edited, before: sha256('guess'), after: sha256(content) });
+    const hostname = readFileSync('/etc/hostname', 'utf8');
+    writeFileSync(
+      file,
+      `${readFileSync(file, 'utf8')}${forged('e1', '../beside.txt', 'new\n')}\n${forged('e2', '/etc/hostname', hostname)}\n`,
+    );
+    const said = answers((await loadSession(file, root)).repair);
+    assert.deepEqual(
+      said.map(([, content]) => content),
+      ['not run: the session ended before this call finished', 'not run: the session ended before this call finished'],
+    );
+  });
+
   test('a new file that landed, and one removed since: applied, and changed since (it is gone)', async (t) => {
     const { file } = await killedSession(
       t,
