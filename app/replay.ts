@@ -344,7 +344,14 @@ export async function replaySession(
   const pick = <T>(flags: string[], mine: T, theirs: T) => (flags.some((f) => overridden.includes(f)) ? mine : theirs);
   const answers = [...recording.approvals];
   const root = await realpath(options.root);
-  const replayedApprover: Approver = async ({ tool, preview }) => {
+  // Prevents a recording (which the model may have written) from standing in for the person: a recorded "yes"
+  // never approves a write that could run later, which is asked of a person every time.
+  const replayedApprover: Approver = async ({ tool, preview, runsLater }) => {
+    if (runsLater !== null)
+      return {
+        approved: false,
+        reason: `a recorded answer never approves a write that could run later (${runsLater})`,
+      };
     const hash = previewHash(preview);
     const at = answers.findIndex((a) => a.tool === tool && a.preview === hash);
     return at < 0

@@ -287,6 +287,40 @@ describe('what the person did is played back at the same point', () => {
     return { file, halts };
   }
 
+  test('a recorded "yes" never approves a write that could run later: replayed, the .envrc edit is refused and the file is not made', async (t) => {
+    const root = await project(t);
+    const file = path.join(root, '.agent', 'envrc.jsonl');
+    const options = recordedOptions({ approval: 'ask' });
+    const header = {
+      type: 'session' as const,
+      version: SESSION_VERSION,
+      model: 'scripted',
+      root,
+      startedAt: new Date().toISOString(),
+      options,
+    };
+    const record = sessionRecorder(file, header, []);
+    const person: Approver = async () => ({ approved: true });
+    const agent = await createAgent({
+      root,
+      model: new ScriptedModel([
+        call('edit_file', { path: '.envrc', old_str: '', new_str: 'export X=1\n' }),
+        say('Done.'),
+      ]),
+      tools: TOOLS,
+      contextFiles: false,
+      approve: recordAnswers(person, (event) => record(event)),
+      onEvent: (event) => record(event),
+    });
+    record({ type: 'task', text: 'add an .envrc' });
+    await runTask(agent, 'add an .envrc', new AbortController().signal);
+    assert.ok((await readFile(path.join(root, '.envrc'), 'utf8')).includes('X=1'), 'the person said yes when recorded');
+    const fresh = await project(t);
+    const { stdout } = await replay(file, fresh);
+    assert.match(stdout, /differs/);
+    await assert.rejects(readFile(path.join(fresh, '.envrc')), /ENOENT/);
+  });
+
   test('steering, approval answers and Ctrl-C replay identically, so a session with a person in it is a test too', async (t) => {
     const { file, halts } = await recordPersonSession(t);
     assert.deepEqual(halts, ['accepted', 'interrupted']);
