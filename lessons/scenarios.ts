@@ -86,23 +86,30 @@ const CHECK_SAYS = 'CHECK-FAILED-MARK';
 const HEAD = 'HEAD-MARK';
 const TAIL = 'TAIL-MARK';
 const SUB_ANSWER = 'SUB-ANSWER';
+/** What the sub-agent says before its answer: only its final text may come back. */
+const SUB_ASIDE = 'SUB-ASIDE';
 const INNER = 'INNER-MARK';
 const SUMMARY = 'SUMMARY-';
-const MARKERS = [SECRET, RULE, RULE_PAST_CAP, LINKED_RULE, CHECK_SAYS, HEAD, TAIL, SUB_ANSWER, INNER];
+const MARKERS = [SECRET, RULE, RULE_PAST_CAP, LINKED_RULE, CHECK_SAYS, HEAD, TAIL, SUB_ANSWER, SUB_ASIDE, INNER];
 
 const WINDOW = 20_000;
+/** The share of the window past which build.md's step 5 summarises first. */
+const COMPACT_AT = 0.75;
 const VERIFY_TIMEOUT_MS = 80;
 /** The check's commands print their markers in two pieces, so that only their output, never the command itself (which
  *  a "not done" message may quote), carries them. */
 const printed = (marker: string) => `echo ${marker.slice(0, 4)}""${marker.slice(4)}`;
+/** The file whose appearance lets a check's leftover child (leaves-a-child-running) change the project. */
+const LATE_GO = 'late-go';
 const VERIFY: Record<Verify, string> = {
   passes: 'exit 0',
   fails: `${printed(CHECK_SAYS)}; exit 1`,
   'passes-once-fixed': `grep -q "a + b" add.js || { ${printed(CHECK_SAYS)}; exit 1; }`,
   'long-output': `${printed(HEAD)}; seq 1 9000; ${printed(TAIL)}; exit 1`,
   'outlasts-its-time': 'exec sleep 3',
-  // Killing the shell alone leaves the subshell running, and it changes the project after the gate moved on.
-  'leaves-a-child-running': '( sleep 0.2; echo late > late.txt ); exit 1',
+  // Killing the shell alone leaves the subshell running, and it changes the project after the gate moved on: once
+  // the scenario is over (LATE_GO appears beside the project), never before, however late a busy machine's timers.
+  'leaves-a-child-running': `( for i in $(seq 1 100); do [ -e ../${LATE_GO} ] && break; sleep 0.05; done; echo late > late.txt ); exit 1`,
   killed: `${printed(CHECK_SAYS)}; kill -9 $$`,
 };
 
@@ -153,6 +160,8 @@ const PROTECTED_PATHS = ['test.js', './test.js', 'sub/../test.js', '{ROOT}/test.
 interface Played {
   runs: { call: string; readOnly: boolean }[];
   approvalsAsked: string[];
+  /** The signal each run was handed: once its task is over, each must be aborted, as Ctrl-C would abort it. */
+  signals: (AbortSignal | undefined)[];
 }
 
 /** The tools a stage's scenarios give the harness, recording every run into `played`. */
@@ -161,6 +170,7 @@ function toolsFor(stage: Lesson, played: Played, root: () => string): Tool[] {
     ...tool,
     run: async (input, context) => {
       played.runs.push({ call: `${tool.name} ${shownInput(input, root())}`, readOnly: tool.readOnly });
+      played.signals.push(context.signal);
       return await tool.run(input, context);
     },
   });
@@ -328,7 +338,7 @@ function callArb(stage: Lesson): fc.Arbitrary<Block> {
     call(
       'write_file',
       fc.record({
-        path: fc.constantFrom(...PROTECTED_PATHS, 'add.js', 'new.txt', '../secret.txt'),
+        path: fc.constantFrom(...PROTECTED_PATHS, 'add.js', 'new.txt', '../secret.txt', 'sub/test.js'),
         content: fc.constant('x\n'),
       }),
       'p3',
@@ -539,7 +549,8 @@ class ScenarioModel implements Model {
         case 'text':
           return { type: 'text', text: block.text, citations: null };
         case 'empty':
-          return { type: 'text', text: '', citations: null };
+          // Whitespace is as empty as nothing to the API: every other empty block is blank instead.
+          return { type: 'text', text: turnNo % 2 === 0 ? ' \n' : '', citations: null };
         case 'thinking':
           this.signatures.set(`sig-${turnNo}`, `plan ${turnNo}`);
           return { type: 'thinking', thinking: `plan ${turnNo}`, signature: `sig-${turnNo}` };
@@ -613,6 +624,14 @@ const SUB_LOOP: Reply = {
   fails: false,
 };
 
+/** A sub-agent's reply, its texts marked as said on the way: the call's result is its final text alone. */
+const aside = (reply: Reply): Reply => ({
+  ...reply,
+  blocks: reply.blocks.map((block) =>
+    block.type === 'text' ? { ...block, text: `${SUB_ASIDE}: ${block.text}` } : block,
+  ),
+});
+
 /** What a user would observe of `harness` playing `scenario`, in a fresh project. */
 export async function observe(harness: Harness, scenario: Scenario): Promise<Fact[]> {
   const dir = await realpath(await mkdtemp(path.join(os.tmpdir(), `scenario-${scenario.stage}-`)));
@@ -633,7 +652,7 @@ async function observeIn(dir: string, harness: Harness, scenario: Scenario): Pro
   const given = scenario.rootThroughLink ? path.join(dir, 'link-to-project') : root;
   if (scenario.rootThroughLink) await symlink('project', given);
   const before = await diskOf(dir);
-  const played: Played = { runs: [], approvalsAsked: [] };
+  const played: Played = { runs: [], approvalsAsked: [], signals: [] };
   const facts: Fact[] = [];
   const fact = (what: string, value: string, see: BuildSection | null = null) => facts.push({ what, value, see });
   let agent: unknown = null;
@@ -643,13 +662,17 @@ async function observeIn(dir: string, harness: Harness, scenario: Scenario): Pro
     !windowed || isDeepStrictEqual(request.messages.at(-1), transcript()?.at(-1));
   const model = new ScenarioModel(expand(scenario.replies, scenario.loop, DONE), root, endsTheTranscript);
   const subModel = new ScenarioModel(
-    expand(scenario.subReplies, scenario.subLoop === 0 ? null : { reply: SUB_LOOP, times: scenario.subLoop }, SUB_DONE),
+    expand(
+      scenario.subReplies.map(aside),
+      scenario.subLoop === 0 ? null : { reply: SUB_LOOP, times: scenario.subLoop },
+      SUB_DONE,
+    ),
     root,
     () => true,
   );
   let task = new AbortController();
   const answers = [...(scenario.approvals ?? [])];
-  const approve = async ({ tool }: { tool: unknown }) => {
+  const approve = async ({ tool, signal: handed }: { tool: unknown; signal?: unknown }) => {
     played.approvalsAsked.push(typeof tool === 'string' ? tool : `(a ${typeof tool}, not a name)`);
     switch (answers.shift() ?? 'yes') {
       case 'yes':
@@ -659,12 +682,14 @@ async function observeIn(dir: string, harness: Harness, scenario: Scenario): Pro
       case 'throws':
         throw new Error('the approver crashed');
       case 'never': {
-        // Nobody answers; the person presses Ctrl-C a moment later, which aborts the task's signal.
-        const { signal } = task;
-        setTimeout(() => task.abort(), 10);
-        return await new Promise<never>((_, reject) =>
-          signal.addEventListener('abort', () => reject(new Error('nobody answered'))),
-        );
+        // Nobody answers; the person presses Ctrl-C a moment later, which aborts the task's signal. The question
+        // ends when the signal it was handed aborts: one not linked to the task's keeps it waiting, and the run hangs.
+        const ctrlC = task;
+        setTimeout(() => ctrlC.abort(), 10);
+        return await new Promise<never>((_, reject) => {
+          if (handed instanceof AbortSignal)
+            handed.addEventListener('abort', () => reject(new Error('nobody answered')), { once: true });
+        });
       }
     }
   };
@@ -700,7 +725,9 @@ async function observeIn(dir: string, harness: Harness, scenario: Scenario): Pro
     task.abort();
     // What a harness left running (a call it did not await, a check's child it did not kill) does its damage now.
     const last = t === scenario.tasks.length - 1;
-    await sleep(last && scenario.verify === 'leaves-a-child-running' ? 400 : 2);
+    const leftover = last && scenario.verify === 'leaves-a-child-running';
+    if (leftover) await writeFiles(dir, { [LATE_GO]: '' });
+    await sleep(leftover ? 400 : 2);
     // First what a user sees happen (a request refused, the calls run, the files, the halt), then what the model was
     // sent. With a window, when a summary is asked for is the harness's own estimate: only the turns are compared one
     // by one, and the summary requests by whether the API would take them.
@@ -716,6 +743,8 @@ async function observeIn(dir: string, harness: Harness, scenario: Scenario): Pro
       see,
     );
     fact(`${name}: the calls that ran`, runsShown(played.runs.slice(from.runs), at(scenario.stage, 'p3')) || 'none');
+    const deaf = played.signals.slice(from.runs).filter((given) => given?.aborted !== true).length;
+    fact(`${name}: calls that Ctrl-C would not reach (no signal, or not the task's)`, String(deaf), 'p1');
     const now = await diskOf(dir);
     fact(`${name}: the files changed`, changes(disk, now));
     disk = now;
@@ -731,7 +760,16 @@ async function observeIn(dir: string, harness: Harness, scenario: Scenario): Pro
       fact(`${name}: a summary request by the API's rules`, validity(summaryRefused), 'p4');
     const forgot = sent.find((r) => !r.turn && r.summariesBefore > 0 && !carriesSummary(r, r.summariesBefore));
     if (forgot !== undefined) fact(`${name}: a summary request without the summary before it`, 'sent', 'p4');
-    for (const [i, seen] of turns.entries())
+    // The question comes last, after the older messages: a request that ends with one of the transcript's asks the
+    // model to go on from there, not to summarise it.
+    const inTranscript = (m: Anthropic.MessageParam | undefined) => transcript()?.some((t) => isDeepStrictEqual(t, m));
+    if (sent.some((r) => !r.turn && inTranscript(r.request.messages.at(-1))))
+      fact(`${name}: a summary request that does not end with its question`, 'sent', 'p4');
+    const older = (r: Seen) => r.request.messages.slice(0, -1).filter((m) => !JSON.stringify(m).includes(SUMMARY));
+    if (sent.some((r) => !r.turn && older(r).length === 0))
+      fact(`${name}: a summary request with nothing new to summarise`, 'sent', 'p4');
+    for (const [i, seen] of turns.entries()) {
+      const before = sent[sent.indexOf(seen) - 1];
       requestFacts(
         fact,
         `${name}, request ${i + 1}${windowed ? ' (not counting summary requests)' : ''}`,
@@ -740,7 +778,9 @@ async function observeIn(dir: string, harness: Harness, scenario: Scenario): Pro
         config.tools,
         root,
         dir,
+        before !== undefined && !before.turn,
       );
+    }
     if ('threw' in returned && returned.threw.startsWith('did not return')) break;
   }
   const messages = transcript();
@@ -817,6 +857,7 @@ function requestFacts(
   tools: readonly Tool[],
   root: string,
   dir: string,
+  summarisedJustBefore: boolean,
 ): void {
   const { request } = seen;
   const system =
@@ -843,6 +884,9 @@ function requestFacts(
   const uncuttable = messages.slice(from + 1).every((m) => m.role !== 'assistant');
   const within = tokens <= scenario.contextWindow || uncuttable;
   fact(`${name}: within the window, or cut as far as it goes`, within ? 'yes' : 'no', 'p4');
+  // Past 75% of the window, a request that could be cut comes right after a summary request.
+  const late = tokens > COMPACT_AT * scenario.contextWindow && !uncuttable && !summarisedJustBefore;
+  fact(`${name}: past 75% of the window, summarised first`, late ? 'no' : 'yes', 'p4');
   const sent = JSON.stringify(request.messages);
   const latest = seen.summariesBefore === 0 || carriesSummary(seen, seen.summariesBefore);
   fact(`${name}: the latest summary in it, if there is one`, latest ? 'yes' : 'no', 'p4');
@@ -941,6 +985,7 @@ async function diskOf(dir: string): Promise<Map<string, string>> {
   const found = new Map<string, string>();
   const walk = async (folder: string): Promise<void> => {
     for (const name of (await readdir(folder)).sort()) {
+      if (folder === dir && name === LATE_GO) continue;
       const file = path.join(folder, name);
       const relative = path.relative(dir, file);
       const stats = await lstat(file);
@@ -1101,7 +1146,7 @@ export function scenarioLines(scenario: Scenario): string[] {
         case 'text':
           return JSON.stringify(block.text);
         case 'empty':
-          return 'an empty text block';
+          return 'an empty (or blank) text block';
         case 'thinking':
           return 'a thinking block';
         case 'call':

@@ -6,14 +6,14 @@
 // p4.ts) or the one built from build.md, written to a temporary folder with its imports pointed back here.
 
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { pathToFileURL } from 'node:url';
 import { checkStage, REFERENCES, SEED, type StageVerdict, story } from '../../lessons/scenarios.ts';
-import { type Harness, type Lesson, LESSONS, playStory, STORIES } from '../../lessons/stories.ts';
+import { type Harness, type Lesson, LESSONS } from '../../lessons/stories.ts';
 import * as builtFromThePage from './built-from-build-md.ts';
+import { type Caught, caught, inTurn, loadHarness, patchedCode } from './mistake-runner.ts';
 
 type Base = 'lessons/p0.ts' | 'lessons/p1.ts' | 'lessons/p2.ts' | 'lessons/p3.ts' | 'lessons/p4.ts' | typeof BUILT;
 const BUILT = 'test/lessons/built-from-build-md.ts';
@@ -748,44 +748,8 @@ const MISTAKES: Mistake[] = [
   },
 ];
 
-const REPOSITORY = path.join(import.meta.dirname, '..', '..');
-
 /** The harness with a mistake's patches applied, its imports pointed back into the repository. */
-async function patched(mistake: Mistake): Promise<string> {
-  const file = mistake.in ?? `lessons/${mistake.failsAt}.ts`;
-  let code = await readFile(path.join(REPOSITORY, file), 'utf8');
-  for (const [find, replace] of mistake.patches) {
-    assert.equal(code.split(find).length, 2, `${mistake.name}: the patch's text must occur once in ${file}: ${find}`);
-    code = code.replace(find, () => replace);
-  }
-  const inRepository = (name: string) => pathToFileURL(path.join(REPOSITORY, name)).href;
-  return code
-    .replace(/from '(?:\.\.\/)+(tools|agent)\.ts'/g, (_, module: string) => `from '${inRepository(`${module}.ts`)}'`)
-    .replace(/from '(zod|minimatch)'/g, (_, dependency: string) => `from '${import.meta.resolve(dependency)}'`);
-}
-
-/** How a mistake was caught: by a story of its step (the first that fails, if any), and by the generated scenarios. */
-interface Caught {
-  story: string | null;
-  verdict: StageVerdict;
-}
-
-async function caught(harness: Harness, stage: Lesson): Promise<Caught> {
-  let failed: string | null = null;
-  for (const told of STORIES.filter((s) => s.lesson === stage))
-    if (failed === null && (await playStory(harness, told, { timeoutMs: 30_000 })) !== null) failed = told.name;
-  return { story: failed, verdict: await checkStage(harness, stage) };
-}
-
-const AT_ONCE = 3;
-
-async function inTurn<T>(jobs: (() => Promise<T>)[]): Promise<void> {
-  const queue = [...jobs];
-  const worker = async () => {
-    for (let job = queue.shift(); job !== undefined; job = queue.shift()) await job();
-  };
-  await Promise.all(Array.from({ length: AT_ONCE }, worker));
-}
+const patched = (mistake: Mistake) => patchedCode(mistake.in ?? `lessons/${mistake.failsAt}.ts`, mistake.patches);
 
 describe('the differential check catches learners’ mistakes, and passes correct harnesses', () => {
   const results = new Map<string, Caught>();
@@ -805,9 +769,7 @@ describe('the differential check catches learners’ mistakes, and passes correc
         }),
       ),
       ...MISTAKES.map((mistake, i) => async () => {
-        const file = path.join(dir, `mistake-${i}.ts`);
-        await writeFile(file, await patched(mistake));
-        const harness = (await import(pathToFileURL(file).href)) as Harness;
+        const harness = await loadHarness(dir, `mistake-${i}.ts`, await patched(mistake));
         results.set(mistake.name, await caught(harness, mistake.failsAt));
       }),
     ]);

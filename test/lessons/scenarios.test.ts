@@ -7,6 +7,7 @@ import * as p1 from '../../lessons/p1.ts';
 import * as p2 from '../../lessons/p2.ts';
 import { difference, type Reply, type Scenario, SEED, stepOf, story } from '../../lessons/scenarios.ts';
 import type { Harness } from '../../lessons/stories.ts';
+import type { ToolContext } from '../../tools.ts';
 
 const say = (text: string): Reply => ({ blocks: [{ type: 'text', text }], cut: false, fails: false });
 const peek = (file: string): Reply => ({
@@ -83,6 +84,26 @@ test('a request the API would refuse is blamed on the step that teaches its rule
   assert.equal(found?.what, 'task 1: the first request the API would refuse');
   assert.match(found?.learner ?? '', /^request 2, refused by the API: tool_use ids were found without tool_result/);
   assert.equal(found?.see, 'p1');
+});
+
+test("a harness that runs its tools without the task's signal differs: Ctrl-C would not reach them", async () => {
+  const deaf: Harness = {
+    createAgent: (config) =>
+      p2.createAgent({
+        ...config,
+        tools: config.tools.map((tool) => ({
+          ...tool,
+          run: (input: unknown, { signal: _ignored, ...context }: ToolContext) => tool.run(input, context),
+        })),
+      }),
+    runTask: (agent, task, signal) => p2.runTask(agent as p2.Agent, task, signal),
+  };
+  assert.deepEqual(await difference(deaf, scenario([peek('add.js')])), {
+    what: "task 1: calls that Ctrl-C would not reach (no signal, or not the task's)",
+    reference: '0',
+    learner: '1',
+    see: 'p1',
+  });
 });
 
 test('the step a scenario belongs to is the latest whose feature it uses', () => {
