@@ -19,6 +19,7 @@ import {
   readFileSync,
   readlinkSync,
   realpathSync,
+  statSync,
 } from 'node:fs';
 import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
@@ -95,19 +96,46 @@ export interface Contained {
   readonly read: readonly string[];
 }
 
-/** Prevents a program planted in the project, or on a PATH entry the project controls, from being
- *  started in place of the sandbox's own tools: each is looked up on PATH's absolute entries only,
- *  never one inside `cwd` (the folder the harness was started in, maybe the project), and then
- *  started by the absolute path found. */
+/** Where the sandbox's own tools (and git, for runs-later.ts) are looked for: the system's program
+ *  folders, and NixOS's. Never PATH, never the folder the harness was started in. */
+export const SYSTEM_PROGRAM_FOLDERS: readonly string[] = [
+  '/usr/bin',
+  '/bin',
+  '/usr/sbin',
+  '/sbin',
+  '/run/current-system/sw/bin',
+];
+
+/** Prevents a program planted in the project, on a PATH entry, or reached through a link from
+ *  being started in place of the sandbox's own tools (the harness once trusted PATH's entries
+ *  outside the folder it was started in: started from /, that was none, and the sandbox was off).
+ *  A program is trusted where it really is, in a system folder, owned by root and writable by
+ *  nobody else, as is the folder that holds it; it is then started by that real path. */
 export function trustedProgram(
   name: string,
-  searchPath = process.env.PATH ?? '',
-  cwd = process.cwd(),
+  folders: readonly string[] = SYSTEM_PROGRAM_FOLDERS,
 ): string | null {
-  const folders = searchPath.split(path.delimiter).filter((folder) => path.isAbsolute(folder));
-  const trusted = folders.filter((folder) => !isInside(cwd, folder));
-  return trusted.map((folder) => path.join(folder, name)).find((file) => existsSync(file)) ?? null;
+  for (const folder of folders) {
+    const real = realProgram(path.join(folder, name));
+    if (real !== null && ownedByRootAlone(real) && ownedByRootAlone(path.dirname(real)))
+      return real;
+  }
+  return null;
 }
+
+const realProgram = (file: string): string | null => {
+  try {
+    return statSync(file).isFile() ? realpathSync(file) : null;
+  } catch {
+    return null; // not there
+  }
+};
+
+/** Root's, and nobody else may write it (no write bit for its group or others). */
+const ownedByRootAlone = (file: string): boolean => {
+  const { uid, mode } = statSync(file);
+  return uid === 0 && (mode & 0o022) === 0;
+};
 
 const SANDBOX_PROGRAMS = ['bwrap', 'mount', 'setpriv', 'unshare'];
 
@@ -197,9 +225,10 @@ function containedArgs(command: string, where: Contained): string[] {
     '/proc/sysrq-trigger',
     ...['--dir', `${SCRATCH}/upper`, '--dir', `${SCRATCH}/work`, '--dir', SANDBOX_HOME],
     ...['--ro-bind', root, lower, '--dir', root],
-    // Its own users, processes and network (loopback only); it dies with us, with no terminal.
-    ...['--unshare-user', '--uid', '0', '--gid', '0', '--cap-add', 'ALL'],
-    ...['--unshare-pid', '--unshare-net', '--die-with-parent', '--new-session'],
+    // Every namespace its own (users, processes, network with loopback only, System V IPC, host
+    // name, cgroups), not a list of the ones thought of; it dies with us, with no terminal.
+    ...['--unshare-all', '--unshare-user', '--uid', '0', '--gid', '0', '--cap-add', 'ALL'],
+    ...['--die-with-parent', '--new-session'],
     ...['--', '/bin/sh', '-c', script, mount!, root],
     ...drop,
     ...['/bin/sh', '-c', command],

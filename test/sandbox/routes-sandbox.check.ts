@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, openSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readlinkSync, realpathSync } from 'node:fs';
 import {
   chmod,
   copyFile,
@@ -16,6 +16,7 @@ import {
   readlink,
   realpath,
   rm,
+  symlink,
   writeFile,
 } from 'node:fs/promises';
 import { createServer } from 'node:net';
@@ -149,6 +150,7 @@ test('a bubblewrap planted on PATH or in the project is never started: the sandb
   const marker = path.join(root, 'fake-ran');
   const bin = path.join(root, 'node_modules', '.bin');
   await mkdir(bin, { recursive: true });
+  await chmod(bin, 0o777);
   for (const name of ['bwrap', 'mount', 'setpriv', 'unshare', 'sh']) {
     await writeFile(path.join(bin, name), `#!/bin/sh\ntouch ${marker}\nexit 0\n`);
     await chmod(path.join(bin, name), 0o755);
@@ -156,24 +158,48 @@ test('a bubblewrap planted on PATH or in the project is never started: the sandb
   const saved = process.env.PATH;
   process.env.PATH = `${bin}:.:${saved}`;
   t.after(() => void (process.env.PATH = saved));
-  const found = trustedProgram('bwrap', saved);
-  assert.equal(path.isAbsolute(found ?? ''), true);
-  assert.equal(
-    trustedProgram('bwrap', process.env.PATH, root),
-    found,
-    'entries inside the folder started in are skipped',
-  );
-  assert.equal(trustedProgram('bwrap', `${bin}:.:node_modules/.bin`, root), null, 'so are relative ones');
-  assert.equal(
-    trustedProgram('bwrap', bin, os.tmpdir() + '-elsewhere'),
-    path.join(bin, 'bwrap'),
-    'others are searched',
-  );
+  const found = trustedProgram('bwrap');
+  assert.equal(path.dirname(found ?? ''), path.dirname(realpathSync('/usr/bin/bwrap')), 'PATH plays no part');
+  assert.equal(trustedProgram('bwrap', [bin]), null, 'a folder writable by others than root is not trusted');
+  await chmod(bin, 0o755);
+  const link = path.join(root, 'usr-bin');
+  await symlink(path.dirname(found!), link);
+  assert.equal(trustedProgram('bwrap', [link]), found, 'a link is followed to where the program really is');
   const run = await containedRunner('echo contained', contained(root));
   assert.deepEqual([run.exitCode, run.output], [0, 'contained\n']);
   assert.equal(existsSync(marker), false);
   const spawned = spawnSync('bwrap', ['--version'], { env: process.env }).stdout.toString();
   assert.equal(spawned, '', 'a plain PATH lookup would have started the planted one');
+});
+
+test('the check shares no namespace with the harness: System V shared memory, the host name and cgroups are its own too, as are users, processes, mounts and the network', async (t) => {
+  if (!sandboxed(t)) return;
+  const root = await tempProject(t);
+  const kinds = ['cgroup', 'ipc', 'mnt', 'net', 'pid', 'user', 'uts'];
+  const inside = await containedRunner(
+    kinds.map((kind) => `readlink /proc/self/ns/${kind}`).join('; '),
+    contained(root),
+  );
+  const outside = kinds.map((kind) => readlinkSync(`/proc/self/ns/${kind}`));
+  const shared = inside.output
+    .trim()
+    .split('\n')
+    .filter((ns) => outside.includes(ns));
+  assert.deepEqual(shared, [], inside.output);
+});
+
+test('started from /, where every PATH entry lies inside the folder started in, the sandbox is still found: the check is never run uncontained for want of a trusted bubblewrap', async (t) => {
+  if (!sandboxed(t)) return;
+  const harness = pathToFileURL(path.join(import.meta.dirname, '..', '..', 'hardening', 'index.ts')).href;
+  const script = `const { sandboxProblem } = await import(${JSON.stringify(harness)}); console.log(await sandboxProblem());`;
+  const ran = spawnSync(
+    process.execPath,
+    ['--import', import.meta.resolve('tsx'), '--input-type=module', '-e', script],
+    {
+      cwd: '/',
+    },
+  );
+  assert.equal(ran.stdout.toString().trim(), 'null', ran.stderr.toString());
 });
 
 test("the check's code reads ~/.ssh, ~/.aws, ~/.profile, GITHUB_TOKEN and /proc/1/environ: none of it reaches the gate's output", async (t) => {
