@@ -6,7 +6,8 @@
 // HEAD with objects/ and refs/, whatever the folder is called); the folder core.hooksPath names; a
 // file that is executable; installed packages, which programs load by name (Node's node_modules,
 // Python's site-packages and virtual environments); a package.json change to a script npm runs on
-// its own at `npm install`. Such a write is asked of a person every time (see agent.ts's
+// its own at `npm install`, and the files an install runs by their presence (binding.gyp,
+// setup.py, pyproject.toml). Such a write is asked of a person every time (see agent.ts's
 // approval). The project's own source, a Makefile or a test script included, is the task: the
 // person runs it by name. Tests: test/tools/routes-git.test.ts.
 
@@ -72,8 +73,17 @@ export async function runsLaterReason(
     (info) => info.mode,
     () => 0,
   );
-  return (mode & 0o111) !== 0 ? 'an executable file' : await installScriptChange(input, real);
+  if ((mode & 0o111) !== 0) return 'an executable file';
+  if (RUN_BY_INSTALL.includes(path.basename(real)))
+    return 'a file an install runs as code, by its mere presence';
+  return await installScriptChange(input, real);
 }
+
+/** Files an install runs by their presence, whatever they say: npm compiles a package that has a
+ *  binding.gyp with node-gyp, which runs its commands (docs.npmjs.com/cli/using-npm/scripts,
+ *  "default values"); pip builds a project through setup.py or the build backend pyproject.toml
+ *  names, which may be the project's own code (PEP 517's backend-path). */
+const RUN_BY_INSTALL = ['binding.gyp', 'setup.py', 'pyproject.toml'];
 
 /** Where programs load installed packages from by name, never the project's own source (which
  *  git shows; these it mostly ignores): Node's module resolution looks into every node_modules

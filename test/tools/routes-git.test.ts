@@ -101,7 +101,7 @@ describe('what could run later asks a person every time: never covered by a blan
     assert.equal(readFileSync(path.join(root, 'run.sh'), 'utf8'), 'echo hi\n');
   });
 
-  test('runs later knows its classes, not every loader: installed packages, a virtual environment and npm install scripts are refused unasked; source, a Makefile and a test script pass', async (t) => {
+  test('runs later knows its classes, not every loader: installed packages, a virtual environment, npm install scripts and what an install runs by its presence are refused unasked; source, a Makefile and a test script pass', async (t) => {
     const { root } = await repository(t);
     const manifest = '{\n  "name": "p",\n  "scripts": {\n    "test": "node test.js"\n  }\n}\n';
     for (const folder of ['deep', 'env', 'pipe']) await mkdir(path.join(root, folder));
@@ -116,6 +116,9 @@ describe('what could run later asks a person every time: never covered by a blan
       { path: 'package.json', old_str: '"test": "node test.js"', new_str: '"postinstall": "touch pwned"' },
       { path: 'deep/package.json', old_str: '"test"', new_str: '"prepare"' }, // a workspace's own runs too
       { path: 'pipe/package.json', old_str: '"test"', new_str: '"prepare"' }, // a named pipe: not read, refused
+      { path: 'binding.gyp', old_str: '', new_str: "{ 'targets': [{ 'target_name': '<!(touch pwned)' }] }\n" },
+      { path: 'py/setup.py', old_str: '', new_str: 'import os\n' },
+      { path: 'pyproject.toml', old_str: '', new_str: "[build-system]\nbackend-path = ['.']\n" },
     ];
     const passed = [
       { path: 'src/x.js', old_str: '', new_str: 'module.exports = 1;\n' },
@@ -132,6 +135,9 @@ describe('what could run later asks a person every time: never covered by a blan
       "npm's manifest, with a script npm install runs on its own (prepare)",
       "npm's manifest, with a script npm install runs on its own (preinstall, install, postinstall, prepublish, " +
         'preprepare, prepare, postprepare, dependencies)',
+      'a file an install runs as code, by its mere presence',
+      'a file an install runs as code, by its mere presence',
+      'a file an install runs as code, by its mere presence',
       'ok',
       'ok',
       'ok',
