@@ -5,7 +5,7 @@
 // Tests: test/sandbox/protect-fingerprints.test.ts.
 
 import { createHash } from 'node:crypto';
-import { constants } from 'node:fs';
+import { constants, type Dirent } from 'node:fs';
 import { lstat, open, readdir, readlink, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { Minimatch } from 'minimatch';
@@ -31,7 +31,8 @@ export async function hashProtected(
   return hashes;
 }
 
-/** Every file of the project ("/"-separated, links not followed), git's ignored ones included, and
+/** Every file of the project ("/"-separated; a link to a folder inside the root is walked, unless
+ *  it leads back up), git's ignored ones included, and
  *  inside node_modules, .git and .agent only as far as a glob that names the folder can match:
  *  "node_modules/pkg/**" walks pkg alone, and "test/**" never enters node_modules. A folder it
  *  cannot read counts as empty, so a protected file the check locked away is "deleted". */
@@ -43,21 +44,41 @@ async function filesGlobsReach(root: string, globs: readonly string[]): Promise<
       .filter((pattern) => !pattern.negate),
   );
   const files: string[] = [];
-  const visit = async (dir: string, prefix: string, guarded: boolean): Promise<void> => {
+  const visit = async (
+    dir: string,
+    prefix: string,
+    guarded: boolean,
+    above: readonly string[] = [],
+  ): Promise<void> => {
+    // A link to a folder it is inside of (spec/up -> ..) would walk forever: the walk ends there.
+    const real = await realpath(dir).catch(() => dir);
+    if (above.includes(real)) return;
+    const chain = [...above, real];
     // Prevents the gate from throwing (a rejected run) on a folder locked or gone meanwhile.
     const children = await readdir(dir, { withFileTypes: true }).catch(() => []);
     await Promise.all(
       children.map(async (child) => {
         const relative = prefix + child.name;
-        if (!child.isDirectory()) return void files.push(relative);
+        const folder = child.isDirectory() || (await linkToFolderInside(root, dir, child));
+        if (!folder) return void files.push(relative);
         const inGuarded = guarded || SKIPPED_DIRS.has(child.name);
         if (!inGuarded || naming.some((pattern) => pattern.match(relative, true)))
-          await visit(path.join(dir, child.name), `${relative}/`, inGuarded);
+          await visit(path.join(dir, child.name), `${relative}/`, inGuarded, chain);
       }),
     );
   };
   await visit(root, '', false);
   return files;
+}
+
+/** Prevents a protected folder that is a link (test -> spec) from hiding its files: the gate would
+ *  fingerprint the link alone, and an edit of spec/a.test.js would pass as unseen. A link to a
+ *  folder inside the root is walked under its own name; one out of the root never is. */
+async function linkToFolderInside(root: string, dir: string, child: Dirent): Promise<boolean> {
+  if (!child.isSymbolicLink()) return false;
+  const real = await realpath(path.join(dir, child.name)).catch(() => null);
+  if (real === null || !isInside(root, real)) return false;
+  return (await lstat(real)).isDirectory();
 }
 
 const compiledGlobs = new WeakMap<readonly string[], (file: string) => string | undefined>();

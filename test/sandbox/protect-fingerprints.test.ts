@@ -36,6 +36,16 @@ describe('--protect fingerprints', () => {
     );
   });
 
+  test('a protected folder that is a link (test -> spec) is walked: an edit of spec/add.test.js changes test/add.test.js, and a link loop ends', async (t) => {
+    const root = await tempProject(t, { 'spec/add.test.js': 'expect 5\n' });
+    symlinkSync('spec', path.join(root, 'test'));
+    symlinkSync('..', path.join(root, 'spec', 'up')); // a loop: spec/up/spec/up/...
+    const before = await hashProtected(root, ['test/**']);
+    assert.deepEqual([...before.keys()], ['test/add.test.js']);
+    await writeFile(path.join(root, 'spec', 'add.test.js'), 'expect -1\n');
+    assert.deepEqual(changedFiles(before, await hashProtected(root, ['test/**'])), ['test/add.test.js (changed)']);
+  });
+
   test('--protect "**" fingerprints exactly the files of the project, none that is not there', async (t) => {
     const root = await tempProject(t, { 'a.txt': 'a\n', 'src/b.ts': 'b\n' });
     assert.deepEqual([...(await hashProtected(root, ['**'])).keys()], ['a.txt', 'src/b.ts']);
