@@ -63,6 +63,7 @@ export { readablePath } from './repository-data.ts';
 export { runsLaterReason } from './runs-later.ts';
 export {
   containedRunner,
+  lookForProgramsIn,
   sandboxableRoot,
   sandboxProblem,
   seatbeltArgs,

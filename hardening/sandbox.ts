@@ -141,10 +141,22 @@ const SANDBOX_PROGRAMS = ['bwrap', 'mount', 'setpriv', 'unshare'];
 
 /** The sandbox's tools, found once: where they are when the harness starts is where they stay. */
 let sandboxPrograms: Map<string, string | null> | undefined;
+let programFolders = SYSTEM_PROGRAM_FOLDERS;
 const sandboxProgram = (name: string) => {
-  sandboxPrograms ??= new Map(SANDBOX_PROGRAMS.map((tool) => [tool, trustedProgram(tool)]));
+  sandboxPrograms ??= new Map(
+    SANDBOX_PROGRAMS.map((tool) => [tool, trustedProgram(tool, programFolders)]),
+  );
   return sandboxPrograms.get(name) ?? null;
 };
+
+/** Looks for the sandbox's tools in `folders` instead of the system's, from now on: how a test
+ *  plays a machine without bubblewrap. Code only (no flag, no environment variable): nothing a
+ *  project or a session file holds can reach it. */
+export function lookForProgramsIn(folders: readonly string[]): void {
+  programFolders = folders;
+  sandboxPrograms = undefined;
+  sandboxCheck = undefined;
+}
 
 /** The system's program and library folders, read-only; on merged-/usr systems most are links. */
 const SYSTEM_FOLDERS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];

@@ -109,7 +109,8 @@ const VERIFY: Record<Verify, string> = {
   'outlasts-its-time': 'exec sleep 3',
   // Killing the shell alone leaves the subshell running, and it changes the project after the gate moved on: once
   // the scenario is over (LATE_GO appears beside the project), never before, however late a busy machine's timers.
-  'leaves-a-child-running': `( for i in $(seq 1 100); do [ -e ../${LATE_GO} ] && break; sleep 0.05; done; echo late > late.txt ); exit 1`,
+  'leaves-a-child-running':
+    `( for i in $(seq 1 100); do [ -e ../${LATE_GO} ] && break; sleep 0.05; done; echo late > late.txt ); ` + 'exit 1',
   killed: `${printed(CHECK_SAYS)}; kill -9 $$`,
 };
 

@@ -10,6 +10,7 @@ import { cp, mkdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, test } from 'node:test';
+import type * as sandbox from '../../hardening/sandbox.ts';
 import * as demo from '../../lessons/demo.ts';
 import { runLesson } from '../../lessons/run.ts';
 import { playStory, STORIES } from '../../lessons/stories.ts';
@@ -162,13 +163,15 @@ describe('the offline demo (npm start)', () => {
       await cp(path.join(repo, file), path.join(copy, file), { recursive: true });
     await symlink(path.join(repo, 'node_modules'), path.join(copy, 'node_modules'));
     const copied: typeof demo = await import(path.join(copy, 'lessons', 'demo.ts'));
-    // As on a machine without bubblewrap: PATH holds node and nothing else, and the copy's own tools.ts looks for the
+    const copiedSandbox: typeof sandbox = await import(path.join(copy, 'hardening', 'sandbox.ts'));
+    // As on a machine without bubblewrap: PATH holds node and nothing else, and the copy's own sandbox.ts looks for the
     // sandbox afresh. With bubblewrap the output is the same but for the lines saying there is none, so this one run
     // checks the width both ways.
     const bin = path.join(copy, 'bin-without-bwrap');
     await mkdir(bin);
     await symlink(process.execPath, path.join(bin, 'node'));
     const { out, text } = sink();
+    copiedSandbox.lookForProgramsIn([bin]);
     const pathBefore = process.env.PATH;
     process.env.PATH = bin;
     try {

@@ -536,7 +536,7 @@ describe('the window, compaction in pieces, steering and the sandbox', () => {
   });
 
   test('on a machine without the OS sandbox, a check asked to run in it is not run, and one not asked runs unconfined', async (t) => {
-    // In a child whose PATH holds node but no bwrap. Its environment is this process's otherwise, so a mutant that
+    // In a child that looks for the sandbox's tools where there are none, and whose PATH holds node but no bwrap. Its environment is this process's otherwise, so a mutant that
     // `npm run mutate:agent` switched on here (through the environment) is switched on in the child too.
     const root = await tempProject(t, { 'test.js': "require('node:fs').appendFileSync('ran.txt', 'ran\\n');\n" });
     const nodeOnly = await tempProject(t);
@@ -545,6 +545,8 @@ describe('the window, compaction in pieces, steering and the sandbox', () => {
     const probe = [
       `import { createAgent, runTask } from '${url('agent.ts')}';`,
       `import { say, ScriptedModel } from '${url('scripted-model.ts')}';`,
+      `import { lookForProgramsIn } from '${url('hardening/index.ts')}';`,
+      `lookForProgramsIn(['${nodeOnly}']);`,
       `for (const sandbox of [true, undefined]) {`,
       `  const gates = [];`,
       `  const model = new ScriptedModel([say('Done.')]);`,
