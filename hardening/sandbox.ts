@@ -18,8 +18,10 @@ import {
   readdirSync,
   readFileSync,
   readlinkSync,
+  mkdtempSync,
   realpathSync,
   statSync,
+  writeFileSync,
 } from 'node:fs';
 import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
@@ -40,12 +42,78 @@ export const containedRunner: Runner = async (command, options) => {
   const planted = SANDBOX_PROGRAMS.map(sandboxProgram).find((file) => isInside(root, file ?? '/'));
   if (planted) throw new Error(`the sandbox's own ${planted} is inside the project; not run`);
   const where = { root, passEnv: options.passEnv ?? [], read: options.sandboxRead ?? [] };
-  const args = containedArgs(command, where);
   const ran = await withoutInherited((more) =>
-    spawnCommand(args, containedEnv(where), options, more),
+    withoutKeyring((filter) => {
+      const args = containedArgs(command, where, filter === null ? null : more.length + 3);
+      return spawnCommand(
+        args,
+        containedEnv(where),
+        options,
+        filter === null ? more : [...more, filter],
+      );
+    }),
   );
   return { ...ran, contained: true };
 };
+
+/** The system calls of the kernel's keyrings, by architecture (as uname names it, then the
+ *  kernel's AUDIT_ARCH value): add_key, request_key, keyctl. */
+const KEYRING_CALLS: Record<string, { arch: number; calls: number[] }> = {
+  x64: { arch: 0xc000003e, calls: [248, 249, 250] },
+  arm64: { arch: 0xc00000b7, calls: [217, 218, 219] },
+};
+
+/** Prevents the check from reading a secret in the person's kernel keyring (a Kerberos ticket,
+ *  a credential helper's token) or leaving a key there: no namespace separates keyrings, so its
+ *  keyring calls fail (EPERM), through a seccomp filter bubblewrap installs (--seccomp FD), as
+ *  Flatpak's and Docker's default filters do. `run` gets the filter's descriptor, given to
+ *  bubblewrap past the others; null on an architecture not listed (the README says so). */
+async function withoutKeyring<T>(run: (filter: number | null) => Promise<T>): Promise<T> {
+  const known = KEYRING_CALLS[process.arch];
+  if (process.platform !== 'linux' || known === undefined) return await run(null);
+  keyringFilter ??= writeFilter(keyringFilterProgram(known.arch, known.calls));
+  const filter = openSync(keyringFilter, 'r');
+  try {
+    return await run(filter);
+  } finally {
+    closeSync(filter);
+  }
+}
+
+let keyringFilter: string | undefined;
+
+/** A classic BPF program for seccomp: other architectures' calls (and x32's) fail, `calls` fail
+ *  with EPERM, the rest is allowed. */
+function keyringFilterProgram(arch: number, calls: number[]): Buffer {
+  const [load, jumpIfEqual, jumpIfAbove, ret] = [0x20, 0x15, 0x35, 0x06];
+  const [allow, denied] = [0x7fff0000, 0x00050001]; // SECCOMP_RET_ALLOW, _ERRNO | EPERM
+  const last = calls.length + 6; // the index of the denial, the program's last instruction
+  const program = [
+    [load, 0, 0, 4], // seccomp_data.arch
+    [jumpIfEqual, 1, 0, arch],
+    [ret, 0, 0, denied],
+    [load, 0, 0, 0], // seccomp_data.nr
+    [jumpIfAbove, last - 5, 0, 0x40000000], // x32's numbers
+    ...calls.map((call, i) => [jumpIfEqual, last - 6 - i, 0, call]),
+    [ret, 0, 0, allow],
+    [ret, 0, 0, denied],
+  ];
+  const bytes = Buffer.alloc(program.length * 8);
+  program.forEach(([code, jt, jf, k], i) => {
+    bytes.writeUInt16LE(code!, i * 8);
+    bytes.writeUInt8(jt!, i * 8 + 2);
+    bytes.writeUInt8(jf!, i * 8 + 3);
+    bytes.writeUInt32LE(k!, i * 8 + 4);
+  });
+  return bytes;
+}
+
+/** The filter in a file of its own, made once: bubblewrap reads it from a descriptor. */
+function writeFilter(program: Buffer): string {
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'sandbox-filter-')), 'keyring.bpf');
+  writeFileSync(file, program, { mode: 0o400 });
+  return file;
+}
 
 /** Linux's O_CLOEXEC, as /proc/self/fdinfo shows a descriptor's flags (octal). */
 const CLOSE_ON_EXEC = 0o2000000;
@@ -204,7 +272,11 @@ function nodeInstall(): string[] {
 }
 
 /** The command line that runs `command` contained as `where` says. */
-function containedArgs(command: string, where: Contained): string[] {
+function containedArgs(
+  command: string,
+  where: Contained,
+  filterFd: number | null = null,
+): string[] {
   if (process.platform === 'darwin') return seatbeltArgs(command, where);
   const { root, read } = where;
   const lower = `${SCRATCH}/lower`;
@@ -241,6 +313,7 @@ function containedArgs(command: string, where: Contained): string[] {
     // name, cgroups), not a list of the ones thought of; it dies with us, with no terminal.
     ...['--unshare-all', '--unshare-user', '--uid', '0', '--gid', '0', '--cap-add', 'ALL'],
     ...['--die-with-parent', '--new-session'],
+    ...(filterFd === null ? [] : ['--seccomp', String(filterFd)]),
     ...['--', '/bin/sh', '-c', script, mount!, root],
     ...drop,
     ...['/bin/sh', '-c', command],

@@ -188,6 +188,27 @@ test('the check shares no namespace with the harness: System V shared memory, th
   assert.deepEqual(shared, [], inside.output);
 });
 
+test("the check shares the person's kernel keyring: a key held there is read, and one it adds outlives it", async (t) => {
+  if (!sandboxed(t)) return;
+  if (!existsSync('/usr/bin/python3')) return void t.skip('python3 calls the keyring here, and it is not installed');
+  const root = await tempProject(t);
+  // add_key, request_key and keyctl by number (x86-64, then arm64), as the check's code could.
+  const calls = process.arch === 'arm64' ? [217, 218, 219] : [248, 249, 250];
+  const script = [
+    'import ctypes',
+    'libc = ctypes.CDLL(None, use_errno=True)',
+    `add, request, keyctl = ${JSON.stringify(calls)}`,
+    "made = libc.syscall(add, b'user', b'kept', b'WRITTEN', 7, -3)",
+    "print('add', made, ctypes.get_errno())",
+    "found = libc.syscall(request, b'user', b'person-key', None, -3)",
+    "print('request', found, ctypes.get_errno())",
+    "print('keyctl', libc.syscall(keyctl, 0, -3, 0), ctypes.get_errno())",
+  ].join('\n');
+  await writeFile(path.join(root, 'keys.py'), script);
+  const run = await containedRunner('python3 keys.py', contained(root));
+  assert.equal(run.output, 'add -1 1\nrequest -1 1\nkeyctl -1 1\n', 'every keyring call is refused (EPERM)');
+});
+
 test('started from /, where every PATH entry lies inside the folder started in, the sandbox is still found: the check is never run uncontained for want of a trusted bubblewrap', async (t) => {
   if (!sandboxed(t)) return;
   const harness = pathToFileURL(path.join(import.meta.dirname, '..', '..', 'hardening', 'index.ts')).href;
