@@ -12,6 +12,7 @@ import {
   access,
   lstat,
   mkdir,
+  open,
   readdir,
   readFile,
   realpath,
@@ -777,7 +778,9 @@ export async function loadContextFiles(root: string): Promise<ContextFile[]> {
     const file = path.join(dir, 'AGENTS.md');
     if (!(await exists(file))) continue;
     const read =
-      room > 0 ? await readContextFile(dir, file) : `nearer AGENTS.md files fill the ${cap} cap`;
+      room > 0
+        ? await readContextFile(dir, file, room)
+        : `nearer AGENTS.md files fill the ${cap} cap`;
     if (typeof read === 'string') {
       files.unshift({ path: file, text: '', skipped: read });
       continue;
@@ -791,12 +794,21 @@ export async function loadContextFiles(root: string): Promise<ContextFile[]> {
 }
 
 /** Prevents AGENTS.md from putting a file outside its folder in the system prompt (a symlink out)
- *  or hanging the start (a named pipe blocks whoever opens it). A string says why not. */
-async function readContextFile(dir: string, file: string): Promise<Buffer | string> {
+ *  or hanging the start (a named pipe blocks whoever opens it); reads at most `most` bytes and
+ *  one more, to tell a cut. A string says why not. */
+async function readContextFile(dir: string, file: string, most: number): Promise<Buffer | string> {
   const real = await realpath(file).catch(() => null);
   if (real === null) return 'a broken symlink';
   if (!isInside(dir, real)) return `a link out of its folder, to ${real}`;
   if (!(await stat(real)).isFile())
     return 'not a regular file (a named pipe, socket, device or folder)';
-  return await readFile(real).catch((error: NodeJS.ErrnoException) => `unreadable (${error.code})`);
+  // No more than can be shown: a 2 GB AGENTS.md would be read whole at every start.
+  const handle = await open(real).catch((error: NodeJS.ErrnoException) => String(error.code));
+  if (typeof handle === 'string') return `unreadable (${handle})`;
+  try {
+    const { buffer, bytesRead } = await handle.read(Buffer.alloc(most + 1), 0, most + 1, 0);
+    return buffer.subarray(0, bytesRead);
+  } finally {
+    await handle.close();
+  }
 }

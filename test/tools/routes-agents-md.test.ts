@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { constants, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { open } from 'node:fs/promises';
+import { open, truncate } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { loadContextFiles } from '../../tools.ts';
@@ -65,6 +65,14 @@ describe('AGENTS.md: inside its folder after links, regular files only, skipped 
     );
     assert.match(files[1]?.text ?? '', /^x{32768}\n\[cut: AGENTS\.md files are capped at 32 KiB in all\]$/);
   });
+  test('a 3 GB AGENTS.md is read no further than the cap, instead of failing the start (a file too large to read whole)', async (t) => {
+    const root = await tempProject(t, { 'AGENTS.md': 'rule\n' });
+    await truncate(path.join(root, 'AGENTS.md'), 3 * 1024 ** 3); // sparse: no disk spent
+    const [file] = await loadContextFiles(root);
+    assert.equal(file?.skipped, undefined);
+    assert.match(file?.text ?? '', /^rule\n\0{32763}\n\[cut: AGENTS\.md files are capped at 32 KiB in all\]$/);
+  });
+
   test('an AGENTS.md exactly at the 32 KiB cap is read whole, with no cut note, and a farther one is skipped', async (t) => {
     const full = 'x'.repeat(32 * 1024);
     const base = await tempProject(t, { 'repo/AGENTS.md': 'far\n', 'repo/pkg/AGENTS.md': full });
