@@ -5,6 +5,7 @@
 
 import Anthropic from '@anthropic-ai/sdk';
 import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setImmediate as tick } from 'node:timers/promises';
@@ -13,6 +14,7 @@ import { z } from 'zod';
 import { AnthropicModel, MAX_PARALLEL_READS, resume, runTask } from '../../agent.ts';
 import { call, reply, say, type ScriptEntry, toolUse } from '../../scripted-model.ts';
 import { defineTool, type Tool } from '../../tools.ts';
+import { stallWatch } from '../../hardening/index.ts';
 import { fakeApiClient, fakeMessage, messageCalls, textBlock, toolUseBlock } from '../model/fake-api.ts';
 import { deferred, scriptedAgent, tempProject, textOf, toolsWith, unmarked, violationsOf, within } from '../helpers.ts';
 
@@ -365,11 +367,45 @@ describe('API faults through the real SDK', () => {
       const { agent } = await scriptedAgent(root, [], { model: new AnthropicModel('claude-test', client, 200) });
       const halt = await runTask(agent, 'write x.txt');
       assert.equal(halt.kind, 'error');
-      assert.match(halt.kind === 'error' ? halt.message : '', /stalled/);
+      assert.match(halt.kind === 'error' ? halt.message : '', /stalled: no data for 0\.2 s/);
       assert.equal(messageCalls(api).length, 1, 'one request, not retried');
       assert.deepEqual(agent.messages.map(textOf), ['write x.txt'], 'only the task: nothing of the stalled reply');
     },
   );
+
+  test('a stream that keeps sending, for longer in all than the idle limit, is not cut off as stalled', async (t) => {
+    // A clock of the test's own: Node 20's mock timers do not honour a timer's refresh().
+    let now = 0;
+    type Timer = { at: number; run: () => void; refresh: () => Timer };
+    const timers = new Set<Timer>();
+    t.mock.method(globalThis, 'setTimeout', (run: () => void, ms: number) => {
+      const timer: Timer = { at: now + ms, run, refresh: () => ((timer.at = now + ms), timer) };
+      timers.add(timer);
+      return timer;
+    });
+    t.mock.method(globalThis, 'clearTimeout', (timer: Timer) => timers.delete(timer));
+    const advance = (ms: number) => {
+      now += ms;
+      for (const timer of [...timers].filter(({ at }) => at <= now)) timers.delete(timer) && timer.run();
+    };
+    const { signal, watch } = stallWatch(200);
+    let finish = (_text: string) => {};
+    const stream = Object.assign(new EventEmitter(), {
+      finalMessage: () =>
+        new Promise<string>((resolve, reject) => {
+          finish = resolve;
+          signal.addEventListener('abort', () => reject(signal.reason));
+        }),
+    });
+    const answer = watch(stream as unknown as Parameters<typeof watch>[0]);
+    stream.emit('connect');
+    for (let event = 0; event < 5; event++) {
+      advance(150);
+      stream.emit('streamEvent');
+    }
+    finish('the whole reply');
+    assert.equal(await answer, 'the whole reply');
+  });
 
   test('a long wait between retries (a 529 asking for retry-after) is not mistaken for a stalled stream', async (t) => {
     const { client: direct, api } = await fakeApiClient(t, [
