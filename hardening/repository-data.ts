@@ -3,7 +3,9 @@
 // a folder git would open as a repository (a HEAD with objects/ and refs/, whatever its name), and
 // by name `.git` (also a file pointing elsewhere, in worktrees) and `.agent` (the session files).
 // `defaultProtection: false` lifts it.
-// Tests: test/tools/tools.test.ts ("never read"), test/tools/routes-read-swap.test.ts.
+// Tests: test/loop/guards.test.ts ("a forker's read-only tool out of .git"),
+// test/tools/routes-git.test.ts ("never read", "opt out"), test/tools/tools.test.ts (".git",
+// ".agent"), test/tools/routes-read-swap.test.ts.
 
 import path from 'node:path';
 import { pathOf, safe_path, type Tool, type ToolContext, ToolError } from '../tools.ts';
