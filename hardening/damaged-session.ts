@@ -4,7 +4,8 @@
 // result is answered "result lost", a stray result dropped, a repeated call dropped, results moved
 // first. Messages are only added or changed at the end, so a compaction's cut keeps its meaning.
 // resume continues a session so read, and keeps the protected files' fingerprints from its first
-// start. Tests: test/loop/sessions.test.ts, app/test/session-file.test.ts.
+// start. Tests: test/loop/sessions.test.ts, app/test/session-file.test.ts,
+// test/loop/hardening.test.ts ("not laundered by resume").
 
 import type Anthropic from '@anthropic-ai/sdk';
 import { withinShare } from './huge-messages.ts';

@@ -11,10 +11,10 @@ import path from 'node:path';
 import { setImmediate as tick } from 'node:timers/promises';
 import { describe, test, type TestContext } from 'node:test';
 import { z } from 'zod';
-import { AnthropicModel, MAX_PARALLEL_READS, resume, runTask } from '../../agent.ts';
+import { type AgentEvent, AnthropicModel, MAX_PARALLEL_READS, resume, runTask } from '../../agent.ts';
 import { call, reply, say, type ScriptEntry, toolUse } from '../../scripted-model.ts';
 import { defineTool, type Tool } from '../../tools.ts';
-import { stallWatch } from '../../hardening/index.ts';
+import { stallWatch, transcriptRepair } from '../../hardening/index.ts';
 import { fakeApiClient, fakeMessage, messageCalls, textBlock, toolUseBlock } from '../model/fake-api.ts';
 import { deferred, scriptedAgent, tempProject, textOf, toolsWith, unmarked, violationsOf, within } from '../helpers.ts';
 
@@ -431,7 +431,61 @@ describe('API faults through the real SDK', () => {
 // =============================================================================================
 // 5. SIGKILL mid-call, then --resume: one real child process
 
+describe('a damaged session file, repaired', () => {
+  const task: Anthropic.MessageParam = { role: 'user', content: [{ type: 'text', text: 'task' }] };
+  const calls = (...ids: string[]): Anthropic.MessageParam => ({
+    role: 'assistant',
+    content: ids.map((id) => ({ type: 'tool_use', id, name: 'read_file', input: { path: 'a.txt' } })),
+  });
+  const result = (id: string): Anthropic.ToolResultBlockParam => ({
+    type: 'tool_result',
+    tool_use_id: id,
+    content: 'a',
+  });
+  const note: Anthropic.TextBlockParam = { type: 'text', text: 'note' };
+  /** The messages and the warnings of a file whose lines are `lines`. */
+  const repaired = (...lines: Anthropic.MessageParam[]) => {
+    const warnings: string[] = [];
+    const repair = transcriptRepair((text) => warnings.push(text));
+    lines.forEach((line, i) => repair.add(line, `line ${i + 1}`));
+    return { messages: repair.messages, warnings };
+  };
+
+  test('a reply that repeats an earlier call stays a reply when the repeat is dropped', () => {
+    const repeat: Anthropic.ToolUseBlockParam = { type: 'tool_use', id: 'a', name: 'read_file', input: {} };
+    const again: Anthropic.MessageParam = { role: 'assistant', content: [note, repeat] };
+    const { messages } = repaired(task, calls('a'), { role: 'user', content: [result('a')] }, again);
+    assert.deepEqual(messages[3], { role: 'assistant', content: [note] });
+  });
+
+  test('"results moved before the text" is warned only when results were moved, not dropped or answered lost', () => {
+    const moved = (...lines: Anthropic.MessageParam[]) =>
+      repaired(...lines).warnings.filter((warning) => warning.endsWith('results moved before the text')).length;
+    assert.equal(moved(task, calls('a'), { role: 'user', content: [note, result('a')] }), 1);
+    assert.equal(moved(task, calls('a', 'b'), { role: 'user', content: [result('a'), note, result('b')] }), 1);
+    assert.equal(moved(task, calls('a', 'b'), { role: 'user', content: [note, result('a')] }), 0);
+    assert.equal(moved(task, calls('a', 'b'), { role: 'user', content: [note, result('a'), result('x')] }), 0);
+  });
+});
+
 describe('resume', () => {
+  test('a session whose process died mid-call resumes with those calls answered last, and the views see the answer', async (t) => {
+    const root = await tempProject(t);
+    const events: AgentEvent[] = [];
+    const { agent } = await scriptedAgent(root, [say('ok')], { onEvent: (event) => events.push(event) });
+    const repair: Anthropic.MessageParam = {
+      role: 'user',
+      content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'not run', is_error: true }],
+    };
+    const messages: Anthropic.MessageParam[] = [
+      { role: 'user', content: 'task' },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'read_file', input: {} }] },
+    ];
+    resume(agent, { messages, compaction: null, subAgents: 0, repair, protectedAtStart: null, warnings: [] });
+    assert.deepEqual(agent.messages.at(-1), repair);
+    assert.deepEqual(events, [{ type: 'message', message: repair }]);
+  });
+
   test('resuming 300,000 messages does not overflow the argument limit (no push(...all))', async (t) => {
     const root = await tempProject(t);
     const messages: Anthropic.MessageParam[] = Array.from({ length: 300_000 }, (_, i) => ({
