@@ -30,9 +30,9 @@ export function freezeNewMessages(messages: Anthropic.MessageParam[]): Anthropic
 }
 
 export function deepFreeze<T>(value: T): T {
-  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return value;
+  if (Object.isFrozen(value)) return value; // true of every primitive and null: objects go on
   Object.freeze(value);
-  for (const child of Object.values(value)) deepFreeze(child);
+  for (const child of Object.values(value as object)) deepFreeze(child);
   return value;
 }
 
