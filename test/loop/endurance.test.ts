@@ -500,6 +500,17 @@ describe('a trip costs the same at any length', () => {
       assert.match(halt.kind === 'error' ? halt.message : '', told, what);
       assert.deepEqual(agent.messages, [{ role: 'user', content: [{ type: 'text', text: 'hello' }] }], what);
     }
+    // The model's reply is frozen by the next request too, with the results that came after it.
+    const editsTheReply: ContextHook = async (messages) => {
+      if (messages.length > 1) (messages[1] as { content: unknown }).content = 'rewritten';
+      return messages;
+    };
+    const replied = await scriptedAgent(root, [call('read_file', { path: 'a.txt' }), say('never sent')], {
+      contextHooks: [editsTheReply],
+    });
+    assert.equal((await runTask(replied.agent, 'read a.txt')).kind, 'error', 'a hook that edits an earlier reply');
+    assert.equal(replied.agent.messages[1]?.role, 'assistant');
+    assert.notEqual(replied.agent.messages[1]?.content, 'rewritten');
     // A hook that returns a new array shows the model more than the transcript holds, and the transcript is unchanged.
     const note: Anthropic.MessageParam = { role: 'user', content: 'a note from the hook' };
     const { agent, model } = await scriptedAgent(root, [say('ok')], { contextHooks: [async (m) => [...m, note]] });
