@@ -116,13 +116,16 @@ async function noticesOf(answer: Response | Error, headers: Record<string, strin
 }
 const answered = (status: number, headers: Record<string, string> = {}) => new Response('{}', { status, headers });
 
-test('a retry notice follows the SDK rule: 408, 409, 429 and every 5xx are retried, shortly unless told when', async () => {
+test('a retry notice follows the SDK rule: 408, 409, 429, every 5xx and what x-should-retry says are retried', async () => {
   for (const status of [408, 409, 429, 500, 503]) {
     assert.deepEqual((await noticesOf(answered(status))).notices, [
       `the API answered ${status}; the SDK retries shortly (retry 1, 1 more left)…`,
     ]);
   }
   assert.deepEqual((await noticesOf(answered(400))).notices, []);
+  assert.deepEqual((await noticesOf(answered(400, { 'x-should-retry': 'true' }))).notices, [
+    'the API answered 400; the SDK retries shortly (retry 1, 1 more left)…',
+  ]);
 });
 
 test('a retry notice gives the wait the API asked for, and "shortly" for a wait of 0', async () => {
