@@ -9,8 +9,8 @@
 // renamed over it; the lock names that temporary file, so one a crash strands is removed at the
 // next start (sweepStrandedWrites). On Linux the folders are opened one by one from the root
 // without following links, and the file is made in the last one.
-// Tests: test/tools/routes-lost-update.test.ts and .check.ts, test/tools/tools-details.test.ts
-// (modes, crashes), test/tools/routes-write-race.check.ts.
+// Tests: test/tools/routes-lost-update.test.ts, test/tools/routes-lost-update.check.ts,
+// test/tools/tools-details.test.ts (modes, crashes), test/tools/routes-write-race.check.ts.
 
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';

@@ -7,7 +7,8 @@
 // of it (an edit recorded before it was written, checked against the disk: applied or not). resume
 // continues a session so read, and keeps the protected files' fingerprints from its first start.
 // Tests: test/loop/sessions.test.ts, app/test/session-file.test.ts, app/test/edit-intents.test.ts,
-// app/test/crash.check.ts (real processes).
+// app/test/crash.check.ts (real processes), test/loop/hardening.test.ts ("not laundered by
+// resume").
 
 import type Anthropic from '@anthropic-ai/sdk';
 import { withinShare } from './huge-messages.ts';

@@ -2,7 +2,8 @@
 // tool, that rewrites a --protect'ed test), and a fingerprint that hangs or reads outside the
 // project. Every protected file is fingerprinted at the session's start and at each gate; a link is
 // followed only to a file inside the root, and only regular files are opened, without blocking.
-// Tests: test/sandbox/protect-fingerprints.test.ts.
+// Tests: test/sandbox/protect-fingerprints.test.ts, test/loop/hardening.test.ts ("protected
+// files"), test/sandbox/routes-sandbox.check.ts, test/tools/tools-gitignore.test.ts.
 
 import { createHash } from 'node:crypto';
 import { constants, type Dirent } from 'node:fs';

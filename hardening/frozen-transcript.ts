@@ -25,15 +25,15 @@ export function estimateMessages(messages: View): number {
 
 /** Prevents changes to a message the model may have seen (the cache, the session file). */
 export function freezeNewMessages(messages: Anthropic.MessageParam[]): Anthropic.MessageParam[] {
-  for (let i = messages.length - 1; i >= 0 && !Object.isFrozen(messages[i]); i--)
-    deepFreeze(messages[i]);
+  // Back from the end to the first frozen one; messages[-1] is undefined, which counts as frozen.
+  for (let i = messages.length - 1; !Object.isFrozen(messages[i]); i--) deepFreeze(messages[i]);
   return messages;
 }
 
 export function deepFreeze<T>(value: T): T {
-  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return value;
+  if (Object.isFrozen(value)) return value; // true of every primitive and null: objects go on
   Object.freeze(value);
-  for (const child of Object.values(value)) deepFreeze(child);
+  for (const child of Object.values(value as object)) deepFreeze(child);
   return value;
 }
 

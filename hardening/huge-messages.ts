@@ -2,7 +2,9 @@
 // request of a session, and a summary request larger than the window. A message appended is kept
 // within half the window, its long strings cut to head and tail; a summary request cuts its
 // strings too, and summarises the older part in pieces that fit.
-// Tests: test/loop/endurance.test.ts, test/tools/tools-details.test.ts ("capStrings").
+// Tests: test/loop/endurance.test.ts, test/tools/tools-details.test.ts ("capStrings"),
+// test/loop/limits.test.ts (a huge edit, compaction in pieces), test/loop/guards-mutants.test.ts
+// ("compaction in pieces").
 
 import type Anthropic from '@anthropic-ai/sdk';
 import { estimateMessages } from './frozen-transcript.ts';

@@ -2,7 +2,8 @@
 // input is not an object, or nests thousands of levels deep; JSON.stringify (the SDK's request,
 // the session file) overflows the stack on the second, so every later request would fail. Such an
 // input is replaced by a note (under UNUSABLE) that validation refuses, and the model is told.
-// Tests: test/loop/guards.test.ts ("absurd inputs"), test/tools/tools-inputs.test.ts.
+// Tests: test/loop/guards.test.ts ("absurd inputs"), test/tools/tools-inputs.test.ts,
+// test/loop/limits.test.ts ("not an object"), test/loop/guards-mutants.test.ts ("beside text").
 
 import type Anthropic from '@anthropic-ai/sdk';
 

@@ -4,7 +4,9 @@
 // by name `.git` (also a file pointing elsewhere, in worktrees) and `.agent` (the session files).
 // `defaultProtection: false` lifts it. The check sees the same two names empty unless
 // --sandbox-read names them (sandbox.ts's hiddenFromCheck), so its output cannot show them.
-// Tests: test/tools/tools.test.ts ("never read"), test/tools/routes-read-swap.test.ts.
+// Tests: test/loop/guards.test.ts ("a forker's read-only tool out of .git"),
+// test/tools/routes-git.test.ts ("never read", "opt out"), test/tools/tools.test.ts (".git",
+// ".agent"), test/tools/routes-read-swap.test.ts.
 
 import path from 'node:path';
 import { pathOf, safe_path, type Tool, type ToolContext, ToolError } from '../tools.ts';

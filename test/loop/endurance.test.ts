@@ -29,6 +29,7 @@ import {
   runTask,
 } from '../../agent.ts';
 import { CONTEXT_FILES_MAX_BYTES } from '../../tools.ts';
+import { estimateMessages } from '../../hardening/index.ts';
 import { z } from 'zod';
 import {
   call,
@@ -475,28 +476,60 @@ describe('a trip costs the same at any length', () => {
 
   test("a forker's context hook cannot corrupt the transcript: changing the array or a message it is shown throws, and the transcript stays as it was", async (t) => {
     const root = await tempProject(t);
-    const corrupt: Record<string, ContextHook> = {
-      'pushes onto the array': async (messages) => {
-        (messages as Anthropic.MessageParam[]).push({ role: 'user', content: 'injected' });
-        return messages;
-      },
-      'edits a message': async (messages) => {
-        (messages[0] as { content: unknown }).content = 'rewritten';
-        return messages;
-      },
+    // Each with what the forker is told: the array's own refusal says what to do instead.
+    const corrupt: Record<string, [ContextHook, RegExp]> = {
+      'pushes onto the array': [
+        async (messages) => {
+          (messages as Anthropic.MessageParam[]).push({ role: 'user', content: 'injected' });
+          return messages;
+        },
+        /may not change the array it is shown: return a new one/,
+      ],
+      'edits a message': [
+        async (messages) => {
+          (messages[0] as { content: unknown }).content = 'rewritten';
+          return messages;
+        },
+        /read.only/,
+      ],
     };
-    for (const [what, hook] of Object.entries(corrupt)) {
+    for (const [what, [hook, told]] of Object.entries(corrupt)) {
       const { agent } = await scriptedAgent(root, [say('never sent')], { contextHooks: [hook] });
       const halt = await runTask(agent, 'hello');
       assert.equal(halt.kind, 'error', `a hook that ${what}`);
+      assert.match(halt.kind === 'error' ? halt.message : '', told, what);
       assert.deepEqual(agent.messages, [{ role: 'user', content: [{ type: 'text', text: 'hello' }] }], what);
     }
+    // The model's reply is frozen by the next request too, with the results that came after it.
+    const editsTheReply: ContextHook = async (messages) => {
+      if (messages.length > 1) (messages[1] as { content: unknown }).content = 'rewritten';
+      return messages;
+    };
+    const replied = await scriptedAgent(root, [call('read_file', { path: 'a.txt' }), say('never sent')], {
+      contextHooks: [editsTheReply],
+    });
+    assert.equal((await runTask(replied.agent, 'read a.txt')).kind, 'error', 'a hook that edits an earlier reply');
+    assert.equal(replied.agent.messages[1]?.role, 'assistant');
+    assert.notEqual(replied.agent.messages[1]?.content, 'rewritten');
     // A hook that returns a new array shows the model more than the transcript holds, and the transcript is unchanged.
     const note: Anthropic.MessageParam = { role: 'user', content: 'a note from the hook' };
     const { agent, model } = await scriptedAgent(root, [say('ok')], { contextHooks: [async (m) => [...m, note]] });
     await runTask(agent, 'hello');
     assert.deepEqual(model.requests[0]!.messages.at(-1), note);
     assert.equal(agent.messages.length, 2);
+  });
+
+  test("a transcript's size, summed message by message, is what its whole JSON measures, brackets and commas too", () => {
+    const messages = Array.from({ length: 8 }, (_, i): Anthropic.MessageParam => ({
+      role: 'user',
+      content: 'x'.repeat(i),
+    }));
+    for (let count = 0; count <= messages.length; count++) {
+      for (let from = 0; from + count <= messages.length; from++) {
+        const some = messages.slice(from, from + count);
+        assert.equal(estimateMessages(some), estimateTokens(some), `${count} message(s) from ${from}`);
+      }
+    }
   });
 
   test('each message is measured once: the first request of a resumed transcript, the next, and the context breakdown do not stringify it again', async (t) => {

@@ -20,6 +20,7 @@ import {
 } from '../../agent.ts';
 import { call, reply, say, ScriptedModel, toolUse } from '../../scripted-model.ts';
 import { defineTool, ToolError } from '../../tools.ts';
+import { withinGrace, withinHookTime } from '../../hardening/index.ts';
 import { startDeepReplyApi } from '../model/fake-api.ts';
 import {
   deferred,
@@ -310,6 +311,47 @@ describe('after-call hooks', () => {
     t.mock.timers.tick(10_000);
     await withinRealTime(running, 'the run, 10 s after the hook was asked');
     assert.equal(toolResults(agent.messages)[0]?.content, 'result withheld: the scan check failed');
+  });
+});
+
+describe('the time limits themselves, on calls that do answer', () => {
+  /** How many timers are pending in this process now. */
+  const pendingTimers = () => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+
+  test('a hook that answers in time leaves no timer behind to hold the program 10 s after the run', async () => {
+    const before = pendingTimers();
+    assert.equal(await withinHookTime({}, () => 'allowed'), 'allowed');
+    assert.equal(pendingTimers(), before);
+  });
+
+  test("a call that answers leaves neither a timer nor a listener on the run's signal behind", async () => {
+    const before = pendingTimers();
+    const stopped = new AbortController();
+    stopped.abort();
+    assert.equal(await withinGrace(Promise.resolve('answered'), stopped.signal, 'late'), 'answered');
+    assert.equal(pendingTimers(), before, 'the grace timer started by the stop is cleared');
+    const running = new AbortController();
+    assert.equal(await withinGrace(Promise.resolve('answered'), running.signal, 'late'), 'answered');
+    running.abort(); // a later Ctrl-C, in the next call
+    assert.equal(pendingTimers(), before, 'no grace starts for a call already answered');
+  });
+
+  test('a slow call with no stop is waited on, not given up on after the grace', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const answer = deferred<string>();
+    const outcome = withinGrace(answer.promise, new AbortController().signal, 'late');
+    t.mock.timers.tick(60_000);
+    answer.resolve('answered');
+    assert.equal(await outcome, 'answered');
+  });
+
+  test('a call made after the stop is given up on after the grace, not waited on forever', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const stopped = new AbortController();
+    stopped.abort();
+    const outcome = withinGrace(new Promise<string>(() => {}), stopped.signal, 'late');
+    t.mock.timers.tick(5_000);
+    assert.equal(await withinRealTime(outcome, 'the grace after the stop'), 'late');
   });
 });
 

@@ -360,6 +360,18 @@ describe('protected files', () => {
     assert.match(gate.join('\n'), /protected files changed/);
   });
 
+  test('a file no longer protected when a session resumes is not held to its first fingerprint', async (t) => {
+    const root = await tempProject(t, { 'test.js': 'process.exit(0);\n', 'old.js': 'one\n' });
+    const before = { protect: ['test.js', 'old.js'], verify: 'node test.js', budgets: { maxTurns: 1 } };
+    const first = await scriptedAgent(root, [say('Done.')], before);
+    await runTask(first.agent, 'fix it');
+    await writeFile(path.join(root, 'old.js'), 'two\n'); // the person's own change, once unprotected
+    const second = await scriptedAgent(root, [say('Done.')], { ...before, protect: ['test.js'] });
+    const saved = { compaction: null, subAgents: 0, repair: null, warnings: [] };
+    resume(second.agent, { ...saved, messages: first.agent.messages, protectedAtStart: first.agent.protectedAtStart });
+    assert.equal((await runTask(second.agent, 'keep going')).kind, 'accepted');
+  });
+
   test('--protect matches exactly as minimatch does: dotfiles are protected ("config/*" takes config/.secret), and a file named "test" is not under "test/**"', async (t) => {
     const root = await tempProject(t, { test: 'a file, not a folder\n', '.env': 'KEY=1\n', 'test2/x.js': 'x\n' });
     const edits = ['test', '.env', '.github/ci.yml', 'config/.secret', 'test/new.js'].map((file) =>

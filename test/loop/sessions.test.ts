@@ -5,15 +5,16 @@
 
 import Anthropic from '@anthropic-ai/sdk';
 import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setImmediate as tick } from 'node:timers/promises';
 import { describe, test, type TestContext } from 'node:test';
 import { z } from 'zod';
-import { AnthropicModel, MAX_PARALLEL_READS, resume, runTask } from '../../agent.ts';
+import { type AgentEvent, AnthropicModel, MAX_PARALLEL_READS, resume, runTask } from '../../agent.ts';
 import { call, reply, say, type ScriptEntry, toolUse } from '../../scripted-model.ts';
 import { defineTool, type Tool } from '../../tools.ts';
-import { transcriptRepair } from '../../hardening/damaged-session.ts';
+import { stallWatch, transcriptRepair } from '../../hardening/index.ts';
 import { fakeApiClient, fakeMessage, messageCalls, textBlock, toolUseBlock } from '../model/fake-api.ts';
 import { deferred, scriptedAgent, tempProject, textOf, toolsWith, unmarked, violationsOf, within } from '../helpers.ts';
 
@@ -368,11 +369,45 @@ describe('API faults through the real SDK', () => {
       });
       const halt = await runTask(agent, 'write x.txt');
       assert.equal(halt.kind, 'error');
-      assert.match(halt.kind === 'error' ? halt.message : '', /stalled/);
+      assert.match(halt.kind === 'error' ? halt.message : '', /stalled: no data for 0\.2 s/);
       assert.equal(messageCalls(api).length, 1, 'one request, not retried');
       assert.deepEqual(agent.messages.map(textOf), ['write x.txt'], 'only the task: nothing of the stalled reply');
     },
   );
+
+  test('a stream that keeps sending, for longer in all than the idle limit, is not cut off as stalled', async (t) => {
+    // A clock of the test's own: Node 20's mock timers do not honour a timer's refresh().
+    let now = 0;
+    type Timer = { at: number; run: () => void; refresh: () => Timer };
+    const timers = new Set<Timer>();
+    t.mock.method(globalThis, 'setTimeout', (run: () => void, ms: number) => {
+      const timer: Timer = { at: now + ms, run, refresh: () => ((timer.at = now + ms), timer) };
+      timers.add(timer);
+      return timer;
+    });
+    t.mock.method(globalThis, 'clearTimeout', (timer: Timer) => timers.delete(timer));
+    const advance = (ms: number) => {
+      now += ms;
+      for (const timer of [...timers].filter(({ at }) => at <= now)) timers.delete(timer) && timer.run();
+    };
+    const { signal, watch } = stallWatch(200);
+    let finish = (_text: string) => {};
+    const stream = Object.assign(new EventEmitter(), {
+      finalMessage: () =>
+        new Promise<string>((resolve, reject) => {
+          finish = resolve;
+          signal.addEventListener('abort', () => reject(signal.reason));
+        }),
+    });
+    const answer = watch(stream as unknown as Parameters<typeof watch>[0]);
+    stream.emit('connect');
+    for (let event = 0; event < 5; event++) {
+      advance(150);
+      stream.emit('streamEvent');
+    }
+    finish('the whole reply');
+    assert.equal(await answer, 'the whole reply');
+  });
 
   test('a long wait between retries (a 529 asking for retry-after) is not mistaken for a stalled stream', async (t) => {
     const { client: direct, api } = await fakeApiClient(t, [
@@ -400,6 +435,43 @@ describe('API faults through the real SDK', () => {
 // =============================================================================================
 // 5. SIGKILL mid-call, then --resume: one real child process
 
+describe('a damaged session file, repaired', () => {
+  const task: Anthropic.MessageParam = { role: 'user', content: [{ type: 'text', text: 'task' }] };
+  const calls = (...ids: string[]): Anthropic.MessageParam => ({
+    role: 'assistant',
+    content: ids.map((id) => ({ type: 'tool_use', id, name: 'read_file', input: { path: 'a.txt' } })),
+  });
+  const result = (id: string): Anthropic.ToolResultBlockParam => ({
+    type: 'tool_result',
+    tool_use_id: id,
+    content: 'a',
+  });
+  const note: Anthropic.TextBlockParam = { type: 'text', text: 'note' };
+  /** The messages and the warnings of a file whose lines are `lines`. */
+  const repaired = (...lines: Anthropic.MessageParam[]) => {
+    const warnings: string[] = [];
+    const repair = transcriptRepair((text) => warnings.push(text));
+    lines.forEach((line, i) => repair.add(line, `line ${i + 1}`));
+    return { messages: repair.messages, warnings };
+  };
+
+  test('a reply that repeats an earlier call stays a reply when the repeat is dropped', () => {
+    const repeat: Anthropic.ToolUseBlockParam = { type: 'tool_use', id: 'a', name: 'read_file', input: {} };
+    const again: Anthropic.MessageParam = { role: 'assistant', content: [note, repeat] };
+    const { messages } = repaired(task, calls('a'), { role: 'user', content: [result('a')] }, again);
+    assert.deepEqual(messages[3], { role: 'assistant', content: [note] });
+  });
+
+  test('"results moved before the text" is warned only when results were moved, not dropped or answered lost', () => {
+    const moved = (...lines: Anthropic.MessageParam[]) =>
+      repaired(...lines).warnings.filter((warning) => warning.endsWith('results moved before the text')).length;
+    assert.equal(moved(task, calls('a'), { role: 'user', content: [note, result('a')] }), 1);
+    assert.equal(moved(task, calls('a', 'b'), { role: 'user', content: [result('a'), note, result('b')] }), 1);
+    assert.equal(moved(task, calls('a', 'b'), { role: 'user', content: [note, result('a')] }), 0);
+    assert.equal(moved(task, calls('a', 'b'), { role: 'user', content: [note, result('a'), result('x')] }), 0);
+  });
+});
+
 describe('resume', () => {
   test('a call the process died in is answered with what the program knows of it (an edit that landed), not "not run"; the others "not run"', () => {
     const repair = transcriptRepair(() => {});
@@ -426,6 +498,23 @@ describe('resume', () => {
     const { agent } = await scriptedAgent(await tempProject(t), script, { tools: toolsWith(probe) });
     await runTask(agent, 'probe');
     assert.deepEqual(ids.sort(), ['toolu_s1_0', 'toolu_s1_1']);
+  });
+
+  test('a session whose process died mid-call resumes with those calls answered last, and the views see the answer', async (t) => {
+    const root = await tempProject(t);
+    const events: AgentEvent[] = [];
+    const { agent } = await scriptedAgent(root, [say('ok')], { onEvent: (event) => events.push(event) });
+    const repair: Anthropic.MessageParam = {
+      role: 'user',
+      content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'not run', is_error: true }],
+    };
+    const messages: Anthropic.MessageParam[] = [
+      { role: 'user', content: 'task' },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'read_file', input: {} }] },
+    ];
+    resume(agent, { messages, compaction: null, subAgents: 0, repair, protectedAtStart: null, warnings: [] });
+    assert.deepEqual(agent.messages.at(-1), repair);
+    assert.deepEqual(events, [{ type: 'message', message: repair }]);
   });
 
   test('resuming 300,000 messages does not overflow the argument limit (no push(...all))', async (t) => {

@@ -9,6 +9,7 @@ import { test, type TestContext } from 'node:test';
 import { type AgentEvent, AnthropicModel, runTask } from '../../agent.ts';
 import { fakeApiClient, fakeMessage, type FakeStep, messageCalls, textBlock, toolUseBlock } from './fake-api.ts';
 import { scriptedAgent, tempProject } from '../helpers.ts';
+import { describeModelError, isPromptTooLong, retryNotices } from '../../hardening/index.ts';
 
 async function agentOnFakeApi(t: TestContext, steps: FakeStep[], files: Record<string, string> = {}) {
   const { api, client } = await fakeApiClient(t, steps);
@@ -137,6 +138,70 @@ test('a retry notice never promises a retry the SDK will not make: the server sa
   ]);
 });
 
+type Middleware = ReturnType<typeof retryNotices>;
+
+/** The notices retryNotices gives for one attempt that ends in `answer` (a response, or a connection error). */
+async function noticesOf(answer: Response | Error, headers: Record<string, string> = {}, withOptions = true) {
+  const notices: string[] = [];
+  const middleware = retryNotices(2, new AbortController().signal, (text) => notices.push(text));
+  const request = { url: 'http://localhost/v1/messages', method: 'POST', headers: new Headers(headers) };
+  const next = async () => (answer instanceof Error ? Promise.reject(answer) : answer);
+  const context = { options: withOptions ? { maxRetries: 2 } : undefined };
+  const settled = await middleware(
+    request as unknown as Parameters<Middleware>[0],
+    next,
+    context as unknown as Parameters<Middleware>[2],
+  ).then(
+    (response) => response.status,
+    (error: unknown) => error,
+  );
+  return { notices, settled };
+}
+const answered = (status: number, headers: Record<string, string> = {}) => new Response('{}', { status, headers });
+
+test('a retry notice follows the SDK rule: 408, 409, 429, every 5xx and what x-should-retry says are retried', async () => {
+  for (const status of [408, 409, 429, 500, 503]) {
+    assert.deepEqual((await noticesOf(answered(status))).notices, [
+      `the API answered ${status}; the SDK retries shortly (retry 1, 1 more left)…`,
+    ]);
+  }
+  assert.deepEqual((await noticesOf(answered(400))).notices, []);
+  assert.deepEqual((await noticesOf(answered(400, { 'x-should-retry': 'true' }))).notices, [
+    'the API answered 400; the SDK retries shortly (retry 1, 1 more left)…',
+  ]);
+});
+
+test('a retry notice gives the wait the API asked for, and "shortly" for a wait of 0', async () => {
+  const waits: [Record<string, string>, string][] = [
+    [{ 'retry-after': '3' }, 'in 3 s'],
+    [{ 'retry-after-ms': '1000' }, 'in 1 s'],
+    [{ 'retry-after-ms': '200' }, 'in under a second'],
+    [{ 'retry-after': '0' }, 'shortly'],
+  ];
+  for (const [headers, when] of waits) {
+    assert.deepEqual((await noticesOf(answered(529, headers))).notices, [
+      `the API answered 529; the SDK retries ${when} (retry 1, 1 more left)…`,
+    ]);
+  }
+});
+
+test('a successful answer brings no retry notice, whatever its headers say', async () => {
+  assert.deepEqual(await noticesOf(answered(200, { 'x-should-retry': 'false' })), { notices: [], settled: 200 });
+});
+
+test('a connection that fails is told as a retry and still fails the attempt, for the SDK to retry', async () => {
+  const cut = new Error('socket hang up');
+  assert.deepEqual(await noticesOf(cut), {
+    notices: ['the connection failed (socket hang up); the SDK retries shortly (retry 1, 1 more left)…'],
+    settled: cut,
+  });
+});
+
+test("a request without per-request options (the client's own token traffic) counts the client's retries", async () => {
+  const { notices } = await noticesOf(answered(529), { 'x-stainless-retry-count': '1' }, false);
+  assert.deepEqual(notices, ['the API answered 529; the SDK retries shortly (retry 2, 0 more left)…']);
+});
+
 test('a 400 the SDK does not retry says nothing of retries: the error halt says what went wrong', async (t) => {
   const { agent, events } = await agentOnFakeApi(t, [{ kind: 'status', status: 400 }]);
   assert.equal((await runTask(agent, 'hi')).kind, 'error');
@@ -153,6 +218,25 @@ test('a failing API halts with kind error and a readable one-line message, not a
     halt.kind === 'error' ? halt.message : '',
     /^model call failed: HTTP 400 invalid_request_error: max_tokens: too large \(request id req_fake_\d+\)$/,
   );
+});
+
+test('a failed call that is no API error is reported in its own words, not as "HTTP undefined"', () => {
+  assert.equal(describeModelError(new Error('socket hang up')), 'model call failed: socket hang up');
+  assert.equal(
+    describeModelError(Object.assign(new Error('spawn failed'), { status: 1 })),
+    'model call failed: spawn failed',
+  );
+  assert.equal(describeModelError('a thrown string'), 'model call failed: a thrown string');
+});
+
+test('only a 400 that says "prompt is too long" compacts: not another 400, another status, or no API error', () => {
+  const apiError = (status: number, message: string) =>
+    Object.assign(new Error(`${status} ${message}`), { status, apiMessage: message });
+  assert.equal(isPromptTooLong(apiError(400, 'prompt is too long: 250000 tokens > 200000 maximum')), true);
+  assert.equal(isPromptTooLong(apiError(400, 'max_tokens: too large')), false);
+  assert.equal(isPromptTooLong(apiError(413, 'prompt is too long')), false);
+  assert.equal(isPromptTooLong(Object.assign(new Error('prompt is too long'), { status: 400 })), false);
+  assert.equal(isPromptTooLong(new Error('400 prompt is too long')), false);
 });
 
 test('a connection cut mid-stream ends the run as an error halt and leaves no half reply behind', async (t) => {

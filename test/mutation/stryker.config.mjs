@@ -4,31 +4,34 @@
 // survives is a guard no test pins, or a change that cannot matter; the second kind is listed,
 // with the reason, in MUTATION-SURVIVORS.md. The report is written to reports/mutation/.
 //
-// tools.ts is mutated section by section, each with the tests that pin it (the command runs every
+// The code is mutated section by section, each with the tests that pin it (the command runs every
 // listed test for every mutant, so a section's run pays only for its own tests). The sections are
-// read from tools.ts's own banners, so they follow the code as it moves:
-//   MUTATE_SECTION=runner npx stryker run test/mutation/stryker.config.mjs   # one: tools, runner, context, fingerprints
-//   npm run mutate                # every section in turn, then one score (test/mutation/mutate-tools.mjs)
-// Without MUTATE_SECTION: all of tools.ts, every mutant against every section's tests (slower).
+// read from the files themselves, so they follow the code as it moves: tools.ts's parts from its
+// banners, and one section per hardening file (index.ts, only wiring, excepted) with the tests its
+// opening comment names after "Tests:" (its *.test.ts and *.check.ts files; benchmarks are not tests).
+//   MUTATE_SECTION=runner npx stryker run test/mutation/stryker.config.mjs   # one section (or a,b together)
+//   MUTATE_SECTION=hung-calls,line-endings npm run mutate   # a few, each with its score
+//   npm run mutate                # every section in turn, then the scores (test/mutation/mutate.mjs)
+// Without MUTATE_SECTION: every section's code, every mutant against every section's tests (slower).
 
 import { readdirSync, readFileSync } from 'node:fs';
 
-const lines = readFileSync(new URL('../../tools.ts', import.meta.url), 'utf8').split('\n');
+const root = new URL('../../', import.meta.url);
+const lines = readFileSync(new URL('tools.ts', root), 'utf8').split('\n');
 /** The line of the banner that starts with `title`, 1-based; a missing banner is an error, not a silent range. */
 const bannerLine = (title) => {
   const index = lines.findIndex((line) => line.startsWith(`// ${title}`));
   if (index < 0) throw new Error(`tools.ts has no banner "// ${title}"`);
   return index; // the banner's rule is the line above: the section ends there
 };
-const runner = bannerLine('The command runner');
+const runner = bannerLine('The runner seam');
 const context = bannerLine('AGENTS.md files');
-const fingerprints = bannerLine('Fingerprints of the protected files');
 
-/** Each part of tools.ts and the tests that pin it. */
-export const SECTIONS = {
-  // defineTool and the schema check, safe_path, protected names, the caps and the three tools.
+/** tools.ts's parts and the tests that pin each. */
+const TOOLS_SECTIONS = {
+  // The tool contract and the schema check, safe_path, the caps, the disk seam and the three tools.
   tools: {
-    lines: `1-${runner - 1}`,
+    mutate: `tools.ts:1-${runner - 1}`,
     tests: [
       'test/tools/tools.test.ts',
       'test/tools/tools-*.test.ts',
@@ -39,10 +42,10 @@ export const SECTIONS = {
       'test/tools/routes-locked-folder.check.ts', // list_files past a locked subfolder
     ],
   },
-  // runCommand, its OS sandbox (the allowlist, the overlay, the environment, the trusted programs) and the root check;
-  // sandboxChoice and commandOptions (fork-tools: a tool that runs commands; guards-mutants: the gate's choice).
+  // runCommand (a shell in the project, a timeout, the process group killed), sandboxChoice and commandOptions
+  // (fork-tools: a tool that runs commands; guards-mutants: the gate's choice).
   runner: {
-    lines: `${runner}-${context - 1}`,
+    mutate: `tools.ts:${runner}-${context - 1}`,
     tests: [
       'test/sandbox/sandbox.check.ts',
       'test/sandbox/routes-sandbox.check.ts',
@@ -54,26 +57,50 @@ export const SECTIONS = {
   },
   // AGENTS.md: what is read into the system prompt, and what is skipped.
   context: {
-    lines: `${context}-${fingerprints - 1}`,
+    mutate: `tools.ts:${context}-${lines.length}`,
     tests: ['test/tools/routes-agents-md.test.ts', 'test/loop/endurance.test.ts'],
-  },
-  // --protect: the globs and the fingerprints the gate compares.
-  fingerprints: {
-    lines: `${fingerprints}-${lines.length}`,
-    tests: [
-      'test/loop/hardening.test.ts',
-      'test/sandbox/routes-sandbox.check.ts',
-      'test/tools/tools-gitignore.test.ts',
-      'test/sandbox/protect-fingerprints.test.ts',
-    ],
   },
 };
 
+/** The test files a hardening file's opening comment names after "Tests:"; naming none is an error. */
+const testsNamedBy = (file) => {
+  const text = readFileSync(new URL(file, root), 'utf8').split('\n');
+  const header = text
+    .slice(
+      0,
+      text.findIndex((line) => !line.startsWith('//')),
+    )
+    .join(' ');
+  const named = header.split('Tests:')[1]?.match(/(?:app\/)?test\/[\w/.-]+\.(?:test|check)\.ts/g) ?? [];
+  if (named.length === 0) throw new Error(`${file}'s opening comment names no test under "Tests:"`);
+  return named;
+};
+/** One section per hardening file, named after it: `hardening/hung-calls.ts` is `hung-calls`. */
+const HARDENING_SECTIONS = Object.fromEntries(
+  readdirSync(new URL('hardening/', root))
+    .filter((name) => name.endsWith('.ts') && name !== 'index.ts')
+    .sort()
+    .map((name) => [
+      name.slice(0, -'.ts'.length),
+      { mutate: `hardening/${name}`, tests: testsNamedBy(`hardening/${name}`) },
+    ]),
+);
+
+/** Every section, and the file each mutates: tools.ts's three, then each hardening file. */
+export const SECTIONS = { ...TOOLS_SECTIONS, ...HARDENING_SECTIONS };
+/** The file a section's mutants are in (its score is summed per file). */
+export const fileOf = (section) => SECTIONS[section].mutate.split(':')[0];
+
+// One section, or several comma-separated (run together: every mutant against all their tests).
 const chosen = process.env.MUTATE_SECTION;
-if (chosen !== undefined && !(chosen in SECTIONS))
-  throw new Error(`MUTATE_SECTION must be one of ${Object.keys(SECTIONS).join(', ')}`);
-const parts = chosen === undefined ? Object.values(SECTIONS) : [SECTIONS[chosen]];
-const testFiles = readdirSync(new URL('..', import.meta.url), { recursive: true }).map((name) => `test/${name}`);
+const names = chosen?.split(',') ?? Object.keys(SECTIONS);
+const unknown = names.filter((name) => !(name in SECTIONS));
+if (unknown.length > 0)
+  throw new Error(`no section ${unknown.join(', ')}: MUTATE_SECTION is one of ${Object.keys(SECTIONS).join(', ')}`);
+const parts = names.map((name) => SECTIONS[name]);
+const testFiles = ['test', 'app/test'].flatMap((folder) =>
+  readdirSync(new URL(folder, root), { recursive: true }).map((name) => `${folder}/${name}`),
+);
 /** The test files a pattern names (`*` within one name); a pattern that names none is an error. */
 const filesOf = (pattern) => {
   const matcher = new RegExp(`^${pattern.replaceAll('.', '\\.').replaceAll('*', '[^/]*')}$`);
@@ -82,11 +109,11 @@ const filesOf = (pattern) => {
   return found;
 };
 const TESTS = [...new Set(parts.flatMap((part) => part.tests.flatMap(filesOf)))];
-const MUTATE = chosen === undefined ? ['tools.ts'] : [`tools.ts:${SECTIONS[chosen].lines}`];
+const MUTATE = parts.map((part) => part.mutate);
 /** How a mutation run starts its tests: in this process, ended by the first failure. */
 export const TEST_COMMAND = 'node --import tsx --test-reporter=./test/mutation/first-failure.mjs';
 /** Where a run's reports go: one pair per section, so that the sections' runs add up. */
-export const reportOf = (section = 'tools') => ({
+export const reportOf = (section = 'all') => ({
   html: `reports/mutation/${section}.html`,
   json: `reports/mutation/${section}.json`,
 });
@@ -112,6 +139,8 @@ export default {
   checkers: [],
   tsconfigFile: 'no-tsconfig-rewrite.json',
   concurrency: 2,
+  // Under load (other runs on the two cores) a normal run can outlast a tight bound, and a survivor
+  // then passes for a timeout: raise it (`--timeoutMS 30000`) on a busy machine, and say so.
   timeoutMS: 10_000,
   reporters: ['clear-text', 'progress-append-only', 'html', 'json'],
   htmlReporter: { fileName: reportOf(chosen).html },

@@ -11,10 +11,11 @@ import { describe, test, type TestContext } from 'node:test';
 import { z } from 'zod';
 import { type ApprovalRequest, type Approver, runTask } from '../../agent.ts';
 import { call, reply, say, toolUse } from '../../scripted-model.ts';
-import { defineTool, list_files, read_file, type ToolContext } from '../../tools.ts';
+import { defineTool, edit_file, list_files, read_file, type ToolContext } from '../../tools.ts';
 import { scriptedAgent, tempProject, toolResults, toolsWith } from '../helpers.ts';
 import { pathOf } from '../../tools.ts';
-import { containedRunner, guardedDisk } from '../../hardening/index.ts';
+import { containedRunner, guardedDisk, runsLaterReason } from '../../hardening/index.ts';
+import { repositoryAround, runsLaterCheck } from '../../hardening/runs-later.ts';
 
 /** Runs the real git in `root`, with an identity so a commit works and no global configuration. */
 const git = (root: string, ...args: string[]) =>
@@ -291,4 +292,62 @@ test('a folder git would open as a worktree-style repository (HEAD and a commond
   assert.equal(common?.is_error, true);
   assert.match(String(common?.content), /tools\/commondir is inside tools, which git would open as a repository/);
   assert.equal(existsSync(path.join(root, 'tools', 'commondir')), false);
+});
+
+describe('what runs later, decided file by file', () => {
+  /** Why a write to `file` (a path from the root) runs later, or null. */
+  const reason = (root: string, file: string) =>
+    runsLaterReason({ root } as ToolContext, { path: file }, file, path.join(root, file));
+
+  test('a read-only tool, a call without a path, and a plain write are allowed without asking', async (t) => {
+    const { root } = await repository(t);
+    const ask = (tool: typeof read_file | typeof edit_file, input: unknown, defaultProtection?: false) =>
+      runsLaterCheck.check({ tool, input }, { toolContext: { root, defaultProtection } as ToolContext });
+    const allowed = { action: 'allow' };
+    assert.deepEqual(await ask(read_file, { path: '.vscode/tasks.json' }), allowed);
+    assert.deepEqual(await ask(edit_file, { old_str: '', new_str: 'x' }), allowed);
+    assert.deepEqual(await ask(edit_file, { path: '.vscode/tasks.json' }, false), allowed);
+    assert.deepEqual(await ask(edit_file, { path: 'src/a.ts' }), allowed);
+    assert.deepEqual(await ask(edit_file, { path: '.vscode/tasks.json' }), {
+      action: 'ask',
+      reason: 'a hidden name (".vscode"), which tools load on their own',
+    });
+  });
+
+  test('only a VS Code workspace and mise.toml by their exact names are files opened on load', async (t) => {
+    const root = await tempProject(t);
+    const opened = ['team.code-workspace', 'mise.toml', 'mise.local.toml', 'mise.dev-ci.toml'];
+    const plain = ['team.code-workspace.bak', 'premise.toml', 'mise.toml.bak', 'mise..toml'];
+    for (const file of opened)
+      assert.equal(await reason(root, file), 'a file its tool loads when the folder is opened');
+    for (const file of plain) assert.equal(await reason(root, file), null, file);
+  });
+
+  test('a folder is a repository only with a HEAD file and objects/ and refs/ folders, or a HEAD and a commondir', async (t) => {
+    const root = await tempProject(t, {
+      'full/HEAD': 'ref: refs/heads/main\n',
+      'full/objects/README': '',
+      'full/refs/README': '',
+      'worktree/HEAD': 'ref: refs/heads/main\n',
+      'worktree/commondir': '../full\n',
+      'no-refs/HEAD': 'ref: refs/heads/main\n',
+      'no-refs/objects/README': '',
+      'no-head/objects/README': '',
+      'no-head/refs/README': '',
+      'head-folder/HEAD/README': '',
+      'head-folder/objects/README': '',
+      'head-folder/refs/README': '',
+      'only-head/HEAD': 'ref: refs/heads/main\n',
+    });
+    for (const folder of ['full', 'worktree'])
+      assert.equal(await repositoryAround(root, path.join(root, folder, 'x.txt')), folder);
+    for (const folder of ['no-refs', 'no-head', 'head-folder', 'only-head'])
+      assert.equal(await repositoryAround(root, path.join(root, folder, 'x.txt')), null, folder);
+  });
+
+  test('an empty core.hooksPath does not make every file of the project a hook', async (t) => {
+    const { root } = await repository(t);
+    git(root, 'config', 'core.hooksPath', '');
+    assert.equal(await reason(root, 'src/a.ts'), null);
+  });
 });

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { capOutput, defineTool, edit_file, exists, list_files, MAX_BYTES, read_file, TOOLS } from '../../tools.ts';
 import { growSparse, numbered, project, refused } from './tools-project.ts';
 import { checkedFolder, closestLines } from '../../hardening/index.ts';
+import { closestLinesHint } from '../../hardening/closest-lines.ts';
 import { capStrings } from '../../hardening/index.ts';
 
 /** The file handles Node closed on garbage collection while the test ran: a handle left open is closed there
@@ -324,6 +325,13 @@ describe('edit_file answers', () => {
     assert.equal(await readFile(path.join(p.root, 'tie.txt'), 'utf8'), 'A\nB\n');
   });
 
+  test('an edit after the second CRLF line break lands on its own text, not shifted onto a line break', async (t) => {
+    const p = await project(t, { 'crlf.txt': 'one\r\ntwo\r\nthree\r\n' });
+    await read_file.run({ path: 'crlf.txt' }, p.ctx);
+    await edit_file.run({ path: 'crlf.txt', old_str: 'three', new_str: 'THREE' }, p.ctx);
+    assert.equal(await readFile(path.join(p.root, 'crlf.txt'), 'utf8'), 'one\r\ntwo\r\nTHREE\r\n');
+  });
+
   test('a file changed on disk is shown to the model numbered, as read_file would show it', async (t) => {
     const p = await project(t, { 'a.txt': 'one\n' });
     await read_file.run({ path: 'a.txt' }, p.ctx);
@@ -341,6 +349,37 @@ describe('closest lines, when old_str is not found', () => {
     await refused(edit_file.run({ path: 'f.txt', old_str: oldStr, new_str: 'x' }, p.ctx), /not found/);
     return closestLines(await readFile(path.join(p.root, 'f.txt'), 'utf8'), oldStr).split('\n');
   }
+
+  test('only an edit_file answer "not found" gets the closest lines: not another error, a success, or another tool', async (t) => {
+    const p = await project(t, { 'f.txt': 'return a + b;\n' });
+    const notFound = { content: 'old_str was not found in f.txt', isError: true };
+    const hint = (tool: typeof edit_file | typeof read_file, input: unknown, outcome = notFound) =>
+      closestLinesHint.check({ tool, input }, outcome, { toolContext: p.ctx });
+    const edit = { path: 'f.txt', old_str: 'return a - b;', new_str: 'x' };
+    assert.equal(
+      (await hint(edit_file, edit)).content,
+      `${notFound.content}. Closest lines:\n${numbered(1, 'return a + b;')}`,
+    );
+    const unchanged: [typeof edit_file | typeof read_file, unknown, typeof notFound][] = [
+      [edit_file, edit, { content: 'f.txt changed on disk since it was read', isError: true }],
+      [edit_file, edit, { content: 'old_str was not found, the file says', isError: false }],
+      [read_file, edit, notFound],
+      [edit_file, { old_str: 'return a - b;' }, notFound],
+      [edit_file, { path: 'f.txt', old_str: 7 }, notFound],
+    ];
+    for (const [tool, input, outcome] of unchanged)
+      assert.deepEqual(await hint(tool, input, outcome), outcome, `${tool.name} ${JSON.stringify([input, outcome])}`);
+  });
+
+  test('a file too big to read whole gets no closest lines, rather than being loaded for them', async (t) => {
+    const p = await project(t, { 'big.txt': 'return a + b;\n'.repeat(800_000) }); // 11 MB
+    const outcome = { content: 'old_str was not found in big.txt', isError: true };
+    const input = { path: 'big.txt', old_str: 'return a - b;', new_str: 'x' };
+    assert.deepEqual(
+      await closestLinesHint.check({ tool: edit_file, input }, outcome, { toolContext: p.ctx }),
+      outcome,
+    );
+  });
 
   test('at most three lines, the closest ones, shown in file order', async (t) => {
     // Closest first: line 3 (a Dice score of 0.83), 6 (0.8), 5 (0.69); then 1 (0.67) and 4 (0.6) are left out.
