@@ -10,6 +10,7 @@
 // Tests: test/sandbox/routes-sandbox.check.ts (every route out, tried),
 // test/sandbox/sandbox.check.ts.
 
+import { randomBytes } from 'node:crypto';
 import {
   closeSync,
   existsSync,
@@ -18,9 +19,9 @@ import {
   readdirSync,
   readFileSync,
   readlinkSync,
-  mkdtempSync,
   realpathSync,
   statSync,
+  unlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { mkdtemp, realpath, rm } from 'node:fs/promises';
@@ -67,20 +68,17 @@ const KEYRING_CALLS: Record<string, { arch: number; calls: number[] }> = {
  *  a credential helper's token) or leaving a key there: no namespace separates keyrings, so its
  *  keyring calls fail (EPERM), through a seccomp filter bubblewrap installs (--seccomp FD), as
  *  Flatpak's and Docker's default filters do. `run` gets the filter's descriptor, given to
- *  bubblewrap past the others; null on an architecture not listed (the README says so). */
+ *  bubblewrap past the others; null on an architecture not listed, which runs without it. */
 async function withoutKeyring<T>(run: (filter: number | null) => Promise<T>): Promise<T> {
   const known = KEYRING_CALLS[process.arch];
   if (process.platform !== 'linux' || known === undefined) return await run(null);
-  keyringFilter ??= writeFilter(keyringFilterProgram(known.arch, known.calls));
-  const filter = openSync(keyringFilter, 'r');
+  const filter = openFilter(keyringFilterProgram(known.arch, known.calls));
   try {
     return await run(filter);
   } finally {
     closeSync(filter);
   }
 }
-
-let keyringFilter: string | undefined;
 
 /** A classic BPF program for seccomp: other architectures' calls (and x32's) fail, `calls` fail
  *  with EPERM, the rest is allowed. */
@@ -108,11 +106,16 @@ function keyringFilterProgram(arch: number, calls: number[]): Buffer {
   return bytes;
 }
 
-/** The filter in a file of its own, made once: bubblewrap reads it from a descriptor. */
-function writeFilter(program: Buffer): string {
-  const file = path.join(mkdtempSync(path.join(tmpdir(), 'sandbox-filter-')), 'keyring.bpf');
-  writeFileSync(file, program, { mode: 0o400 });
-  return file;
+/** The filter as a descriptor bubblewrap reads it from: written to a file that is removed at
+ *  once, so nothing is left behind, whatever ends the harness. */
+function openFilter(program: Buffer): number {
+  const file = path.join(tmpdir(), `sandbox-filter-${randomBytes(8).toString('hex')}.bpf`);
+  writeFileSync(file, program, { mode: 0o600, flag: 'wx' });
+  try {
+    return openSync(file, 'r');
+  } finally {
+    unlinkSync(file);
+  }
 }
 
 /** Linux's O_CLOEXEC, as /proc/self/fdinfo shows a descriptor's flags (octal). */
