@@ -1006,17 +1006,6 @@ export async function compactNow(agent: Agent, signal: AbortSignal): Promise<str
   return compacted === 'done' || compacted === 'more left' ? null : compacted;
 }
 
-/** /context: where the window goes, estimated as a request is. */
-export function contextBreakdown(agent: Agent) {
-  const window = agent.contextWindow;
-  const projectFiles = agent.contextFiles.reduce((sum, file) => sum + estimateTokens(file.text), 0);
-  const systemPrompt = estimateTokens(agent.system[0]?.text ?? '') - projectFiles;
-  const toolDefinitions = estimateTokens(agent.toolDefinitions);
-  const messages = estimateMessages(compactedView(agent, agent.messages));
-  const free = Math.max(window - systemPrompt - projectFiles - toolDefinitions - messages, 0);
-  return { window, systemPrompt, toolDefinitions, projectFiles, messages, free };
-}
-
 // --- AGENTS.md: context for the model, never instructions for the harness.
 
 function systemPrompt(settings: Settings, files: ContextFile[]): string {
@@ -1074,7 +1063,7 @@ function taskTool(parent: Agent): Tool {
           .findLast((text) => text.trim() !== '')
           ?.trim() ?? '';
       if (ended.kind === 'accepted') return report || '(the sub-agent gave no answer)';
-      return `[the sub-agent stopped: ${describeHalt(ended)}]\n${report}`;
+      return `[the sub-agent stopped: ${JSON.stringify(ended)}]\n${report}`;
     },
   });
 }
@@ -1234,26 +1223,4 @@ export function costOf(price: Price | undefined, usage: TokenCounts): number | n
   const cached = written + cacheRead * (usage.cache_read_input_tokens ?? 0);
   const inputLike = usage.input_tokens + cached;
   return (inputLike * price.input + usage.output_tokens * price.output) / 1_000_000;
-}
-
-// --- How a run ended, in words.
-
-export function describeHalt(halt: Halt): string {
-  switch (halt.kind) {
-    case 'interrupted':
-      return 'interrupted';
-    case 'error':
-      return `error: ${halt.message}`;
-    case 'accepted':
-      if (halt.verifiedBy === null) return 'accepted (unverified: no verify command was given)';
-      return `accepted (verified by \`${halt.verifiedBy}\`)`;
-  }
-  const { budget, limit, spent } = halt;
-  let of = `${limit} ${budget}`;
-  if (budget === 'cost') of = `$${limit}`;
-  if (budget === 'time') of = `${limit / 1000} s`;
-  const reached = `${budget}: the limit of ${of} was reached`;
-  if (spent === undefined) return `budget (${reached})`;
-  const cost = spent.costUsd === null ? '' : `, $${spent.costUsd.toFixed(4)}`;
-  return `budget (${reached}; spent ${spent.tokens} tokens${cost})`;
 }

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { isatty } from 'node:tty';
 import { pathToFileURL } from 'node:url';
-import { approveAll, contextBreakdown, createAgent, errorText, estimateTokens, resume } from 'reference-harness';
+import { approveAll, createAgent, errorText, estimateTokens, resume } from 'reference-harness';
 
 import {
   chooseModel,
@@ -58,6 +58,7 @@ import {
 } from './terminal.ts';
 import { GUARDED, sandboxProblem } from 'reference-harness/hardening';
 import { type Agent, type Halt, type Model } from './harness.ts';
+import { contextBreakdown } from './context-breakdown.ts';
 
 /** One run, then exit. Ctrl-C stops it like in the REPL; a second one exits at once. So does the program's ending (a
  *  signal, a session file that can no longer be written), whose exit code it then is if the run was stopped. */

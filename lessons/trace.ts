@@ -2,7 +2,7 @@
 // lessons/README.md), so `npm run lesson -- pN` shows the loop without the program around the harness. The
 // program's `--trace` (app/terminal.ts) tells the same parts at more length.
 
-import { type AgentEvent, describeHalt, textOfMessage } from '../agent.ts';
+import { type AgentEvent, textOfMessage } from '../agent.ts';
 
 /** One line of text at most 90 characters long, whatever it held. */
 const brief = (text: string) => {
@@ -72,7 +72,7 @@ export function tracePrinter(out: NodeJS.WritableStream, prefix = ''): (event: A
         return child(event.event);
       }
       case 'halt':
-        return say('halt check', `HALT: ${describeHalt(event.halt)}`);
+        return say('halt check', `HALT: ${JSON.stringify(event.halt)}`);
       default:
         return;
     }

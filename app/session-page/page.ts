@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import { type FileHandle, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { DEFAULT_CONTEXT_WINDOW, describeHalt } from 'reference-harness';
+import { DEFAULT_CONTEXT_WINDOW } from 'reference-harness';
 import { type Tool } from '../harness.ts';
 import { PROGRAM_TOOLS } from '../program-tools.ts';
 import { exitCodeFor } from '../terminal.ts';
@@ -34,6 +34,7 @@ import {
   type TranscriptContext,
   transcriptContext,
 } from './transcript.ts';
+import { describeHalt } from '../describe-halt.ts';
 
 /** agent.ts compacts when a request would pass this share of the window (`compactAt`'s default). */
 const COMPACT_AT = 0.75;

@@ -8,7 +8,6 @@
 // one list of entries, with what it needs of the rest of the session in the context.
 
 import { structuredPatch } from 'diff';
-import { describeHalt } from 'reference-harness';
 import { describeCall } from 'reference-harness/tools';
 import { exitCodeFor } from '../terminal.ts';
 import { requestCost } from './chart.ts';
@@ -26,6 +25,7 @@ import {
   type SubAgentOutline,
 } from './read.ts';
 import { type Halt, type Price, type Tool } from '../harness.ts';
+import { describeHalt } from '../describe-halt.ts';
 
 /** Everything a part of the transcript needs to know about the rest of the session. */
 export interface TranscriptContext {

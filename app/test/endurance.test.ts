@@ -2,11 +2,12 @@
 // compaction, sub-agents' files), /context's breakdown, and the command line under a shared token budget.
 
 import assert from 'node:assert/strict';
+import type Anthropic from '@anthropic-ai/sdk';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, test } from 'node:test';
-import { type AgentEvent, contextBreakdown, estimateTokens, resume, runTask } from 'reference-harness';
+import { type AgentEvent, estimateTokens, resume, runTask } from 'reference-harness';
 import { call, reply, say, ScriptedModel } from 'reference-harness/scripted-model';
 import {
   childScript,
@@ -21,6 +22,7 @@ import { scriptedAgent, tempProject, textOf, tokensSpent, unmarked } from '../..
 import { loadSession, SESSION_VERSION, type SessionEntry, sessionRecorder } from '../session-file.ts';
 import { grouped, terminalPrinter } from '../terminal.ts';
 import { runCli } from './helpers.ts';
+import { contextBreakdown } from '../context-breakdown.ts';
 
 /** The session file's entries, one per line. */
 const entriesOf = async (file: string) =>
@@ -100,6 +102,24 @@ describe('AGENTS.md', () => {
 
     const { agent: small } = await scriptedAgent(root, [], { contextWindow: 100 });
     assert.equal(contextBreakdown(small).free, 0);
+  });
+
+  test('/context measures each message once: a breakdown after two requests does not stringify it again', async (t) => {
+    const root = await tempProject(t);
+    let measured = 0;
+    const earlier = {
+      role: 'user',
+      content: 'an earlier task',
+      toJSON: () => (measured++, { role: 'user', content: 'an earlier task' }),
+    } as Anthropic.MessageParam;
+    const { agent } = await scriptedAgent(root, [say('ok'), say('ok')]);
+    const messages = [earlier, { role: 'assistant' as const, content: 'done before' }];
+    resume(agent, { messages, compaction: null, subAgents: 0, repair: null, protectedAtStart: null, warnings: [] });
+    await runTask(agent, 'go on');
+    await runTask(agent, 'and again');
+    contextBreakdown(agent);
+    contextBreakdown(agent);
+    assert.equal(measured, 1);
   });
 });
 

@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { z } from 'zod';
-import { describeHalt, runTask } from '../../agent.ts';
+import { runTask } from '../../agent.ts';
 import { runSeedStory } from '../../lessons/demo.ts';
 import { call, reply, say, text, toolUse } from '../../scripted-model.ts';
 import { defineTool, runCommand, type Tool, TOOLS } from '../../tools.ts';
@@ -297,23 +297,7 @@ describe('the verify command runner', () => {
   });
 });
 
-describe('halt descriptions and tool schemas', () => {
-  test('a budget halt says the limit and what was spent, and one from an older session file, without it, still reads', () => {
-    const spent = { tokens: 20_894, costUsd: 0.0627 };
-    assert.equal(
-      describeHalt({ kind: 'budget', budget: 'tokens', limit: 20_000, spent }),
-      'budget (tokens: the limit of 20000 tokens was reached; spent 20894 tokens, $0.0627)',
-    );
-    assert.equal(
-      describeHalt({ kind: 'budget', budget: 'time', limit: 60_000, spent: { tokens: 5, costUsd: null } }),
-      'budget (time: the limit of 60 s was reached; spent 5 tokens)',
-    );
-    assert.equal(
-      describeHalt({ kind: 'budget', budget: 'turns', limit: 25 }),
-      'budget (turns: the limit of 25 turns was reached)',
-    );
-  });
-
+describe('tool schemas', () => {
   test('every tool the model is shown has a description and a strict schema', () => {
     for (const tool of TOOLS) {
       assert.ok(tool.description.length > 40, tool.name);

@@ -537,7 +537,9 @@ async function runSession(s: Session): Promise<void> {
   }
   // A sub-agent stopped by the run's budget: the parent halts on a budget too, right after answering its calls.
   const childStoppedBySpend = events.some(
-    (e) => e.type === 'result' && /^\[the sub-agent stopped: budget \((tokens|cost)/.test(String(e.result.content)),
+    (e) =>
+      e.type === 'result' &&
+      /^\[the sub-agent stopped: \{"kind":"budget","budget":"(tokens|cost)"/.test(String(e.result.content)),
   );
   if (childStoppedBySpend) {
     count('sub-agent stopped by the budget');

@@ -10,7 +10,6 @@ import { performance } from 'node:perf_hooks';
 import {
   type AgentEvent,
   createAgent,
-  describeHalt,
   type Model,
   type ModelRequest,
   resume,
@@ -20,6 +19,7 @@ import {
 import { loadSession } from '../../session-file.ts';
 import { median } from '../../../test/bench/loop.ts';
 import { textReply } from '../../../test/bench/replay-model.ts';
+import { describeHalt } from '../../describe-halt.ts';
 
 /** What the harness's summary request says (SUMMARY_INSTRUCTIONS in agent.ts), and nothing else sends. */
 const SUMMARY_REQUEST = 'Write a summary';
