@@ -33,6 +33,9 @@ import { realpath } from 'node:fs/promises';
 import { z } from 'zod';
 import {
   capStrings,
+  costOf,
+  type Price,
+  refuseUnpricedBudget,
   deepFreeze,
   describeModelError,
   estimateMessages,
@@ -71,7 +74,7 @@ import {
   TOOLS,
 } from './tools.ts';
 
-export { type LoadedSession, resume } from './hardening/index.ts';
+export { costOf, type LoadedSession, type Price, resume } from './hardening/index.ts';
 
 /** All the loop reports: printers, the session file and the page read this one stream. */
 export type AgentEvent =
@@ -270,13 +273,9 @@ export async function createAgent(config: AgentConfig): Promise<Agent> {
   return agent;
 }
 
-/** The defaults; refuses a dollar budget an unpriced model could never halt. */
+/** The defaults; refuses a dollar budget an unpriced model could never halt (hardening/). */
 async function withDefaults(config: AgentConfig): Promise<Settings> {
-  const unpriced = [config.model, config.taskModel ?? config.model].find((model) => !model.price);
-  if (config.budgets?.maxCostUsd !== undefined && unpriced)
-    throw new Error(
-      `a dollar budget needs a price, and ${unpriced.name} has none (give the Model a price)`,
-    );
+  refuseUnpricedBudget(config.budgets, [config.model, config.taskModel ?? config.model]);
   const hardening = config.hardening ?? GUARDED;
   return {
     ...config,
@@ -1206,21 +1205,4 @@ function addUsage(totals: UsageTotals, model: Model, usage: Anthropic.Usage): vo
   totals.cacheRead += usage.cache_read_input_tokens ?? 0;
   totals.output += usage.output_tokens;
   totals.costUsd = totals.costUsd === null || cost === null ? null : totals.costUsd + cost;
-}
-
-/** The tokens a call used, by kind, as the API's usage counts them. */
-export type TokenCounts = Pick<Anthropic.Usage, 'input_tokens' | 'output_tokens'> &
-  Partial<Pick<Anthropic.Usage, 'cache_creation_input_tokens' | 'cache_read_input_tokens'>>;
-
-/** Dollars per million tokens; cache writes and reads as multiples of input. */
-export type Price = { input: number; output: number; cacheWrite?: number; cacheRead?: number };
-
-/** Cache reads cost a tenth of input, writes a quarter more: why stable requests matter. */
-export function costOf(price: Price | undefined, usage: TokenCounts): number | null {
-  if (!price) return null;
-  const { cacheWrite = 1.25, cacheRead = 0.1 } = price;
-  const written = cacheWrite * (usage.cache_creation_input_tokens ?? 0);
-  const cached = written + cacheRead * (usage.cache_read_input_tokens ?? 0);
-  const inputLike = usage.input_tokens + cached;
-  return (inputLike * price.input + usage.output_tokens * price.output) / 1_000_000;
 }

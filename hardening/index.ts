@@ -24,6 +24,7 @@
 //   line-endings.ts      "not found" in a file with other line breaks           edit_file
 //   hidden-characters.ts a call shown as something it is not                    every view
 //   hung-calls.ts        a hook or a tool that never answers                     the loop
+//   spending.ts          a run spends more dollars than allowed                  the loop
 
 import type { Disk } from '../tools.ts';
 import { sweepStrandedWrites, writeAtomically } from './atomic-write.ts';
@@ -92,4 +93,5 @@ export {
 } from './malformed-input.ts';
 export { describeModelError, isPromptTooLong } from './model-errors.ts';
 export { retryNotices } from './retry-notices.ts';
+export { costOf, type Price, refuseUnpricedBudget } from './spending.ts';
 export { stallWatch } from './stalled-stream.ts';
