@@ -192,7 +192,7 @@ export type Settings = AgentConfig &
   GuardOptions & { tools: readonly Tool[]; hardening: Hardening; onEvent: Listen };
 type Listen = (event: AgentEvent) => void;
 
-/** A session. A program never writes it: runTask, steer, compactNow and resume are its ways in. */
+/** A session. A program never writes it: runTask, steer, compact and resume are its ways in. */
 export interface Agent {
   readonly config: Settings;
   readonly messages: Anthropic.MessageParam[]; // all the model knows, resent every turn
@@ -959,12 +959,15 @@ const SUMMARY_STRING_CHARS = 2_000;
 /** What one summary did: older messages are left to summarise, or not; or none could be cut. */
 export type Compacted = 'more left' | 'done' | 'nothing to cut';
 
-/** Summarises the older messages with a model call; a summary that comes back empty (or, with
- *  `onlySmaller`, for /compact, one that would not make the view smaller) throws, unused. */
+/** Why a summary goes unused, or null to use it: /compact declines one that is not smaller. */
+export type SummaryCheck = (tokensBefore: number, tokensAfter: number) => string | null;
+
+/** Summarises the older messages with a model call; a summary that comes back empty, or that
+ *  `declines` turns down, throws, unused. */
 export async function compact(
   agent: Agent,
   signal: AbortSignal,
-  onlySmaller = false,
+  declines?: SummaryCheck,
 ): Promise<Compacted> {
   const { messages, contextWindow, config } = agent;
   const from = agent.compaction?.keptFrom ?? 0;
@@ -984,9 +987,7 @@ export async function compact(
   const summary = textOfMessage(reply).trim();
   const tokensBefore = estimateMessages(older);
   const tokensAfter = estimateMessages([summaryMessage(summary)]);
-  const sizes = `(~${tokensAfter} tokens, against ~${tokensBefore} now)`;
-  const declined = `declined: the summary ${sizes} would not make what the model sees smaller`;
-  let unused = onlySmaller && tokensAfter >= tokensBefore ? `${declined}; nothing changed` : null;
+  let unused = declines?.(tokensBefore, tokensAfter) ?? null;
   if (summary === '') unused = 'the summary came back empty';
   if (unused) {
     config.onEvent({ type: 'compaction-failed', usage, reason: unused });
@@ -996,13 +997,6 @@ export async function compact(
   agent.lastRequest = null;
   config.onEvent({ type: 'compaction', summary, keptFrom, tokensBefore, tokensAfter, usage });
   return keptFrom < verbatim ? 'more left' : 'done';
-}
-
-/** /compact: a summary kept only if it makes the view smaller; returns why not, or null. */
-export async function compactNow(agent: Agent, signal: AbortSignal): Promise<string | null> {
-  const compacted = await compact(agent, signal, true).catch(errorText);
-  if (compacted === 'nothing to cut') return 'nothing old enough to summarise yet';
-  return compacted === 'done' || compacted === 'more left' ? null : compacted;
 }
 
 // --- AGENTS.md: context for the model, never instructions for the harness.
@@ -1128,13 +1122,11 @@ export function textOfMessage(message: Anthropic.MessageParam | Anthropic.Messag
 
 // --- The words the model reads. They guide the model; no guarantee rests on them.
 
-export const SYSTEM_PROMPT = [
-  'You are a coding agent in one project folder. You act only through the tools you are given;',
-  'paths are relative to the project root. Read a file before you edit it, and make the smallest',
-  'change that does the task. When it is done, stop calling tools and say in one or two sentences',
-  'what you changed. Your "done" is checked: if the project has a check command, it runs, and if',
-  'it fails you are told.',
-].join('\n');
+export const SYSTEM_PROMPT = `You are a coding agent in one project folder. You act only through the
+tools you are given; paths are relative to the project root. Read a file before you edit it, and
+make the smallest change that does the task. When it is done, stop calling tools and say in one or
+two sentences what you changed. Your "done" is checked: if the project has a check command, it
+runs, and if it fails you are told.`;
 
 const CUT_OFF_CALL =
   'not executed: your reply was cut off at max_tokens, the arguments may be incomplete; ' +
@@ -1144,12 +1136,10 @@ const CUT_OFF_REPLY =
   'Your reply was cut off at the output limit (max_tokens) before you finished. ' +
   'Continue, more briefly: call a tool, or say that you are done.';
 
-const SUMMARY_INSTRUCTIONS = [
-  'The conversation above no longer fits the context window. Write a summary to replace it, from',
-  'which you can carry on alone. Use these headings: Goal; Constraints from the user; Done; In',
-  'progress; Next steps; Exact details (file names, function names, error messages, commands and',
-  'values needed to carry on, copied exactly). Do not call tools.',
-].join('\n');
+const SUMMARY_INSTRUCTIONS = `The conversation above no longer fits the context window.
+Write a summary to replace it, from which you can carry on alone. Use these headings: Goal;
+Constraints from the user; Done; In progress; Next steps; Exact details (file names, function
+names, error messages, commands and values needed to carry on, copied exactly). Do not call tools.`;
 
 const SUMMARY_HEADING =
   '[Summary of the earlier conversation, written when it no longer fitted the context window]';
@@ -1160,11 +1150,10 @@ const summaryMessage = (summary: string): Anthropic.MessageParam => ({
   content: `${SUMMARY_HEADING}\n\n${summary}`,
 });
 
-const SUBAGENT_PROMPT = [
-  'You are a research sub-agent in one project folder. Answer the prompt with the read-only tools',
-  'you are given; paths are relative to the project root. Your final reply is all the asking',
-  'agent will see: make it complete, and name the files and lines it rests on. Ask nothing back.',
-].join('\n');
+const SUBAGENT_PROMPT = `You are a research sub-agent in one project folder. Answer the prompt with
+the read-only tools you are given; paths are relative to the project root. Your final reply is all
+the asking agent will see: make it complete, and name the files and lines it rests on. Ask nothing
+back.`;
 
 // --- Tokens and dollars: what a run spends, so its budgets can be kept.
 

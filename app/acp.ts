@@ -14,7 +14,7 @@ import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { compactNow, createAgent, errorText, resume } from 'reference-harness';
+import { createAgent, errorText, resume } from 'reference-harness';
 import { describeCall, safe_path } from 'reference-harness/tools';
 import { type CliOptions, configFromCli, recordedOptions } from './options.ts';
 import { type McpServers, type McpServerSpec, startMcpServers } from './mcp.ts';
@@ -50,6 +50,7 @@ import {
 } from './harness.ts';
 import { describeHalt } from './describe-halt.ts';
 import { contextBreakdown } from './context-breakdown.ts';
+import { compactNow } from './compact-now.ts';
 
 /** What every session of the connection shares: the command line's options and the model(s) they chose. */
 export interface AcpSetup {
@@ -251,8 +252,8 @@ function connectAcp(setup: AcpSetup, stream: acp.Stream) {
   return { connection: app.connect(stream), stopAll };
 }
 
-/** The commands the editor offers as `/name`: the terminal's, through the harness's compactNow and the
- *  contextBreakdown. */
+/** The commands the editor offers as `/name`: the terminal's, through compactNow and contextBreakdown
+ *  (compact-now.ts, context-breakdown.ts). */
 const COMMANDS: acp.AvailableCommand[] = [
   { name: 'compact', description: 'summarise older messages now, if that makes what the model sees smaller' },
   { name: 'context', description: 'where the context window goes: system prompt, tools, AGENTS.md, messages, free' },

@@ -8,7 +8,7 @@ import { createInterface, type Interface } from 'node:readline/promises';
 import { styleText } from 'node:util';
 import type Anthropic from '@anthropic-ai/sdk';
 import { structuredPatch } from 'diff';
-import { compactNow, costOf, errorText, runTask, steer, type Task, withdrawSteering } from 'reference-harness';
+import { costOf, errorText, runTask, steer, type Task, withdrawSteering } from 'reference-harness';
 import { describeCall, shownPath } from 'reference-harness/tools';
 import { PROGRAM_TOOLS } from './program-tools.ts';
 import {
@@ -23,6 +23,7 @@ import {
 } from './harness.ts';
 import { describeHalt } from './describe-halt.ts';
 import { contextBreakdown } from './context-breakdown.ts';
+import { compactNow } from './compact-now.ts';
 
 /** What the person did, which the harness never sees as an event: the program tells the session file, so a replay can
  *  do the same at the same point. */

@@ -22,6 +22,7 @@ import { scriptedAgent, tempProject, textOf, tokensSpent, unmarked } from '../..
 import { loadSession, SESSION_VERSION, type SessionEntry, sessionRecorder } from '../session-file.ts';
 import { grouped, terminalPrinter } from '../terminal.ts';
 import { runCli } from './helpers.ts';
+import { compactNow } from '../compact-now.ts';
 import { contextBreakdown } from '../context-breakdown.ts';
 
 /** The session file's entries, one per line. */
@@ -102,6 +103,22 @@ describe('AGENTS.md', () => {
 
     const { agent: small } = await scriptedAgent(root, [], { contextWindow: 100 });
     assert.equal(contextBreakdown(small).free, 0);
+  });
+
+  test('a summary /compact declines is reported with what it cost, as an empty one is', async (t) => {
+    const root = await tempProject(t, { 'a.txt': 'alpha\n' });
+    const long = say('a summary that says far more than the task it would replace. '.repeat(20));
+    const script = [call('read_file', { path: 'a.txt' }), say('done'), long];
+    const { agent, events } = await scriptedAgent(root, script);
+    await runTask(agent, 'read a.txt');
+    const declined = await compactNow(agent, new AbortController().signal);
+    assert.match(declined ?? '', /^declined: the summary .* smaller; nothing changed$/);
+    const failed = events.flatMap((e) => (e.type === 'compaction-failed' ? [e] : []));
+    assert.deepEqual(
+      failed.map((e) => [e.reason, e.usage.output_tokens > 0]),
+      [[declined, true]],
+    );
+    assert.equal(agent.compaction, null, 'and nothing was cut');
   });
 
   test('/context measures each message once: a breakdown after two requests does not stringify it again', async (t) => {

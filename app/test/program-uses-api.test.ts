@@ -1,4 +1,4 @@
-// The program (app/) drives a session only through agent.ts's exported functions (steer, compactNow,
+// The program (app/) drives a session only through agent.ts's exported functions (steer, compact,
 // withdrawSteering, resume, runTask): it never writes a field of Agent, so what the harness keeps
 // consistent (the transcript, the compaction, the estimate's base, the steering queue) stays so, and
 // every interface offers the same operations. Without app/ (a fork of the harness alone) there is
@@ -67,7 +67,7 @@ test('the scan finds a write to an Agent field in each form, and reads pass', as
   );
 });
 
-test('the program never writes an Agent field: it uses steer(), compactNow() and the rest of the API', async () => {
+test('the program never writes an Agent field: it uses steer(), compact() and the rest of the API', async () => {
   const fields = await agentFields();
   const found: string[] = [];
   const itself = path.relative(project, import.meta.filename); // its sample writes are data, not the program's
