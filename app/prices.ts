@@ -11,8 +11,8 @@ export const PRICES_CHECKED = '2026-12-01';
  *
  *  Cache writes cost 1.25× and cache reads 0.1× the input price (costOf, hardening/spending.ts)
  *  unless a model's entry says otherwise, as Opus 5.5's (0.05×) and Fable and Mythos 5.1's (0.025×) do.
- *  Sonnet 5.5's cut to 0.05× is known only from third-party notes (2026-10-07), so it keeps 0.1×: its cached input may be over-counted, an upper bound that
- *  keeps a --max-cost budget safe. */
+ *  Sonnet 5.5's cut to 0.05× is known only from third-party notes (2026-10-07), so it keeps 0.1×: its
+ *  cached input may be over-counted, an upper bound that keeps a --max-cost budget safe. */
 const PRICES: Record<string, Price> = {
   'claude-fable-5-1': { input: 10, output: 50, cacheRead: 0.025 },
   'claude-mythos-5-1': { input: 10, output: 50, cacheRead: 0.025 }, // limited availability
