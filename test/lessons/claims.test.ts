@@ -2,7 +2,7 @@
 // so a story added or removed makes the page that counts it fail until it says so.
 
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { type Lesson, LESSONS, Scene, STORIES } from '../../lessons/stories.ts';
@@ -51,4 +51,34 @@ test('p3-hardening.md counts the tries at the protected test.js as the story mak
       return path.normalize(file) === 'test.js';
     }).length;
   assert.match(read(PAGES.p3), new RegExp(`tries to change it ${word(tries)} times`));
+});
+
+/** Every name the code declares: functions, classes, constants, types, methods and object keys, in every .ts file. */
+function declaredNames(): Set<string> {
+  const names = new Set<string>();
+  const folders = ['.', 'hardening', 'lessons', 'app', 'app/session-page', 'app/evals'];
+  for (const folder of folders)
+    for (const file of readdirSync(path.join(REPOSITORY, folder)).filter((name) => name.endsWith('.ts'))) {
+      const code = read(path.join(folder, file));
+      const declared =
+        /\b(?:function\*?|const|let|class|interface|type)\s+([A-Za-z_$][\w$]*)|^\s*(?:async\s+|readonly\s+|private\s+)*([A-Za-z_$][\w$]*)\??\s*[(:]/gm;
+      for (const match of code.matchAll(declared)) names.add((match[1] ?? match[2])!);
+    }
+  return names;
+}
+
+test('each lesson\'s "Read this" names only code that exists: a function renamed or moved out is a stale page', () => {
+  const names = declaredNames();
+  const missing: string[] = [];
+  for (const page of [...Object.values(PAGES), 'lessons/interview.md']) {
+    const text = read(page);
+    const section = text.split(/^## Read this$/m)[1]?.split(/^## /m)[0] ?? '';
+    for (const [, quoted] of section.matchAll(/`([^`]+)`/g)) {
+      if (/\.(?:ts|mjs|md|json)$/.test(quoted!)) continue; // a file, not a name
+      const name = quoted!.split('.').at(-1)!;
+      if (/^[A-Za-z_$][\w$]*$/.test(name) && !quoted!.includes('/') && !names.has(name))
+        missing.push(`${page}: ${quoted}`);
+    }
+  }
+  assert.deepEqual(missing, []);
 });
