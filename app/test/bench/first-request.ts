@@ -124,7 +124,7 @@ export async function firstRequestAgainstNode(): Promise<Measurement> {
   }
 }
 
-/** The environment both sides of the Claude Code pair run in: the fake API, a key, a throwaway HOME, no other traffic. */
+/** Both sides of the Claude Code pair run in it: the fake API, a key, a throwaway HOME, no other traffic. */
 function offlineEnv(baseURL: string, home: string): NodeJS.ProcessEnv {
   // The caller's own Anthropic or Claude Code settings (a token, a proxy, another base URL) would steer either side.
   const own = Object.keys(process.env).filter((name) => /^(ANTHROPIC_|CLAUDE_)/.test(name));
@@ -145,6 +145,7 @@ function offlineEnv(baseURL: string, home: string): NodeJS.ProcessEnv {
 /** A headless task against Claude Code's `claude -p`, paired and alternated; the --acp start is in the note. */
 export async function firstRequestAgainstClaudeCode(): Promise<Measurement> {
   const claude = claudeCode();
+  const loadBefore = os.loadavg()[0]!;
   const api = await arrivalServer();
   const root = await mkdtemp(path.join(os.tmpdir(), 'bench-first-request-'));
   const home = await mkdtemp(path.join(os.tmpdir(), 'bench-first-request-home-'));
@@ -171,10 +172,11 @@ export async function firstRequestAgainstClaudeCode(): Promise<Measurement> {
     return {
       ...spreadOf(ratios(sides.headless)),
       note:
-        `${PAIRS} pairs, alternated, load average ${os.loadavg()[0]!.toFixed(1)} at the end; medians: ` +
-        `\`node app/bin.mjs "say ok"\` ${median(sides.headless).toFixed(0)} ms, --acp (initialize, session/new, ` +
-        `session/prompt) ${median(sides.editor).toFixed(0)} ms (${median(ratios(sides.editor)).toFixed(2)}× ` +
-        `Claude Code), \`claude -p "say ok" --max-turns 1\` ${median(sides.theirs).toFixed(0)} ms (${version}). ` +
+        `${PAIRS} pairs, alternated, load average ${loadBefore.toFixed(1)} before, ${os.loadavg()[0]!.toFixed(1)} ` +
+        `after; medians: \`node app/bin.mjs "say ok"\` ${median(sides.headless).toFixed(0)} ms, --acp ` +
+        `(initialize, session/new, session/prompt) ${median(sides.editor).toFixed(0)} ms ` +
+        `(${median(ratios(sides.editor)).toFixed(2)}× Claude Code), \`claude -p "say ok" --max-turns 1\` ` +
+        `${median(sides.theirs).toFixed(0)} ms (${version}). ` +
         `Before the first POST /v1/messages: the harness sends ${before(seen.headless)} (--acp: ` +
         `${before(seen.editor)}), Claude Code ${before(seen.theirs)}`,
     };
