@@ -109,7 +109,7 @@ function ownFiles(inputs) {
     setup(build) {
       build.onLoad({ filter: /.*/ }, async (args) => {
         inputs.set(args.path, inputOf(args.path));
-        if (!/\.ts$/.test(args.path) || args.path.includes(`${path.sep}node_modules${path.sep}`)) return undefined;
+        if (!/\.ts$/.test(args.path)) return undefined; // installed, the program's own files are in node_modules
         const text = await readFile(args.path, 'utf8');
         const url = JSON.stringify(pathToFileURL(args.path).href);
         return { contents: text.replaceAll('import.meta.url', url), loader: 'ts' };

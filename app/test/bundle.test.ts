@@ -45,8 +45,10 @@ describe('the build', () => {
   });
 
   test("the program's own import.meta.url is its file's, not the build's: main.ts finds its package.json by it", async (t) => {
-    const root = await tempProject(t, { 'program/main.ts': 'export const url = import.meta.url;\n' });
-    const main = path.join(root, 'program', 'main.ts');
+    // Where npm installs it: the program's own files are in node_modules too.
+    const installed = path.join('node_modules', '@reference-harness', 'app', 'main.ts');
+    const root = await tempProject(t, { [installed]: 'export const url = import.meta.url;\n' });
+    const main = path.join(root, installed);
     assert.equal((await exported(await freshBuild(main, path.join(root, 'build')))).url, pathToFileURL(main).href);
   });
 
