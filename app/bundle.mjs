@@ -18,9 +18,14 @@ const OLD_BUILD_MS = 24 * 60 * 60 * 1000;
  *  none can be had (the folder cannot be written, esbuild is missing or fails), and then the caller runs the TS. */
 export async function freshBuild(entry, folder) {
   const manifest = readManifest(path.join(folder, MANIFEST));
-  if (manifest && !staleBuild(manifest)) return pathToFileURL(path.join(folder, manifest.dir, manifest.main));
+  const built = manifest && path.join(folder, manifest.dir, manifest.main);
+  if (built && !lostBuild(built) && !staleBuild(manifest)) return pathToFileURL(built);
   return rebuild(entry, folder, manifest?.dir).catch(() => undefined);
 }
+
+/** Prevents every start from failing on a build whose files were removed (by hand, or a clean-up) while the
+ *  manifest that names them stayed: that build is made again. */
+const lostBuild = (file) => statOrNull(file) === null;
 
 function readManifest(file) {
   try {

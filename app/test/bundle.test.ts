@@ -1,13 +1,13 @@
-// The build bin.mjs starts the program from (app/bundle.mjs): made again after any edit, never steered by a project's
-// tsconfig.json, the program's own import.meta.url kept, a build still in use kept. Each on a small program of its
-// own in a temporary folder, built by the real esbuild.
+// The build bin.mjs starts the program from (app/bundle.mjs): made again after any edit or when its files are gone,
+// never steered by a project's tsconfig.json, the program's own import.meta.url kept, a build still in use kept. Each
+// on a small program of its own in a temporary folder, built by the real esbuild.
 
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { mkdir, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, rm, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { freshBuild } from '../bundle.mjs';
 import { tempProject } from '../../test/helpers.ts';
 
@@ -52,6 +52,14 @@ describe('the build', () => {
     assert.equal((await exported(await freshBuild(main, path.join(root, 'build')))).url, pathToFileURL(main).href);
   });
 
+  test('a build whose files were removed, its manifest left, is made again rather than failing every start', async (t) => {
+    const root = await tempProject(t, { 'program/main.ts': "export const word: string = 'one';\n" });
+    const [main, folder] = [path.join(root, 'program', 'main.ts'), path.join(root, 'build')];
+    const first = await freshBuild(main, folder);
+    await rm(path.dirname(fileURLToPath(first!)), { recursive: true });
+    assert.equal((await exported(await freshBuild(main, folder))).word, 'one');
+  });
+
   test('a folder the build cannot be written to leaves the program to run as TypeScript', async (t) => {
     const root = await tempProject(t, { 'program/main.ts': 'export const ok = true;\n', 'a-file': '' });
     assert.equal(
@@ -64,7 +72,7 @@ describe('the build', () => {
     const root = await tempProject(t, { 'program/main.ts': "export const word: string = 'one';\n" });
     const [main, folder] = [path.join(root, 'program', 'main.ts'), path.join(root, 'build')];
     const first = await freshBuild(main, folder);
-    const firstDir = path.dirname(first!.pathname);
+    const firstDir = path.dirname(fileURLToPath(first!));
     const days = new Date(Date.now() - 3 * 24 * 60 * 60 * 1000);
     await utimes(firstDir, days, days); // built three days ago, current until now
     const forgotten = path.join(folder, 'build-0-0-old');
