@@ -20,7 +20,8 @@ function helpMs(command: string, args: string[]): number {
   return ms;
 }
 
-function claudeCode(): string {
+/** The `claude` to pair against: $CLAUDE_BIN, else the PATH's; without one the row is skipped, saying so. */
+export function claudeCode(): string {
   const found = process.env.CLAUDE_BIN ?? spawnSync('sh', ['-c', 'command -v claude'], { encoding: 'utf8' }).stdout;
   if (found.trim() === '') throw new RowSkipped('no Claude Code here: set CLAUDE_BIN, or put `claude` on the PATH');
   return found.trim();

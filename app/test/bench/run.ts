@@ -6,7 +6,7 @@ import path from 'node:path';
 import type { Measurement } from '../../../test/bench/loop.ts';
 import { lastLine, MB, ms, type Row, runBench, spawnCaptured } from '../../../test/bench/table.ts';
 import { SESSION_FILE_BYTES, withSessionFile } from './session-file.ts';
-import { firstRequestAgainstNode } from './first-request.ts';
+import { firstRequestAgainstClaudeCode, firstRequestAgainstNode } from './first-request.ts';
 import { helpAgainstClaudeCode } from './help.ts';
 import { exportTime, pageAtScale, pageRows } from './session-page.ts';
 import { realisticTrip } from './trip.ts';
@@ -27,6 +27,13 @@ const ROWS: Row[] = [
     unit: '×',
     how: 'firstRequestAgainstNode() in app/test/bench/first-request.ts: `node app/bin.mjs --acp` and `node -e "fetch(…)"`',
     measure: firstRequestAgainstNode,
+  },
+  {
+    name: 'start to the first model request, a task: harness / Claude Code, paired',
+    unit: '×',
+    target: { op: '<=', limit: 1 },
+    how: 'firstRequestAgainstClaudeCode() in app/test/bench/first-request.ts: `node app/bin.mjs "say ok"` and `claude -p`',
+    measure: firstRequestAgainstClaudeCode,
   },
   {
     name: 'realistic trip: read_file + session file + printer',
