@@ -6,7 +6,6 @@
 // Plain JavaScript, as bin.mjs: it runs before any TypeScript can.
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -59,9 +58,8 @@ function inputOf(file) {
 }
 
 async function rebuild(entry, folder, previous) {
-  // esbuild as tsx has it (tsx is built on it): the program's dependencies already hold it.
-  const esbuild = createRequire(import.meta.resolve('tsx')).resolve('esbuild');
-  const { build } = await import(pathToFileURL(esbuild).href);
+  // esbuild: the bundler tsx itself is built on, a dependency of the program at tsx's own version.
+  const { build } = await import('esbuild');
   mkdirSync(folder, { recursive: true });
   const dir = `build-${Date.now()}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   const inputs = new Map([[fileURLToPath(import.meta.url), inputOf(fileURLToPath(import.meta.url))]]);
