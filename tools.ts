@@ -629,7 +629,7 @@ export const TOOLS: readonly Tool[] = [list_files, read_file, edit_file];
 // The runner seam: how a command runs. The gate runs the verify command through it, and so can a
 // fork's command tool (commandOptions). runCommand is the reading path's: a shell in the project,
 // a timeout, and the whole process group killed. The default (hardening/sandbox.ts) runs it in the
-// OS sandbox, on a throwaway copy of the project.
+// OS sandbox, on a throwaway copy of the project, through hardening/command-output.ts.
 
 export interface CommandRun {
   exitCode: number | null;
@@ -674,75 +674,64 @@ export function commandOptions(ctx: ToolContext): CommandOptions {
   };
 }
 
-/** The plain runner: never contained, so it refuses where the policy asks for a sandbox. */
-export const runCommand: Runner = async (command, options) => {
-  if (options.sandbox === true)
+/** The plain runner: a shell in the project. At the timeout or on a stop its whole process group is
+ *  killed, so a test runner's children cannot outlive it. Never contained, so it refuses where the
+ *  policy asks for a sandbox. */
+export const runCommand: Runner = async (
+  command,
+  { cwd, timeoutMs, signal, onOutput, sandbox },
+) => {
+  if (sandbox === true)
     throw new Error('this runner has no OS sandbox, and the run asks for one; not run');
-  return await spawnCommand(['/bin/sh', '-c', command], process.env, options);
+  // Detached: the shell leads a process group of its own, so one kill reaches its children too.
+  const child = spawn('/bin/sh', ['-c', command], {
+    cwd,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const collect = (chunk: Buffer) => {
+    const text = chunk.toString('utf8');
+    onOutput?.(text);
+    output = headAndTail(output + text);
+  };
+  child.stdout.on('data', collect);
+  child.stderr.on('data', collect);
+  const kill = () => {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  };
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    kill();
+  }, timeoutMs);
+  signal.addEventListener('abort', kill);
+  if (signal.aborted) kill();
+  const exitCode = await new Promise<number | null>((resolve) => {
+    child.on('close', resolve);
+    child.on('error', (error) => {
+      output += error.message;
+      resolve(null);
+    });
+  });
+  clearTimeout(timer);
+  signal.removeEventListener('abort', kill);
+  return { exitCode, timedOut, output: output || '(no output)', contained: false };
 };
 
-const OUTPUT_HEAD = 8 * 1024;
-const OUTPUT_TAIL = 8 * 1024;
+/** How much of a command's output is kept: this many characters of its start, and of its end. */
+const OUTPUT_KEPT = 8 * 1024;
 
-/** Runs `argv` in `options.cwd` with `env`; keeps the start and the end of its output. At the
- *  timeout or on a stop its whole process group is killed, so a test runner's children cannot
- *  outlive it. `more` is what it gets past stderr, by number (see hardening/sandbox.ts). */
-export function spawnCommand(
-  argv: readonly string[],
-  env: NodeJS.ProcessEnv,
-  { cwd, timeoutMs, signal, onOutput }: CommandOptions,
-  more: readonly (number | 'ignore')[] = [],
-): Promise<CommandRun> {
-  return new Promise((resolve) => {
-    const [file, ...args] = argv;
-    const child = spawn(file!, args, {
-      cwd,
-      env,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe', ...more],
-    });
-    let head = '';
-    let tail = '';
-    let dropped = 0;
-    const collect = (chunk: Buffer) => {
-      const text = chunk.toString('utf8');
-      onOutput?.(text);
-      const room = Math.max(OUTPUT_HEAD - head.length, 0);
-      head += text.slice(0, room);
-      tail += text.slice(room);
-      dropped += Math.max(tail.length - OUTPUT_TAIL, 0);
-      tail = tail.slice(-OUTPUT_TAIL);
-    };
-    const pipes = [child.stdout!, child.stderr!]; // made by stdio's 'pipe', whatever `more` adds
-    pipes.forEach((pipe) => pipe.on('data', collect));
-    // A child that left its group may still hold the pipes open: they are closed with the kill.
-    const kill = () => {
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-      setTimeout(() => pipes.forEach((pipe) => pipe.destroy()), 1_000).unref();
-    };
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      kill();
-    }, timeoutMs);
-    if (signal.aborted) kill();
-    else signal.addEventListener('abort', kill);
-    const done = (exitCode: number | null) => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', kill);
-      const cut = dropped > 0 ? `\n[... ${dropped} characters of output left out ...]\n` : '';
-      resolve({ exitCode, timedOut, output: head + cut + tail || '(no output)', contained: false });
-    };
-    child.on('error', (error) => {
-      collect(Buffer.from(error.message));
-      done(null);
-    });
-    child.on('close', done);
-  });
+/** Prevents a chatty command from filling memory (a test runner can print megabytes): output past
+ *  the cap keeps its head and tail. Applied to what is kept so far, it keeps the same head. */
+function headAndTail(output: string): string {
+  if (output.length <= 2 * OUTPUT_KEPT) return output;
+  const [head, tail] = [output.slice(0, OUTPUT_KEPT), output.slice(-OUTPUT_KEPT)];
+  return `${head}\n[... output left out ...]\n${tail}`;
 }
 
 // -------------------------------------------------------------------------------------------------

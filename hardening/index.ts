@@ -6,6 +6,8 @@
 //   file                 threat                                                  seam
 //   sandbox.ts           the check reads secrets, reaches the network, leaves    runner, root
 //                        anything behind
+//   command-output.ts    a check's megabytes of output, a child holding its      runner
+//                        pipes after the kill
 //   runs-later.ts        a write that runs later passes under a blanket yes      before-call hook
 //   repository-data.ts   a read shows the model .git's tokens or session files   before-call hook
 //   file-tree.ts         listings drown in ignored files, fail on one folder     disk.list
