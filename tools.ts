@@ -12,7 +12,6 @@ import {
   access,
   lstat,
   mkdir,
-  open,
   readdir,
   readFile,
   realpath,
@@ -23,9 +22,10 @@ import path from 'node:path';
 import { createTwoFilesPatch } from 'diff';
 import { minimatch } from 'minimatch';
 import { z } from 'zod';
+import { readAgentsFile } from './hardening/context-files.ts';
 import { describeArguments, shownPath } from './hardening/hidden-characters.ts';
 import { findSnippet, mostlyCrlf, toCrlf } from './hardening/line-endings.ts';
-import { MAX_INPUT_DEPTH, nestedDeeperThan, UNUSABLE } from './hardening/malformed-input.ts';
+import { malformedInput } from './hardening/malformed-input.ts';
 
 export { describeArguments, shownPath };
 
@@ -122,58 +122,48 @@ export function describeCall(
   return found === undefined ? describeArguments(String(tool), input) : found.describe(input);
 }
 
-const TOOL_DEFINITIONS = new WeakMap<Tool, Anthropic.Tool>();
+/** `make` made into a function that makes its result once per tool, kept while the tool lives. */
+function oncePerTool<T>(make: (tool: Tool) => T): (tool: Tool) => T {
+  const made = new WeakMap<Tool, T>();
+  return (tool) => {
+    if (!made.has(tool)) made.set(tool, make(tool));
+    return made.get(tool)!;
+  };
+}
 
 /** A tool as the model is shown it: name, description, and the JSON Schema of its input. Built once
  *  per tool and shared by every agent that has it: converting the schema was a fifth of
  *  `createAgent`'s time. */
-export function toolDefinition(tool: Tool): Anthropic.Tool {
-  let definition = TOOL_DEFINITIONS.get(tool);
-  if (definition === undefined) {
-    const { $schema: _ignored, ...schema } = z.toJSONSchema(tool.input, { io: 'input' });
-    const { name, description } = tool;
-    definition = { name, description, input_schema: { ...schema, type: 'object' } };
-    TOOL_DEFINITIONS.set(tool, definition);
-  }
-  return definition;
-}
+export const toolDefinition = oncePerTool((tool): Anthropic.Tool => {
+  const { $schema: _ignored, ...schema } = z.toJSONSchema(tool.input, { io: 'input' });
+  const { name, description } = tool;
+  return { name, description, input_schema: { ...schema, type: 'object' } };
+});
 
 /** What is wrong with a call's arguments, or null: the schema with unknown keys refused (a plain
- *  z.object would drop one without a word), and nothing coerced ("5" is not 5). The depth comes
- *  first: the echo below, the session file and the SDK all use JSON.stringify, which overflows the
- *  stack a few thousand levels down. */
+ *  z.object would drop one without a word), and nothing coerced ("5" is not 5). An input too
+ *  malformed to echo is refused first (hardening/malformed-input.ts). */
 export function schemaProblem(tool: Tool, input: unknown): string | null {
   const refused = `invalid arguments for ${tool.name}`;
-  if (nestedDeeperThan(input, MAX_INPUT_DEPTH))
-    return `${refused}: nested deeper than ${MAX_INPUT_DEPTH} levels`;
-  if (typeof input === 'object' && input !== null && UNUSABLE in input)
-    return `${refused}: ${String(input[UNUSABLE])}`;
+  const malformed = malformedInput(input);
+  if (malformed !== null) return `${refused}: ${malformed}`;
   const parsed = strictInput(tool).safeParse(input);
   if (parsed.success) return null;
   return `${refused}: ${issuesText(parsed.error)}. You sent: ${JSON.stringify(input)}`;
 }
 
-const STRICT_INPUTS = new WeakMap<Tool, z.ZodObject>();
-
 /** A tool's schema with unknown keys refused, made once per tool: strict() makes a new schema,
  *  which zod compiles again on its first parse, a tenth of a millisecond for every call checked. */
-function strictInput(tool: Tool): z.ZodObject {
-  let strict = STRICT_INPUTS.get(tool);
-  if (strict === undefined) {
-    strict = tool.input.strict();
-    STRICT_INPUTS.set(tool, strict);
-  }
-  return strict;
-}
+const strictInput = oncePerTool((tool) => tool.input.strict());
 
 export const issuesText = (error: z.ZodError) =>
   error.issues.map((issue) => `${issue.path.join('.') || '(input)'}: ${issue.message}`).join('; ');
 
 /** A call's `path` argument, if it has one: what the path guards look at, for any tool. */
 export const pathOf = (input: unknown): string | undefined =>
-  typeof input === 'object' && input !== null && 'path' in input && typeof input.path === 'string'
-    ? input.path
-    : undefined;
+  PATH_ARGUMENT.safeParse(input).data?.path;
+
+const PATH_ARGUMENT = z.looseObject({ path: z.string() });
 
 /** A failure the model can act on: its message becomes an is_error tool_result. */
 export class ToolError extends Error {}
@@ -301,7 +291,8 @@ export const plainDisk: Disk = {
     const entries = await filesUnder(ctx.root, dir, true);
     return { entries: entries.slice(0, cap), more: Math.max(entries.length - cap, 0), notes: [] };
   },
-  read: async (file, offset) => fileLines(await readRegularFile(file), offset),
+  // A named pipe would block this read (the guarded disk refuses anything but a regular file).
+  read: async (file, offset) => fileLines(await readFile(file), offset),
   // Compares, then writes: a writer in between is lost (the guarded disk locks around both).
   async write(file, content, before, ctx) {
     const current = await readFile(file).catch(() => null);
@@ -314,8 +305,7 @@ export const plainDisk: Disk = {
     const hashes = new Map<string, string>();
     for (const file of await filesUnder(ctx.root, ctx.root, false)) {
       if (protectedBy(globs, file) === undefined) continue;
-      const bytes = await readRegularFile(path.join(ctx.root, file)).catch(errorText);
-      hashes.set(file, typeof bytes === 'string' ? bytes : sha256(bytes));
+      hashes.set(file, sha256(await readFile(path.join(ctx.root, file))));
     }
     return hashes;
   },
@@ -355,18 +345,6 @@ async function filesUnder(root: string, dir: string, folders: boolean): Promise<
   }
   return found;
 }
-
-/** Prevents a read that never returns: a named pipe blocks until someone writes, a device may
- *  never end. So anything but a regular file (or a link to one) is refused before it is opened. */
-async function readRegularFile(file: string): Promise<Buffer> {
-  const info = await stat(file);
-  if (info.isDirectory()) throw new ToolError(`${file} is a folder; use list_files`);
-  if (!info.isFile())
-    throw new ToolError(`${file} is not a regular file (a named pipe, socket or device)`);
-  return await readFile(file);
-}
-
-const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /** The first of `globs` that a "/"-separated path matches; dotfiles match too (`.env`). */
 export const protectedBy = (globs: readonly string[], file: string) =>
@@ -782,22 +760,12 @@ export async function loadContextFiles(root: string): Promise<ContextFile[]> {
   return files;
 }
 
-/** Prevents AGENTS.md from putting a file outside its folder in the system prompt (a symlink out)
- *  or hanging the start (a named pipe blocks whoever opens it); reads at most `most` bytes and
- *  one more, to tell a cut. A string says why not. */
+/** Prevents AGENTS.md from putting a file outside its folder in the system prompt (a symlink out);
+ *  reads at most `most` bytes and one more, to tell a cut, through readAgentsFile. A string says
+ *  why not. */
 async function readContextFile(dir: string, file: string, most: number): Promise<Buffer | string> {
   const real = await realpath(file).catch(() => null);
   if (real === null) return 'a broken symlink';
   if (!isInside(dir, real)) return `a link out of its folder, to ${real}`;
-  if (!(await stat(real)).isFile())
-    return 'not a regular file (a named pipe, socket, device or folder)';
-  // No more than can be shown: a 2 GB AGENTS.md would be read whole at every start.
-  const handle = await open(real).catch((error: NodeJS.ErrnoException) => String(error.code));
-  if (typeof handle === 'string') return `unreadable (${handle})`;
-  try {
-    const { buffer, bytesRead } = await handle.read(Buffer.alloc(most + 1), 0, most + 1, 0);
-    return buffer.subarray(0, bytesRead);
-  } finally {
-    await handle.close();
-  }
+  return await readAgentsFile(real, most);
 }
