@@ -708,8 +708,8 @@ const OUTPUT_KEPT = 8 * 1024;
  *  the cap keeps its head and tail. Applied to what is kept so far, it keeps the same head. */
 function headAndTail(output: string): string {
   if (output.length <= 2 * OUTPUT_KEPT) return output;
-  const [head, tail] = [output.slice(0, OUTPUT_KEPT), output.slice(-OUTPUT_KEPT)];
-  return `${head}\n[... output left out ...]\n${tail}`;
+  const cut = '\n[... output left out ...]\n';
+  return output.slice(0, OUTPUT_KEPT) + cut + output.slice(-OUTPUT_KEPT);
 }
 
 // -------------------------------------------------------------------------------------------------
