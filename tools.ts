@@ -159,11 +159,12 @@ const strictInput = oncePerTool((tool) => tool.input.strict());
 export const issuesText = (error: z.ZodError) =>
   error.issues.map((issue) => `${issue.path.join('.') || '(input)'}: ${issue.message}`).join('; ');
 
+/** What any call has if it has a `path` argument: other keys are neither checked nor kept. */
+const PATH_ARGUMENT = z.looseObject({ path: z.string() });
+
 /** A call's `path` argument, if it has one: what the path guards look at, for any tool. */
 export const pathOf = (input: unknown): string | undefined =>
   PATH_ARGUMENT.safeParse(input).data?.path;
-
-const PATH_ARGUMENT = z.looseObject({ path: z.string() });
 
 /** A failure the model can act on: its message becomes an is_error tool_result. */
 export class ToolError extends Error {}
