@@ -12,7 +12,6 @@ import {
   access,
   lstat,
   mkdir,
-  open,
   readdir,
   readFile,
   realpath,
@@ -23,9 +22,10 @@ import path from 'node:path';
 import { createTwoFilesPatch } from 'diff';
 import { minimatch } from 'minimatch';
 import { z } from 'zod';
+import { readAgentsFile } from './hardening/context-files.ts';
 import { describeArguments, shownPath } from './hardening/hidden-characters.ts';
 import { findSnippet, mostlyCrlf, toCrlf } from './hardening/line-endings.ts';
-import { MAX_INPUT_DEPTH, nestedDeeperThan, UNUSABLE } from './hardening/malformed-input.ts';
+import { malformedInput } from './hardening/malformed-input.ts';
 
 export { describeArguments, shownPath };
 
@@ -122,58 +122,49 @@ export function describeCall(
   return found === undefined ? describeArguments(String(tool), input) : found.describe(input);
 }
 
-const TOOL_DEFINITIONS = new WeakMap<Tool, Anthropic.Tool>();
+/** `make` made into a function that makes its result once per tool, kept while the tool lives. */
+function oncePerTool<T>(make: (tool: Tool) => T): (tool: Tool) => T {
+  const made = new WeakMap<Tool, T>();
+  return (tool) => {
+    if (!made.has(tool)) made.set(tool, make(tool));
+    return made.get(tool)!;
+  };
+}
 
 /** A tool as the model is shown it: name, description, and the JSON Schema of its input. Built once
  *  per tool and shared by every agent that has it: converting the schema was a fifth of
  *  `createAgent`'s time. */
-export function toolDefinition(tool: Tool): Anthropic.Tool {
-  let definition = TOOL_DEFINITIONS.get(tool);
-  if (definition === undefined) {
-    const { $schema: _ignored, ...schema } = z.toJSONSchema(tool.input, { io: 'input' });
-    const { name, description } = tool;
-    definition = { name, description, input_schema: { ...schema, type: 'object' } };
-    TOOL_DEFINITIONS.set(tool, definition);
-  }
-  return definition;
-}
+export const toolDefinition = oncePerTool((tool): Anthropic.Tool => {
+  const { $schema: _ignored, ...schema } = z.toJSONSchema(tool.input, { io: 'input' });
+  const { name, description } = tool;
+  return { name, description, input_schema: { ...schema, type: 'object' } };
+});
 
 /** What is wrong with a call's arguments, or null: the schema with unknown keys refused (a plain
- *  z.object would drop one without a word), and nothing coerced ("5" is not 5). The depth comes
- *  first: the echo below, the session file and the SDK all use JSON.stringify, which overflows the
- *  stack a few thousand levels down. */
+ *  z.object would drop one without a word), and nothing coerced ("5" is not 5). An input too
+ *  malformed to echo is refused first (hardening/malformed-input.ts). */
 export function schemaProblem(tool: Tool, input: unknown): string | null {
   const refused = `invalid arguments for ${tool.name}`;
-  if (nestedDeeperThan(input, MAX_INPUT_DEPTH))
-    return `${refused}: nested deeper than ${MAX_INPUT_DEPTH} levels`;
-  if (typeof input === 'object' && input !== null && UNUSABLE in input)
-    return `${refused}: ${String(input[UNUSABLE])}`;
+  const malformed = malformedInput(input);
+  if (malformed !== null) return `${refused}: ${malformed}`;
   const parsed = strictInput(tool).safeParse(input);
   if (parsed.success) return null;
   return `${refused}: ${issuesText(parsed.error)}. You sent: ${JSON.stringify(input)}`;
 }
 
-const STRICT_INPUTS = new WeakMap<Tool, z.ZodObject>();
-
 /** A tool's schema with unknown keys refused, made once per tool: strict() makes a new schema,
  *  which zod compiles again on its first parse, a tenth of a millisecond for every call checked. */
-function strictInput(tool: Tool): z.ZodObject {
-  let strict = STRICT_INPUTS.get(tool);
-  if (strict === undefined) {
-    strict = tool.input.strict();
-    STRICT_INPUTS.set(tool, strict);
-  }
-  return strict;
-}
+const strictInput = oncePerTool((tool) => tool.input.strict());
 
 export const issuesText = (error: z.ZodError) =>
   error.issues.map((issue) => `${issue.path.join('.') || '(input)'}: ${issue.message}`).join('; ');
 
+/** What any call has if it has a `path` argument: other keys are neither checked nor kept. */
+const PATH_ARGUMENT = z.looseObject({ path: z.string() });
+
 /** A call's `path` argument, if it has one: what the path guards look at, for any tool. */
 export const pathOf = (input: unknown): string | undefined =>
-  typeof input === 'object' && input !== null && 'path' in input && typeof input.path === 'string'
-    ? input.path
-    : undefined;
+  PATH_ARGUMENT.safeParse(input).data?.path;
 
 /** A failure the model can act on: its message becomes an is_error tool_result. */
 export class ToolError extends Error {}
@@ -301,7 +292,8 @@ export const plainDisk: Disk = {
     const entries = await filesUnder(ctx.root, dir, true);
     return { entries: entries.slice(0, cap), more: Math.max(entries.length - cap, 0), notes: [] };
   },
-  read: async (file, offset) => fileLines(await readRegularFile(file), offset),
+  // A named pipe would block this read (the guarded disk refuses anything but a regular file).
+  read: async (file, offset) => fileLines(await readFile(file), offset),
   // Compares, then writes: a writer in between is lost (the guarded disk locks around both).
   async write(file, content, before, ctx) {
     const current = await readFile(file).catch(() => null);
@@ -314,8 +306,7 @@ export const plainDisk: Disk = {
     const hashes = new Map<string, string>();
     for (const file of await filesUnder(ctx.root, ctx.root, false)) {
       if (protectedBy(globs, file) === undefined) continue;
-      const bytes = await readRegularFile(path.join(ctx.root, file)).catch(errorText);
-      hashes.set(file, typeof bytes === 'string' ? bytes : sha256(bytes));
+      hashes.set(file, sha256(await readFile(path.join(ctx.root, file))));
     }
     return hashes;
   },
@@ -355,18 +346,6 @@ async function filesUnder(root: string, dir: string, folders: boolean): Promise<
   }
   return found;
 }
-
-/** Prevents a read that never returns: a named pipe blocks until someone writes, a device may
- *  never end. So anything but a regular file (or a link to one) is refused before it is opened. */
-async function readRegularFile(file: string): Promise<Buffer> {
-  const info = await stat(file);
-  if (info.isDirectory()) throw new ToolError(`${file} is a folder; use list_files`);
-  if (!info.isFile())
-    throw new ToolError(`${file} is not a regular file (a named pipe, socket or device)`);
-  return await readFile(file);
-}
-
-const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /** The first of `globs` that a "/"-separated path matches; dotfiles match too (`.env`). */
 export const protectedBy = (globs: readonly string[], file: string) =>
@@ -629,7 +608,7 @@ export const TOOLS: readonly Tool[] = [list_files, read_file, edit_file];
 // The runner seam: how a command runs. The gate runs the verify command through it, and so can a
 // fork's command tool (commandOptions). runCommand is the reading path's: a shell in the project,
 // a timeout, and the whole process group killed. The default (hardening/sandbox.ts) runs it in the
-// OS sandbox, on a throwaway copy of the project.
+// OS sandbox, on a throwaway copy of the project, through hardening/command-output.ts.
 
 export interface CommandRun {
   exitCode: number | null;
@@ -674,75 +653,64 @@ export function commandOptions(ctx: ToolContext): CommandOptions {
   };
 }
 
-/** The plain runner: never contained, so it refuses where the policy asks for a sandbox. */
-export const runCommand: Runner = async (command, options) => {
-  if (options.sandbox === true)
+/** The plain runner: a shell in the project. At the timeout or on a stop its whole process group is
+ *  killed, so a test runner's children cannot outlive it. Never contained, so it refuses where the
+ *  policy asks for a sandbox. */
+export const runCommand: Runner = async (
+  command,
+  { cwd, timeoutMs, signal, onOutput, sandbox },
+) => {
+  if (sandbox === true)
     throw new Error('this runner has no OS sandbox, and the run asks for one; not run');
-  return await spawnCommand(['/bin/sh', '-c', command], process.env, options);
+  // Detached: the shell leads a process group of its own, so one kill reaches its children too.
+  const child = spawn('/bin/sh', ['-c', command], {
+    cwd,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const collect = (chunk: Buffer) => {
+    const text = chunk.toString('utf8');
+    onOutput?.(text);
+    output = headAndTail(output + text);
+  };
+  child.stdout.on('data', collect);
+  child.stderr.on('data', collect);
+  const kill = () => {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  };
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    kill();
+  }, timeoutMs);
+  signal.addEventListener('abort', kill);
+  if (signal.aborted) kill();
+  const exitCode = await new Promise<number | null>((resolve) => {
+    child.on('close', resolve);
+    child.on('error', (error) => {
+      output += error.message;
+      resolve(null);
+    });
+  });
+  clearTimeout(timer);
+  signal.removeEventListener('abort', kill);
+  return { exitCode, timedOut, output: output || '(no output)', contained: false };
 };
 
-const OUTPUT_HEAD = 8 * 1024;
-const OUTPUT_TAIL = 8 * 1024;
+/** How much of a command's output is kept: this many characters of its start, and of its end. */
+const OUTPUT_KEPT = 8 * 1024;
 
-/** Runs `argv` in `options.cwd` with `env`; keeps the start and the end of its output. At the
- *  timeout or on a stop its whole process group is killed, so a test runner's children cannot
- *  outlive it. `more` is what it gets past stderr, by number (see hardening/sandbox.ts). */
-export function spawnCommand(
-  argv: readonly string[],
-  env: NodeJS.ProcessEnv,
-  { cwd, timeoutMs, signal, onOutput }: CommandOptions,
-  more: readonly (number | 'ignore')[] = [],
-): Promise<CommandRun> {
-  return new Promise((resolve) => {
-    const [file, ...args] = argv;
-    const child = spawn(file!, args, {
-      cwd,
-      env,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe', ...more],
-    });
-    let head = '';
-    let tail = '';
-    let dropped = 0;
-    const collect = (chunk: Buffer) => {
-      const text = chunk.toString('utf8');
-      onOutput?.(text);
-      const room = Math.max(OUTPUT_HEAD - head.length, 0);
-      head += text.slice(0, room);
-      tail += text.slice(room);
-      dropped += Math.max(tail.length - OUTPUT_TAIL, 0);
-      tail = tail.slice(-OUTPUT_TAIL);
-    };
-    const pipes = [child.stdout!, child.stderr!]; // made by stdio's 'pipe', whatever `more` adds
-    pipes.forEach((pipe) => pipe.on('data', collect));
-    // A child that left its group may still hold the pipes open: they are closed with the kill.
-    const kill = () => {
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-      setTimeout(() => pipes.forEach((pipe) => pipe.destroy()), 1_000).unref();
-    };
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      kill();
-    }, timeoutMs);
-    if (signal.aborted) kill();
-    else signal.addEventListener('abort', kill);
-    const done = (exitCode: number | null) => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', kill);
-      const cut = dropped > 0 ? `\n[... ${dropped} characters of output left out ...]\n` : '';
-      resolve({ exitCode, timedOut, output: head + cut + tail || '(no output)', contained: false });
-    };
-    child.on('error', (error) => {
-      collect(Buffer.from(error.message));
-      done(null);
-    });
-    child.on('close', done);
-  });
+/** Prevents a chatty command from filling memory (a test runner can print megabytes): output past
+ *  the cap keeps its head and tail. Applied to what is kept so far, it keeps the same head. */
+function headAndTail(output: string): string {
+  if (output.length <= 2 * OUTPUT_KEPT) return output;
+  const cut = '\n[... output left out ...]\n';
+  return output.slice(0, OUTPUT_KEPT) + cut + output.slice(-OUTPUT_KEPT);
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -793,22 +761,12 @@ export async function loadContextFiles(root: string): Promise<ContextFile[]> {
   return files;
 }
 
-/** Prevents AGENTS.md from putting a file outside its folder in the system prompt (a symlink out)
- *  or hanging the start (a named pipe blocks whoever opens it); reads at most `most` bytes and
- *  one more, to tell a cut. A string says why not. */
+/** Prevents AGENTS.md from putting a file outside its folder in the system prompt (a symlink out);
+ *  reads at most `most` bytes and one more, to tell a cut, through readAgentsFile. A string says
+ *  why not. */
 async function readContextFile(dir: string, file: string, most: number): Promise<Buffer | string> {
   const real = await realpath(file).catch(() => null);
   if (real === null) return 'a broken symlink';
   if (!isInside(dir, real)) return `a link out of its folder, to ${real}`;
-  if (!(await stat(real)).isFile())
-    return 'not a regular file (a named pipe, socket, device or folder)';
-  // No more than can be shown: a 2 GB AGENTS.md would be read whole at every start.
-  const handle = await open(real).catch((error: NodeJS.ErrnoException) => String(error.code));
-  if (typeof handle === 'string') return `unreadable (${handle})`;
-  try {
-    const { buffer, bytesRead } = await handle.read(Buffer.alloc(most + 1), 0, most + 1, 0);
-    return buffer.subarray(0, bytesRead);
-  } finally {
-    await handle.close();
-  }
+  return await readAgentsFile(real, most);
 }

@@ -6,8 +6,11 @@
 //   file                 threat                                                  seam
 //   sandbox.ts           the check reads secrets, reaches the network, leaves    runner, root
 //                        anything behind
+//   command-output.ts    a check's megabytes of output, a child holding its      runner
+//                        pipes after the kill
 //   runs-later.ts        a write that runs later passes under a blanket yes      before-call hook
 //   repository-data.ts   a read shows the model .git's tokens or session files   before-call hook
+//   context-files.ts     an AGENTS.md that hangs the start, or is read whole     AGENTS.md
 //   file-tree.ts         listings drown in ignored files, fail on one folder     disk.list
 //   read-window.ts       reads that block (pipes), load 1 GB, or follow a swap   disk.read
 //   atomic-write.ts      half-written files, a write through a swapped folder    disk.write

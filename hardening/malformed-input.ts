@@ -20,6 +20,18 @@ export function nestedDeeperThan(value: unknown, levels: number): boolean {
 /** The key under which an unusable input's note is stored (agent.ts's withResendableInputs). */
 export const UNUSABLE = 'unusable_input';
 
+/** What makes a call's input unusable before its schema is even tried (schemaProblem, tools.ts):
+ *  nesting past MAX_INPUT_DEPTH, or the note withResendableInputs left; null if nothing. The depth
+ *  comes first: the echo of a refused input, the session file and the SDK all use JSON.stringify,
+ *  which overflows the stack a few thousand levels down. */
+export function malformedInput(input: unknown): string | null {
+  if (nestedDeeperThan(input, MAX_INPUT_DEPTH))
+    return `nested deeper than ${MAX_INPUT_DEPTH} levels`;
+  if (typeof input === 'object' && input !== null && UNUSABLE in input)
+    return String(input[UNUSABLE]);
+  return null;
+}
+
 /** Prevents one malformed call input from failing later requests: a note replaces it. */
 export function withResendableInputs(reply: Anthropic.Message): Anthropic.Message {
   const content = reply.content.map((block) => {

@@ -27,7 +27,8 @@ import {
 import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
-import { isInside, type Runner, spawnCommand } from '../tools.ts';
+import { isInside, type Runner } from '../tools.ts';
+import { spawnCommand } from './command-output.ts';
 
 /** The default runner: contained where the policy asks or this machine can, else plain. */
 export const containedRunner: Runner = async (command, options) => {

@@ -3,7 +3,6 @@
 
 import type Anthropic from '@anthropic-ai/sdk';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
@@ -11,12 +10,11 @@ import { z } from 'zod';
 import { runTask } from '../../agent.ts';
 import { runSeedStory } from '../../lessons/demo.ts';
 import { call, reply, say, text, toolUse } from '../../scripted-model.ts';
-import { defineTool, runCommand, type Tool, TOOLS } from '../../tools.ts';
+import { defineTool, type Tool, TOOLS } from '../../tools.ts';
 import { scriptedAgent, tempProject, textOf, tokensSpent, unmarked } from '../helpers.ts';
 
 const lastMessage = (messages: Anthropic.MessageParam[]) => unmarked(messages).at(-1)!;
 const blocks = (message: Anthropic.MessageParam) => (typeof message.content === 'string' ? [] : message.content);
-const never = new AbortController().signal;
 
 const echo = defineTool({
   name: 'echo',
@@ -225,75 +223,6 @@ describe('guards in the loop', () => {
     const halt = await runTask(agent, 'anything');
     assert.equal(halt.kind, 'error');
     assert.match(halt.kind === 'error' ? halt.message : '', /script has 0 replies/);
-  });
-});
-
-describe('the verify command runner', () => {
-  test('long output keeps its head and tail, so the gate message stays small', async (t) => {
-    const root = await tempProject(t);
-    const run = await runCommand(`node -e "for (let i = 0; i < 100000; i++) console.log('line ' + i)"`, {
-      cwd: root,
-      timeoutMs: 30_000,
-      signal: never,
-    });
-    assert.equal(run.exitCode, 0);
-    assert.match(run.output, /^line 0\n/);
-    assert.match(run.output, /line 99999\n$/);
-    assert.match(run.output, /characters of output left out/);
-    assert.ok(run.output.length < 20_000);
-  });
-
-  test('a short output comes back whole, with nothing said left out, and a silent one says "(no output)"', async (t) => {
-    const root = await tempProject(t);
-    const short = await runCommand('echo one; echo two >&2', { cwd: root, timeoutMs: 10_000, signal: never });
-    assert.deepEqual([short.exitCode, short.output], [0, 'one\ntwo\n']);
-    const silent = await runCommand('true', { cwd: root, timeoutMs: 10_000, signal: never });
-    assert.deepEqual([silent.exitCode, silent.output], [0, '(no output)']);
-  });
-
-  test('output past the head and tail says exactly how much was left out, even when a short piece came first', async (t) => {
-    const root = await tempProject(t);
-    // One character, then (once the runner has seen it) 20,000 more: the first piece fills no tail.
-    const command = 'printf x; while [ ! -e go ]; do sleep 0.01; done; head -c 20000 /dev/zero | tr "\\0" y';
-    const onOutput = () => writeFileSync(path.join(root, 'go'), '');
-    const run = await runCommand(command, { cwd: root, timeoutMs: 30_000, signal: never, onOutput });
-    const kept = 16 * 1024;
-    const cut = `\n[... ${20_001 - kept} characters of output left out ...]\n`;
-    assert.equal(run.output, `x${'y'.repeat(kept / 2 - 1)}${cut}${'y'.repeat(kept / 2)}`);
-  });
-
-  test('a command that reads its input gets end-of-file at once, not a pipe it would wait on until its time limit', async (t) => {
-    const root = await tempProject(t);
-    // Given a pipe, cat would wait for input until the time limit.
-    const run = await runCommand('cat; echo done', { cwd: root, timeoutMs: 5_000, signal: never });
-    assert.deepEqual([run.exitCode, run.timedOut, run.output], [0, false, 'done\n']);
-  });
-
-  test('a command started after the run was stopped is killed at once, not run to its end', async (t) => {
-    const root = await tempProject(t);
-    const stopped = AbortSignal.abort();
-    const run = await runCommand('sleep 5; echo finished', { cwd: root, timeoutMs: 60_000, signal: stopped });
-    assert.deepEqual([run.exitCode, run.timedOut, run.output], [null, false, '(no output)']);
-  });
-
-  test('a command running when the run is stopped is killed then, not left to run to its end', async (t) => {
-    const root = await tempProject(t);
-    const stop = new AbortController();
-    const onOutput = () => stop.abort();
-    const run = await runCommand('echo started; sleep 10; echo finished', {
-      cwd: root,
-      timeoutMs: 60_000,
-      signal: stop.signal,
-      onOutput,
-    });
-    assert.deepEqual([run.exitCode, run.timedOut, run.output], [null, false, 'started\n']);
-  });
-
-  test('a verify command that hangs is killed at its timeout instead of hanging the run', async (t) => {
-    const root = await tempProject(t);
-    const run = await runCommand('sleep 30', { cwd: root, timeoutMs: 50, signal: never });
-    assert.equal(run.timedOut, true);
-    assert.equal(run.exitCode, null);
   });
 });
 

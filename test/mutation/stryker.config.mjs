@@ -49,6 +49,7 @@ const TOOLS_SECTIONS = {
     tests: [
       'test/sandbox/sandbox.check.ts',
       'test/sandbox/routes-sandbox.check.ts',
+      'test/sandbox/command-output.test.ts',
       'test/loop/loop.test.ts',
       'test/loop/limits.test.ts',
       'test/tools/fork-tools.test.ts',
