@@ -347,8 +347,11 @@ function taskTool(config: Config): Tool {
       const model = config.taskModel ?? config.model;
       const child = newAgent({ ...config, model, verify: undefined }, SUB_AGENT_PROMPT, readOnly, TASK_MAX_TURNS);
       const ended = await runTask(child, prompt, context.signal);
-      const last = child.messages.at(-1);
-      const said = last?.role === 'assistant' && Array.isArray(last.content) ? textOf(last.content) : '';
+      // What it said last: its final reply's text, or, if that had none (a halt after a call), the text before.
+      const texts = child.messages.map((message) =>
+        message.role === 'assistant' && Array.isArray(message.content) ? textOf(message.content).trim() : '',
+      );
+      const said = texts.findLast((text) => text !== '') ?? '';
       if (ended.kind === 'accepted') return said || '(the sub-agent gave no answer)';
       const why = ended.kind === 'error' ? ended.message : `its limit of ${ended.limit} turns`;
       return `[the sub-agent stopped: ${why}]\n${said}`;

@@ -625,7 +625,7 @@ const SUB_LOOP: Reply = {
   fails: false,
 };
 
-/** A sub-agent's reply, its texts marked as said on the way: the call's result is its final text alone. */
+/** A sub-agent's reply, its texts marked as said on the way: the call's result is the last text it said. */
 const aside = (reply: Reply): Reply => ({
   ...reply,
   blocks: reply.blocks.map((block) =>

@@ -227,8 +227,10 @@ function taskTool(parent: Agent): Tool {
       const readOnly = config.tools.filter((tool) => tool.readOnly);
       const child = await newAgent({ ...config, model, verify: undefined }, SUB_AGENT_SYSTEM, readOnly, false);
       const halt = await runTask(child, prompt, context.signal);
-      const last = child.messages.at(-1);
-      const said = last?.role === 'assistant' && Array.isArray(last.content) ? textOfParams(last.content) : '';
+      const texts = child.messages.map((message) =>
+        message.role === 'assistant' && Array.isArray(message.content) ? textOfParams(message.content).trim() : '',
+      );
+      const said = texts.findLast((text) => text !== '') ?? '';
       return halt.kind === 'accepted' ? said : `The sub-agent stopped (${halt.kind}). ${said}`;
     },
   };
