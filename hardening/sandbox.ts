@@ -3,7 +3,7 @@
 // cover what a command does; the kernel can. Contained, a command's world is built from what it
 // needs, not from a list of what to hide: the system's program and library folders and node's own
 // install read-only, a few /etc entries, the project on a copy-on-write overlay (its writes are
-// gone when it ends) with its .git and .agent empty, a private /tmp, an empty HOME, a minimal
+// gone when it ends, its layers out of reach) with its .git and .agent empty, a private /tmp, an empty HOME, a minimal
 // /dev, its own /proc, no network. Nothing else of the machine exists for it. Bubblewrap on Linux;
 // on macOS sandbox-exec, with the project read-only and HOME, .git and .agent unreadable. Its
 // environment is an allowlist; of the harness's descriptors it gets stdin, stdout and stderr.
@@ -294,7 +294,12 @@ function containedArgs(
       : [unshare, '--user', `--map-user=${uid}`, `--map-group=${gid}`];
   const overlay = `lowerdir=${lower},upperdir=${SCRATCH}/upper,workdir=${SCRATCH}/work,userxattr`;
   const mounted = `"$0" -n -t overlay overlay -o ${overlay} "$1"`;
-  const script = [mounted, ...hiddenFromCheck(where), 'cd "$1" && shift && exec "$@"'].join(' && ');
+  const script = [
+    mounted,
+    withoutLayers(),
+    ...hiddenFromCheck(where),
+    'cd "$1" && shift && exec "$@"',
+  ].join(' && ');
   return [
     bwrap!,
     ...['--tmpfs', '/'], // nothing of the machine but what follows
@@ -322,6 +327,15 @@ function containedArgs(
     ...['/bin/sh', '-c', command],
   ].filter((arg): arg is string => arg !== undefined);
 }
+
+/** Prevents the check from reading the real project through the overlay's own layers: the lower
+ *  one is the project bound as it is, .git and .agent not hidden (the token in .git/config) and
+ *  its Unix sockets live (a socket reached through the overlay refuses; through a bind it answers:
+ *  a dev server's, a database's). The overlay keeps its own hold of its layers, so once it is
+ *  mounted an empty read-only folder covers them all; the check, without capabilities over this
+ *  mount namespace, cannot take it off, and in a namespace of its own the cover is locked. A shell
+ *  command for the script in containedArgs. */
+const withoutLayers = () => `"$0" -n -t tmpfs -o ro,mode=555 gone ${SCRATCH}`;
 
 /** The names the tools never read (repository-data.ts): git's folder, or its file in a worktree,
  *  and the session files' folder (app/session-file.ts). */
