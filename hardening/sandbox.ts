@@ -234,7 +234,9 @@ const SYSTEM_FOLDERS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/l
 
 /** The /etc entries programs read to start and to name users: the dynamic linker's cache, users
  *  and groups, name service, time zone, Debian's alternatives (links such as /usr/bin/awk go
- *  there), and the certificates. No credentials live in these. */
+ *  there), and the certificates. No credentials live in these. Of /etc/ssl only the certificates
+ *  and OpenSSL's settings: its private/ holds the machine's TLS keys, readable by root and the
+ *  ssl-cert group, which the check is when the harness is. */
 const ETC_ENTRIES = [
   'ld.so.cache',
   'ld.so.conf',
@@ -245,7 +247,8 @@ const ETC_ENTRIES = [
   'hosts',
   'localtime',
   'alternatives',
-  'ssl',
+  'ssl/certs',
+  'ssl/openssl.cnf',
   'ca-certificates',
 ];
 

@@ -433,3 +433,16 @@ test("the check reads the project's real .git and .agent, and reaches a Unix soc
   const checkSees = await containedRunner('cat test.js', contained(root));
   assert.deepEqual([checkSees.exitCode, checkSees.output], [0, 'ok\n'], 'the project itself is still there');
 });
+
+test("the check reads /etc/ssl/private, where the machine's TLS keys live, as root or in the ssl-cert group: of /etc/ssl it gets the certificates alone", async (t) => {
+  if (!sandboxed(t)) return;
+  if (!existsSync('/etc/ssl/private')) return void t.skip('this machine has no /etc/ssl/private');
+  const root = await tempProject(t);
+  const run = await containedRunner(
+    'ls -d /etc/ssl/*; test -e /etc/ssl/private && echo KEYS-FOLDER; echo end',
+    contained(root),
+  );
+  assert.match(run.output, /end/, 'the probe ran to the end');
+  assert.doesNotMatch(run.output, /KEYS-FOLDER/);
+  assert.equal(existsSync('/etc/ssl/certs'), /\/etc\/ssl\/certs/.test(run.output), 'the certificates are there');
+});
