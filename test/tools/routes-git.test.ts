@@ -150,6 +150,37 @@ describe('what could run later asks a person every time: never covered by a blan
     assert.equal(readFileSync(path.join(root, 'package.json'), 'utf8'), manifest);
   });
 
+  test("pip install imports what a setup.cfg's attr: names, in a setuptools project: setup.cfg is refused unasked, as pyproject.toml is", async (t) => {
+    const root = await tempProject(t, {
+      'pyproject.toml': '[build-system]\nbuild-backend = "setuptools.build_meta"\n',
+    });
+    const config = '[metadata]\nname = p\nversion = attr: p.version.VERSION\n'; // p/version.py runs at install
+    const { results } = await edits(root, [{ path: 'setup.cfg', old_str: '', new_str: config }]);
+    assert.match(String(results[0]?.content), /a file an install runs as code, by its mere presence; nobody was asked/);
+    assert.equal(existsSync(path.join(root, 'setup.cfg')), false);
+  });
+
+  test('on a file system that ignores case (macOS, Windows), SETUP.PY is setup.py, Package.json is the manifest, Site-Packages holds packages and x/head makes a repository: runs later folds names as it does', async (t) => {
+    const root = await tempProject(t, { 'package.json': '{ "scripts": {} }\n' });
+    await mkdir(path.join(root, 'shaped', 'objects'), { recursive: true });
+    await mkdir(path.join(root, 'shaped', 'refs'));
+    const { results } = await edits(root, [
+      { path: 'SETUP.PY', old_str: '', new_str: 'import os\n' },
+      { path: 'sub/Package.json', old_str: '', new_str: '{ "scripts": { "postinstall": "touch pwned" } }\n' },
+      { path: 'lib/python3.11/Site-Packages/evil.pth', old_str: '', new_str: 'import os\n' },
+      { path: 'shaped/head', old_str: '', new_str: 'ref: refs/heads/main\n' },
+      { path: 'Team.Code-Workspace', old_str: '', new_str: '{}\n' },
+    ]);
+    const reasons = results.map((result) => / is (.*); nobody was asked/.exec(String(result.content))?.[1] ?? 'ok');
+    assert.deepEqual(reasons, [
+      'a file an install runs as code, by its mere presence',
+      "npm's manifest, with a script npm install runs on its own (postinstall)",
+      'inside Site-Packages, where programs load installed packages from',
+      'inside shaped, which git would open as a repository',
+      'a file its tool loads when the folder is opened',
+    ]);
+  });
+
   test('a person is asked about each such write, told why, and "always" does not cover the next one', async (t) => {
     const root = await tempProject(t);
     const always: Approver = async () => ({ approved: true, always: true });
