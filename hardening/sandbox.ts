@@ -3,10 +3,11 @@
 // cover what a command does; the kernel can. Contained, a command's world is built from what it
 // needs, not from a list of what to hide: the system's program and library folders and node's own
 // install read-only, a few /etc entries, the project on a copy-on-write overlay (its writes are
-// gone when it ends, its layers out of reach) with its .git and .agent empty, a private /tmp, an empty HOME, a minimal
-// /dev, its own /proc, no network. Nothing else of the machine exists for it. Bubblewrap on Linux;
-// on macOS sandbox-exec, with the project read-only and HOME, .git and .agent unreadable. Its
-// environment is an allowlist; of the harness's descriptors it gets stdin, stdout and stderr.
+// gone when it ends, its layers out of reach) with its .git and .agent empty, a private /tmp, an
+// empty HOME, a minimal /dev, its own /proc, no network. Nothing else of the machine exists for
+// it. Bubblewrap on Linux; on macOS sandbox-exec, with the project read-only and HOME, .git and
+// .agent unreadable. Its environment is an allowlist; of the harness's descriptors it gets stdin,
+// stdout and stderr.
 // Tests: test/sandbox/routes-sandbox.check.ts (every route out, tried),
 // test/sandbox/sandbox.check.ts.
 
