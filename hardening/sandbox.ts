@@ -364,8 +364,10 @@ function hiddenFromCheck({ root, read }: Contained): string[] {
 }
 
 /** sandbox-exec's command line (macOS): everything readable but HOME (the project and the extra
- *  paths excepted) and the project's repository data, writes only to a private temporary folder.
- *  Exported so that a test on any machine can read it. */
+ *  paths excepted) and the project's repository data, writes only to the temporary folders.
+ *  Exported so that a test on any machine can read it. Prevents the check's writes from reaching
+ *  a project inside those folders (a clone in /tmp: its .git/hooks would run at the next commit):
+ *  the project and the extra paths are never writable, wherever they are. */
 export function seatbeltArgs(command: string, { root, read }: Contained): string[] {
   const readable = [root, ...read];
   const hidden = REPOSITORY_DATA.map((name) => path.join(root, name));
@@ -375,21 +377,23 @@ export function seatbeltArgs(command: string, { root, read }: Contained): string
     ...unread.flatMap((p, i) => ['-D', `HIDE${i}=${p}`]),
   ];
   const rules = [
-    ...readable.map((_, i) => `\n(allow file-read* (subpath (param "READ${i}")))`),
-    ...unread.map((_, i) => `\n(deny file-read* (subpath (param "HIDE${i}")))`),
+    ...readable.map((_, i) => `(deny file-write* (subpath (param "READ${i}")))`),
+    '(deny file-read* (subpath (param "HOME")))',
+    ...readable.map((_, i) => `(allow file-read* (subpath (param "READ${i}")))`),
+    ...unread.map((_, i) => `(deny file-read* (subpath (param "HIDE${i}")))`),
   ];
-  const profile = SEATBELT_PROFILE + rules.join('');
+  const profile = [SEATBELT_PROFILE, ...rules].join('\n');
   const home = ['-D', `HOME=${homedir()}`];
   return ['/usr/bin/sandbox-exec', '-p', profile, ...home, ...params, '/bin/sh', '-c', command];
 }
 
-/** macOS's sandbox policy: the last rule that matches wins. The paths come in as -D parameters. */
+/** macOS's sandbox policy: the last rule that matches wins. The paths come in as -D parameters
+ *  (seatbeltArgs adds the rules that name them). */
 const SEATBELT_PROFILE = `(version 1) (allow default) (deny network*) (deny lsopen)
 (deny appleevent-send)
 (deny file-write*)
 (allow file-write* (subpath "/private/tmp") (subpath "/private/var/folders") (literal "/dev/null")
-  (regex #"^/dev/(tty|fd/)"))
-(deny file-read* (subpath (param "HOME")))`;
+  (regex #"^/dev/(tty|fd/)"))`;
 
 /** All of the harness's environment the contained command gets, with LC_* and what the person
  *  passes by name. */
@@ -447,11 +451,12 @@ export function sandboxProblem(): Promise<string | null> {
     try {
       const options = { cwd: base, timeoutMs: 10_000, signal: new AbortController().signal };
       const where = { root: base, read: [] };
-      const trial = await spawnCommand(
-        containedArgs('touch probe && test -f probe', where),
-        containedEnv(where),
-        options,
-      );
+      // Linux's check writes its own copy; macOS's may not write the project at all.
+      const probe =
+        process.platform === 'darwin'
+          ? 'touch probe 2>/dev/null; test ! -e probe'
+          : 'touch probe && test -f probe';
+      const trial = await spawnCommand(containedArgs(probe, where), containedEnv(where), options);
       const kept = process.platform === 'linux' && existsSync(path.join(base, 'probe'));
       if (trial.exitCode === 0 && !kept) return null;
       if (process.platform === 'darwin')
