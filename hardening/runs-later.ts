@@ -5,7 +5,8 @@
 // other agents' folders all hide so); a folder git would open as a repository (git's discovery: a
 // HEAD with objects/ and refs/, whatever the folder is called); the folder core.hooksPath names; a
 // file that is executable; installed packages, which programs load by name (Node's node_modules,
-// Python's site-packages and virtual environments); a package.json change to a script npm runs on
+// Python's site-packages and virtual environments), and a module at the root that Python would
+// import in their place (pip.py, at `python -m pip`); a package.json change to a script npm runs on
 // its own at `npm install`, and the files an install runs by their presence (binding.gyp,
 // setup.py, setup.cfg, pyproject.toml). Names are compared as a file system that ignores case
 // compares them (macOS's and Windows' defaults: SETUP.PY is setup.py there). Such a write is
@@ -67,6 +68,9 @@ export async function runsLaterReason(
   const environment = await virtualEnvironmentAround(ctx.root, real);
   if (environment !== null)
     return `inside ${environment}, a Python virtual environment (pyvenv.cfg)`;
+  const shadowed = await shadowedModule(ctx.root, real);
+  if (shadowed !== null)
+    return `a module Python imports in place of its installed ${shadowed} (python -m ${shadowed})`;
   const repository = await repositoryAround(ctx.root, real);
   if (repository !== null) return `inside ${repository}, which git would open as a repository`;
   const hooks = await hooksPath(ctx.root);
@@ -109,6 +113,30 @@ async function virtualEnvironmentAround(root: string, file: string): Promise<str
     if (dir === root) break;
   }
   return null;
+}
+
+/** The module Python would import from `file` in place of one it has installed, or null. Prevents
+ *  pip.py from running at `python -m pip` in the project, as pip's own guide has it run: `-m`,
+ *  `-c` and the interactive prompt put the current folder first on the import path (Python's
+ *  "The initialization of the sys.path module search path"), so a module at the root (X.py, or
+ *  X/__init__.py) named as one Python finds elsewhere, in the standard library or installed, is
+ *  imported instead. Whether it does is asked of the system's python3, isolated (-I: neither the
+ *  current folder nor the environment); without one, no name is known to be taken. */
+async function shadowedModule(root: string, file: string): Promise<string | null> {
+  const [first = '', inside, ...deeper] = path.relative(root, file).split(path.sep);
+  // Exact names: Python's finder matches a name's case even where the file system ignores it.
+  const [module, folder] = [/^([A-Za-z_]\w*)\.py$/.exec(first)?.[1], /^[A-Za-z_]\w*$/.test(first)];
+  const name =
+    inside === undefined ? module : inside === '__init__.py' && folder ? first : undefined;
+  const python = trustedProgram('python3');
+  if (name === undefined || deeper.length > 0 || python === null) return null;
+  const found = 'import importlib.util as u, sys; print(u.find_spec(sys.argv[1]) is not None)';
+  return new Promise((resolve) => {
+    const options = { cwd: '/', timeout: 5_000 };
+    execFile(python, ['-I', '-c', found, name], options, (_error, out) =>
+      resolve(out.trim() === 'True' ? name : null),
+    );
+  });
 }
 
 /** The scripts npm runs on its own during `npm install` and `npm ci`, from npm's "Life Cycle
