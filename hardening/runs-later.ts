@@ -5,11 +5,14 @@
 // other agents' folders all hide so); a folder git would open as a repository (git's discovery: a
 // HEAD with objects/ and refs/, whatever the folder is called); the folder core.hooksPath names; a
 // file that is executable; installed packages, which programs load by name (Node's node_modules,
-// Python's site-packages and virtual environments); a package.json change to a script npm runs on
+// Python's site-packages and virtual environments), and a module at the root that Python would
+// import in their place (pip.py, at `python -m pip`); a package.json change to a script npm runs on
 // its own at `npm install`, and the files an install runs by their presence (binding.gyp,
-// setup.py, pyproject.toml). Such a write is asked of a person every time (see agent.ts's
-// approval). The project's own source, a Makefile or a test script included, is the task: the
-// person runs it by name. Tests: test/tools/routes-git.test.ts.
+// setup.py, setup.cfg, pyproject.toml). Names are compared as a file system that ignores case
+// compares them (macOS's and Windows' defaults: SETUP.PY is setup.py there). Such a write is
+// asked of a person every time (see agent.ts's approval). The project's own source, a Makefile or
+// a test script included, is the task: the person runs it by name.
+// Tests: test/tools/routes-git.test.ts.
 
 import { execFile } from 'node:child_process';
 import { readFile, stat } from 'node:fs/promises';
@@ -56,14 +59,18 @@ export async function runsLaterReason(
   const segments = [lexical, path.relative(ctx.root, real)].flatMap((p) => p.split(/[\\/]/));
   const hidden = segments.find((name) => name.startsWith('.') && name !== '.' && name !== '..');
   if (hidden !== undefined) return `a hidden name ("${hidden}"), which tools load on their own`;
-  if (OPENED_ON_LOAD.some((pattern) => pattern.test(path.basename(real))))
+  const name = folded(path.basename(real));
+  if (OPENED_ON_LOAD.some((pattern) => pattern.test(name)))
     return 'a file its tool loads when the folder is opened';
-  const installed = segments.find((name) => INSTALLED_PACKAGES.includes(name.toLowerCase()));
+  const installed = segments.find((segment) => INSTALLED_PACKAGES.includes(folded(segment)));
   if (installed !== undefined)
     return `inside ${installed}, where programs load installed packages from`;
   const environment = await virtualEnvironmentAround(ctx.root, real);
   if (environment !== null)
     return `inside ${environment}, a Python virtual environment (pyvenv.cfg)`;
+  const shadowed = await shadowedModule(ctx.root, real);
+  if (shadowed !== null)
+    return `a module Python imports in place of its installed ${shadowed} (python -m ${shadowed})`;
   const repository = await repositoryAround(ctx.root, real);
   if (repository !== null) return `inside ${repository}, which git would open as a repository`;
   const hooks = await hooksPath(ctx.root);
@@ -74,16 +81,23 @@ export async function runsLaterReason(
     () => 0,
   );
   if ((mode & 0o111) !== 0) return 'an executable file';
-  if (RUN_BY_INSTALL.includes(path.basename(real)))
-    return 'a file an install runs as code, by its mere presence';
+  if (RUN_BY_INSTALL.includes(name)) return 'a file an install runs as code, by its mere presence';
   return await installScriptChange(input, real);
 }
 
 /** Files an install runs by their presence, whatever they say: npm compiles a package that has a
  *  binding.gyp with node-gyp, which runs its commands (docs.npmjs.com/cli/using-npm/scripts,
  *  "default values"); pip builds a project through setup.py or the build backend pyproject.toml
- *  names, which may be the project's own code (PEP 517's backend-path). */
-const RUN_BY_INSTALL = ['binding.gyp', 'setup.py', 'pyproject.toml'];
+ *  names, which may be the project's own code (PEP 517's backend-path), and setuptools imports
+ *  the module a setup.cfg's `attr:` or `cmdclass` names (setuptools' "Configuring setuptools
+ *  using setup.cfg files"). */
+const RUN_BY_INSTALL = ['binding.gyp', 'setup.py', 'setup.cfg', 'pyproject.toml'];
+
+/** Prevents a name spelled in another case (SETUP.PY, x/head, Package.json) from passing as
+ *  harmless where the file system ignores case, as macOS's and Windows' do by default, and opens
+ *  it for whoever asks for setup.py: a name as such a file system compares it, its canonical
+ *  decomposition (the Kelvin sign is a K) in one case. */
+const folded = (name: string): string => name.normalize('NFD').toUpperCase().toLowerCase();
 
 /** Where programs load installed packages from by name, never the project's own source (which
  *  git shows; these it mostly ignores): Node's module resolution looks into every node_modules
@@ -99,6 +113,30 @@ async function virtualEnvironmentAround(root: string, file: string): Promise<str
     if (dir === root) break;
   }
   return null;
+}
+
+/** The module Python would import from `file` in place of one it has installed, or null. Prevents
+ *  pip.py from running at `python -m pip` in the project, as pip's own guide has it run: `-m`,
+ *  `-c` and the interactive prompt put the current folder first on the import path (Python's
+ *  "The initialization of the sys.path module search path"), so a module at the root (X.py, or
+ *  X/__init__.py) named as one Python finds elsewhere, in the standard library or installed, is
+ *  imported instead. Whether it does is asked of the system's python3, isolated (-I: neither the
+ *  current folder nor the environment); without one, no name is known to be taken. */
+async function shadowedModule(root: string, file: string): Promise<string | null> {
+  const [first = '', inside, ...deeper] = path.relative(root, file).split(path.sep);
+  // Exact names: Python's finder matches a name's case even where the file system ignores it.
+  const [module, folder] = [/^([A-Za-z_]\w*)\.py$/.exec(first)?.[1], /^[A-Za-z_]\w*$/.test(first)];
+  const name =
+    inside === undefined ? module : inside === '__init__.py' && folder ? first : undefined;
+  const python = trustedProgram('python3');
+  if (name === undefined || deeper.length > 0 || python === null) return null;
+  const found = 'import importlib.util as u, sys; print(u.find_spec(sys.argv[1]) is not None)';
+  return new Promise((resolve) => {
+    const options = { cwd: '/', timeout: 5_000 };
+    execFile(python, ['-I', '-c', found, name], options, (_error, out) =>
+      resolve(out.trim() === 'True' ? name : null),
+    );
+  });
 }
 
 /** The scripts npm runs on its own during `npm install` and `npm ci`, from npm's "Life Cycle
@@ -119,7 +157,7 @@ const INSTALL_SCRIPTS = [
  *  work out (another tool's, an old_str not there exactly once, a file not regular) counts as a
  *  change. */
 async function installScriptChange(input: unknown, real: string): Promise<string | null> {
-  if (path.basename(real) !== 'package.json') return null;
+  if (folded(path.basename(real)) !== 'package.json') return null;
   // Never opened unless a regular file: a named pipe would block the read.
   const regular = await stat(real).then(
     (info) => info.isFile(),
@@ -165,7 +203,7 @@ function installScripts(text: string): Record<string, unknown> {
 export async function repositoryAround(root: string, file: string): Promise<string | null> {
   for (let dir = path.dirname(file); isInside(root, dir); dir = path.dirname(dir)) {
     const has = async (name: string, folder: boolean) =>
-      isInside(path.join(dir, name), file) ||
+      folded(path.relative(dir, file).split(path.sep)[0]!) === folded(name) ||
       (await stat(path.join(dir, name)).then(
         (info) => info.isDirectory() === folder,
         () => false,

@@ -3,10 +3,11 @@
 // cover what a command does; the kernel can. Contained, a command's world is built from what it
 // needs, not from a list of what to hide: the system's program and library folders and node's own
 // install read-only, a few /etc entries, the project on a copy-on-write overlay (its writes are
-// gone when it ends) with its .git and .agent empty, a private /tmp, an empty HOME, a minimal
-// /dev, its own /proc, no network. Nothing else of the machine exists for it. Bubblewrap on Linux;
-// on macOS sandbox-exec, with the project read-only and HOME, .git and .agent unreadable. Its
-// environment is an allowlist; of the harness's descriptors it gets stdin, stdout and stderr.
+// gone when it ends, its layers out of reach) with its .git and .agent empty, a private /tmp, an
+// empty HOME, a minimal /dev, its own /proc, no network. Nothing else of the machine exists for
+// it. Bubblewrap on Linux; on macOS sandbox-exec, with the project read-only and HOME, .git and
+// .agent unreadable. Its environment is an allowlist; of the harness's descriptors it gets stdin,
+// stdout and stderr.
 // Tests: test/sandbox/routes-sandbox.check.ts (every route out, tried),
 // test/sandbox/sandbox.check.ts.
 
@@ -235,7 +236,9 @@ const SYSTEM_FOLDERS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/l
 
 /** The /etc entries programs read to start and to name users: the dynamic linker's cache, users
  *  and groups, name service, time zone, Debian's alternatives (links such as /usr/bin/awk go
- *  there), and the certificates. No credentials live in these. */
+ *  there), and the certificates. No credentials live in these. Of /etc/ssl only the certificates
+ *  and OpenSSL's settings: its private/ holds the machine's TLS keys, readable by root and the
+ *  ssl-cert group, which the check is when the harness is. */
 const ETC_ENTRIES = [
   'ld.so.cache',
   'ld.so.conf',
@@ -246,7 +249,8 @@ const ETC_ENTRIES = [
   'hosts',
   'localtime',
   'alternatives',
-  'ssl',
+  'ssl/certs',
+  'ssl/openssl.cnf',
   'ca-certificates',
 ];
 
@@ -295,7 +299,12 @@ function containedArgs(
       : [unshare, '--user', `--map-user=${uid}`, `--map-group=${gid}`];
   const overlay = `lowerdir=${lower},upperdir=${SCRATCH}/upper,workdir=${SCRATCH}/work,userxattr`;
   const mounted = `"$0" -n -t overlay overlay -o ${overlay} "$1"`;
-  const script = [mounted, ...hiddenFromCheck(where), 'cd "$1" && shift && exec "$@"'].join(' && ');
+  const script = [
+    mounted,
+    withoutLayers(),
+    ...hiddenFromCheck(where),
+    'cd "$1" && shift && exec "$@"',
+  ].join(' && ');
   return [
     bwrap!,
     ...['--tmpfs', '/'], // nothing of the machine but what follows
@@ -324,6 +333,15 @@ function containedArgs(
   ].filter((arg): arg is string => arg !== undefined);
 }
 
+/** Prevents the check from reading the real project through the overlay's own layers: the lower
+ *  one is the project bound as it is, .git and .agent not hidden (the token in .git/config) and
+ *  its Unix sockets live (a socket reached through the overlay refuses; through a bind it answers:
+ *  a dev server's, a database's). The overlay keeps its own hold of its layers, so once it is
+ *  mounted an empty read-only folder covers them all; the check, without capabilities over this
+ *  mount namespace, cannot take it off, and in a namespace of its own the cover is locked. A shell
+ *  command for the script in containedArgs. */
+const withoutLayers = () => `"$0" -n -t tmpfs -o ro,mode=555 gone ${SCRATCH}`;
+
 /** The names the tools never read (repository-data.ts): git's folder, or its file in a worktree,
  *  and the session files' folder (app/session-file.ts). */
 export const REPOSITORY_DATA: readonly string[] = ['.git', '.agent'];
@@ -347,8 +365,10 @@ function hiddenFromCheck({ root, read }: Contained): string[] {
 }
 
 /** sandbox-exec's command line (macOS): everything readable but HOME (the project and the extra
- *  paths excepted) and the project's repository data, writes only to a private temporary folder.
- *  Exported so that a test on any machine can read it. */
+ *  paths excepted) and the project's repository data, writes only to the temporary folders.
+ *  Exported so that a test on any machine can read it. Prevents the check's writes from reaching
+ *  a project inside those folders (a clone in /tmp: its .git/hooks would run at the next commit):
+ *  the project and the extra paths are never writable, wherever they are. */
 export function seatbeltArgs(command: string, { root, read }: Contained): string[] {
   const readable = [root, ...read];
   const hidden = REPOSITORY_DATA.map((name) => path.join(root, name));
@@ -358,21 +378,23 @@ export function seatbeltArgs(command: string, { root, read }: Contained): string
     ...unread.flatMap((p, i) => ['-D', `HIDE${i}=${p}`]),
   ];
   const rules = [
-    ...readable.map((_, i) => `\n(allow file-read* (subpath (param "READ${i}")))`),
-    ...unread.map((_, i) => `\n(deny file-read* (subpath (param "HIDE${i}")))`),
+    ...readable.map((_, i) => `(deny file-write* (subpath (param "READ${i}")))`),
+    '(deny file-read* (subpath (param "HOME")))',
+    ...readable.map((_, i) => `(allow file-read* (subpath (param "READ${i}")))`),
+    ...unread.map((_, i) => `(deny file-read* (subpath (param "HIDE${i}")))`),
   ];
-  const profile = SEATBELT_PROFILE + rules.join('');
+  const profile = [SEATBELT_PROFILE, ...rules].join('\n');
   const home = ['-D', `HOME=${homedir()}`];
   return ['/usr/bin/sandbox-exec', '-p', profile, ...home, ...params, '/bin/sh', '-c', command];
 }
 
-/** macOS's sandbox policy: the last rule that matches wins. The paths come in as -D parameters. */
+/** macOS's sandbox policy: the last rule that matches wins. The paths come in as -D parameters
+ *  (seatbeltArgs adds the rules that name them). */
 const SEATBELT_PROFILE = `(version 1) (allow default) (deny network*) (deny lsopen)
 (deny appleevent-send)
 (deny file-write*)
 (allow file-write* (subpath "/private/tmp") (subpath "/private/var/folders") (literal "/dev/null")
-  (regex #"^/dev/(tty|fd/)"))
-(deny file-read* (subpath (param "HOME")))`;
+  (regex #"^/dev/(tty|fd/)"))`;
 
 /** All of the harness's environment the contained command gets, with LC_* and what the person
  *  passes by name. */
@@ -430,11 +452,12 @@ export function sandboxProblem(): Promise<string | null> {
     try {
       const options = { cwd: base, timeoutMs: 10_000, signal: new AbortController().signal };
       const where = { root: base, read: [] };
-      const trial = await spawnCommand(
-        containedArgs('touch probe && test -f probe', where),
-        containedEnv(where),
-        options,
-      );
+      // Linux's check writes its own copy; macOS's may not write the project at all.
+      const probe =
+        process.platform === 'darwin'
+          ? 'touch probe 2>/dev/null; test ! -e probe'
+          : 'touch probe && test -f probe';
+      const trial = await spawnCommand(containedArgs(probe, where), containedEnv(where), options);
       const kept = process.platform === 'linux' && existsSync(path.join(base, 'probe'));
       if (trial.exitCode === 0 && !kept) return null;
       if (process.platform === 'darwin')

@@ -411,3 +411,38 @@ test("the check's output can show .git and the session folder: a check that prin
   const clean = await checkedDone(root, 'git diff --exit-code', sees);
   assert.equal(clean.halt.kind, 'accepted', JSON.stringify(clean.gates));
 });
+
+test("the check reads the project's real .git and .agent, and reaches a Unix socket in it, through the overlay's lower layer: that layer is gone once the overlay is mounted", async (t) => {
+  if (!sandboxed(t)) return;
+  const root = await tempProject(t, { 'test.js': 'ok\n', '.agent/s.jsonl': 'SECRET-SESSION\n' });
+  git(root, 'init', '-q');
+  git(root, 'remote', 'add', 'origin', 'https://x:SECRET-TOKEN@example.com/r.git');
+  let connections = 0;
+  const server = createServer((connection) => void (connections++, connection.end('SECRET-SOCKET\n')));
+  await new Promise<void>((resolve) => server.listen(path.join(root, 'dev.sock'), resolve));
+  t.after(() => server.close());
+  // The attacker finds the layer where the kernel says it is, whatever the harness calls it.
+  const lower = `$(sed -n 's/.*lowerdir=\\([^,]*\\).*/\\1/p' /proc/self/mountinfo | head -1)`;
+  const connect = `require('net').connect(process.argv[1]).on('data', (d) => process.stdout.write(String(d))).on('error', () => {})`;
+  const probe = `l=${lower}; echo "lower: $l"; cat "$l/.git/config" "$l/.agent/s.jsonl"; node -e "${connect}" "$l/dev.sock"; echo end`;
+  const run = await containedRunner(probe, contained(root));
+  assert.match(run.output, /lower: \/\S+/, 'the probe found the layer');
+  assert.match(run.output, /end/, 'the probe ran to the end');
+  assert.deepEqual(run.output.match(/SECRET-[A-Z]+/g) ?? [], []);
+  assert.equal(connections, 0);
+  const checkSees = await containedRunner('cat test.js', contained(root));
+  assert.deepEqual([checkSees.exitCode, checkSees.output], [0, 'ok\n'], 'the project itself is still there');
+});
+
+test("the check reads /etc/ssl/private, where the machine's TLS keys live, as root or in the ssl-cert group: of /etc/ssl it gets the certificates alone", async (t) => {
+  if (!sandboxed(t)) return;
+  if (!existsSync('/etc/ssl/private')) return void t.skip('this machine has no /etc/ssl/private');
+  const root = await tempProject(t);
+  const run = await containedRunner(
+    'ls -d /etc/ssl/*; test -e /etc/ssl/private && echo KEYS-FOLDER; echo end',
+    contained(root),
+  );
+  assert.match(run.output, /end/, 'the probe ran to the end');
+  assert.doesNotMatch(run.output, /KEYS-FOLDER/);
+  assert.equal(existsSync('/etc/ssl/certs'), /\/etc\/ssl\/certs/.test(run.output), 'the certificates are there');
+});

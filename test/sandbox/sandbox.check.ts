@@ -309,3 +309,13 @@ test("on macOS the profile denies every write but the temporary folders, and rea
     '--sandbox-read gives .git back',
   );
 });
+
+test('on macOS a project inside the temporary folders (a clone in /tmp) would be writable by the check, .git/hooks and all: the project and the --sandbox-read paths are never writable', () => {
+  const where = { root: '/private/tmp/clone', read: ['/private/var/folders/x/T/sdk'], passEnv: [] };
+  const profile = seatbeltArgs('make test', where)[2] ?? '';
+  const temporary = profile.indexOf('(allow file-write* (subpath "/private/tmp")');
+  const denials = ['READ0', 'READ1'].map((name) => profile.indexOf(`(deny file-write* (subpath (param "${name}")))`));
+  assert.ok(temporary >= 0, profile);
+  for (const denial of denials)
+    assert.ok(denial > temporary, `denied after the temporary folders are allowed (the last rule wins): ${profile}`);
+});

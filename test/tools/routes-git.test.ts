@@ -3,7 +3,7 @@
 // not read either (a token in a remote URL). Run for real: a real repository, the real git, through the agent.
 
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -14,7 +14,7 @@ import { call, reply, say, toolUse } from '../../scripted-model.ts';
 import { defineTool, edit_file, list_files, read_file, type ToolContext } from '../../tools.ts';
 import { scriptedAgent, tempProject, toolResults, toolsWith } from '../helpers.ts';
 import { pathOf } from '../../tools.ts';
-import { containedRunner, guardedDisk, runsLaterReason } from '../../hardening/index.ts';
+import { containedRunner, guardedDisk, runsLaterReason, trustedProgram } from '../../hardening/index.ts';
 import { repositoryAround, runsLaterCheck } from '../../hardening/runs-later.ts';
 
 /** Runs the real git in `root`, with an identity so a commit works and no global configuration. */
@@ -148,6 +148,64 @@ describe('what could run later asks a person every time: never covered by a blan
       [undefined, undefined, undefined],
     );
     assert.equal(readFileSync(path.join(root, 'package.json'), 'utf8'), manifest);
+  });
+
+  test("pip install imports what a setup.cfg's attr: names, in a setuptools project: setup.cfg is refused unasked, as pyproject.toml is", async (t) => {
+    const root = await tempProject(t, {
+      'pyproject.toml': '[build-system]\nbuild-backend = "setuptools.build_meta"\n',
+    });
+    const config = '[metadata]\nname = p\nversion = attr: p.version.VERSION\n'; // p/version.py runs at install
+    const { results } = await edits(root, [{ path: 'setup.cfg', old_str: '', new_str: config }]);
+    assert.match(String(results[0]?.content), /a file an install runs as code, by its mere presence; nobody was asked/);
+    assert.equal(existsSync(path.join(root, 'setup.cfg')), false);
+  });
+
+  test('python -m pip in the project imports a pip.py the model wrote, outside any sandbox: a module at the root named as one Python has installed is refused unasked', async (t) => {
+    const python = trustedProgram('python3');
+    if (python === null) return void t.skip('no python3 in the system folders');
+    const root = await tempProject(t);
+    const pwned = path.join(root, 'pwned');
+    const payload = `open(${JSON.stringify(pwned)}, 'w').write('ran')\n`;
+    const { results } = await edits(root, [
+      { path: 'pip.py', old_str: '', new_str: payload },
+      { path: 'json/__init__.py', old_str: '', new_str: payload },
+      { path: 'main.py', old_str: '', new_str: payload },
+      { path: 'src/pip.py', old_str: '', new_str: payload },
+      { path: 'json_tools/__init__.py', old_str: '', new_str: payload },
+    ]);
+    const reasons = results.map((result) => / is (.*); nobody was asked/.exec(String(result.content))?.[1] ?? 'ok');
+    assert.deepEqual(reasons, [
+      'a module Python imports in place of its installed pip (python -m pip)',
+      'a module Python imports in place of its installed json (python -m json)',
+      'ok',
+      'ok',
+      'ok',
+    ]);
+    // The attack is real: written there, `python -m pip` runs it.
+    writeFileSync(path.join(root, 'pip.py'), payload);
+    spawnSync(python, ['-m', 'pip', '--version'], { cwd: root, stdio: 'ignore' });
+    assert.equal(existsSync(pwned), true, 'python -m pip ran the pip.py of the folder it was started in');
+  });
+
+  test('on a file system that ignores case (macOS, Windows), SETUP.PY is setup.py, Package.json is the manifest, Site-Packages holds packages and x/head makes a repository: runs later folds names as it does', async (t) => {
+    const root = await tempProject(t, { 'package.json': '{ "scripts": {} }\n' });
+    await mkdir(path.join(root, 'shaped', 'objects'), { recursive: true });
+    await mkdir(path.join(root, 'shaped', 'refs'));
+    const { results } = await edits(root, [
+      { path: 'SETUP.PY', old_str: '', new_str: 'import os\n' },
+      { path: 'sub/Package.json', old_str: '', new_str: '{ "scripts": { "postinstall": "touch pwned" } }\n' },
+      { path: 'lib/python3.11/Site-Packages/evil.pth', old_str: '', new_str: 'import os\n' },
+      { path: 'shaped/head', old_str: '', new_str: 'ref: refs/heads/main\n' },
+      { path: 'Team.Code-Workspace', old_str: '', new_str: '{}\n' },
+    ]);
+    const reasons = results.map((result) => / is (.*); nobody was asked/.exec(String(result.content))?.[1] ?? 'ok');
+    assert.deepEqual(reasons, [
+      'a file an install runs as code, by its mere presence',
+      "npm's manifest, with a script npm install runs on its own (postinstall)",
+      'inside Site-Packages, where programs load installed packages from',
+      'inside shaped, which git would open as a repository',
+      'a file its tool loads when the folder is opened',
+    ]);
   });
 
   test('a person is asked about each such write, told why, and "always" does not cover the next one', async (t) => {
