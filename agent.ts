@@ -7,7 +7,7 @@
 //   transcript = [task]
 //   loop:
 //     view = context hooks(transcript)          compacted near the window; all of it kept   P4
-//     tokens or dollars spent: halt budget; the view does not fit: halt error               P3
+//     tokens or dollars spent: halt budget                                                  P3
 //     reply = model(system prompt, tools, view)   it failed (once more if too long): halt error
 //     append reply
 //     if it asks for tools, for each call in order:
@@ -375,8 +375,6 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Called> 
       const overspent = spendingHalt(agent);
       if (overspent) return { halt: overspent };
       const estimatedTokens = estimateNextRequest(agent, view.messages);
-      if (estimatedTokens > agent.contextWindow)
-        return { halt: oversizeHalt(agent, estimatedTokens) };
       config.onEvent({ type: 'request', turn, messages: view.messages.length, estimatedTokens });
       // The mark goes on the last block: each request reads the one before from the cache.
       const request = { system: agent.system, tools: agent.toolDefinitions, cache_control: CACHE };
@@ -398,12 +396,6 @@ async function callModel(agent: Agent, run: Run, turn: number): Promise<Called> 
 
 /** A reply, or why none came back. */
 type Called = { halt: Halt } | { reply: Anthropic.Message };
-
-/** Prevents sending a request too large for the window. */
-function oversizeHalt({ contextWindow }: Agent, tokens: number): Halt {
-  const size = `the next request (~${tokens} tokens)`;
-  return errorHalt(`${size} would not fit the ${contextWindow}-token window even after compaction`);
-}
 
 const CACHE: Anthropic.CacheControlEphemeral = { type: 'ephemeral' };
 
