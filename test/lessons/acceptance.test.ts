@@ -1,5 +1,6 @@
 // One acceptance suite over every harness, the way a learner's is checked: `npm run lesson -- pN --check
-// FILE` plays the stories of P0 to PN (lessons/stories.ts) against lessons/p0.ts, p1.ts, p2.ts and agent.ts.
+// FILE` plays the stories of P0 to PN (lessons/stories.ts) against lessons/p0.ts, p1.ts and p2.ts, and agent.ts
+// plays them all on the plain reading path (agent.ts on its defaults: acceptance.check.ts, in test:all).
 // Each stage is checked one lesson further than it reaches, and the stories it does not pass yet are
 // listed: they must fail, since a story that passes without the feature it is about accepts nothing.
 
@@ -32,8 +33,6 @@ interface Implementation {
   notYet: string[];
 }
 
-const agentHarness: Harness<agentTs.AgentEvent> = agentTs;
-
 const IMPLEMENTATIONS: Implementation[] = [
   {
     file: 'lessons/p0.ts',
@@ -59,7 +58,8 @@ const IMPLEMENTATIONS: Implementation[] = [
     reaches: 'p2',
     notYet: ['a protected file stays as it is', 'a declined change is not made', 'a cut-off reply is not run'],
   },
-  { file: 'agent.ts', harness: agentHarness, reaches: 'p4', notYet: [] },
+  // agent.ts on its defaults (the hardening, the OS sandbox at every gate) is test/lessons/acceptance.check.ts's, in
+  // npm run test:all; here it passes every story on the plain reading path, below.
 ];
 
 function story(name: string): Story {
@@ -125,17 +125,22 @@ describe('every harness against the lessons it reaches, and the next one', () =>
 });
 
 // The reading path is a whole harness: agent.ts and tools.ts with the plain disk and runner and none of the
-// hardening's hooks (PLAIN) pass every story of every lesson, as the defaults do above.
-test('the plain reading path (hardening: PLAIN) passes every P0-P4 story', async () => {
+// hardening's hooks (PLAIN) pass every story of every lesson, as the defaults do in acceptance.check.ts.
+describe('the plain reading path (hardening: PLAIN) passes every P0-P4 story', () => {
   const plain: Harness<agentTs.AgentEvent> = {
     createAgent: (config) => agentTs.createAgent({ ...config, hardening: agentTs.PLAIN }),
     runTask: (agent, task, signal) => agentTs.runTask(agent as agentTs.Agent, task, signal),
   };
-  const failures = await Promise.all(STORIES.map(async (played) => [played.name, await playStory(plain, played)]));
-  assert.deepEqual(
-    failures.filter(([, failure]) => failure !== null),
-    [],
-  );
+  const failures = new Map<string, Awaited<ReturnType<typeof playStory>>>();
+  // The stories are played side by side, as above; each test reads its own story's outcome.
+  before(async () => {
+    await Promise.all(STORIES.map(async (played) => failures.set(played.name, await playStory(plain, played))));
+  });
+  for (const played of STORIES) {
+    test(`${played.lesson} acceptance: ${played.name}`, () => {
+      assert.equal(failures.get(played.name), null, `${played.name} was not played, or failed`);
+    });
+  }
 });
 
 test('every lesson has acceptance stories', () => {

@@ -3,14 +3,11 @@
 // that mutant applied. Named, like every guard test, after the failure it prevents.
 
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { pathToFileURL } from 'node:url';
-import { promisify } from 'node:util';
 import { z } from 'zod';
 import {
   type AfterCallHook,
@@ -39,12 +36,8 @@ import {
   toolsWith,
   violationsOf,
 } from '../helpers.ts';
-import { sandboxProblem } from '../../hardening/index.ts';
 import { pathOf } from '../../tools.ts';
 import { estimateMessages } from '../../hardening/index.ts';
-
-const runNode = promisify(execFile);
-const noSandbox = await sandboxProblem();
 
 describe('the gate says what is wrong', () => {
   test('a protected file deleted, or one added under a protected glob, is named as deleted or added, not "changed"', async (t) => {
@@ -535,54 +528,8 @@ describe('the window, compaction in pieces, steering and the sandbox', () => {
     assert.match(JSON.stringify(model.requests[1]!.messages.at(-1)), /stop: use b\.txt instead/);
   });
 
-  test('on a machine without the OS sandbox, a check asked to run in it is not run, and one not asked runs unconfined', async (t) => {
-    // In a child that looks for the sandbox's tools where there are none, and whose PATH holds node but no bwrap. Its environment is this process's otherwise, so a mutant that
-    // `npm run mutate:agent` switched on here (through the environment) is switched on in the child too.
-    const root = await tempProject(t, { 'test.js': "require('node:fs').appendFileSync('ran.txt', 'ran\\n');\n" });
-    const nodeOnly = await tempProject(t);
-    await symlink(process.execPath, path.join(nodeOnly, 'node'));
-    const url = (file: string) => pathToFileURL(path.join(import.meta.dirname, '..', '..', file)).href;
-    const probe = [
-      `import { createAgent, runTask } from '${url('agent.ts')}';`,
-      `import { say, ScriptedModel } from '${url('scripted-model.ts')}';`,
-      `import { lookForProgramsIn } from '${url('hardening/index.ts')}';`,
-      `lookForProgramsIn(['${nodeOnly}']);`,
-      `for (const sandbox of [true, undefined]) {`,
-      `  const gates = [];`,
-      `  const model = new ScriptedModel([say('Done.')]);`,
-      `  const onEvent = (event) => event.type === 'gate' && gates.push(event.sandboxed);`,
-      `  const config = { root: '${root}', model, tools: [], verify: 'node test.js', sandbox, onEvent };`,
-      `  console.log(JSON.stringify({ halt: await runTask(await createAgent(config), 'task'), gates }));`,
-      `}`,
-    ].join('\n');
-    await writeFile(path.join(root, 'probe.mts'), probe);
-    const { stdout } = await runNode(process.execPath, ['--import', 'tsx', path.join(root, 'probe.mts')], {
-      cwd: path.join(import.meta.dirname, '..', '..'),
-      env: { ...process.env, PATH: nodeOnly },
-    });
-    const [asked, notAsked] = stdout
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line) as unknown);
-    const missing = 'no OS sandbox: bubblewrap is not installed (apt-get install bubblewrap)';
-    assert.deepEqual(asked, { halt: { kind: 'error', message: `the check was not run: ${missing}` }, gates: [] });
-    assert.deepEqual(notAsked, { halt: { kind: 'accepted', verifiedBy: 'node test.js' }, gates: [false] });
-    assert.equal(await readFile(path.join(root, 'ran.txt'), 'utf8'), 'ran\n', 'the check ran once: unconfined');
-  });
-
-  test(
-    'a check asked to run in the OS sandbox, where there is one, runs in it',
-    { skip: noSandbox ?? false },
-    async (t) => {
-      const root = await tempProject(t);
-      const { agent, events } = await scriptedAgent(root, [say('done')], { verify: 'exit 0', sandbox: true });
-      assert.deepEqual(await runTask(agent, 'work'), { kind: 'accepted', verifiedBy: 'exit 0' });
-      assert.deepEqual(
-        events.flatMap((event) => (event.type === 'gate' ? [event.sandboxed] : [])),
-        [true],
-      );
-    },
-  );
+  // The gate's use of the OS sandbox, asked for and missing or there, starts bubblewrap or a second harness: those
+  // two tests are test/sandbox/sandbox.check.ts's (describe "the gate's sandbox policy"), in test:all.
 
   test("the check's output streams to the user as gate-output events while it runs", async (t) => {
     const root = await tempProject(t);

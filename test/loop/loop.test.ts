@@ -24,7 +24,8 @@ const echo = defineTool({
   run: async ({ text: said }) => `echo: ${said}`,
 });
 
-// The acceptance tests of P0-P4 are the lesson stories, played in test/lessons/lessons.test.ts.
+// The acceptance tests of P0-P4 are the lesson stories, played in test/lessons/acceptance.test.ts (on the
+// defaults: acceptance.check.ts).
 
 describe('P1 loop guards', () => {
   test('thinking blocks go back unmodified, or the API would reject the next request', async (t) => {

@@ -273,18 +273,22 @@ const cacheMarks = (request: unknown) => {
 };
 
 describe('byte-stable requests', () => {
+  // The first four tests read four properties of the same six requests: the run is made once, by the first to ask.
+  let made: ReturnType<typeof longRun> | undefined;
+  const sharedRun = (t: TestContext) => (made ??= longRun(t));
+
   test('no earlier message is ever changed or dropped: each request extends the last, so the prompt cache can be read', async (t) => {
-    const { requests } = await longRun(t);
+    const { requests } = await sharedRun(t);
     assertGrowsByAppending(requests, asBlocks);
   });
 
   test('each earlier message is resent as the very same JSON bytes', async (t) => {
-    const { requests } = await longRun(t);
+    const { requests } = await sharedRun(t);
     assertGrowsByAppending(requests, (m) => m);
   });
 
   test('the system prompt and the tool definitions are the same bytes on every request, so the cached prefix is never rewritten', async (t) => {
-    const { requests } = await longRun(t);
+    const { requests } = await sharedRun(t);
     const [first, ...rest] = requests;
     for (const [i, request] of rest.entries()) {
       assert.deepEqual(request.system, first!.system, `request ${i + 2}: system`);
@@ -298,7 +302,7 @@ describe('byte-stable requests', () => {
   });
 
   test('no request carries more than 4 cache marks (the API rejects a fifth), and the marks never leak into the transcript', async (t) => {
-    const { agent, requests } = await longRun(t);
+    const { agent, requests } = await sharedRun(t);
     for (const [i, request] of requests.entries()) {
       const marks = cacheMarks(request);
       assert.ok(marks <= 4, `request ${i + 1} has ${marks} cache marks`);

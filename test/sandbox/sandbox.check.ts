@@ -1,19 +1,22 @@
 // The gate's sandbox, tried for real: the model edits the code under test so that, when the check imports it, it
 // writes above the project, deletes a file above it, writes under $HOME and calls a server. Contained, none of it
-// happens and the run is still judged by the test's own exit code; with --no-sandbox, all of it does.
+// happens and the run is still judged by the test's own exit code; with --no-sandbox, all of it does. And the gate's
+// policy (at the end): the sandbox asked for and missing, or there.
 
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { test, type TestContext } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
+import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
 import { call, say } from '../../scripted-model.ts';
 import { runTask } from '../../agent.ts';
-import { scriptedAgent } from '../helpers.ts';
+import { scriptedAgent, tempProject } from '../helpers.ts';
 import { sandboxProblem, sandboxableRoot, seatbeltArgs } from '../../hardening/index.ts';
 import { containedRunner } from '../../hardening/index.ts';
 
@@ -318,4 +321,60 @@ test('on macOS a project inside the temporary folders (a clone in /tmp) would be
   assert.ok(temporary >= 0, profile);
   for (const denial of denials)
     assert.ok(denial > temporary, `denied after the temporary folders are allowed (the last rule wins): ${profile}`);
+});
+
+// Found unpinned by `npm run mutate:agent` (test/mutation/MUTATION-SURVIVORS.md): agent.ts's gate with the sandbox
+// asked for, missing or there. Here rather than in test/loop/guards-mutants.test.ts because they start a second
+// harness or bubblewrap; mutate-agent.ts imports this file too.
+describe("the gate's sandbox policy", () => {
+  const runNode = promisify(execFile);
+
+  test('on a machine without the OS sandbox, a check asked to run in it is not run, and one not asked runs unconfined', async (t) => {
+    // In a child that looks for the sandbox's tools where there are none, and whose PATH holds node but no bwrap. Its environment is this process's otherwise, so a mutant that
+    // `npm run mutate:agent` switched on here (through the environment) is switched on in the child too.
+    const root = await tempProject(t, { 'test.js': "require('node:fs').appendFileSync('ran.txt', 'ran\\n');\n" });
+    const nodeOnly = await tempProject(t);
+    await symlink(process.execPath, path.join(nodeOnly, 'node'));
+    const url = (file: string) => pathToFileURL(path.join(import.meta.dirname, '..', '..', file)).href;
+    const probe = [
+      `import { createAgent, runTask } from '${url('agent.ts')}';`,
+      `import { say, ScriptedModel } from '${url('scripted-model.ts')}';`,
+      `import { lookForProgramsIn } from '${url('hardening/index.ts')}';`,
+      `lookForProgramsIn(['${nodeOnly}']);`,
+      `for (const sandbox of [true, undefined]) {`,
+      `  const gates = [];`,
+      `  const model = new ScriptedModel([say('Done.')]);`,
+      `  const onEvent = (event) => event.type === 'gate' && gates.push(event.sandboxed);`,
+      `  const config = { root: '${root}', model, tools: [], verify: 'node test.js', sandbox, onEvent };`,
+      `  console.log(JSON.stringify({ halt: await runTask(await createAgent(config), 'task'), gates }));`,
+      `}`,
+    ].join('\n');
+    await writeFile(path.join(root, 'probe.mts'), probe);
+    const { stdout } = await runNode(process.execPath, ['--import', 'tsx', path.join(root, 'probe.mts')], {
+      cwd: path.join(import.meta.dirname, '..', '..'),
+      env: { ...process.env, PATH: nodeOnly },
+    });
+    const [asked, notAsked] = stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as unknown);
+    const missing = 'no OS sandbox: bubblewrap is not installed (apt-get install bubblewrap)';
+    assert.deepEqual(asked, { halt: { kind: 'error', message: `the check was not run: ${missing}` }, gates: [] });
+    assert.deepEqual(notAsked, { halt: { kind: 'accepted', verifiedBy: 'node test.js' }, gates: [false] });
+    assert.equal(await readFile(path.join(root, 'ran.txt'), 'utf8'), 'ran\n', 'the check ran once: unconfined');
+  });
+
+  test(
+    'a check asked to run in the OS sandbox, where there is one, runs in it',
+    { skip: noSandbox ?? false },
+    async (t) => {
+      const root = await tempProject(t);
+      const { agent, events } = await scriptedAgent(root, [say('done')], { verify: 'exit 0', sandbox: true });
+      assert.deepEqual(await runTask(agent, 'work'), { kind: 'accepted', verifiedBy: 'exit 0' });
+      assert.deepEqual(
+        events.flatMap((event) => (event.type === 'gate' ? [event.sandboxed] : [])),
+        [true],
+      );
+    },
+  );
 });
