@@ -43,3 +43,14 @@ describe('agent.ts reaches p4: npm run lesson -- p4 --check agent.ts', () => {
     assert.equal(types.filter((type) => type === 'result').length, 2);
   });
 });
+
+describe('agent.ts reaches p4 on the generated scenarios too: it behaves as lessons/p4.ts does', () => {
+  test('npm run lesson -- p4 --check agent.ts passes, stories and every generated scenario', async () => {
+    const out = new PassThrough();
+    let output = '';
+    out.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    const code = await runLesson(['p4', '--check', 'agent.ts'], out);
+    assert.equal(code, 0, output);
+    assert.match(output, /every generated scenario pass: agent\.ts reaches p4\./);
+  });
+});
