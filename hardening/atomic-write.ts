@@ -10,7 +10,8 @@
 // next start (sweepStrandedWrites). On Linux the folders are opened one by one from the root
 // without following links, and the file is made in the last one.
 // Tests: test/tools/routes-lost-update.test.ts, test/tools/routes-lost-update.check.ts,
-// test/tools/tools-details.test.ts (modes, crashes), test/tools/routes-write-race.check.ts.
+// test/tools/tools.test.ts (modes, a file changed on disk), test/tools/tools-details.test.ts (what
+// is left open), test/tools/routes-write-race.check.ts.
 
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';

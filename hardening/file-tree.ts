@@ -4,7 +4,9 @@
 // keeping entries at the cap, and never follows a link; git's data, installed packages and the
 // harness's own folder are never entered.
 // Tests: test/tools/tools-gitignore.test.ts, test/tools/routes-locked-folder.check.ts,
-// test/bench/file-tree.ts (the speed of a 100,000-file tree).
+// test/tools/tools.test.ts and test/tools/tools-details.test.ts (the cap, the order),
+// test/tools/routes-read-swap.test.ts (a folder swapped for a link), test/bench/file-tree.ts (the
+// speed of a 100,000-file tree).
 
 import { constants, type Dirent } from 'node:fs';
 import { lstat, open, readdir, readFile, readlink } from 'node:fs/promises';

@@ -4,8 +4,8 @@
 // file is opened once, without blocking; the file opened is checked (Linux's /proc/self/fd); files
 // above MAX_EDITABLE_BYTES are read chunk by chunk only as far as the window goes.
 // Tests: test/tools/tools-details.test.ts (windows, pipes, huge files),
-// test/tools/routes-read-swap.test.ts,
-// test/bench/read-window.ts.
+// test/tools/tools.test.ts (the caps, folders and pipes refused),
+// test/tools/routes-read-swap.test.ts, test/bench/read-window.ts.
 
 import { constants, existsSync } from 'node:fs';
 import { open, readlink, stat, type FileHandle } from 'node:fs/promises';

@@ -4,12 +4,14 @@
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { symlinkSync } from 'node:fs';
+import { readdirSync, symlinkSync } from 'node:fs';
+import fsPromises, { writeFile } from 'node:fs/promises';
+import { syncBuiltinESMExports } from 'node:module';
+import { createServer } from 'node:net';
 import path from 'node:path';
-import { describe, test } from 'node:test';
+import { describe, type TestContext, test } from 'node:test';
 import { changedFiles } from '../../tools.ts';
 import { tempProject } from '../helpers.ts';
-import { writeFile } from 'node:fs/promises';
 import { globMatcher, hashProtected } from '../../hardening/index.ts';
 
 describe('--protect fingerprints', () => {
@@ -92,6 +94,81 @@ describe('--protect fingerprints', () => {
       'what a link out points at is not read',
     );
     assert.match(before.get('a.txt') ?? '', /^[0-9a-f]{64}$/);
+  });
+});
+
+/** Puts `replacement` in the place of fs/promises' `name` for one test, as the fingerprints' own
+ *  import sees it: a built-in's named imports follow its module once synced. It orders, without
+ *  timing, what only a race or an unprivileged user meets (root opens a file chmod 000). */
+function replaceFs(t: TestContext, name: 'lstat' | 'open' | 'readdir', replacement: (...args: never[]) => unknown) {
+  const replaced = t.mock.method(fsPromises, name, replacement);
+  syncBuiltinESMExports();
+  t.after(() => {
+    replaced.mock.restore();
+    syncBuiltinESMExports();
+  });
+}
+
+/** The error a failed system call rejects with, its code set. */
+const failure = (code: string) => Object.assign(new Error(`${code} (simulated)`), { code });
+
+describe('--protect fingerprints of what cannot be read as it was found', () => {
+  const { lstat, open, readdir } = fsPromises;
+
+  test('a protected folder the check locked (chmod 000) reads as its files deleted, instead of failing the gate', async (t) => {
+    const root = await tempProject(t, { 'test/a.test.js': 'a\n', 'b.txt': 'b\n' });
+    const before = await hashProtected(root, ['**']);
+    const locked = path.join(root, 'test');
+    replaceFs(t, 'readdir', (dir: string, options: { withFileTypes: true }) =>
+      dir === locked ? Promise.reject(failure('EACCES')) : readdir(dir, options),
+    );
+    assert.deepEqual(changedFiles(before, await hashProtected(root, ['**'])), ['test/a.test.js (deleted)']);
+  });
+
+  test('a protected file the harness may not open is fingerprinted as unreadable, instead of crashing the gate', async (t) => {
+    const root = await tempProject(t, { 'secret.test.js': 's\n', 'a.txt': 'a\n' });
+    replaceFs(t, 'open', (file: string, flags: number) =>
+      file.endsWith('secret.test.js') ? Promise.reject(failure('EACCES')) : open(file, flags),
+    );
+    const hashes = await hashProtected(root, ['**']);
+    assert.equal(hashes.get('secret.test.js'), 'unreadable: EACCES');
+    assert.match(hashes.get('a.txt') ?? '', /^[0-9a-f]{64}$/);
+  });
+
+  test('a protected file deleted between finding it and looking at it is fingerprinted as unreadable, instead of crashing the gate', async (t) => {
+    const root = await tempProject(t, { 'gone.test.js': 'g\n' });
+    replaceFs(t, 'lstat', (file: string) =>
+      file.endsWith('gone.test.js') ? Promise.reject(failure('ENOENT')) : lstat(file),
+    );
+    assert.equal((await hashProtected(root, ['**'])).get('gone.test.js'), 'unreadable: ENOENT');
+  });
+
+  test('a protected file swapped for a named pipe after it was looked at is fingerprinted by its mode, never read', async (t) => {
+    const root = await tempProject(t, { 'a.test.js': 'a\n' });
+    const pipe = path.join(root, '..', `${path.basename(root)}-pipe`);
+    execFileSync('mkfifo', [pipe]);
+    t.after(() => fsPromises.rm(pipe, { force: true }));
+    replaceFs(t, 'open', (file: string, flags: number) => open(file.endsWith('a.test.js') ? pipe : file, flags));
+    assert.match((await hashProtected(root, ['**'])).get('a.test.js') ?? '', /^not a regular file \(mode 10\d{3}\)$/);
+  });
+});
+
+describe('--protect fingerprints of what is no regular file', () => {
+  test('a socket in the project is fingerprinted by its mode, never opened', async (t) => {
+    const root = await tempProject(t, { 'a.txt': 'a\n' });
+    const server = createServer();
+    await new Promise<void>((listening) => server.listen(path.join(root, 'agent.sock'), listening));
+    t.after(() => new Promise((closed) => server.close(closed)));
+    assert.match((await hashProtected(root, ['**'])).get('agent.sock') ?? '', /^not a regular file \(mode 14\d{4}\)$/);
+  });
+
+  test('fingerprinting closes every file it opens, so the gates of a long session never run out of descriptors', async (t) => {
+    const files = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`test/f${i}.test.js`, `${i}\n`]));
+    const root = await tempProject(t, files);
+    const open = () => readdirSync('/proc/self/fd').length;
+    const before = open();
+    assert.equal((await hashProtected(root, ['test/**'])).size, 12);
+    assert.ok(open() - before < 5, `${open() - before} more files open after fingerprinting 12`);
   });
 });
 

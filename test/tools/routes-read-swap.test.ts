@@ -3,6 +3,7 @@
 // path handed to the open is one the check before it would have passed, had the folder not changed.
 
 import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
 import { mkdir, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -68,5 +69,40 @@ test(
     const { mkdir: make } = await import('node:fs/promises');
     await make(path.join(outside, 'inner'));
     await assert.rejects(readdirChecked(root, path.join(root, 'via', 'inner')), /changed into a link/);
+  },
+);
+
+test(
+  'a folder on the way swapped for a link that loops is refused as a link, not failed with a bare ELOOP',
+  { skip: linuxOnly },
+  async (t) => {
+    const root = await tempProject(t, { 'src/a.txt': 'a\n' });
+    await symlink('loop', path.join(root, 'loop'));
+    await assert.rejects(readdirChecked(root, path.join(root, 'loop', 'inner')), (error: unknown) => {
+      assert.ok(error instanceof ToolError);
+      assert.equal(error.message, 'loop/inner changed into a link while it was listed');
+      return true;
+    });
+  },
+);
+
+test(
+  'a folder gone before it is listed is the plain error it is, not "changed into a link"',
+  { skip: linuxOnly },
+  async (t) => {
+    const root = await tempProject(t, { 'src/a.txt': 'a\n' });
+    await assert.rejects(readdirChecked(root, path.join(root, 'gone')), { code: 'ENOENT' });
+  },
+);
+
+test(
+  'a listing closes every folder it opens, so a long session never runs out of descriptors',
+  { skip: linuxOnly },
+  async (t) => {
+    const root = await tempProject(t, { 'src/a.txt': 'a\n' });
+    const open = () => readdirSync('/proc/self/fd').length;
+    const before = open();
+    for (let i = 0; i < 12; i++) await readdirChecked(root, path.join(root, 'src'));
+    assert.ok(open() - before < 5, `${open() - before} more folders open after 12 listings`);
   },
 );
