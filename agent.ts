@@ -253,7 +253,7 @@ export async function createAgent(config: AgentConfig): Promise<Agent> {
     ],
     afterCall: [...hardening.afterCall, capToolOutput, ...(settings.afterCall ?? [])],
     steering: [],
-    repeats: { key: '', times: 0 },
+    repeats: NO_REPEATS,
     usage: noUsage(model),
     ledger: noUsage(model),
     protectedAtStart: protect.length
@@ -327,6 +327,7 @@ export async function runTask(
       append(agent, { role: 'user', content: await answerCalls(agent, run, reply) });
     } else if (reply.stop_reason !== 'pause_turn') {
       // a paused turn just goes round again
+      agent.repeats = NO_REPEATS; // a reply without calls ends a row of repeated calls
       const judged = await judgeFinalReply(agent, run, reply);
       if ('halt' in judged) return halt(agent, judged.halt, turn);
       const goOn: Anthropic.TextBlockParam = { type: 'text', text: judged.goOn };
@@ -844,6 +845,8 @@ function budgetHalt(agent: Agent, budget: BudgetName, limit = 0): Halt {
   const spent = { tokens: totalTokens(agent.ledger), costUsd: agent.ledger.costUsd };
   return { kind: 'budget', budget, limit, spent };
 }
+
+const NO_REPEATS = { key: '', times: 0 };
 
 /** A call like the one before (name and arguments) extends the row; any other starts one. */
 function countRepeats(agent: Agent, call: Anthropic.ToolUseBlock): void {

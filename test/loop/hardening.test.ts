@@ -653,6 +653,17 @@ describe('runaway guard', () => {
     assert.match(String(third?.content), /made this exact call 3 times in a row/);
   });
 
+  test('a reply without calls in between (a "done" the check refused) ends the row, so the call after it runs', async (t) => {
+    const root = await tempProject(t, { 'test.js': 'process.exit(1)\n' });
+    const { tool, runs } = echoTool();
+    const same = call('echo', { text: 'again' });
+    const script = [same, same, say('Done.'), same, say('Done.')];
+    const { agent } = await scriptedAgent(root, script, { tools: [tool], verify: 'exit 1', budgets: { maxTurns: 5 } });
+    await runTask(agent, 'echo');
+    assert.deepEqual(runs, ['again', 'again', 'again']);
+    assert.ok(toolResults(agent.messages).every((r) => r.is_error !== true));
+  });
+
   test('a different call in between resets the count, so legitimate repeats still run', async (t) => {
     const root = await tempProject(t);
     const { tool, runs } = echoTool();
