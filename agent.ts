@@ -798,7 +798,7 @@ export const withdrawSteering = (agent: Agent): string[] => agent.steering.splic
 /** What stops one run: Ctrl-C (`userSignal`), or that or its time running out (`signal`). */
 type Run = { signal: AbortSignal; userSignal: AbortSignal };
 
-/** A run opens a new ledger, unless it is a sub-agent's. */
+/** A run opens a new ledger, unless it is a sub-agent's, and a new row of repeated calls. */
 function startRun(
   agent: Agent,
   userSignal = new AbortController().signal,
@@ -807,6 +807,7 @@ function startRun(
   const { timeoutMs } = agent.config.budgets;
   const timeUp = timeoutMs === undefined ? [] : [AbortSignal.timeout(timeoutMs)];
   agent.ledger = ledger;
+  agent.repeats = NO_REPEATS; // a new task starts a new row
   return { signal: AbortSignal.any([userSignal, ...timeUp]), userSignal };
 }
 
