@@ -2,7 +2,6 @@
 // compaction, sub-agents' files), /context's breakdown, and the command line under a shared token budget.
 
 import assert from 'node:assert/strict';
-import type Anthropic from '@anthropic-ai/sdk';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -11,6 +10,7 @@ import { type AgentEvent, estimateTokens, resume, runTask } from 'reference-harn
 import { call, reply, say, ScriptedModel } from 'reference-harness/scripted-model';
 import {
   childScript,
+  countedMessage,
   FINAL,
   generatedProject,
   parentScript,
@@ -123,12 +123,7 @@ describe('AGENTS.md', () => {
 
   test('/context measures each message once: a breakdown after two requests does not stringify it again', async (t) => {
     const root = await tempProject(t);
-    let measured = 0;
-    const earlier = {
-      role: 'user',
-      content: 'an earlier task',
-      toJSON: () => (measured++, { role: 'user', content: 'an earlier task' }),
-    } as Anthropic.MessageParam;
+    const { message: earlier, measured } = countedMessage();
     const { agent } = await scriptedAgent(root, [say('ok'), say('ok')]);
     const messages = [earlier, { role: 'assistant' as const, content: 'done before' }];
     resume(agent, { messages, compaction: null, subAgents: 0, repair: null, protectedAtStart: null, warnings: [] });
@@ -136,7 +131,7 @@ describe('AGENTS.md', () => {
     await runTask(agent, 'and again');
     contextBreakdown(agent);
     contextBreakdown(agent);
-    assert.equal(measured, 1);
+    assert.equal(measured(), 1);
   });
 });
 

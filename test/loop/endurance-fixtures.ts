@@ -2,6 +2,7 @@
 // projects, a model that reads them one file per turn and answers summary requests, and the sub-agent's scripts.
 
 import type { TestContext } from 'node:test';
+import type Anthropic from '@anthropic-ai/sdk';
 import type { ModelRequest } from '../../agent.ts';
 import { call, reply, say, type ScriptedReply, toolUse } from '../../scripted-model.ts';
 import { tempProject } from '../helpers.ts';
@@ -93,3 +94,14 @@ export const project = (t: TestContext) => tempProject(t, { 'a.txt': 'the answer
 export const TASKS = ['a', 'b', 'c', 'd'].map((name) =>
   toolUse('task', { description: name, prompt: `Search ${name}.` }),
 );
+
+/** An earlier user message that counts how often it is stringified: each message is measured once. */
+export function countedMessage(): { message: Anthropic.MessageParam; measured: () => number } {
+  let count = 0;
+  const message = {
+    role: 'user',
+    content: 'an earlier task',
+    toJSON: () => (count++, { role: 'user', content: 'an earlier task' }),
+  } as Anthropic.MessageParam;
+  return { message, measured: () => count };
+}

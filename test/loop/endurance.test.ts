@@ -43,6 +43,7 @@ import { requestViolations } from '../../lessons/api-rules.ts';
 import { fakeApiClient, fakeMessage, textBlock, toolUseBlock } from '../model/fake-api.ts';
 import {
   childScript,
+  countedMessage,
   FINAL,
   generatedProject,
   isSummaryRequest,
@@ -515,23 +516,18 @@ describe('a trip costs the same at any length', () => {
 
   test('each message is measured once: the first request of a resumed transcript and the next do not stringify it again', async (t) => {
     const root = await tempProject(t);
-    let measured = 0;
-    const earlier = {
-      role: 'user',
-      content: 'an earlier task',
-      toJSON: () => (measured++, { role: 'user', content: 'an earlier task' }),
-    };
+    const { message: earlier, measured } = countedMessage();
     const answer: Anthropic.MessageParam = { role: 'assistant', content: [{ type: 'text', text: 'done before' }] };
     const model: Model = {
       name: 'silent',
       complete: async () => fakeMessage([textBlock('ok')]),
     };
     const { agent } = await scriptedAgent(root, [], { model });
-    const messages = [earlier as Anthropic.MessageParam, answer];
+    const messages = [earlier, answer];
     resume(agent, { messages, compaction: null, subAgents: 0, repair: null, protectedAtStart: null, warnings: [] });
     await runTask(agent, 'go on');
     await runTask(agent, 'and again');
-    assert.equal(measured, 1);
+    assert.equal(measured(), 1);
   });
 
   test('a pasted screenshot of 1 MB reaches the model whole and counts as the ~1,600 tokens it costs, not as its bytes', async (t) => {
