@@ -11,7 +11,8 @@
 // without following links, and the file is made in the last one.
 // Tests: test/tools/routes-lost-update.test.ts, test/tools/routes-lost-update.check.ts,
 // test/tools/tools.test.ts (modes, a file changed on disk), test/tools/tools-details.test.ts (what
-// is left open), test/tools/routes-write-race.check.ts.
+// is left open), test/tools/routes-write-race.check.ts, test/tools/atomic-write-details.test.ts
+// (the locks' sweep and wait, faults mid-write).
 
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
