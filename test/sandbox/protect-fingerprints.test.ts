@@ -6,12 +6,12 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readdirSync, symlinkSync } from 'node:fs';
 import fsPromises, { writeFile } from 'node:fs/promises';
-import { syncBuiltinESMExports } from 'node:module';
 import { createServer } from 'node:net';
 import path from 'node:path';
-import { describe, type TestContext, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { changedFiles } from '../../tools.ts';
 import { tempProject } from '../helpers.ts';
+import { failure, replaceFs } from '../replace-fs.ts';
 import { globMatcher, hashProtected } from '../../hardening/index.ts';
 
 describe('--protect fingerprints', () => {
@@ -96,21 +96,6 @@ describe('--protect fingerprints', () => {
     assert.match(before.get('a.txt') ?? '', /^[0-9a-f]{64}$/);
   });
 });
-
-/** Puts `replacement` in the place of fs/promises' `name` for one test, as the fingerprints' own
- *  import sees it: a built-in's named imports follow its module once synced. It orders, without
- *  timing, what only a race or an unprivileged user meets (root opens a file chmod 000). */
-function replaceFs(t: TestContext, name: 'lstat' | 'open' | 'readdir', replacement: (...args: never[]) => unknown) {
-  const replaced = t.mock.method(fsPromises, name, replacement);
-  syncBuiltinESMExports();
-  t.after(() => {
-    replaced.mock.restore();
-    syncBuiltinESMExports();
-  });
-}
-
-/** The error a failed system call rejects with, its code set. */
-const failure = (code: string) => Object.assign(new Error(`${code} (simulated)`), { code });
 
 describe('--protect fingerprints of what cannot be read as it was found', () => {
   const { lstat, open, readdir } = fsPromises;

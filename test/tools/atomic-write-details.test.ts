@@ -1,39 +1,34 @@
 // hardening/atomic-write.ts's locks and faults, one at a time: the sweep of a live, half-written,
 // planted or foreign lock, the wait for a held lock, a write or a folder that cannot be made, and a
 // lock or temporary file removed meanwhile. Each fault is one fs/promises call made to fail (or to
-// do something first) for one path in one test (`replaceFs`, as in protect-fingerprints.test.ts);
+// do something first) for one path in one test (`replaceFs`, test/replace-fs.ts);
 // races are ordered by those calls, never by sleeps.
 
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import fsPromises from 'node:fs/promises';
-import { syncBuiltinESMExports } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
 import { sha256 } from '../../tools.ts';
 import { sweepStrandedWrites, writeAtomically } from '../../hardening/atomic-write.ts';
 import { project } from './tools-project.ts';
-
-type Replaced = 'lstat' | 'mkdir' | 'open' | 'readdir' | 'readFile' | 'rename' | 'writeFile';
-
-/** Replaces one fs/promises function for the rest of the test (the named imports see it too). */
-function replaceFs(t: TestContext, name: Replaced, replacement: (...args: never[]) => unknown) {
-  const replaced = t.mock.method(fsPromises, name, replacement);
-  syncBuiltinESMExports();
-  t.after(() => {
-    replaced.mock.restore();
-    syncBuiltinESMExports();
-  });
-}
-
-/** The error a failed system call rejects with, its code set. */
-const failure = (code: string) => Object.assign(new Error(`${code} (simulated)`), { code });
+import { failure, replaceFs } from '../replace-fs.ts';
 
 const { lstat, mkdir, open, readdir, readFile, rename, rm, writeFile } = fsPromises;
 const LOCKS = path.join(os.tmpdir(), `reference-harness-locks-${process.getuid?.() ?? 0}`);
 const DEAD = 2 ** 22 + 12_345; // above Linux's default pid_max: no process has it
 const lockOf = (file: string) => path.join(LOCKS, `${sha256(file)}.lock`);
+
+/** The folders the code under test lists from now on, in order. */
+function foldersListed(t: TestContext): string[] {
+  const listed: string[] = [];
+  replaceFs(t, 'readdir', (dir: string) => {
+    listed.push(dir);
+    return readdir(dir);
+  });
+  return listed;
+}
 
 /** A lock file of this test's own in the locks folder, with `content`; the sweep sees only it. */
 async function plantLock(t: TestContext, content: string): Promise<string> {
@@ -107,22 +102,14 @@ describe('the sweep of stranded writes at a start', () => {
       replaceFs(t, 'lstat', (file: string) =>
         file === LOCKS ? Promise.resolve({ isDirectory: () => info.dir, uid: info.uid, mode: info.mode }) : lstat(file),
       );
-      const listed: string[] = [];
-      replaceFs(t, 'readdir', (dir: string) => {
-        listed.push(dir);
-        return readdir(dir);
-      });
+      const listed = foldersListed(t);
       await sweepStrandedWrites();
       assert.deepEqual(listed, []);
     });
 
   test('a locks folder that cannot be looked at is not swept, instead of failing the start', async (t) => {
     replaceFs(t, 'lstat', (file: string) => (file === LOCKS ? Promise.reject(failure('EACCES')) : lstat(file)));
-    const listed: string[] = [];
-    replaceFs(t, 'readdir', (dir: string) => {
-      listed.push(dir);
-      return readdir(dir);
-    });
+    const listed = foldersListed(t);
     await sweepStrandedWrites();
     assert.deepEqual(listed, []);
   });
