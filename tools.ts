@@ -7,17 +7,7 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { constants } from 'node:fs';
-import {
-  access,
-  lstat,
-  mkdir,
-  readdir,
-  readFile,
-  realpath,
-  stat,
-  writeFile,
-} from 'node:fs/promises';
+import { lstat, mkdir, readdir, readFile, realpath, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createTwoFilesPatch } from 'diff';
 import { minimatch } from 'minimatch';
@@ -563,8 +553,8 @@ async function planEdit(
   };
 }
 
-/** Prevents edits against a version the model never saw (unread, or changed on disk since), of a
- *  file the person may not write, or one decoding would corrupt. */
+/** Prevents edits against a version the model never saw (unread, or changed on disk since), or
+ *  of a file decoding would corrupt. */
 async function readEditable(file: string, requested: string, ctx: ToolContext): Promise<string> {
   const { size } = await stat(file);
   const { whole } = size > MAX_EDITABLE_BYTES ? { whole: null } : await ctx.disk.read(file, 1, ctx);
@@ -576,9 +566,6 @@ async function readEditable(file: string, requested: string, ctx: ToolContext): 
   const seenHash = ctx.seen.get(file);
   if (seenHash === undefined)
     throw new ToolError(`read ${requested} with read_file before editing it`);
-  await access(file, constants.W_OK).catch(() => {
-    throw new ToolError(`${requested} is read-only for you; edit_file leaves it as it is`);
-  });
   const current = whole.toString('utf8');
   // Decoding non-UTF-8 bytes replaces them with U+FFFD: writing that back would corrupt the file.
   if (!Buffer.from(current).equals(whole))

@@ -1,22 +1,24 @@
 // Defends against: a lost update (two sessions, or two harnesses, editing one file at once: both
 // told "edited", one edit gone), half a file after a crash mid-write, a temporary file left among
 // the person's files by a crash or a full disk, a private file's new content readable by others
-// for a moment, and a write landing outside the project when a folder on its path is swapped for
-// a link meanwhile. Each write holds the file's lock (a file made O_EXCL in the temporary folder,
-// honoured by every harness on the machine) while it compares the content with what the edit was
-// planned on and swaps it in: compare-and-swap, so a lost race is refused with the content as it
-// is now. The content goes to a temporary file beside the target, made with the file's mode, then
-// renamed over it; the lock names that temporary file, so one a crash strands is removed at the
-// next start (sweepStrandedWrites). On Linux the folders are opened one by one from the root
-// without following links, and the file is made in the last one.
+// for a moment, a write landing outside the project when a folder on its path is swapped for a
+// link meanwhile, and a rename replacing a file the person may not write. Each write holds the
+// file's lock (a file made O_EXCL in the temporary folder, honoured by every harness on the
+// machine) while it compares the content with what the edit was planned on and swaps it in:
+// compare-and-swap, so a lost race is refused with the content as it is now. The content goes to a
+// temporary file beside the target, made with the file's mode, then renamed over it; the lock
+// names that temporary file, so one a crash strands is removed at the next start
+// (sweepStrandedWrites). On Linux the folders are opened one by one from the root without
+// following links, and the file is made in the last one.
 // Tests: test/tools/routes-lost-update.test.ts, test/tools/routes-lost-update.check.ts,
 // test/tools/tools.test.ts (modes, a file changed on disk), test/tools/tools-details.test.ts (what
 // is left open), test/tools/routes-write-race.check.ts, test/tools/atomic-write-details.test.ts
-// (the locks' sweep and wait, faults mid-write).
+// (the locks' sweep and wait, faults mid-write), test/tools/routes-read-only.check.ts.
 
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import {
+  access,
   lstat,
   mkdir,
   open,
@@ -45,7 +47,16 @@ export async function writeAtomically(
     const current = await readFile(file).catch(() => null);
     if (current?.toString('utf8') !== (before ?? undefined))
       throw changedOnDisk(file, current, ctx);
+    if (current !== null) await refuseReadOnly(file, ctx);
     await swapIn(file, content, ctx, lock);
+  });
+}
+
+/** Prevents a rename from replacing a file the person may not write (its folder would allow it). */
+async function refuseReadOnly(file: string, ctx: ToolContext): Promise<void> {
+  await access(file, constants.W_OK).catch(() => {
+    const requested = path.relative(ctx.root, file);
+    throw new ToolError(`${requested} is read-only for you; edit_file leaves it as it is`);
   });
 }
 

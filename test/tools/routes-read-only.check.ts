@@ -1,6 +1,6 @@
 // A read-only file stays read-only: run as an ordinary user, edit_file refuses a mode 0444 file,
-// though the folder would let a rename replace it (tools.ts, readEditable's access check). As root
-// the test runs the tools as the nobody user (setpriv), since root may write anything.
+// though the folder would let a rename replace it (hardening/atomic-write.ts, refuseReadOnly). As
+// root the test runs the tools as the nobody user (setpriv), since root may write anything.
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
