@@ -5,7 +5,8 @@
 // above MAX_EDITABLE_BYTES are read chunk by chunk only as far as the window goes.
 // Tests: test/tools/tools-details.test.ts (windows, pipes, huge files),
 // test/tools/tools.test.ts (the caps, folders and pipes refused),
-// test/tools/routes-read-swap.test.ts, test/bench/read-window.ts.
+// test/tools/routes-read-swap.test.ts, test/tools/read-window-details.test.ts (the caps, chunks
+// and the binary sniff at their edges), test/bench/read-window.ts.
 
 import { constants, existsSync } from 'node:fs';
 import { open, readlink, stat, type FileHandle } from 'node:fs/promises';
