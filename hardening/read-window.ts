@@ -98,8 +98,6 @@ function chunksFrom(handle: FileHandle, signal: AbortSignal | undefined): () => 
 
 interface LineWindow {
   lines: string[];
-  /** The last line was longer than the byte cap and shows only its start. */
-  cutLine: boolean;
   reachedEnd: boolean;
 }
 
@@ -132,7 +130,7 @@ async function lineWindow(
     if (data.length === 0) {
       // Only lines from the offset on are gathered, so a partial line here is one to show.
       if (partialBytes > 0) lines.push(Buffer.concat(partial).toString('utf8'));
-      return { lines, cutLine: false, reachedEnd: true };
+      return { lines, reachedEnd: true };
     }
     let start = 0;
     if (lineNumber < offset) {
@@ -152,17 +150,17 @@ async function lineWindow(
       partial.push(Buffer.from(data.subarray(start, end)));
       partialBytes += end - start;
       if (shownBytes + partialBytes > MAX_BYTES) {
-        // Whole lines only; a single line bigger than the cap is shown cut, and says so.
-        if (lines.length > 0) return { lines, cutLine: false, reachedEnd: false };
+        // Whole lines only; a single line bigger than the cap shows its start (read_file says so).
+        if (lines.length > 0) return { lines, reachedEnd: false };
         lines.push(Buffer.concat(partial).subarray(0, MAX_BYTES).toString('utf8'));
-        return { lines, cutLine: true, reachedEnd: false };
+        return { lines, reachedEnd: false };
       }
       if (end === data.length) break;
       lines.push(Buffer.concat(partial).toString('utf8').replace(/\r$/, ''));
       shownBytes += partialBytes + 1;
       if (lines.length === limit) {
         const reachedEnd = end + 1 < data.length ? false : (await next()).length === 0;
-        return { lines, cutLine: false, reachedEnd };
+        return { lines, reachedEnd };
       }
       partial = [];
       partialBytes = 0;
