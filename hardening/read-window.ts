@@ -133,17 +133,15 @@ async function lineWindow(
       return { lines, reachedEnd: true };
     }
     let start = 0;
-    if (lineNumber < offset) {
-      // Lines before the window are only counted.
-      while (lineNumber < offset) {
-        const newline = data.indexOf(10, start);
-        if (newline === -1) break;
-        lineNumber++;
-        start = newline + 1;
-      }
-      // The rest of this chunk is the start of a line before the window.
-      if (lineNumber < offset) continue;
+    // Lines before the window are only counted.
+    while (lineNumber < offset) {
+      const newline = data.indexOf(10, start);
+      if (newline === -1) break;
+      lineNumber++;
+      start = newline + 1;
     }
+    // The rest of this chunk is the start of a line before the window.
+    if (lineNumber < offset) continue;
     while (start < data.length) {
       const newline = data.indexOf(10, start);
       const end = newline === -1 ? data.length : newline;

@@ -164,6 +164,17 @@ describe('read whole up to MAX_EDITABLE_BYTES, in chunks above it', () => {
   });
 });
 
+test("a window that ends exactly at a huge file's chunk boundary is not taken for the file's end", async (t) => {
+  // Line 1 (skipped) and the window's MAX_LINES + 1 lines of "a" fill the first chunk to its last byte.
+  const window = MAX_LINES + 1;
+  const first = 'x'.repeat(CHUNK - 2 * window - 1);
+  const { file, ctx } = await fileWith(t, 'f.txt', `${first}\n${'a\n'.repeat(window)}more\n`);
+  await growSparse(file, MAX_EDITABLE_BYTES + 1);
+  const read = await readWindow(file, 2, ctx);
+  assert.equal(read.lines.length, window);
+  assert.equal(read.toEnd, false);
+});
+
 describe('the binary sniff reads the first 8 KiB', () => {
   test('a NUL byte at offset 8191 makes the file binary, refused with its size', async (t) => {
     const bytes = Buffer.alloc(9000, 'a');
