@@ -9,11 +9,12 @@
 // temporary file beside the target, made with the file's mode, then renamed over it; the lock
 // names that temporary file, so one a crash strands is removed at the next start
 // (sweepStrandedWrites). On Linux the folders are opened one by one from the root without
-// following links, and the file is made in the last one.
+// following links, and the file is made in the last one. The read-only refusal is shown by
+// routes-read-only (test/tools/, run as another user, so not in a mutation run's copy).
 // Tests: test/tools/routes-lost-update.test.ts, test/tools/routes-lost-update.check.ts,
 // test/tools/tools.test.ts (modes, a file changed on disk), test/tools/tools-details.test.ts (what
 // is left open), test/tools/routes-write-race.check.ts, test/tools/atomic-write-details.test.ts
-// (the locks' sweep and wait, faults mid-write), test/tools/routes-read-only.check.ts.
+// (the locks' sweep and wait, faults mid-write).
 
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
